@@ -1,0 +1,280 @@
+package gitstore
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// DataDir is a data directory: one bare repository per store under stores/, and one catalog
+// per store under catalog/. One process at a time has it open; that process owns the
+// single writer of each store.
+type DataDir struct {
+	dir  string
+	opts Options
+	lock *os.File // holds the exclusive lock on gitmem.lock
+
+	mu     sync.Mutex // guards stores and closed
+	stores map[string]*Store
+	closed bool
+}
+
+// Open opens the data directory dir, creating it if needed, and takes its exclusive lock. A
+// second process that opens the same directory fails at once with an error that names the
+// process that has it.
+func Open(ctx context.Context, dir string, opts Options) (*DataDir, error) {
+	opts = opts.withDefaults()
+	for _, sub := range []string{"stores", "catalog"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			return nil, fmt.Errorf("create data directory %s: %w", dir, err)
+		}
+	}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	d := &DataDir{dir: dir, opts: opts, lock: lock, stores: map[string]*Store{}}
+	if err := d.cleanup(); err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// Dir returns the data directory's path.
+func (d *DataDir) Dir() string { return d.dir }
+
+// cleanup removes what an interrupted create or delete left: temporary and trashed
+// repositories, and stale ref locks that only a crashed writer of ours can have left, since
+// we hold the directory's lock.
+func (d *DataDir) cleanup() error {
+	entries, err := os.ReadDir(filepath.Join(d.dir, "stores"))
+	if err != nil {
+		return fmt.Errorf("read %s: %w", d.dir, err)
+	}
+	for _, e := range entries {
+		p := filepath.Join(d.dir, "stores", e.Name())
+		if strings.HasPrefix(e.Name(), ".") {
+			if err := os.RemoveAll(p); err != nil {
+				return fmt.Errorf("remove leftover %s: %w", p, err)
+			}
+			continue
+		}
+		lock := filepath.Join(p, mainRef+".lock")
+		if _, err := os.Stat(lock); err == nil {
+			d.opts.Logger.Warn("removing a stale ref lock left by a crash", "path", lock)
+			os.Remove(lock)
+		}
+	}
+	return nil
+}
+
+func (d *DataDir) repoPath(id string) string {
+	return filepath.Join(d.dir, "stores", id+".git")
+}
+
+func (d *DataDir) catalogPath(id string) string {
+	return filepath.Join(d.dir, "catalog", id+".db")
+}
+
+// Close stops every store's writer and releases the directory.
+func (d *DataDir) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil
+	}
+	d.closed = true
+	var errs []error
+	for _, s := range d.stores {
+		errs = append(errs, s.close())
+	}
+	d.stores = nil
+	errs = append(errs, unlockDir(d.lock))
+	return errors.Join(errs...)
+}
+
+// CreateStore creates a store: a bare repository whose first commit holds
+// .gitmem/store.json. The repository is built under a temporary name and renamed into place,
+// so that a crash never leaves half a store.
+func (d *DataDir) CreateStore(ctx context.Context, in CreateStoreInput) (*Store, error) {
+	if err := validateStoreName(in.Name); err != nil {
+		return nil, err
+	}
+	if err := validateDescription(in.Description); err != nil {
+		return nil, err
+	}
+	if err := validateMetadata(in.Metadata); err != nil {
+		return nil, err
+	}
+	if err := validateActor(in.Actor); err != nil {
+		return nil, err
+	}
+	now := d.opts.Clock().UTC()
+	id := NewID(StorePrefix, now)
+	tmpRepo := filepath.Join(d.dir, "stores", "."+id+".git")
+	tmpCatalog := d.catalogPath(id) + ".tmp"
+	defer os.RemoveAll(tmpRepo)
+	defer os.Remove(tmpCatalog)
+	if err := initRepo(tmpRepo); err != nil {
+		return nil, err
+	}
+	s, err := openStore(id, tmpRepo, tmpCatalog, d.opts)
+	if err != nil {
+		return nil, err
+	}
+	info := StoreInfo{ID: id, Name: in.Name, Description: in.Description, Metadata: in.Metadata, CreatedAt: now, UpdatedAt: now}
+	_, err = s.submit(ctx, func(b *batch) (any, error) {
+		return nil, b.commitStoreInfo(info, fmt.Sprintf("create store %q", in.Name), "created", in.Actor)
+	})
+	if cerr := s.close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("create store: %w", err)
+	}
+	if err := os.Rename(tmpCatalog, d.catalogPath(id)); err != nil {
+		return nil, fmt.Errorf("create store: %w", err)
+	}
+	if err := os.Rename(tmpRepo, d.repoPath(id)); err != nil {
+		return nil, fmt.Errorf("create store: %w", err)
+	}
+	if err := syncDir(filepath.Join(d.dir, "stores")); err != nil {
+		return nil, err
+	}
+	return d.Store(ctx, id)
+}
+
+// Store returns the open store with the given id, opening it on first use.
+func (d *DataDir) Store(ctx context.Context, id string) (*Store, error) {
+	if !validID(StorePrefix, id) {
+		return nil, notFoundf("memory store %s not found", id)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil, errClosed
+	}
+	if s, ok := d.stores[id]; ok {
+		return s, nil
+	}
+	if _, err := os.Stat(d.repoPath(id)); err != nil {
+		if os.IsNotExist(err) {
+			return nil, notFoundf("memory store %s not found", id)
+		}
+		return nil, fmt.Errorf("open store %s: %w", id, err)
+	}
+	s, err := openStore(id, d.repoPath(id), d.catalogPath(id), d.opts)
+	if err != nil {
+		return nil, err
+	}
+	d.stores[id] = s
+	return s, nil
+}
+
+// storeIDs lists the ids of the stores on disk, newest first.
+func (d *DataDir) storeIDs() ([]string, error) {
+	entries, err := os.ReadDir(filepath.Join(d.dir, "stores"))
+	if err != nil {
+		return nil, fmt.Errorf("list stores: %w", err)
+	}
+	var ids []string
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".git")
+		if ok && validID(StorePrefix, id) {
+			ids = append(ids, id)
+		}
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(ids)))
+	return ids, nil
+}
+
+// ListStores lists stores newest first.
+func (d *DataDir) ListStores(ctx context.Context, opts StoreListOptions) (StorePage, error) {
+	limit, err := checkLimit(opts.Limit, 20, 1000)
+	if err != nil {
+		return StorePage{}, err
+	}
+	var after string
+	if opts.Cursor != "" {
+		raw, err := decodeCursor('s', opts.Cursor)
+		if err != nil {
+			return StorePage{}, err
+		}
+		after = string(raw)
+	}
+	ids, err := d.storeIDs()
+	if err != nil {
+		return StorePage{}, err
+	}
+	var page StorePage
+	for _, id := range ids {
+		if after != "" && id >= after {
+			continue
+		}
+		s, err := d.Store(ctx, id)
+		if err != nil {
+			return StorePage{}, err
+		}
+		info, err := s.Info(ctx)
+		if err != nil {
+			return StorePage{}, err
+		}
+		if info.ArchivedAt != nil && !opts.IncludeArchived ||
+			!opts.CreatedAtGTE.IsZero() && info.CreatedAt.Before(opts.CreatedAtGTE) ||
+			!opts.CreatedAtLTE.IsZero() && info.CreatedAt.After(opts.CreatedAtLTE) {
+			continue
+		}
+		if len(page.Stores) == limit {
+			page.NextCursor = encodeCursor('s', []byte(page.Stores[limit-1].ID))
+			break
+		}
+		page.Stores = append(page.Stores, info)
+	}
+	return page, nil
+}
+
+// DeleteStore deletes a store with all its memories and versions, for good.
+func (d *DataDir) DeleteStore(ctx context.Context, id string) error {
+	if _, err := d.Store(ctx, id); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s := d.stores[id]
+	delete(d.stores, id)
+	if s != nil {
+		if err := s.close(); err != nil {
+			return fmt.Errorf("delete store %s: %w", id, err)
+		}
+	}
+	// Rename first: one atomic step after which the store is gone, even if the removal
+	// below is interrupted (Open removes the leftover).
+	trash := filepath.Join(d.dir, "stores", ".trash-"+id+"-"+base64.RawURLEncoding.EncodeToString([]byte(NewID("", d.opts.Clock()))))
+	if err := os.Rename(d.repoPath(id), trash); err != nil {
+		return fmt.Errorf("delete store %s: %w", id, err)
+	}
+	if err := syncDir(filepath.Join(d.dir, "stores")); err != nil {
+		return err
+	}
+	if err := os.Remove(d.catalogPath(id)); err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("delete catalog of %s: %w", id, err)
+	}
+	return os.RemoveAll(trash)
+}
+
+// Reindex rebuilds a store's catalog from its history. progress, if not nil, is told how
+// many commits are done.
+func (d *DataDir) Reindex(ctx context.Context, id string, progress Progress) error {
+	s, err := d.Store(ctx, id)
+	if err != nil {
+		return err
+	}
+	return s.runTask(ctx, func() error { return s.rebuild(progress) })
+}

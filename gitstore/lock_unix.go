@@ -1,0 +1,44 @@
+package gitstore
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// lockDir takes the exclusive lock of a data directory, and records who holds it.
+func lockDir(dir string) (*os.File, error) {
+	p := filepath.Join(dir, "gitmem.lock")
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", p, err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		holder, _ := os.ReadFile(p)
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			who := strings.TrimSpace(string(holder))
+			if who == "" {
+				who = "another process"
+			}
+			return nil, &Error{Kind: KindConflict, Message: fmt.Sprintf(
+				"data directory %s is in use by %s; stop it first, or talk to it over its HTTP API", dir, who)}
+		}
+		return nil, fmt.Errorf("lock %s: %w", p, err)
+	}
+	if err := f.Truncate(0); err == nil {
+		fmt.Fprintf(f, "gitmem (pid %d: %s)\n", os.Getpid(), strings.Join(os.Args, " "))
+	}
+	return f, nil
+}
+
+func unlockDir(f *os.File) error {
+	if f == nil {
+		return nil
+	}
+	return f.Close() // closing the file releases the lock
+}

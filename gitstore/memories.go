@@ -1,0 +1,563 @@
+package gitstore
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	bolt "go.etcd.io/bbolt"
+)
+
+func validatePrecondition(p *Precondition, allowNotExists bool) error {
+	if p == nil {
+		return nil
+	}
+	switch p.Type {
+	case NotExists:
+		if !allowNotExists {
+			return invalidf("precondition type not_exists is not allowed here; use content_sha256")
+		}
+		return nil
+	case ContentSHA256:
+		return ValidateSHA256("precondition.content_sha256", p.ContentSHA256)
+	default:
+		return invalidf("precondition type %q is unknown; use not_exists or content_sha256", p.Type)
+	}
+}
+
+func validateActor(a Actor) error {
+	if a.Type == "" || a.ID == "" {
+		return invalidf("a write needs an actor (type and id)")
+	}
+	return nil
+}
+
+// Write creates the memory at in.Path, or replaces its content if one is there (an upsert).
+// A NotExists precondition makes it create-only; a ContentSHA256 precondition makes it
+// replace-only, and only if the current content has that hash (or already equals the new
+// content). Writing the content a memory already has changes nothing and makes no commit.
+func (s *Store) Write(ctx context.Context, in WriteInput) (WriteResult, error) {
+	if err := ValidatePath(in.Path); err != nil {
+		return WriteResult{}, err
+	}
+	if err := ValidateContent(in.Content); err != nil {
+		return WriteResult{}, err
+	}
+	if err := validatePrecondition(in.Precondition, true); err != nil {
+		return WriteResult{}, err
+	}
+	if err := validateActor(in.Actor); err != nil {
+		return WriteResult{}, err
+	}
+	v, err := s.submit(ctx, func(b *batch) (any, error) {
+		if _, err := b.writableStore(); err != nil {
+			return nil, err
+		}
+		id, rec, ok, err := b.ct.live(in.Path)
+		if err != nil {
+			return nil, b.fail(err)
+		}
+		pre := in.Precondition
+		newSHA := sha256Hex(in.Content)
+		if !ok {
+			if pre != nil && pre.Type == ContentSHA256 {
+				return nil, preconditionf("precondition failed: no memory at %s to compare content_sha256 with", in.Path)
+			}
+			if err := b.checkPathFree(b.root, in.Path); err != nil {
+				return nil, err
+			}
+			return b.put(in.Actor, NewID(MemoryPrefix, b.now()), OpCreated, "", in.Path, &in.Content)
+		}
+		if pre != nil && pre.Type == NotExists {
+			return nil, &Error{Kind: KindPreconditionFailed, Message: fmt.Sprintf("precondition failed: %s already exists (memory %s)", in.Path, id),
+				ConflictingMemoryID: id, ConflictingPath: in.Path}
+		}
+		if rec.SHA == newSHA {
+			return b.result(id, nil)
+		}
+		if pre != nil && pre.Type == ContentSHA256 && pre.ContentSHA256 != rec.SHA {
+			return nil, preconditionf("precondition failed: content_sha256 %s does not match the current content of %s (%s)", pre.ContentSHA256, in.Path, rec.SHA)
+		}
+		return b.put(in.Actor, id, OpModified, in.Path, in.Path, &in.Content)
+	})
+	if err != nil {
+		return WriteResult{}, err
+	}
+	return v.(WriteResult), nil
+}
+
+// UpdateMemory changes the content and/or the path of one memory; a rename keeps its id.
+// With a ContentSHA256 precondition it applies only if the current content has that hash;
+// it succeeds anyway, changing nothing, when the memory already has the requested content
+// and path.
+func (s *Store) UpdateMemory(ctx context.Context, in UpdateInput) (WriteResult, error) {
+	if in.ID == "" && in.FromPath == "" {
+		return WriteResult{}, invalidf("update needs the memory's id or its path")
+	}
+	if in.ID == "" {
+		if err := ValidatePath(in.FromPath); err != nil {
+			return WriteResult{}, err
+		}
+	}
+	if in.Content != nil {
+		if err := ValidateContent(*in.Content); err != nil {
+			return WriteResult{}, err
+		}
+	}
+	if in.Path != nil {
+		if err := ValidatePath(*in.Path); err != nil {
+			return WriteResult{}, err
+		}
+	}
+	if err := validatePrecondition(in.Precondition, false); err != nil {
+		return WriteResult{}, err
+	}
+	if err := validateActor(in.Actor); err != nil {
+		return WriteResult{}, err
+	}
+	v, err := s.submit(ctx, func(b *batch) (any, error) {
+		if _, err := b.writableStore(); err != nil {
+			return nil, err
+		}
+		id, rec, err := b.resolve(in.ID, in.FromPath)
+		if err != nil {
+			return nil, err
+		}
+		path := rec.Path
+		if in.Path != nil {
+			path = *in.Path
+		}
+		content := in.Content
+		if pre := in.Precondition; pre != nil && pre.ContentSHA256 != rec.SHA {
+			same := (content == nil || sha256Hex(*content) == rec.SHA) && path == rec.Path && in.Edit == nil
+			if same {
+				return b.result(id, nil)
+			}
+			return nil, preconditionf("precondition failed: content_sha256 %s does not match the current content of %s (%s)", pre.ContentSHA256, rec.Path, rec.SHA)
+		}
+		if in.Edit != nil {
+			cur, err := b.content(rec)
+			if err != nil {
+				return nil, err
+			}
+			if content != nil {
+				cur = *content
+			}
+			next, err := in.Edit(cur)
+			if err != nil {
+				return nil, err
+			}
+			if err := ValidateContent(next); err != nil {
+				return nil, err
+			}
+			content = &next
+		}
+		if content != nil && sha256Hex(*content) == rec.SHA {
+			content = nil
+		}
+		if content == nil && path == rec.Path {
+			return b.result(id, nil)
+		}
+		if path != rec.Path {
+			without, err := b.setFile(b.root, rec.Path, nil)
+			if err != nil {
+				return nil, err
+			}
+			if err := b.checkPathFree(without, path); err != nil {
+				return nil, err
+			}
+		}
+		if content == nil {
+			c, err := b.content(rec)
+			if err != nil {
+				return nil, err
+			}
+			content = &c
+		}
+		return b.put(in.Actor, id, OpModified, rec.Path, path, content)
+	})
+	if err != nil {
+		return WriteResult{}, err
+	}
+	return v.(WriteResult), nil
+}
+
+// Delete deletes one memory. With ExpectedSHA256 set it deletes only if the current content
+// has that hash. It returns the deleted version.
+func (s *Store) Delete(ctx context.Context, in DeleteInput) (Version, error) {
+	if in.ID == "" && in.Path == "" {
+		return Version{}, invalidf("delete needs the memory's id or its path")
+	}
+	if in.ID == "" {
+		if err := ValidatePath(in.Path); err != nil {
+			return Version{}, err
+		}
+	}
+	if in.ExpectedSHA256 != "" {
+		if err := ValidateSHA256("expected_content_sha256", in.ExpectedSHA256); err != nil {
+			return Version{}, err
+		}
+	}
+	if err := validateActor(in.Actor); err != nil {
+		return Version{}, err
+	}
+	v, err := s.submit(ctx, func(b *batch) (any, error) {
+		if _, err := b.writableStore(); err != nil {
+			return nil, err
+		}
+		id, rec, err := b.resolve(in.ID, in.Path)
+		if err != nil {
+			return nil, err
+		}
+		if in.ExpectedSHA256 != "" && in.ExpectedSHA256 != rec.SHA {
+			return nil, preconditionf("precondition failed: expected_content_sha256 %s does not match the current content of %s (%s); nothing was deleted", in.ExpectedSHA256, rec.Path, rec.SHA)
+		}
+		res, err := b.put(in.Actor, id, OpDeleted, rec.Path, "", nil)
+		if err != nil {
+			return nil, err
+		}
+		return *res.Version, nil
+	})
+	if err != nil {
+		return Version{}, err
+	}
+	return v.(Version), nil
+}
+
+// resolve finds a live memory by id, or by path if id is empty.
+func (b *batch) resolve(id, path string) (string, memRec, error) {
+	if id == "" {
+		mid, rec, ok, err := b.ct.live(path)
+		if err != nil {
+			return "", rec, b.fail(err)
+		}
+		if !ok {
+			return "", rec, notFoundf("no memory at %s", path)
+		}
+		return mid, rec, nil
+	}
+	rec, ok, err := b.ct.memory(id)
+	if err != nil {
+		return "", rec, b.fail(err)
+	}
+	if !ok || rec.Deleted {
+		return "", rec, notFoundf("memory %s not found", id)
+	}
+	return id, rec, nil
+}
+
+// put commits one version of memory id: content at path (nil content deletes from). from is
+// the memory's current path, "" for a new memory.
+func (b *batch) put(actor Actor, id string, op Operation, from, to string, content *string) (WriteResult, error) {
+	when := b.now()
+	verID := NewID(VersionPrefix, when)
+	root := b.root
+	var err error
+	if from != "" && from != to {
+		if root, err = b.setFile(root, from, nil); err != nil {
+			return WriteResult{}, err
+		}
+	}
+	if to != "" {
+		if root, err = b.setFile(root, to, content); err != nil {
+			return WriteResult{}, err
+		}
+	}
+	var subject string
+	switch {
+	case op == OpCreated:
+		subject = "create " + to
+	case op == OpDeleted:
+		subject = "delete " + from
+	case from != to:
+		rec, _, _ := b.ct.memory(id)
+		if content != nil && sha256Hex(*content) != rec.SHA {
+			subject = fmt.Sprintf("update and rename %s to %s", from, to)
+		} else {
+			subject = fmt.Sprintf("rename %s to %s", from, to)
+		}
+	default:
+		subject = "update " + to
+	}
+	t := trailers{{trailerMemory, id}, {trailerVersion, verID}, {trailerOperation, string(op)}}
+	t = append(t, actorTrailers(actor)...)
+	if err := b.commit(root, subject, t, actor, when); err != nil {
+		return WriteResult{}, err
+	}
+	return b.result(id, &verID)
+}
+
+// result reads back memory id (and version verID, if one was made) from the batch's catalog.
+func (b *batch) result(id string, verID *string) (WriteResult, error) {
+	rec, _, err := b.ct.memory(id)
+	if err != nil {
+		return WriteResult{}, b.fail(err)
+	}
+	res := WriteResult{Memory: memoryFrom(b.s.id, id, rec)}
+	if verID != nil {
+		seq := b.ct.tx.Bucket(bVerID).Get([]byte(*verID))
+		v, err := b.ct.versionBySeq(seq)
+		if err != nil {
+			return WriteResult{}, b.fail(err)
+		}
+		ver := versionFrom(b.s.id, v)
+		res.Version = &ver
+	}
+	return res, nil
+}
+
+func memoryFrom(storeID, id string, r memRec) Memory {
+	return Memory{ID: id, StoreID: storeID, VersionID: r.Version, Path: r.Path, ContentSHA256: r.SHA,
+		SizeBytes: r.Size, CreatedAt: msTime(r.Created), UpdatedAt: msTime(r.Updated)}
+}
+
+func versionFrom(storeID string, v verRec) Version {
+	return Version{ID: v.ID, MemoryID: v.Memory, StoreID: storeID, Operation: v.Op, Path: v.Path,
+		ContentSHA256: v.SHA, SizeBytes: v.Size, CreatedBy: v.actor(), CreatedAt: msTime(v.At), Commit: v.Commit}
+}
+
+// view runs fn on a consistent snapshot of the catalog.
+func (s *Store) view(fn func(ct catTx) error) error {
+	return s.db.View(func(tx *bolt.Tx) error { return fn(catTx{tx}) })
+}
+
+func (s *Store) loadContent(blob string) (*string, error) {
+	raw, err := s.repo.blob(plumbing.NewHash(blob))
+	if err != nil {
+		return nil, err
+	}
+	c := string(raw)
+	return &c, nil
+}
+
+// Get returns the memory with the given id.
+func (s *Store) Get(ctx context.Context, id string, withContent bool) (Memory, error) {
+	var m Memory
+	err := s.view(func(ct catTx) error {
+		rec, ok, err := ct.memory(id)
+		if err != nil {
+			return err
+		}
+		if !ok || rec.Deleted {
+			return notFoundf("memory %s not found", id)
+		}
+		m = memoryFrom(s.id, id, rec)
+		if withContent {
+			m.Content, err = s.loadContent(rec.Blob)
+		}
+		return err
+	})
+	return m, err
+}
+
+// GetByPath returns the memory at path.
+func (s *Store) GetByPath(ctx context.Context, path string, withContent bool) (Memory, error) {
+	if err := ValidatePath(path); err != nil {
+		return Memory{}, err
+	}
+	var m Memory
+	err := s.view(func(ct catTx) error {
+		id, rec, ok, err := ct.live(path)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return notFoundf("no memory at %s", path)
+		}
+		m = memoryFrom(s.id, id, rec)
+		if withContent {
+			m.Content, err = s.loadContent(rec.Blob)
+		}
+		return err
+	})
+	return m, err
+}
+
+func checkLimit(limit, def, max int) (int, error) {
+	if limit == 0 {
+		return def, nil
+	}
+	if limit < 1 || limit > max {
+		return 0, invalidf("limit must be between 1 and %d, got %d", max, limit)
+	}
+	return limit, nil
+}
+
+// List lists memories below opts.PathPrefix in path order, one page at a time.
+func (s *Store) List(ctx context.Context, opts ListOptions) (ListPage, error) {
+	if err := ValidatePathPrefix(opts.PathPrefix); err != nil {
+		return ListPage{}, err
+	}
+	if opts.Depth < 0 {
+		return ListPage{}, invalidf("depth must be 0 (all) or a positive number of levels, got %d", opts.Depth)
+	}
+	limit, err := checkLimit(opts.Limit, 20, 1000)
+	if err != nil {
+		return ListPage{}, err
+	}
+	prefix := opts.PathPrefix
+	if prefix == "" {
+		prefix = "/"
+	}
+	var after []byte
+	if opts.Cursor != "" {
+		if after, err = decodeCursor('p', opts.Cursor); err != nil {
+			return ListPage{}, err
+		}
+	}
+	var page ListPage
+	err = s.view(func(ct catTx) error {
+		c := ct.tx.Bucket(bPath).Cursor()
+		k, v := c.Seek([]byte(prefix))
+		if after != nil {
+			k, v = c.Seek(after)
+			for k != nil && (bytes.Equal(k, after) || after[len(after)-1] == '/' && bytes.HasPrefix(k, after)) {
+				k, v = c.Next()
+			}
+		}
+		for k != nil && bytes.HasPrefix(k, []byte(prefix)) {
+			if len(page.Items) == limit {
+				page.NextCursor = encodeCursor('p', lastKey(page.Items))
+				return nil
+			}
+			rest := string(k[len(prefix):])
+			if opts.Depth > 0 && strings.Count(rest, "/") >= opts.Depth {
+				segs := strings.SplitN(rest, "/", opts.Depth+1)
+				roll := prefix + strings.Join(segs[:opts.Depth], "/") + "/"
+				page.Items = append(page.Items, ListItem{Prefix: roll})
+				// Skip everything below the rolled-up prefix: "0" is the byte after "/".
+				k, v = c.Seek([]byte(roll[:len(roll)-1] + "0"))
+				continue
+			}
+			rec, ok, err := ct.memory(string(v))
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return fmt.Errorf("catalog path %s names unknown memory %s", k, v)
+			}
+			m := memoryFrom(s.id, string(v), rec)
+			if opts.WithContent {
+				if m.Content, err = s.loadContent(rec.Blob); err != nil {
+					return err
+				}
+			}
+			page.Items = append(page.Items, ListItem{Memory: &m})
+			k, v = c.Next()
+		}
+		return nil
+	})
+	return page, err
+}
+
+func lastKey(items []ListItem) []byte {
+	it := items[len(items)-1]
+	if it.Memory != nil {
+		return []byte(it.Memory.Path)
+	}
+	return []byte(it.Prefix)
+}
+
+// Versions lists versions newest first.
+func (s *Store) Versions(ctx context.Context, f VersionFilter) (VersionPage, error) {
+	limit, err := checkLimit(f.Limit, 20, 1000)
+	if err != nil {
+		return VersionPage{}, err
+	}
+	switch f.Operation {
+	case "", OpCreated, OpModified, OpDeleted:
+	default:
+		return VersionPage{}, invalidf("operation must be created, modified or deleted, got %q", f.Operation)
+	}
+	var before []byte
+	if f.Cursor != "" {
+		if before, err = decodeCursor('v', f.Cursor); err != nil {
+			return VersionPage{}, err
+		}
+	}
+	var page VersionPage
+	err = s.view(func(ct catTx) error {
+		// Walk version numbers newest first, through the memory's index when filtered by memory.
+		var c *bolt.Cursor
+		var prefix []byte
+		if f.MemoryID != "" {
+			c, prefix = ct.tx.Bucket(bMemVer).Cursor(), []byte(f.MemoryID)
+		} else {
+			c = ct.tx.Bucket(bVer).Cursor()
+		}
+		var k []byte
+		if before != nil {
+			k, _ = c.Seek(append(append([]byte{}, prefix...), before...))
+			k, _ = c.Prev()
+		} else if prefix != nil {
+			k, _ = c.Seek(append(append([]byte{}, prefix...), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff))
+			if k == nil {
+				k, _ = c.Last()
+			} else {
+				k, _ = c.Prev()
+			}
+		} else {
+			k, _ = c.Last()
+		}
+		for ; k != nil && bytes.HasPrefix(k, prefix) && len(k) == len(prefix)+8; k, _ = c.Prev() {
+			seq := k[len(prefix):]
+			v, err := ct.versionBySeq(seq)
+			if err != nil {
+				return err
+			}
+			if !f.matches(v) {
+				continue
+			}
+			if len(page.Versions) == limit {
+				page.NextCursor = encodeCursor('v', lastSeq(ct, page.Versions))
+				return nil
+			}
+			ver := versionFrom(s.id, v)
+			if f.WithContent && v.Blob != "" {
+				if ver.Content, err = s.loadContent(v.Blob); err != nil {
+					return err
+				}
+			}
+			page.Versions = append(page.Versions, ver)
+		}
+		return nil
+	})
+	return page, err
+}
+
+func lastSeq(ct catTx, vs []Version) []byte {
+	return ct.tx.Bucket(bVerID).Get([]byte(vs[len(vs)-1].ID))
+}
+
+func (f VersionFilter) matches(v verRec) bool {
+	at := msTime(v.At)
+	a := v.actor()
+	return (f.Operation == "" || v.Op == f.Operation) &&
+		(f.SessionID == "" || a.SessionID() == f.SessionID) &&
+		(f.APIKeyID == "" || a.KeyID() == f.APIKeyID) &&
+		(f.CreatedAtGTE.IsZero() || !at.Before(f.CreatedAtGTE)) &&
+		(f.CreatedAtLTE.IsZero() || !at.After(f.CreatedAtLTE))
+}
+
+// Version returns one version.
+func (s *Store) Version(ctx context.Context, id string, withContent bool) (Version, error) {
+	var ver Version
+	err := s.view(func(ct catTx) error {
+		seq := ct.tx.Bucket(bVerID).Get([]byte(id))
+		if seq == nil {
+			return notFoundf("memory version %s not found", id)
+		}
+		v, err := ct.versionBySeq(seq)
+		if err != nil {
+			return err
+		}
+		ver = versionFrom(s.id, v)
+		if withContent && v.Blob != "" {
+			ver.Content, err = s.loadContent(v.Blob)
+		}
+		return err
+	})
+	return ver, err
+}

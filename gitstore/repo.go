@@ -1,0 +1,375 @@
+package gitstore
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-git/go-billy/v5"
+	"github.com/go-git/go-billy/v5/osfs"
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+)
+
+// mainRef is the branch that holds the memories.
+const mainRef = "refs/heads/main"
+
+// errRefMoved means the ref was not at the commit a write built on.
+var errRefMoved = errors.New("refs/heads/main moved")
+
+// repo is one bare repository. go-git's storage is not safe for concurrent use, so mu
+// serializes writes against reads; objects are immutable, so reads share it.
+type repo struct {
+	path string
+
+	mu sync.RWMutex // guards st: RLock to read objects, Lock to write objects or swap st
+	st *filesystem.Storage
+
+	// Written and read by the writer goroutine only.
+	loose []plumbing.Hash // objects written loose since the last pack
+}
+
+// initRepo creates a bare repository at path with main as its default branch and with git's
+// automatic gc off, so that the git CLI never repacks behind go-git's back.
+func initRepo(path string) error {
+	r, err := git.PlainInitWithOptions(path, &git.PlainInitOptions{
+		InitOptions: git.InitOptions{DefaultBranch: plumbing.ReferenceName(mainRef)},
+		Bare:        true,
+	})
+	if err != nil {
+		return fmt.Errorf("init repository %s: %w", path, err)
+	}
+	cfg, err := r.Config()
+	if err != nil {
+		return fmt.Errorf("read config of %s: %w", path, err)
+	}
+	cfg.Raw.Section("gc").SetOption("auto", "0")
+	cfg.Raw.Section("receive").SetOption("autogc", "false")
+	cfg.Raw.Section("core").SetOption("logallrefupdates", "false")
+	if err := r.Storer.SetConfig(cfg); err != nil {
+		return fmt.Errorf("write config of %s: %w", path, err)
+	}
+	return nil
+}
+
+
+func openRepo(path string) (*repo, error) {
+	if _, err := os.Stat(filepath.Join(path, "objects")); err != nil {
+		return nil, fmt.Errorf("open repository %s: %w", path, err)
+	}
+	r := &repo{path: path, st: newStorage(path)}
+	loose, err := r.listLoose()
+	if err != nil {
+		return nil, err
+	}
+	r.loose = loose
+	return r, nil
+}
+
+func newStorage(path string) *filesystem.Storage {
+	fs := syncPacksFS{osfs.New(path)}
+	return filesystem.NewStorageWithOptions(fs, cache.NewObjectLRU(32*cache.MiByte), filesystem.Options{})
+}
+
+// object reads one object.
+func (r *repo) object(h plumbing.Hash) (plumbing.EncodedObject, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	o, err := r.st.EncodedObject(plumbing.AnyObject, h)
+	if err != nil {
+		return nil, fmt.Errorf("read object %s: %w", h, err)
+	}
+	return o, nil
+}
+
+// blob returns the content of a blob.
+func (r *repo) blob(h plumbing.Hash) ([]byte, error) {
+	o, err := r.object(h)
+	if err != nil {
+		return nil, err
+	}
+	return readEncoded(o)
+}
+
+func readEncoded(o plumbing.EncodedObject) ([]byte, error) {
+	rd, err := o.Reader()
+	if err != nil {
+		return nil, fmt.Errorf("read object %s: %w", o.Hash(), err)
+	}
+	defer rd.Close()
+	b, err := io.ReadAll(rd)
+	if err != nil {
+		return nil, fmt.Errorf("read object %s: %w", o.Hash(), err)
+	}
+	return b, nil
+}
+
+// writeObjects writes objects loose. They are durable only after syncObjects.
+func (r *repo) writeObjects(objs []plumbing.EncodedObject) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, o := range objs {
+		if _, err := r.st.SetEncodedObject(o); err != nil {
+			return fmt.Errorf("write object %s: %w", o.Hash(), err)
+		}
+		r.loose = append(r.loose, o.Hash())
+	}
+	return nil
+}
+
+func (r *repo) loosePath(h plumbing.Hash) string {
+	s := h.String()
+	return filepath.Join(r.path, "objects", s[:2], s[2:])
+}
+
+// listLoose finds the loose objects on disk.
+func (r *repo) listLoose() ([]plumbing.Hash, error) {
+	dirs, err := os.ReadDir(filepath.Join(r.path, "objects"))
+	if err != nil {
+		return nil, fmt.Errorf("list objects of %s: %w", r.path, err)
+	}
+	var hs []plumbing.Hash
+	for _, d := range dirs {
+		if len(d.Name()) != 2 || !d.IsDir() {
+			continue
+		}
+		files, err := os.ReadDir(filepath.Join(r.path, "objects", d.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("list objects of %s: %w", r.path, err)
+		}
+		for _, f := range files {
+			if len(f.Name()) == 38 && !strings.HasPrefix(f.Name(), "tmp") {
+				h, ok := parseHash(d.Name() + f.Name())
+				if ok {
+					hs = append(hs, h)
+				}
+			}
+		}
+	}
+	return hs, nil
+}
+
+// readRef returns the commit main points at, or the zero hash if main does not exist yet.
+// It reads the loose ref first and then packed-refs, as git does.
+func (r *repo) readRef() (plumbing.Hash, error) {
+	b, err := os.ReadFile(filepath.Join(r.path, mainRef))
+	if err == nil {
+		h, ok := parseHash(strings.TrimSpace(string(b)))
+		if !ok {
+			return plumbing.ZeroHash, fmt.Errorf("read %s of %s: not a commit hash: %q", mainRef, r.path, b)
+		}
+		return h, nil
+	}
+	if !os.IsNotExist(err) {
+		return plumbing.ZeroHash, fmt.Errorf("read %s of %s: %w", mainRef, r.path, err)
+	}
+	packed, err := os.ReadFile(filepath.Join(r.path, "packed-refs"))
+	if os.IsNotExist(err) {
+		return plumbing.ZeroHash, nil
+	}
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("read packed-refs of %s: %w", r.path, err)
+	}
+	for _, line := range strings.Split(string(packed), "\n") {
+		hash, name, ok := strings.Cut(line, " ")
+		if ok && name == mainRef {
+			if h, ok := parseHash(hash); ok {
+				return h, nil
+			}
+		}
+	}
+	return plumbing.ZeroHash, nil
+}
+
+// casRef moves main from old to new, durably, the way git does: it takes main.lock (which
+// also excludes a git process updating the ref), checks the current value, writes and
+// fsyncs the lock file, renames it over the ref and fsyncs the directory.
+func (r *repo) casRef(old, new plumbing.Hash) error {
+	refPath := filepath.Join(r.path, mainRef)
+	lockPath := refPath + ".lock"
+	if err := os.MkdirAll(filepath.Dir(refPath), 0o755); err != nil {
+		return fmt.Errorf("update %s: %w", mainRef, err)
+	}
+	var f *os.File
+	var err error
+	for wait := time.Millisecond; ; wait *= 2 {
+		f, err = os.OpenFile(lockPath, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		if err == nil {
+			break
+		}
+		if !os.IsExist(err) || wait > time.Second {
+			return &Error{Kind: KindConflict, Message: fmt.Sprintf("%s is locked by another git process (%s exists)", mainRef, lockPath), Err: err}
+		}
+		time.Sleep(wait)
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			f.Close()
+			os.Remove(lockPath)
+		}
+	}()
+	cur, err := r.readRef()
+	if err != nil {
+		return err
+	}
+	if cur != old {
+		return errRefMoved
+	}
+	if _, err := f.WriteString(new.String() + "\n"); err != nil {
+		return fmt.Errorf("write %s: %w", lockPath, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", lockPath, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", lockPath, err)
+	}
+	if err := os.Rename(lockPath, refPath); err != nil {
+		return fmt.Errorf("rename %s: %w", lockPath, err)
+	}
+	committed = true
+	return syncDir(filepath.Dir(refPath))
+}
+
+// syncObjects makes the loose objects written so far durable.
+func (r *repo) syncObjects(hs []plumbing.Hash) error {
+	paths := make([]string, len(hs))
+	for i, h := range hs {
+		paths[i] = r.loosePath(h)
+	}
+	return syncFiles(r.path, paths)
+}
+
+// packLoose moves the loose objects into one pack: it writes and fsyncs the pack and its
+// index, tells the storage about them, and only then removes the loose files.
+func (r *repo) packLoose() error {
+	if len(r.loose) == 0 {
+		return nil
+	}
+	hs := dedupe(r.loose)
+	var buf bytes.Buffer
+	r.mu.RLock()
+	_, err := packfile.NewEncoder(&buf, r.st, false).Encode(hs, 0)
+	r.mu.RUnlock()
+	if err != nil {
+		return fmt.Errorf("pack %d loose objects of %s: %w", len(hs), r.path, err)
+	}
+	if err := r.installPack(&buf); err != nil {
+		return err
+	}
+	for _, h := range hs {
+		if err := os.Remove(r.loosePath(h)); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("remove packed loose object: %w", err)
+		}
+	}
+	r.loose = r.loose[:0]
+	return nil
+}
+
+// installPack writes a pack and its index through the storage, which learns of them.
+func (r *repo) installPack(pack io.Reader) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w, err := r.st.PackfileWriter()
+	if err != nil {
+		return fmt.Errorf("write pack of %s: %w", r.path, err)
+	}
+	if _, err := io.Copy(w, pack); err != nil {
+		w.Close()
+		return fmt.Errorf("write pack of %s: %w", r.path, err)
+	}
+	if err := w.Close(); err != nil {
+		return fmt.Errorf("write pack of %s: %w", r.path, err)
+	}
+	return syncDir(filepath.Join(r.path, "objects", "pack"))
+}
+
+// reload replaces the storage, so that packs added or removed by a git process are seen.
+func (r *repo) reload() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.st = newStorage(r.path)
+}
+
+func dedupe(hs []plumbing.Hash) []plumbing.Hash {
+	seen := make(map[plumbing.Hash]bool, len(hs))
+	out := make([]plumbing.Hash, 0, len(hs))
+	for _, h := range hs {
+		if !seen[h] {
+			seen[h] = true
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// commitObject reads and decodes a commit.
+func (r *repo) commit(h plumbing.Hash) (*object.Commit, error) {
+	o, err := r.object(h)
+	if err != nil {
+		return nil, err
+	}
+	c := &object.Commit{}
+	if err := c.Decode(o); err != nil {
+		return nil, fmt.Errorf("decode commit %s: %w", h, err)
+	}
+	return c, nil
+}
+
+// syncPacksFS fsyncs every file written under objects/pack before it is closed, so that the
+// pack writer's rename publishes only durable data.
+type syncPacksFS struct{ billy.Filesystem }
+
+func (fs syncPacksFS) TempFile(dir, prefix string) (billy.File, error) {
+	return wrapSync(fs.Filesystem.TempFile(dir, prefix))
+}
+
+func (fs syncPacksFS) Create(name string) (billy.File, error) {
+	return wrapSync(fs.Filesystem.Create(name))
+}
+
+func (fs syncPacksFS) OpenFile(name string, flag int, perm os.FileMode) (billy.File, error) {
+	f, err := fs.Filesystem.OpenFile(name, flag, perm)
+	if flag&(os.O_WRONLY|os.O_RDWR) == 0 {
+		return f, err
+	}
+	return wrapSync(f, err)
+}
+
+func wrapSync(f billy.File, err error) (billy.File, error) {
+	if err != nil || !strings.Contains(filepath.ToSlash(f.Name()), "objects/pack/") {
+		return f, err
+	}
+	return syncOnClose{f}, nil
+}
+
+type syncOnClose struct{ billy.File }
+
+func (f syncOnClose) Close() error {
+	if s, ok := f.File.(interface{ Sync() error }); ok {
+		if err := s.Sync(); err != nil {
+			f.File.Close()
+			return fmt.Errorf("sync %s: %w", f.Name(), err)
+		}
+	}
+	return f.File.Close()
+}
+
+// parseHash parses a full hex object name.
+func parseHash(s string) (plumbing.Hash, bool) {
+	if len(s) != 40 || !plumbing.IsHash(s) {
+		return plumbing.ZeroHash, false
+	}
+	return plumbing.NewHash(s), true
+}

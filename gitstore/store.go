@@ -1,0 +1,170 @@
+package gitstore
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	bolt "go.etcd.io/bbolt"
+)
+
+// Store is one memory store: a bare repository and its catalog. Mutations go through the
+// store's single writer goroutine; reads use a catalog snapshot and need no lock.
+type Store struct {
+	id   string
+	opts Options
+	log  *slog.Logger
+	repo *repo
+	db   *bolt.DB
+
+	reqs chan *request
+	quit chan struct{}
+	done chan struct{}
+	stop sync.Once
+
+	lastTime time.Time // writer goroutine only
+}
+
+func openStore(id, repoPath, catalogPath string, opts Options) (*Store, error) {
+	r, err := openRepo(repoPath)
+	if err != nil {
+		return nil, err
+	}
+	db, err := openCatalog(catalogPath)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{id: id, opts: opts, log: opts.Logger, repo: r, db: db,
+		reqs: make(chan *request, maxGroup), quit: make(chan struct{}), done: make(chan struct{})}
+	if err := s.catchUp(nil); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", id, err)
+	}
+	go s.run()
+	return s, nil
+}
+
+// close stops the writer after it has answered every queued request.
+func (s *Store) close() error {
+	s.stop.Do(func() { close(s.quit) })
+	<-s.done
+	return s.db.Close()
+}
+
+// ID returns the store's id.
+func (s *Store) ID() string { return s.id }
+
+// RepoPath returns the path of the store's bare repository.
+func (s *Store) RepoPath() string { return s.repo.path }
+
+// Head returns the commit that reads currently reflect.
+func (s *Store) Head() string {
+	var h plumbing.Hash
+	s.db.View(func(tx *bolt.Tx) error { h = catTx{tx}.applied(); return nil })
+	return h.String()
+}
+
+// Progress is told how far a long operation is: done of total steps.
+type Progress func(done, total int)
+
+// catchUp applies to the catalog the commits of main that it has not applied yet: after a
+// crash, a push, or a commit made with the git CLI. If main no longer contains the applied
+// commit (history was rewritten), it rebuilds the catalog from the first commit.
+func (s *Store) catchUp(progress Progress) error {
+	head, err := s.repo.readRef()
+	if err != nil {
+		return err
+	}
+	var applied plumbing.Hash
+	if err := s.db.View(func(tx *bolt.Tx) error { applied = catTx{tx}.applied(); return nil }); err != nil {
+		return err
+	}
+	if head == applied {
+		return nil
+	}
+	// Walk first parents back from head to the applied commit.
+	var chain []*object.Commit
+	found := false
+	for h := head; !h.IsZero(); {
+		if h == applied {
+			found = true
+			break
+		}
+		c, err := s.repo.commit(h)
+		if err != nil {
+			return err
+		}
+		chain = append(chain, c)
+		h = plumbing.ZeroHash
+		if len(c.ParentHashes) > 0 {
+			h = c.ParentHashes[0]
+		}
+	}
+	reset := !found && !applied.IsZero()
+	if reset {
+		s.log.Warn("history no longer contains the catalog's commit; rebuilding the catalog", "store", s.id, "applied", applied)
+	}
+	const perTx = 1000
+	for done := 0; done < len(chain) || reset; {
+		err := s.db.Update(func(tx *bolt.Tx) error {
+			if reset {
+				reset = false
+				if err := resetCatalog(tx); err != nil {
+					return err
+				}
+			}
+			ct := catTx{tx}
+			for n := 0; n < perTx && done < len(chain); n++ {
+				c := chain[len(chain)-1-done]
+				var parentTree plumbing.Hash
+				if len(c.ParentHashes) > 0 {
+					p, err := s.repo.commit(c.ParentHashes[0])
+					if err != nil {
+						return err
+					}
+					parentTree = p.TreeHash
+				}
+				if err := ct.applyCommit(s.repo, c, parentTree); err != nil {
+					return err
+				}
+				done++
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("catch up catalog of %s: %w", s.id, err)
+		}
+		if progress != nil {
+			progress(done, len(chain))
+		}
+	}
+	return nil
+}
+
+// rebuild empties the catalog and reads the whole history again.
+func (s *Store) rebuild(progress Progress) error {
+	if err := s.db.Update(func(tx *bolt.Tx) error { return resetCatalog(tx) }); err != nil {
+		return fmt.Errorf("reset catalog of %s: %w", s.id, err)
+	}
+	return s.catchUp(progress)
+}
+
+// Refresh makes reads reflect commits that reached main from outside (a push, the git
+// CLI). The writer does it before each write anyway.
+func (s *Store) Refresh(ctx context.Context) error {
+	_, err := s.submit(ctx, func(b *batch) (any, error) { return nil, nil })
+	return err
+}
+
+func sha256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+func msTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }

@@ -1,0 +1,237 @@
+package gitstore
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// objectReader finds objects by hash: the writer's pending objects, or the repository.
+type objectReader interface {
+	object(h plumbing.Hash) (plumbing.EncodedObject, error)
+}
+
+// readTree decodes the tree h; the zero hash is the empty tree.
+func readTree(or objectReader, h plumbing.Hash) ([]object.TreeEntry, error) {
+	if h.IsZero() {
+		return nil, nil
+	}
+	o, err := or.object(h)
+	if err != nil {
+		return nil, err
+	}
+	var t object.Tree
+	if err := t.Decode(o); err != nil {
+		return nil, fmt.Errorf("decode tree %s: %w", h, err)
+	}
+	return t.Entries, nil
+}
+
+// encodeTree builds the object of a tree, sorting entries as git does: by name, with
+// directories compared as if their name ended in "/".
+func encodeTree(entries []object.TreeEntry) (plumbing.EncodedObject, error) {
+	sort.Slice(entries, func(i, j int) bool { return treeSortKey(entries[i]) < treeSortKey(entries[j]) })
+	o := &plumbing.MemoryObject{}
+	t := object.Tree{Entries: entries}
+	if err := t.Encode(o); err != nil {
+		return nil, fmt.Errorf("encode tree: %w", err)
+	}
+	return o, nil
+}
+
+func treeSortKey(e object.TreeEntry) string {
+	if e.Mode == filemode.Dir {
+		return e.Name + "/"
+	}
+	return e.Name
+}
+
+// blobObject builds the object of a blob.
+func blobObject(content []byte) plumbing.EncodedObject {
+	o := &plumbing.MemoryObject{}
+	o.SetType(plumbing.BlobObject)
+	o.Write(content)
+	return o
+}
+
+// treePath is a memory path's tree segments: "/a/b.md" is ["a", "b.md"].
+func treePath(p string) []string { return strings.Split(strings.TrimPrefix(p, "/"), "/") }
+
+// entryAt finds the entry at the tree path segs below root. found is false if a segment is
+// missing; blocked is set, with the path of the file in the way, if an ancestor is a file.
+func entryAt(or objectReader, root plumbing.Hash, segs []string) (e object.TreeEntry, found bool, blocked string, err error) {
+	cur := root
+	for i, s := range segs {
+		entries, err := readTree(or, cur)
+		if err != nil {
+			return e, false, "", err
+		}
+		var hit *object.TreeEntry
+		for k := range entries {
+			if entries[k].Name == s {
+				hit = &entries[k]
+				break
+			}
+		}
+		if hit == nil {
+			return e, false, "", nil
+		}
+		if i == len(segs)-1 {
+			return *hit, true, "", nil
+		}
+		if hit.Mode != filemode.Dir {
+			return e, false, "/" + strings.Join(segs[:i+1], "/"), nil
+		}
+		cur = hit.Hash
+	}
+	return e, false, "", nil
+}
+
+// firstFile returns the tree path of the first file below tree h, in path order.
+func firstFile(or objectReader, h plumbing.Hash, prefix string) (string, error) {
+	entries, err := readTree(or, h)
+	if err != nil {
+		return "", err
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Name < entries[j].Name })
+	for _, e := range entries {
+		if e.Mode == filemode.Dir {
+			p, err := firstFile(or, e.Hash, prefix+"/"+e.Name)
+			if err != nil || p != "" {
+				return p, err
+			}
+			continue
+		}
+		return prefix + "/" + e.Name, nil
+	}
+	return "", nil
+}
+
+// setEntry returns the root of a tree equal to root with the file at segs set to blob (or
+// removed, if blob is the zero hash). Only the trees on the path are rebuilt, so the cost
+// grows with the path's depth and not with the size of the store. Emptied directories go
+// away, as git has no empty trees. New objects are passed to emit.
+func setEntry(or objectReader, root plumbing.Hash, segs []string, blob plumbing.Hash, emit func(plumbing.EncodedObject)) (plumbing.Hash, error) {
+	entries, err := readTree(or, root)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	idx := -1
+	for i := range entries {
+		if entries[i].Name == segs[0] {
+			idx = i
+			break
+		}
+	}
+	var child object.TreeEntry
+	switch {
+	case len(segs) == 1 && blob.IsZero():
+		// remove below
+	case len(segs) == 1:
+		child = object.TreeEntry{Name: segs[0], Mode: filemode.Regular, Hash: blob}
+	default:
+		var sub plumbing.Hash
+		if idx >= 0 && entries[idx].Mode == filemode.Dir {
+			sub = entries[idx].Hash
+		}
+		h, err := setEntry(or, sub, segs[1:], blob, emit)
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		if !h.IsZero() {
+			child = object.TreeEntry{Name: segs[0], Mode: filemode.Dir, Hash: h}
+		}
+	}
+	out := make([]object.TreeEntry, 0, len(entries)+1)
+	for i, e := range entries {
+		if i != idx {
+			out = append(out, e)
+		}
+	}
+	if child.Name != "" {
+		out = append(out, child)
+	}
+	if len(out) == 0 {
+		return plumbing.ZeroHash, nil
+	}
+	o, err := encodeTree(out)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	emit(o)
+	return o.Hash(), nil
+}
+
+// fileChange is one file that differs between two trees. A zero From is an added file, a
+// zero To a removed one.
+type fileChange struct {
+	Path     string // memory path, "/a/b.md"
+	From, To plumbing.Hash
+	ToMode   filemode.FileMode
+}
+
+// diffTrees lists the files that differ between trees a and b, in path order. Subtrees
+// with equal hashes are skipped, so the cost follows the size of the change.
+func diffTrees(or objectReader, a, b plumbing.Hash, prefix string, out []fileChange) ([]fileChange, error) {
+	if a == b {
+		return out, nil
+	}
+	ea, err := readTree(or, a)
+	if err != nil {
+		return nil, err
+	}
+	eb, err := readTree(or, b)
+	if err != nil {
+		return nil, err
+	}
+	names := map[string][2]*object.TreeEntry{}
+	for i := range ea {
+		v := names[ea[i].Name]
+		v[0] = &ea[i]
+		names[ea[i].Name] = v
+	}
+	for i := range eb {
+		v := names[eb[i].Name]
+		v[1] = &eb[i]
+		names[eb[i].Name] = v
+	}
+	keys := make([]string, 0, len(names))
+	for k := range names {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, name := range keys {
+		pair := names[name]
+		x, y := pair[0], pair[1]
+		p := prefix + "/" + name
+		var xTree, yTree, xFile, yFile plumbing.Hash
+		var yMode filemode.FileMode
+		if x != nil {
+			if x.Mode == filemode.Dir {
+				xTree = x.Hash
+			} else {
+				xFile = x.Hash
+			}
+		}
+		if y != nil {
+			if y.Mode == filemode.Dir {
+				yTree = y.Hash
+			} else {
+				yFile, yMode = y.Hash, y.Mode
+			}
+		}
+		if xFile != yFile || (x != nil && y != nil && x.Mode != y.Mode && !yFile.IsZero()) {
+			out = append(out, fileChange{Path: p, From: xFile, To: yFile, ToMode: yMode})
+		}
+		if xTree != yTree {
+			if out, err = diffTrees(or, xTree, yTree, p, out); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,170 @@
+package gitstore
+
+import (
+	"encoding/hex"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// Limits of the data model.
+const (
+	MaxContentBytes  = 102400
+	MaxPathBytes     = 1024
+	MaxPathSegments  = 20
+	MaxNameChars     = 255
+	MaxDescChars     = 1024
+	MaxMetadataPairs = 16
+	MaxMetaKeyChars  = 64
+	MaxMetaValChars  = 512
+)
+
+// reservedDir holds store metadata in the tree; it is never a memory.
+const reservedDir = ".gitmem"
+
+// storeFile is the tree path of the store's metadata.
+const storeFile = reservedDir + "/store.json"
+
+// ValidatePath checks a memory path against the rules of the data model and returns an
+// error that names the rule it breaks.
+func ValidatePath(p string) error {
+	if p == "" {
+		return invalidf("path is empty: a memory path starts with / and names a file, like /notes/today.md")
+	}
+	if len(p) > MaxPathBytes {
+		return invalidf("path is %d bytes long; the limit is %d bytes", len(p), MaxPathBytes)
+	}
+	if !utf8.ValidString(p) {
+		return invalidf("path %q is not valid UTF-8", p)
+	}
+	if p[0] != '/' {
+		return invalidf("path %q must start with /", p)
+	}
+	if err := checkChars(p); err != nil {
+		return err
+	}
+	if !norm.NFC.IsNormalString(p) {
+		return invalidf("path %q is not in Unicode normal form C (NFC); normalize it first", p)
+	}
+	segs := strings.Split(p[1:], "/")
+	if len(segs) > MaxPathSegments {
+		return invalidf("path %q has %d segments; the limit is %d", p, len(segs), MaxPathSegments)
+	}
+	for _, s := range segs {
+		switch s {
+		case "":
+			return invalidf("path %q has an empty segment (a doubled or trailing /)", p)
+		case ".", "..":
+			return invalidf("path %q has a %q segment; paths are absolute and have no . or .. segments", p, s)
+		}
+	}
+	if segs[0] == reservedDir {
+		return invalidf("path %q is under /%s/, which is reserved for the store's own metadata", p, reservedDir)
+	}
+	return nil
+}
+
+// checkChars refuses control and format characters and the line and paragraph separators.
+func checkChars(p string) error {
+	for i, r := range p {
+		switch {
+		case r == '\u2028' || r == '\u2029':
+			return invalidf("path %q has a line or paragraph separator (U+%04X) at byte %d", p, r, i)
+		case unicode.Is(unicode.Cc, r):
+			return invalidf("path %q has a control character (U+%04X) at byte %d", p, r, i)
+		case unicode.Is(unicode.Cf, r):
+			return invalidf("path %q has a format character (U+%04X) at byte %d", p, r, i)
+		}
+	}
+	return nil
+}
+
+// ValidatePathPrefix checks a listing prefix: "" or a path ending with "/".
+func ValidatePathPrefix(prefix string) error {
+	if prefix == "" || prefix == "/" {
+		return nil
+	}
+	if !strings.HasSuffix(prefix, "/") {
+		return invalidf("path_prefix %q must end with /", prefix)
+	}
+	if err := ValidatePath(strings.TrimSuffix(prefix, "/")); err != nil {
+		return invalidf("path_prefix %q is not a valid directory: %s", prefix, err.Error())
+	}
+	return nil
+}
+
+// ValidateContent checks memory content: valid UTF-8 of at most MaxContentBytes bytes.
+func ValidateContent(c string) error {
+	if len(c) > MaxContentBytes {
+		return invalidf("content is %d bytes; the limit is %d bytes", len(c), MaxContentBytes)
+	}
+	if !utf8.ValidString(c) {
+		for i := 0; i < len(c); {
+			r, n := utf8.DecodeRuneInString(c[i:])
+			if r == utf8.RuneError && n <= 1 {
+				return invalidf("content is not valid UTF-8 (first bad byte at offset %d)", i)
+			}
+			i += n
+		}
+	}
+	return nil
+}
+
+// ValidateSHA256 checks a content hash given by a caller: 64 lowercase hex digits.
+func ValidateSHA256(field, h string) error {
+	if len(h) != 64 || strings.ToLower(h) != h {
+		return invalidf("%s must be 64 lowercase hex digits, got %q", field, h)
+	}
+	if _, err := hex.DecodeString(h); err != nil {
+		return invalidf("%s must be 64 lowercase hex digits, got %q", field, h)
+	}
+	return nil
+}
+
+func validateStoreName(name string) error {
+	if name == "" {
+		return invalidf("name is required and must not be empty")
+	}
+	if n := utf8.RuneCountInString(name); n > MaxNameChars {
+		return invalidf("name is %d characters; the limit is %d", n, MaxNameChars)
+	}
+	for _, r := range name {
+		if unicode.Is(unicode.Cc, r) {
+			return invalidf("name has a control character (U+%04X)", r)
+		}
+	}
+	if !utf8.ValidString(name) {
+		return invalidf("name is not valid UTF-8")
+	}
+	return nil
+}
+
+func validateDescription(d string) error {
+	if n := utf8.RuneCountInString(d); n > MaxDescChars {
+		return invalidf("description is %d characters; the limit is %d", n, MaxDescChars)
+	}
+	if !utf8.ValidString(d) {
+		return invalidf("description is not valid UTF-8")
+	}
+	return nil
+}
+
+func validateMetadata(m map[string]string) error {
+	if len(m) > MaxMetadataPairs {
+		return invalidf("metadata has %d keys; the limit is %d", len(m), MaxMetadataPairs)
+	}
+	for k, v := range m {
+		if n := utf8.RuneCountInString(k); n < 1 || n > MaxMetaKeyChars {
+			return invalidf("metadata key %q must be 1 to %d characters", k, MaxMetaKeyChars)
+		}
+		if n := utf8.RuneCountInString(v); n > MaxMetaValChars {
+			return invalidf("metadata value of key %q is %d characters; the limit is %d", k, n, MaxMetaValChars)
+		}
+		if !utf8.ValidString(k) || !utf8.ValidString(v) {
+			return invalidf("metadata key %q or its value is not valid UTF-8", k)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,351 @@
+package gitstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	bolt "go.etcd.io/bbolt"
+)
+
+// maxGroup bounds how many queued mutations share one durable ref update.
+const maxGroup = 256
+
+// request is one mutation queued to the store's writer. fn runs in the writer goroutine
+// against the batch; it checks what it needs (preconditions are atomic with the write
+// because nothing else writes meanwhile) and then commits through the batch.
+type request struct {
+	ctx  context.Context
+	fn   func(b *batch) (any, error)
+	task func() error // instead of fn: work that runs alone, outside any batch (reindex)
+	done chan result
+}
+
+type result struct {
+	v   any
+	err error
+}
+
+// submit queues fn to the writer and waits for its outcome. Once the writer has taken the
+// request up it runs to the end, whatever happens to ctx, so that an answered write is never
+// half done.
+func (s *Store) submit(ctx context.Context, fn func(b *batch) (any, error)) (any, error) {
+	return s.enqueue(ctx, &request{ctx: ctx, fn: fn, done: make(chan result, 1)})
+}
+
+// runTask runs task in the writer goroutine, alone.
+func (s *Store) runTask(ctx context.Context, task func() error) error {
+	_, err := s.enqueue(ctx, &request{ctx: ctx, task: task, done: make(chan result, 1)})
+	return err
+}
+
+func (s *Store) enqueue(ctx context.Context, r *request) (any, error) {
+	select {
+	case s.reqs <- r:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-s.quit:
+		return nil, errClosed
+	}
+	res := <-r.done
+	return res.v, res.err
+}
+
+var errClosed = &Error{Kind: KindConflict, Message: "the store is closed"}
+
+// run is the writer goroutine: the only one that writes to the store's repository and
+// catalog. It takes the queued mutations in groups, gives each its own commit, and makes the
+// whole group durable with one ref update.
+func (s *Store) run() {
+	defer close(s.done)
+	idle := time.NewTimer(time.Hour)
+	defer idle.Stop()
+	for {
+		select {
+		case r := <-s.reqs:
+			group := []*request{r}
+		drain:
+			for len(group) < maxGroup {
+				select {
+				case r := <-s.reqs:
+					group = append(group, r)
+				default:
+					break drain
+				}
+			}
+			for len(group) > 0 {
+				n := 0
+				for n < len(group) && group[n].task == nil {
+					n++
+				}
+				if n > 0 {
+					s.runGroup(group[:n])
+					group = group[n:]
+					continue
+				}
+				group[0].done <- result{err: group[0].task()}
+				group = group[1:]
+			}
+			if len(s.repo.loose) >= s.opts.PackLoose {
+				s.maintain()
+			}
+			idle.Reset(s.opts.IdlePack)
+		case <-idle.C:
+			if len(s.repo.loose) > 0 {
+				s.maintain()
+			}
+		case <-s.quit:
+			// Answer what is still queued, so that no caller waits forever.
+			for {
+				select {
+				case r := <-s.reqs:
+					r.done <- result{err: errClosed}
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+// maintain packs loose objects; a failure is logged and retried later, never fatal.
+func (s *Store) maintain() {
+	start := time.Now()
+	n := len(s.repo.loose)
+	if err := s.repo.packLoose(); err != nil {
+		s.log.Error("pack loose objects", "store", s.id, "err", err)
+		return
+	}
+	s.log.Debug("packed loose objects", "store", s.id, "objects", n, "took", time.Since(start))
+}
+
+func (s *Store) runGroup(group []*request) {
+	var results []result
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		results, err = s.tryGroup(group)
+		if !errors.Is(err, errRefMoved) {
+			break
+		}
+		// Someone else moved main (a push): catch up and build on the new head.
+	}
+	for i, r := range group {
+		if err != nil {
+			r.done <- result{err: err}
+			continue
+		}
+		r.done <- results[i]
+	}
+}
+
+// tryGroup applies the group on top of main. It returns errRefMoved if main moved before the
+// group could be published; then nothing was published and the group can be tried again.
+func (s *Store) tryGroup(group []*request) ([]result, error) {
+	if err := s.catchUp(nil); err != nil {
+		return nil, err
+	}
+	tx, err := s.db.Begin(true)
+	if err != nil {
+		return nil, fmt.Errorf("begin catalog update: %w", err)
+	}
+	defer tx.Rollback()
+	b, err := s.newBatch(tx)
+	if err != nil {
+		return nil, err
+	}
+	start := b.head
+	results := make([]result, len(group))
+	for i, r := range group {
+		if err := r.ctx.Err(); err != nil {
+			results[i] = result{err: err}
+			continue
+		}
+		v, err := r.fn(b)
+		if b.broken != nil {
+			return nil, b.broken
+		}
+		results[i] = result{v: v, err: err}
+	}
+	if b.head == start {
+		return results, nil
+	}
+	if err := s.repo.writeObjects(b.pending); err != nil {
+		return nil, err
+	}
+	if err := s.repo.syncObjects(b.written()); err != nil {
+		return nil, err
+	}
+	if err := s.repo.casRef(start, b.head); err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(); err != nil {
+		// The commits are published and durable; the catalog catches up from history on the
+		// next write or at the next open.
+		s.log.Error("update catalog after commit", "store", s.id, "err", err)
+	}
+	return results, nil
+}
+
+// batch is the state that a group of mutations builds on: the head commit, its tree, the
+// objects made so far, and the catalog transaction that each commit is applied to.
+type batch struct {
+	s       *Store
+	ct      catTx
+	head    plumbing.Hash
+	root    plumbing.Hash
+	pending []plumbing.EncodedObject
+	byHash  map[plumbing.Hash]plumbing.EncodedObject
+	last    time.Time
+	broken  error // an I/O error that aborts the whole group
+}
+
+func (s *Store) newBatch(tx *bolt.Tx) (*batch, error) {
+	b := &batch{s: s, ct: catTx{tx}, byHash: map[plumbing.Hash]plumbing.EncodedObject{}, last: s.lastTime}
+	b.head = b.ct.applied()
+	if !b.head.IsZero() {
+		c, err := s.repo.commit(b.head)
+		if err != nil {
+			return nil, err
+		}
+		b.root = c.TreeHash
+	}
+	return b, nil
+}
+
+// object implements objectReader: pending objects first, then the repository.
+func (b *batch) object(h plumbing.Hash) (plumbing.EncodedObject, error) {
+	if o, ok := b.byHash[h]; ok {
+		return o, nil
+	}
+	return b.s.repo.object(h)
+}
+
+func (b *batch) emit(o plumbing.EncodedObject) {
+	if _, ok := b.byHash[o.Hash()]; ok {
+		return
+	}
+	b.byHash[o.Hash()] = o
+	b.pending = append(b.pending, o)
+}
+
+func (b *batch) written() []plumbing.Hash {
+	hs := make([]plumbing.Hash, len(b.pending))
+	for i, o := range b.pending {
+		hs[i] = o.Hash()
+	}
+	return hs
+}
+
+// now returns a time not before the last one used, so that versions are in time order.
+func (b *batch) now() time.Time {
+	t := b.s.opts.Clock().UTC()
+	if t.Before(b.last) {
+		t = b.last
+	}
+	b.last = t
+	b.s.lastTime = t
+	return t
+}
+
+// fail marks the group as broken by an internal error and returns it.
+func (b *batch) fail(err error) error {
+	if b.broken == nil {
+		b.broken = err
+	}
+	return err
+}
+
+// commit makes one commit of tree on top of the batch's head and applies it to the catalog.
+func (b *batch) commit(tree plumbing.Hash, subject string, t trailers, actor Actor, when time.Time) error {
+	name, email := authorOf(actor)
+	c := &object.Commit{
+		Author:    object.Signature{Name: name, Email: email, When: when},
+		Committer: object.Signature{Name: "gitmem", Email: "gitmem@localhost", When: when},
+		Message:   formatMessage(subject, t),
+		TreeHash:  tree,
+	}
+	if !b.head.IsZero() {
+		c.ParentHashes = []plumbing.Hash{b.head}
+	}
+	o := &plumbing.MemoryObject{}
+	if err := c.Encode(o); err != nil {
+		return b.fail(fmt.Errorf("encode commit: %w", err))
+	}
+	c.Hash = o.Hash()
+	b.emit(o)
+	if err := b.ct.applyCommit(b, c, b.root); err != nil {
+		return b.fail(err)
+	}
+	b.head, b.root = c.Hash, tree
+	return nil
+}
+
+// setFile returns the batch's tree with the file at path set to content (or removed, if
+// content is nil).
+func (b *batch) setFile(root plumbing.Hash, path string, content *string) (plumbing.Hash, error) {
+	var blob plumbing.Hash
+	if content != nil {
+		o := blobObject([]byte(*content))
+		b.emit(o)
+		blob = o.Hash()
+	}
+	h, err := setEntry(b, root, treePath(path), blob, b.emit)
+	if err != nil {
+		return h, b.fail(err)
+	}
+	return h, nil
+}
+
+// checkPathFree returns a path conflict if, in tree root, path is taken, lies below a
+// memory, or is a directory that holds memories.
+func (b *batch) checkPathFree(root plumbing.Hash, path string) error {
+	e, found, blocked, err := entryAt(b, root, treePath(path))
+	if err != nil {
+		return b.fail(err)
+	}
+	conflict := blocked
+	if found {
+		conflict = path
+		if e.Mode.IsFile() == false {
+			if conflict, err = firstFile(b, e.Hash, path); err != nil {
+				return b.fail(err)
+			}
+		}
+	}
+	if conflict == "" {
+		return nil
+	}
+	id, _, _, err := b.ct.live(conflict)
+	if err != nil {
+		return b.fail(err)
+	}
+	return pathConflict(path, id, conflict)
+}
+
+// content reads the content of a live memory.
+func (b *batch) content(rec memRec) (string, error) {
+	o, err := b.object(plumbing.NewHash(rec.Blob))
+	if err != nil {
+		return "", b.fail(err)
+	}
+	raw, err := readEncoded(o)
+	if err != nil {
+		return "", b.fail(err)
+	}
+	return string(raw), nil
+}
+
+// storeInfo returns the store's metadata as of the batch, refusing writes once archived.
+func (b *batch) writableStore() (StoreInfo, error) {
+	info, err := b.ct.storeInfo()
+	if err != nil {
+		return info, b.fail(err)
+	}
+	if info.ArchivedAt != nil {
+		return info, &Error{Kind: KindArchived, Message: fmt.Sprintf("memory store %s is archived and read-only", info.ID)}
+	}
+	return info, nil
+}
