@@ -62,7 +62,6 @@ func initRepo(path string) error {
 	return nil
 }
 
-
 func openRepo(path string) (*repo, error) {
 	if _, err := os.Stat(filepath.Join(path, "objects")); err != nil {
 		return nil, fmt.Errorf("open repository %s: %w", path, err)

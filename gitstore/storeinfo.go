@@ -132,4 +132,3 @@ func (b *batch) commitStoreInfo(info StoreInfo, subject, op string, actor Actor)
 	t := trailers{{trailerStore, info.ID}, {trailerStoreOp, op}}
 	return b.commit(root, subject, append(t, actorTrailers(actor)...), actor, b.now())
 }
-
