@@ -1,0 +1,58 @@
+// Command gitmem is a memory store for AI agents in which git is the database.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// commands are the subcommands; each file adds its own with register.
+var commands []func(*app) *cobra.Command
+
+func register(c func(*app) *cobra.Command) { commands = append(commands, c) }
+
+// app holds what every subcommand shares: the global flags.
+type app struct {
+	dataDir string
+}
+
+func defaultDataDir() string {
+	if d := os.Getenv("GITMEM_DATA"); d != "" {
+		return d
+	}
+	return "./gitmem-data"
+}
+
+func newRootCmd() *cobra.Command {
+	a := &app{}
+	root := &cobra.Command{
+		Use:   "gitmem",
+		Short: "A memory store for AI agents in which git is the database",
+		Long: `gitmem keeps memories for AI agents in git: every change is a commit in a bare
+repository, with versions, authorship and history that plain git can read.
+
+Start the server with "gitmem serve", or work on the data directory directly with the
+commands below.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&a.dataDir, "data", defaultDataDir(), "data directory (env GITMEM_DATA)")
+	for _, c := range commands {
+		root.AddCommand(c(a))
+	}
+	return root
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := newRootCmd().ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "gitmem:", err)
+		os.Exit(1)
+	}
+}
