@@ -88,6 +88,9 @@ func (s *Store) catchUp(progress Progress) error {
 	if head == applied {
 		return nil
 	}
+	// main moved without our writer: a git process may have added packs that go-git's
+	// storage does not know of yet (TRAPS.md, go-git#2242).
+	s.repo.reload()
 	// Walk first parents back from head to the applied commit.
 	var chain []*object.Commit
 	found := false
