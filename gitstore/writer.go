@@ -119,6 +119,10 @@ func (s *Store) maintain() {
 		s.log.Error("pack loose objects", "store", s.id, "err", err)
 		return
 	}
+	if err := s.repo.mergePacks(); err != nil {
+		s.log.Error("merge packs", "store", s.id, "err", err)
+		return
+	}
 	s.log.Debug("packed loose objects", "store", s.id, "objects", n, "took", time.Since(start))
 }
 

@@ -1,0 +1,76 @@
+package gitstore
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// TestPacking writes enough to pack loose objects many times and checks that the packs are
+// merged, no loose objects pile up, every memory still reads, and git fsck is clean.
+func TestPacking(t *testing.T) {
+	ctx := context.Background()
+	d := newTestDataDir(t, Options{PackLoose: 40})
+	s, err := d.CreateStore(ctx, CreateStoreInput{Name: "packs", Actor: apiActor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 300
+	for i := 0; i < n; i++ {
+		p := fmt.Sprintf("/p%d/n%d.md", i%7, i)
+		if _, err := s.Write(ctx, WriteInput{Path: p, Content: fmt.Sprint("note ", i), Actor: apiActor}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.runTask(ctx, func() error { s.maintain(); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	packs, err := filepath.Glob(filepath.Join(s.RepoPath(), "objects", "pack", "*.pack"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(packs) > maxPacks {
+		t.Errorf("%d packs after %d writes; want at most %d", len(packs), n, maxPacks)
+	}
+	loose, err := s.repo.listLoose()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(loose) != 0 {
+		t.Errorf("%d loose objects left after maintenance", len(loose))
+	}
+	for i := 0; i < n; i++ {
+		m, err := s.GetByPath(ctx, fmt.Sprintf("/p%d/n%d.md", i%7, i), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := *m.Content, fmt.Sprint("note ", i); got != want {
+			t.Fatalf("content of memory %d: got %q, want %q", i, got, want)
+		}
+	}
+	if out, err := exec.Command("git", "-C", s.RepoPath(), "fsck", "--full", "--strict").CombinedOutput(); err != nil {
+		t.Fatalf("git fsck: %v\n%s", err, out)
+	}
+}
+
+func TestGeometricSplit(t *testing.T) {
+	for _, tc := range []struct {
+		counts []uint32
+		want   int
+	}{
+		{[]uint32{5, 5, 5, 5, 100}, 4},
+		{[]uint32{5, 20, 100}, 0},
+		{[]uint32{5, 5}, 2},
+		{[]uint32{1000}, 0},
+	} {
+		var packs []packFile
+		for _, c := range tc.counts {
+			packs = append(packs, packFile{count: c})
+		}
+		if got := geometricSplit(packs); got != tc.want {
+			t.Errorf("geometricSplit(%v) = %d, want %d", tc.counts, got, tc.want)
+		}
+	}
+}
