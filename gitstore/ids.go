@@ -52,6 +52,19 @@ func derivedID(prefix string, t time.Time, parts ...string) string {
 	return prefix + id.String()
 }
 
+// hashedID returns a stable id that is a hash of parts, for ids that have no time order
+// (the user of a commit made with plain git).
+func hashedID(prefix string, parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	var id ulid.ULID
+	copy(id[:], h.Sum(nil))
+	return prefix + id.String()
+}
+
 // idTime returns the time encoded in an id minted by NewID or derivedID.
 func idTime(id string) (time.Time, bool) {
 	i := strings.IndexByte(id, '_')
@@ -73,6 +86,3 @@ func validID(prefix, id string) bool {
 	_, err := ulid.ParseStrict(id[len(prefix):])
 	return err == nil
 }
-
-// timeZero is the time of ids that are not ordered by time.
-var timeZero = time.Unix(0, 0)

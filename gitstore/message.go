@@ -98,6 +98,6 @@ func authorOf(a Actor) (name, email string) {
 // userActor is the actor of a commit made with plain git: a user derived from the author's
 // email, the same on every replica.
 func userActor(name, email string) Actor {
-	id := derivedID(UserPrefix, timeZero, "user", strings.ToLower(email))
+	id := hashedID(UserPrefix, "user", strings.ToLower(email))
 	return Actor{Type: UserActor, ID: id, Name: name, Email: email}
 }
