@@ -95,6 +95,10 @@ func authorOf(a Actor) (name, email string) {
 	return name, email
 }
 
+// UserActorFor is the user actor of a person known by name and email, with the same id
+// that their commits made with plain git get.
+func UserActorFor(name, email string) Actor { return userActor(name, email) }
+
 // userActor is the actor of a commit made with plain git: a user derived from the author's
 // email, the same on every replica.
 func userActor(name, email string) Actor {

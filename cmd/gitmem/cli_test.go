@@ -1,0 +1,200 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gitmem/gitmem/gitstore"
+)
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "gitmem-bin")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "gitmem")
+	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		panic("build gitmem: " + err.Error() + "\n" + string(out))
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// cli runs the gitmem binary against one data directory.
+type cli struct {
+	t    *testing.T
+	data string
+}
+
+func newCLI(t *testing.T) *cli {
+	return &cli{t: t, data: filepath.Join(t.TempDir(), "data")}
+}
+
+// run runs gitmem with args and stdin, and returns stdout, stderr and the exit code.
+func (c *cli) run(stdin string, args ...string) (string, string, int) {
+	c.t.Helper()
+	cmd := exec.Command(binary, append([]string{"--data", c.data}, args...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		c.t.Fatalf("run gitmem %v: %v", args, err)
+	}
+	return out.String(), errOut.String(), code
+}
+
+// ok runs gitmem and fails the test unless it succeeds.
+func (c *cli) ok(stdin string, args ...string) string {
+	c.t.Helper()
+	out, errOut, code := c.run(stdin, args...)
+	if code != 0 {
+		c.t.Fatalf("gitmem %v: exit %d\nstdout: %s\nstderr: %s", args, code, out, errOut)
+	}
+	return out
+}
+
+// fails runs gitmem, expects exit code 1, and returns stderr.
+func (c *cli) fails(stdin string, args ...string) string {
+	c.t.Helper()
+	out, errOut, code := c.run(stdin, args...)
+	if code != 1 {
+		c.t.Fatalf("gitmem %v: exit %d, want 1\nstdout: %s\nstderr: %s", args, code, out, errOut)
+	}
+	return errOut
+}
+
+func mustContain(t *testing.T, what, got string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(got, w) {
+			t.Errorf("%s: %q does not contain %q", what, got, w)
+		}
+	}
+}
+
+func TestMemoriesEndToEnd(t *testing.T) {
+	c := newCLI(t)
+	mustContain(t, "stores list", c.ok("", "stores", "list"), "no stores yet")
+	mustContain(t, "create", c.ok("", "stores", "create", "prefs", "--description", "likes", "--metadata", "team=core"), "created store memstore_")
+
+	mustContain(t, "put", c.ok("Prefers tabs\n", "put", "prefs", "/style/code.md"), "created /style/code.md", "13 bytes")
+	if got := c.ok("", "cat", "prefs", "/style/code.md"); got != "Prefers tabs\n" {
+		t.Errorf("cat: got %q", got)
+	}
+	mustContain(t, "unchanged put", c.ok("Prefers tabs\n", "put", "prefs", "/style/code.md"), "unchanged /style/code.md")
+	mustContain(t, "put --if-absent", c.fails("x", "put", "prefs", "/style/code.md", "--if-absent"), "precondition failed", "already exists")
+	mustContain(t, "put --if-sha", c.fails("x", "put", "prefs", "/style/code.md", "--if-sha", strings.Repeat("0", 64)), "precondition failed")
+
+	file := filepath.Join(t.TempDir(), "n.md")
+	os.WriteFile(file, []byte("from a file"), 0o644)
+	c.ok("", "put", "prefs", "/notes/a.md", file)
+	c.ok("", "put", "prefs", "/notes/deep/b.md", file)
+
+	if got, want := c.ok("", "ls", "prefs"), "/notes/\n/style/\n"; got != want {
+		t.Errorf("ls: got %q, want %q", got, want)
+	}
+	if got, want := c.ok("", "ls", "prefs", "/notes"), "/notes/a.md\n/notes/deep/\n"; got != want {
+		t.Errorf("ls /notes: got %q, want %q", got, want)
+	}
+	if got, want := c.ok("", "ls", "prefs", "-R"), "/notes/a.md\n/notes/deep/b.md\n/style/code.md\n"; got != want {
+		t.Errorf("ls -R: got %q, want %q", got, want)
+	}
+	var listed []map[string]any
+	if err := json.Unmarshal([]byte(c.ok("", "ls", "prefs", "--json")), &listed); err != nil {
+		t.Fatal(err)
+	}
+	if len(listed) != 2 || listed[0]["type"] != "memory_prefix" || listed[0]["path"] != "/notes/" {
+		t.Errorf("ls --json: %v", listed)
+	}
+
+	mustContain(t, "mv", c.ok("", "mv", "prefs", "/style/code.md", "/code.md"), "renamed /style/code.md to /code.md")
+	mustContain(t, "mv onto a memory", c.fails("", "mv", "prefs", "/code.md", "/notes/a.md"), "already taken")
+	mustContain(t, "mv under a memory", c.fails("", "mv", "prefs", "/code.md", "/notes/a.md/x"), "below memory")
+	mustContain(t, "rm", c.ok("", "rm", "prefs", "/code.md"), "deleted /code.md")
+	mustContain(t, "cat deleted", c.fails("", "cat", "prefs", "/code.md"), "no memory at /code.md")
+
+	// The history of a path survives the rename and the delete.
+	var versions []map[string]any
+	if err := json.Unmarshal([]byte(c.ok("", "log", "prefs", "/code.md", "--json")), &versions); err != nil {
+		t.Fatal(err)
+	}
+	var ops []string
+	for _, v := range versions {
+		ops = append(ops, v["operation"].(string)+" "+v["path"].(string))
+	}
+	if got, want := strings.Join(ops, ", "), "deleted /code.md, modified /code.md, created /style/code.md"; got != want {
+		t.Errorf("log /code.md: got %s, want %s", got, want)
+	}
+	mustContain(t, "log", c.ok("", "log", "prefs", "--limit", "2"), "OPERATION", "deleted", "/code.md")
+	mustContain(t, "reindex", c.ok("", "reindex", "prefs"), "reindexed memstore_", "6 commits")
+	if got := c.ok("", "log", "prefs", "/code.md", "--json"); !strings.Contains(got, versions[0]["id"].(string)) {
+		t.Errorf("version ids changed by reindex: %s", got)
+	}
+	mustContain(t, "show", c.ok("", "stores", "show", "prefs"), "memories     2 (22 bytes)", "team=core")
+}
+
+func TestStoresLifecycle(t *testing.T) {
+	c := newCLI(t)
+	c.ok("", "stores", "create", "a")
+	c.ok("", "stores", "create", "dup")
+	c.ok("", "stores", "create", "dup")
+	mustContain(t, "ambiguous", c.fails("", "ls", "dup"), `2 stores are named "dup"`)
+	mustContain(t, "unknown", c.fails("", "ls", "nope"), `no store with id or name "nope"`)
+
+	var created map[string]any
+	if err := json.Unmarshal([]byte(c.ok("", "stores", "create", "b", "--json")), &created); err != nil {
+		t.Fatal(err)
+	}
+	id := created["id"].(string)
+	mustContain(t, "archive", c.ok("", "stores", "archive", id), "archived store "+id)
+	mustContain(t, "write to archived", c.fails("x", "put", id, "/a.md"), "archived and read-only")
+	if got := c.ok("", "stores", "list"); strings.Contains(got, id) {
+		t.Errorf("archived store listed without --all: %s", got)
+	}
+	mustContain(t, "list --all", c.ok("", "stores", "list", "--all"), id, "archived")
+
+	mustContain(t, "delete without --yes", c.fails("", "stores", "delete", id), "pass --yes")
+	mustContain(t, "delete", c.ok("", "stores", "delete", id, "--yes"), "deleted store "+id)
+	mustContain(t, "show deleted", c.fails("", "stores", "show", id), "not found")
+}
+
+func TestUsageErrors(t *testing.T) {
+	c := newCLI(t)
+	c.ok("", "stores", "create", "s")
+	mustContain(t, "typo", c.fails("", "sotres"), `unknown command "sotres"`, "Did you mean this?", "stores")
+	mustContain(t, "missing args", c.fails("", "put", "s"), "usage: gitmem put STORE PATH [FILE|-]")
+	mustContain(t, "bad path", c.fails("x", "put", "s", "notes.md"), "must start with /")
+	mustContain(t, "dot segment", c.fails("x", "put", "s", "/a/../b.md"), `".." segment`)
+	mustContain(t, "reserved", c.fails("x", "put", "s", "/.gitmem/x"), "reserved")
+	mustContain(t, "bad op", c.fails("", "log", "s", "--op", "renamed"), "operation must be created, modified or deleted")
+	big := strings.Repeat("x", gitstore.MaxContentBytes+1)
+	mustContain(t, "too big", c.fails(big, "put", "s", "/big.md"), "the limit is 102400 bytes")
+	mustContain(t, "metadata", c.fails("", "stores", "create", "m", "--metadata", "novalue"), "want key=value")
+}
+
+// TestLockedDataDir checks that the CLI refuses a data directory that another process
+// holds, and says who holds it.
+func TestLockedDataDir(t *testing.T) {
+	c := newCLI(t)
+	c.ok("", "stores", "create", "s")
+	d, err := gitstore.Open(context.Background(), c.data, gitstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	mustContain(t, "locked", c.fails("", "stores", "list"), "is in use by gitmem (pid", "use its HTTP API, or stop it first")
+}

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gitmem/gitmem/gitstore"
+)
+
+func init() { register(newLogCmd) }
+
+func newLogCmd(a *app) *cobra.Command {
+	var limit int
+	var op string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "log STORE [PATH]",
+		Short: "Show versions, newest first: of the store, or of the memory at PATH",
+		Long: `Shows the versions of a store, newest first. With PATH, shows the history of the memory that
+is at PATH, or, if none is, of the last memory that was there (also after it was deleted or
+renamed away).`,
+		Example: `  gitmem log prefs
+  gitmem log prefs /style.md --limit 5`,
+		Args: rangeArgs([]string{"STORE"}, "PATH"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f := gitstore.VersionFilter{Operation: gitstore.Operation(op), Limit: 1000}
+			return a.withStore(cmd.Context(), args[0], func(s *gitstore.Store) error {
+				if len(args) == 2 {
+					id, err := memoryAtPath(cmd, s, args[1])
+					if err != nil {
+						return err
+					}
+					f.MemoryID = id
+				}
+				var versions []gitstore.Version
+				for limit <= 0 || len(versions) < limit {
+					page, err := s.Versions(cmd.Context(), f)
+					if err != nil {
+						return err
+					}
+					versions = append(versions, page.Versions...)
+					if page.NextCursor == "" {
+						break
+					}
+					f.Cursor = page.NextCursor
+				}
+				if limit > 0 && len(versions) > limit {
+					versions = versions[:limit]
+				}
+				if asJSON {
+					out := make([]any, len(versions))
+					for i, v := range versions {
+						out[i] = versionJSON(v)
+					}
+					return printJSON(cmd.OutOrStdout(), out)
+				}
+				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "TIME\tOPERATION\tPATH\tBY\tVERSION")
+				for _, v := range versions {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", v.CreatedAt.Local().Format(time.DateTime+".000"),
+						v.Operation, v.Path, actorString(v.CreatedBy), v.ID)
+				}
+				return tw.Flush()
+			})
+		},
+	}
+	cmd.Flags().IntVarP(&limit, "limit", "n", 20, "show at most this many versions (0: all)")
+	cmd.Flags().StringVar(&op, "op", "", "only versions of this operation: created, modified or deleted")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the versions as JSON")
+	return cmd
+}
+
+// memoryAtPath finds the memory at path, or else the last one that was there.
+func memoryAtPath(cmd *cobra.Command, s *gitstore.Store, path string) (string, error) {
+	m, err := s.GetByPath(cmd.Context(), path, false)
+	if err == nil {
+		return m.ID, nil
+	}
+	if !gitstore.IsKind(err, gitstore.KindNotFound) {
+		return "", err
+	}
+	f := gitstore.VersionFilter{Limit: 1000}
+	for {
+		page, err := s.Versions(cmd.Context(), f)
+		if err != nil {
+			return "", err
+		}
+		for _, v := range page.Versions {
+			if v.Path == path {
+				return v.MemoryID, nil
+			}
+		}
+		if page.NextCursor == "" {
+			return "", fmt.Errorf("no memory is or was at %s", path)
+		}
+		f.Cursor = page.NextCursor
+	}
+}
+
+func actorString(a gitstore.Actor) string {
+	switch {
+	case a.Type == gitstore.UserActor && a.Email != "":
+		return fmt.Sprintf("%s <%s>", a.Name, a.Email)
+	case a.Type == gitstore.SessionActor && a.APIKeyID != "":
+		return a.ID + " via " + a.APIKeyID
+	default:
+		return a.ID
+	}
+}
+
+func versionJSON(v gitstore.Version) map[string]any {
+	by := map[string]any{"type": string(v.CreatedBy.Type)}
+	switch v.CreatedBy.Type {
+	case gitstore.APIActor:
+		by["api_key_id"] = v.CreatedBy.ID
+	case gitstore.SessionActor:
+		by["session_id"] = v.CreatedBy.ID
+	case gitstore.UserActor:
+		by["user_id"] = v.CreatedBy.ID
+	case gitstore.ServiceAccountActor:
+		by["service_account_id"] = v.CreatedBy.ID
+	}
+	out := map[string]any{"type": "memory_version", "id": v.ID, "memory_id": v.MemoryID,
+		"memory_store_id": v.StoreID, "operation": string(v.Operation), "path": v.Path,
+		"created_by": by, "created_at": v.CreatedAt.UTC().Format(timeFormat),
+		"content_sha256": nilIfEmpty(v.ContentSHA256), "content_size_bytes": nil}
+	if v.Operation != gitstore.OpDeleted {
+		out["content_size_bytes"] = v.SizeBytes
+	}
+	return out
+}
+
+func nilIfEmpty(s string) any {
+	if strings.TrimSpace(s) == "" {
+		return nil
+	}
+	return s
+}

@@ -1,0 +1,233 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gitmem/gitmem/gitstore"
+)
+
+func init() {
+	register(newPutCmd)
+	register(newCatCmd)
+	register(newRmCmd)
+	register(newMvCmd)
+	register(newLsCmd)
+}
+
+func newPutCmd(a *app) *cobra.Command {
+	var ifAbsent bool
+	var ifSHA string
+	cmd := &cobra.Command{
+		Use:   "put STORE PATH [FILE|-]",
+		Short: "Write a memory: create it, or replace its content",
+		Long: `Writes the content of FILE (or standard input, for "-" or no FILE) to the memory at PATH,
+creating it or replacing what is there. Each write that changes something is one commit.`,
+		Example: `  gitmem put prefs /style.md style.md
+  echo "Prefers tabs" | gitmem put prefs /style.md
+  gitmem put prefs /style.md new.md --if-sha 2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824`,
+		Args: rangeArgs([]string{"STORE", "PATH"}, "FILE|-"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if ifAbsent && ifSHA != "" {
+				return fmt.Errorf("--if-absent and --if-sha exclude each other")
+			}
+			content, err := readContent(cmd, args[2:])
+			if err != nil {
+				return err
+			}
+			in := gitstore.WriteInput{Path: args[1], Content: content, Actor: cliActor()}
+			if ifAbsent {
+				in.Precondition = &gitstore.Precondition{Type: gitstore.NotExists}
+			} else if ifSHA != "" {
+				in.Precondition = &gitstore.Precondition{Type: gitstore.ContentSHA256, ContentSHA256: ifSHA}
+			}
+			return a.withStore(cmd.Context(), args[0], func(s *gitstore.Store) error {
+				res, err := s.Write(cmd.Context(), in)
+				if err != nil {
+					return err
+				}
+				switch {
+				case res.Version == nil:
+					fmt.Fprintf(cmd.OutOrStdout(), "unchanged %s (%s)\n", res.Memory.Path, res.Memory.ID)
+				default:
+					fmt.Fprintf(cmd.OutOrStdout(), "%s %s (%s, %d bytes, version %s)\n", res.Version.Operation,
+						res.Memory.Path, res.Memory.ID, res.Memory.SizeBytes, res.Version.ID)
+				}
+				return nil
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&ifAbsent, "if-absent", false, "create only: fail if the path is taken")
+	cmd.Flags().StringVar(&ifSHA, "if-sha", "", "replace only if the current content has this sha256")
+	return cmd
+}
+
+func readContent(cmd *cobra.Command, args []string) (string, error) {
+	var r io.Reader = cmd.InOrStdin()
+	if len(args) == 1 && args[0] != "-" {
+		f, err := os.Open(args[0])
+		if err != nil {
+			return "", err
+		}
+		defer f.Close()
+		r = f
+	}
+	b, err := io.ReadAll(io.LimitReader(r, gitstore.MaxContentBytes+1))
+	if err != nil {
+		return "", fmt.Errorf("read content: %w", err)
+	}
+	return string(b), nil
+}
+
+func newCatCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:     "cat STORE PATH",
+		Short:   "Print the content of a memory",
+		Example: `  gitmem cat prefs /style.md`,
+		Args:    exactArgs("STORE", "PATH"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.withStore(cmd.Context(), args[0], func(s *gitstore.Store) error {
+				m, err := getMemory(cmd, s, args[1])
+				if err != nil {
+					return err
+				}
+				_, err = io.WriteString(cmd.OutOrStdout(), *m.Content)
+				return err
+			})
+		},
+	}
+}
+
+// getMemory finds a memory by path, or by id for arguments that look like one.
+func getMemory(cmd *cobra.Command, s *gitstore.Store, ref string) (gitstore.Memory, error) {
+	if strings.HasPrefix(ref, gitstore.MemoryPrefix) {
+		return s.Get(cmd.Context(), ref, true)
+	}
+	return s.GetByPath(cmd.Context(), ref, true)
+}
+
+func newRmCmd(a *app) *cobra.Command {
+	var ifSHA string
+	cmd := &cobra.Command{
+		Use:   "rm STORE PATH",
+		Short: "Delete a memory (its history stays)",
+		Args:  exactArgs("STORE", "PATH"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.withStore(cmd.Context(), args[0], func(s *gitstore.Store) error {
+				v, err := s.Delete(cmd.Context(), gitstore.DeleteInput{Path: args[1], ExpectedSHA256: ifSHA, Actor: cliActor()})
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "deleted %s (%s, version %s)\n", v.Path, v.MemoryID, v.ID)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().StringVar(&ifSHA, "if-sha", "", "delete only if the current content has this sha256")
+	return cmd
+}
+
+func newMvCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:     "mv STORE FROM TO",
+		Short:   "Rename a memory; it keeps its id and history",
+		Example: `  gitmem mv prefs /style.md /preferences/style.md`,
+		Args:    exactArgs("STORE", "FROM", "TO"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.withStore(cmd.Context(), args[0], func(s *gitstore.Store) error {
+				to := args[2]
+				res, err := s.UpdateMemory(cmd.Context(), gitstore.UpdateInput{FromPath: args[1], Path: &to, Actor: cliActor()})
+				if err != nil {
+					return err
+				}
+				if res.Version == nil {
+					fmt.Fprintf(cmd.OutOrStdout(), "unchanged %s (%s)\n", res.Memory.Path, res.Memory.ID)
+					return nil
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "renamed %s to %s (%s)\n", args[1], res.Memory.Path, res.Memory.ID)
+				return nil
+			})
+		},
+	}
+}
+
+func newLsCmd(a *app) *cobra.Command {
+	var recursive, long, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "ls STORE [PREFIX]",
+		Short: "List memories below a prefix (one level; -R for all)",
+		Example: `  gitmem ls prefs
+  gitmem ls prefs /projects/ -R --long`,
+		Args: rangeArgs([]string{"STORE"}, "PREFIX"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts := gitstore.ListOptions{Depth: 1, Limit: 1000}
+			if recursive {
+				opts.Depth = 0
+			}
+			if len(args) == 2 {
+				opts.PathPrefix = args[1]
+				if !strings.HasSuffix(opts.PathPrefix, "/") {
+					opts.PathPrefix += "/"
+				}
+			}
+			return a.withStore(cmd.Context(), args[0], func(s *gitstore.Store) error {
+				var items []gitstore.ListItem
+				for {
+					page, err := s.List(cmd.Context(), opts)
+					if err != nil {
+						return err
+					}
+					items = append(items, page.Items...)
+					if page.NextCursor == "" {
+						break
+					}
+					opts.Cursor = page.NextCursor
+				}
+				if asJSON {
+					out := make([]any, len(items))
+					for i, it := range items {
+						if it.Memory == nil {
+							out[i] = map[string]any{"type": "memory_prefix", "path": it.Prefix}
+						} else {
+							out[i] = memoryJSON(*it.Memory)
+						}
+					}
+					return printJSON(cmd.OutOrStdout(), out)
+				}
+				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+				for _, it := range items {
+					switch {
+					case it.Memory == nil && long:
+						fmt.Fprintf(tw, "-\t-\t%s\t-\n", it.Prefix)
+					case it.Memory == nil:
+						fmt.Fprintln(tw, it.Prefix)
+					case long:
+						m := it.Memory
+						fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", m.SizeBytes, m.UpdatedAt.Local().Format(time.DateTime), m.Path, m.ID)
+					default:
+						fmt.Fprintln(tw, it.Memory.Path)
+					}
+				}
+				return tw.Flush()
+			})
+		},
+	}
+	cmd.Flags().BoolVarP(&recursive, "recursive", "R", false, "list every memory below the prefix")
+	cmd.Flags().BoolVarP(&long, "long", "l", false, "show size, update time and id")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the listing as JSON")
+	return cmd
+}
+
+// memoryJSON is a memory as the API shows it, without content.
+func memoryJSON(m gitstore.Memory) map[string]any {
+	return map[string]any{"type": "memory", "id": m.ID, "memory_store_id": m.StoreID,
+		"memory_version_id": m.VersionID, "path": m.Path, "content_sha256": m.ContentSHA256,
+		"content_size_bytes": m.SizeBytes, "created_at": m.CreatedAt.UTC().Format(timeFormat),
+		"updated_at": m.UpdatedAt.UTC().Format(timeFormat)}
+}

@@ -1,0 +1,306 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/gitmem/gitmem/gitstore"
+)
+
+func init() { register(newStoresCmd) }
+
+func newStoresCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "stores",
+		Short: "Create, list, show, archive and delete memory stores",
+		Long: `A memory store is a bare git repository under DATA/stores/. Commands that take a store
+accept its id (memstore_...) or its name, when no other store has that name.`,
+	}
+	cmd.AddCommand(newStoresCreateCmd(a), newStoresListCmd(a), newStoresShowCmd(a),
+		newStoresArchiveCmd(a), newStoresDeleteCmd(a))
+	return cmd
+}
+
+func newStoresCreateCmd(a *app) *cobra.Command {
+	var description string
+	var metadata []string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "create NAME",
+		Short:   "Create a memory store",
+		Example: `  gitmem stores create "User preferences" --description "What the user likes" --metadata team=core`,
+		Args:    exactArgs("NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			meta, err := parseMetadata(metadata)
+			if err != nil {
+				return err
+			}
+			return a.withData(cmd.Context(), func(d *gitstore.DataDir) error {
+				s, err := d.CreateStore(cmd.Context(), gitstore.CreateStoreInput{
+					Name: args[0], Description: description, Metadata: meta, Actor: cliActor()})
+				if err != nil {
+					return err
+				}
+				info, err := s.Info(cmd.Context())
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return printJSON(cmd.OutOrStdout(), storeJSON(info))
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "created store %s (%s)\n", info.ID, info.Name)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().StringVar(&description, "description", "", "what the store is for")
+	cmd.Flags().StringArrayVar(&metadata, "metadata", nil, "a key=value pair (repeatable)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the store as JSON")
+	return cmd
+}
+
+func parseMetadata(pairs []string) (map[string]string, error) {
+	m := map[string]string{}
+	for _, p := range pairs {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok {
+			return nil, fmt.Errorf("--metadata %q: want key=value", p)
+		}
+		m[k] = v
+	}
+	return m, nil
+}
+
+func newStoresListCmd(a *app) *cobra.Command {
+	var all, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List memory stores, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.withData(cmd.Context(), func(d *gitstore.DataDir) error {
+				var stores []gitstore.StoreInfo
+				opts := gitstore.StoreListOptions{IncludeArchived: all, Limit: 1000}
+				for {
+					page, err := d.ListStores(cmd.Context(), opts)
+					if err != nil {
+						return err
+					}
+					stores = append(stores, page.Stores...)
+					if page.NextCursor == "" {
+						break
+					}
+					opts.Cursor = page.NextCursor
+				}
+				if asJSON {
+					out := make([]any, len(stores))
+					for i, s := range stores {
+						out[i] = storeJSON(s)
+					}
+					return printJSON(cmd.OutOrStdout(), out)
+				}
+				if len(stores) == 0 {
+					fmt.Fprintln(cmd.OutOrStdout(), `no stores yet; create one with: gitmem stores create NAME`)
+					return nil
+				}
+				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "ID\tNAME\tCREATED\tSTATE")
+				for _, s := range stores {
+					state := "active"
+					if s.ArchivedAt != nil {
+						state = "archived"
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.ID, s.Name, s.CreatedAt.Local().Format(time.DateTime), state)
+				}
+				return tw.Flush()
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&all, "all", false, "include archived stores")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the stores as JSON")
+	return cmd
+}
+
+func newStoresShowCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "show STORE",
+		Short: "Show a memory store's metadata, size and location",
+		Args:  exactArgs("STORE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.withStore(cmd.Context(), args[0], func(s *gitstore.Store) error {
+				info, err := s.Info(cmd.Context())
+				if err != nil {
+					return err
+				}
+				count, bytes, err := storeSize(cmd, s)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					v := storeJSON(info)
+					v["memory_count"], v["content_bytes"], v["repository"], v["head"] = count, bytes, s.RepoPath(), s.Head()
+					return printJSON(cmd.OutOrStdout(), v)
+				}
+				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+				fmt.Fprintf(tw, "id\t%s\n", info.ID)
+				fmt.Fprintf(tw, "name\t%s\n", info.Name)
+				fmt.Fprintf(tw, "description\t%s\n", info.Description)
+				for k, v := range info.Metadata {
+					fmt.Fprintf(tw, "metadata\t%s=%s\n", k, v)
+				}
+				fmt.Fprintf(tw, "created\t%s\n", info.CreatedAt.Local().Format(time.DateTime))
+				fmt.Fprintf(tw, "updated\t%s\n", info.UpdatedAt.Local().Format(time.DateTime))
+				if info.ArchivedAt != nil {
+					fmt.Fprintf(tw, "archived\t%s\n", info.ArchivedAt.Local().Format(time.DateTime))
+				}
+				fmt.Fprintf(tw, "memories\t%d (%d bytes)\n", count, bytes)
+				fmt.Fprintf(tw, "repository\t%s\n", s.RepoPath())
+				fmt.Fprintf(tw, "head\t%s\n", s.Head())
+				return tw.Flush()
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the store as JSON")
+	return cmd
+}
+
+// storeSize counts the memories of a store and their bytes.
+func storeSize(cmd *cobra.Command, s *gitstore.Store) (count, bytes int, err error) {
+	opts := gitstore.ListOptions{Limit: 1000}
+	for {
+		page, err := s.List(cmd.Context(), opts)
+		if err != nil {
+			return 0, 0, err
+		}
+		for _, it := range page.Items {
+			count++
+			bytes += it.Memory.SizeBytes
+		}
+		if page.NextCursor == "" {
+			return count, bytes, nil
+		}
+		opts.Cursor = page.NextCursor
+	}
+}
+
+func newStoresArchiveCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "archive STORE",
+		Short: "Archive a memory store: it stays readable and refuses every write, for good",
+		Args:  exactArgs("STORE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.withStore(cmd.Context(), args[0], func(s *gitstore.Store) error {
+				info, err := s.Archive(cmd.Context(), cliActor())
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "archived store %s (%s)\n", info.ID, info.Name)
+				return nil
+			})
+		},
+	}
+}
+
+func newStoresDeleteCmd(a *app) *cobra.Command {
+	var yes bool
+	cmd := &cobra.Command{
+		Use:   "delete STORE",
+		Short: "Delete a memory store with all its memories and history, for good",
+		Args:  exactArgs("STORE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.withData(cmd.Context(), func(d *gitstore.DataDir) error {
+				s, err := findStore(cmd.Context(), d, args[0])
+				if err != nil {
+					return err
+				}
+				info, err := s.Info(cmd.Context())
+				if err != nil {
+					return err
+				}
+				if !yes {
+					ok, err := confirm(cmd.InOrStdin(), cmd.ErrOrStderr(),
+						fmt.Sprintf("Delete store %s (%s) and all its history? Type the store's name to confirm: ", info.ID, info.Name), info.Name)
+					if err != nil {
+						return err
+					}
+					if !ok {
+						return fmt.Errorf("not deleted")
+					}
+				}
+				if err := d.DeleteStore(cmd.Context(), info.ID); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "deleted store %s (%s)\n", info.ID, info.Name)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
+	return cmd
+}
+
+// confirm asks on a terminal; without one it refuses, so scripts must say --yes.
+func confirm(in io.Reader, out io.Writer, prompt, want string) (bool, error) {
+	f, ok := in.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return false, fmt.Errorf("refusing to delete without confirmation: standard input is not a terminal; pass --yes")
+	}
+	fmt.Fprint(out, prompt)
+	line, err := bufio.NewReader(in).ReadString('\n')
+	if err != nil && err != io.EOF {
+		return false, err
+	}
+	return strings.TrimSpace(line) == want, nil
+}
+
+// storeJSON is a store as the API shows it.
+func storeJSON(s gitstore.StoreInfo) map[string]any {
+	var archived any
+	if s.ArchivedAt != nil {
+		archived = s.ArchivedAt.UTC().Format(timeFormat)
+	}
+	meta := s.Metadata
+	if meta == nil {
+		meta = map[string]string{}
+	}
+	return map[string]any{"type": "memory_store", "id": s.ID, "name": s.Name, "description": s.Description,
+		"metadata": meta, "created_at": s.CreatedAt.UTC().Format(timeFormat),
+		"updated_at": s.UpdatedAt.UTC().Format(timeFormat), "archived_at": archived}
+}
+
+// timeFormat is RFC 3339 with milliseconds, as the API writes times.
+const timeFormat = "2006-01-02T15:04:05.000Z07:00"
+
+// exactArgs is cobra.ExactArgs with a message that names the missing arguments.
+func exactArgs(names ...string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) == len(names) {
+			return nil
+		}
+		return fmt.Errorf("%s takes %d argument(s): %s (got %d); see %q", cmd.CommandPath(), len(names),
+			strings.Join(names, " "), len(args), cmd.CommandPath()+" --help")
+	}
+}
+
+// rangeArgs accepts the required arguments and then up to len(optional) more.
+func rangeArgs(required []string, optional ...string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) >= len(required) && len(args) <= len(required)+len(optional) {
+			return nil
+		}
+		usage := strings.Join(required, " ")
+		for _, o := range optional {
+			usage += " [" + o + "]"
+		}
+		return fmt.Errorf("usage: %s %s (got %d arguments); see %q", cmd.CommandPath(), usage, len(args), cmd.CommandPath()+" --help")
+	}
+}
