@@ -101,6 +101,8 @@ func (r *repo) mergePacks() error {
 		}
 		hashes = append(hashes, hs...)
 	}
+	// The same object can be in two packs (written loose again by a later commit).
+	hashes = dedupe(hashes)
 	dir := filepath.Join(r.path, "objects", "pack")
 	tmp, err := os.CreateTemp(dir, "tmp_merge_")
 	if err != nil {

@@ -77,7 +77,11 @@ func openRepo(path string) (*repo, error) {
 
 func newStorage(path string) *filesystem.Storage {
 	fs := syncPacksFS{osfs.New(path)}
-	return filesystem.NewStorageWithOptions(fs, cache.NewObjectLRU(32*cache.MiByte), filesystem.Options{})
+	st := filesystem.NewStorageWithOptions(fs, cache.NewObjectLRU(32*cache.MiByte), filesystem.Options{})
+	// Load the pack indexes now, while no reader can see st: go-git loads them lazily on
+	// the first lookup, and two readers doing that at once see a half-filled index.
+	_ = st.HasEncodedObject(plumbing.ZeroHash)
+	return st
 }
 
 // object reads one object.
