@@ -85,7 +85,7 @@ func TestReadModifyWrite(t *testing.T) {
 // create, update, rename and delete; every read must see a consistent snapshot.
 func TestConcurrentReadersAndWriters(t *testing.T) {
 	ctx := context.Background()
-	d := newTestDataDir(t, Options{PackLoose: 64})
+	d := newTestDataDir(t, Options{MaxPacks: 4})
 	s, err := d.CreateStore(ctx, CreateStoreInput{Name: "busy", Actor: apiActor})
 	if err != nil {
 		t.Fatal(err)

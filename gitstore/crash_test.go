@@ -29,7 +29,7 @@ func TestCrashChild(t *testing.T) {
 		t.Skip("run by TestCrash only")
 	}
 	ctx := context.Background()
-	d, err := Open(ctx, dir, Options{PackLoose: 150})
+	d, err := Open(ctx, dir, Options{MaxPacks: 4})
 	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(2)

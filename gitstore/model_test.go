@@ -73,7 +73,7 @@ func TestModel(t *testing.T) {
 	rng := rand.New(rand.NewSource(seed))
 	ctx := context.Background()
 	dir := t.TempDir()
-	d, err := Open(ctx, dir, Options{PackLoose: 500})
+	d, err := Open(ctx, dir, Options{MaxPacks: 6})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,11 +11,11 @@ type Options struct {
 	Logger *slog.Logger
 	// Clock returns the time of new versions; time.Now if nil. Tests inject their own.
 	Clock func() time.Time
-	// PackLoose is how many loose objects the writer lets pile up before it packs them
-	// (default 4096); IdlePack is how long the writer waits idle before it packs any
-	// (default 2s).
-	PackLoose int
-	IdlePack  time.Duration
+	// MaxPacks is how many packs the writer lets pile up (it writes one per group of
+	// commits) before it merges the smallest (default 32); once idle for IdlePack (default
+	// 2s) it merges them down to 8 and packs loose objects that git processes wrote.
+	MaxPacks int
+	IdlePack time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -25,8 +25,8 @@ func (o Options) withDefaults() Options {
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
-	if o.PackLoose <= 0 {
-		o.PackLoose = 4096
+	if o.MaxPacks <= 0 {
+		o.MaxPacks = 32
 	}
 	if o.IdlePack <= 0 {
 		o.IdlePack = 2 * time.Second

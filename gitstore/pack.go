@@ -15,8 +15,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 )
 
-// maxPacks is how many packs a repository may have before the writer merges small ones.
-const maxPacks = 8
+// idlePacks is how many packs a repository keeps once the writer has been idle.
+const idlePacks = 8
 
 // packFile is one pack of the repository and how many objects it holds.
 type packFile struct {
@@ -80,14 +80,18 @@ func geometricSplit(packs []packFile) int {
 	return k
 }
 
-// mergePacks merges small packs once there are more than maxPacks, so that a store with a
+// mergePacks merges the smallest packs once there are more than maxPacks, so that a store with a
 // million versions stays a few files. The new pack and its index are written and fsynced
 // under temporary names and published index first; only then are the old packs removed,
 // under the storage lock, and the storage reloaded.
-func (r *repo) mergePacks() error {
+func (r *repo) mergePacks(maxPacks int) error {
 	packs, err := r.packFiles()
-	if err != nil || len(packs) <= maxPacks {
+	if err != nil {
 		return err
+	}
+	r.packs = len(packs)
+	if len(packs) <= maxPacks {
+		return nil
 	}
 	k := geometricSplit(packs)
 	if k < 2 {
@@ -146,6 +150,7 @@ func (r *repo) mergePacks() error {
 		}
 	}
 	r.st = newStorage(r.path)
+	r.packs = len(packs) - k + 1
 	return nil
 }
 

@@ -2,17 +2,20 @@ package gitstore
 
 import (
 	"context"
+	"strings"
 	"fmt"
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
 )
 
 // TestPacking writes enough to pack loose objects many times and checks that the packs are
 // merged, no loose objects pile up, every memory still reads, and git fsck is clean.
 func TestPacking(t *testing.T) {
 	ctx := context.Background()
-	d := newTestDataDir(t, Options{PackLoose: 40})
+	d := newTestDataDir(t, Options{MaxPacks: 4})
 	s, err := d.CreateStore(ctx, CreateStoreInput{Name: "packs", Actor: apiActor})
 	if err != nil {
 		t.Fatal(err)
@@ -24,15 +27,20 @@ func TestPacking(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := s.runTask(ctx, func() error { s.maintain(); return nil }); err != nil {
+	// A loose object such as a push leaves behind is packed too.
+	blob := strings.TrimSpace(gitIn(t, s.RepoPath(), "hash-object", "-w", "--stdin", "--path", "x"))
+	if err := s.runTask(ctx, func() error { s.maintain(idlePacks); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	packs, err := filepath.Glob(filepath.Join(s.RepoPath(), "objects", "pack", "*.pack"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(packs) > maxPacks {
-		t.Errorf("%d packs after %d writes; want at most %d", len(packs), n, maxPacks)
+	if len(packs) > idlePacks {
+		t.Errorf("%d packs after %d writes; want at most %d", len(packs), n, idlePacks)
+	}
+	if _, err := s.repo.blob(plumbing.NewHash(blob)); err != nil {
+		t.Errorf("the packed loose object: %v", err)
 	}
 	loose, err := s.repo.listLoose()
 	if err != nil {

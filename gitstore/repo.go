@@ -19,6 +19,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
+	"github.com/go-git/go-git/v5/storage/memory"
 )
 
 // mainRef is the branch that holds the memories.
@@ -35,8 +36,7 @@ type repo struct {
 	mu sync.RWMutex // guards st: RLock to read objects, Lock to write objects or swap st
 	st *filesystem.Storage
 
-	// Written and read by the writer goroutine only.
-	loose []plumbing.Hash // objects written loose since the last pack
+	packs int // packs written since the last count; the writer goroutine's only
 }
 
 // initRepo creates a bare repository at path with main as its default branch and with git's
@@ -67,11 +67,11 @@ func openRepo(path string) (*repo, error) {
 		return nil, fmt.Errorf("open repository %s: %w", path, err)
 	}
 	r := &repo{path: path, st: newStorage(path)}
-	loose, err := r.listLoose()
+	packs, err := r.packFiles()
 	if err != nil {
 		return nil, err
 	}
-	r.loose = loose
+	r.packs = len(packs)
 	return r, nil
 }
 
@@ -117,16 +117,27 @@ func readEncoded(o plumbing.EncodedObject) ([]byte, error) {
 	return b, nil
 }
 
-// writeObjects writes objects loose. They are durable only after syncObjects.
-func (r *repo) writeObjects(objs []plumbing.EncodedObject) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+// writePack writes objects as one new pack with its index, durably, and tells the storage
+// about it. One pack per group of commits costs a few file operations whatever the group's
+// size, where loose objects would cost a file each.
+func (r *repo) writePack(objs []plumbing.EncodedObject) error {
+	ms := memory.NewStorage()
+	hs := make([]plumbing.Hash, 0, len(objs))
 	for _, o := range objs {
-		if _, err := r.st.SetEncodedObject(o); err != nil {
-			return fmt.Errorf("write object %s: %w", o.Hash(), err)
+		h, err := ms.SetEncodedObject(o)
+		if err != nil {
+			return fmt.Errorf("stage object %s: %w", o.Hash(), err)
 		}
-		r.loose = append(r.loose, o.Hash())
+		hs = append(hs, h)
 	}
+	var buf bytes.Buffer
+	if _, err := packfile.NewEncoder(&buf, ms, false).Encode(hs, 0); err != nil {
+		return fmt.Errorf("encode pack of %d objects: %w", len(hs), err)
+	}
+	if err := r.installPack(&buf); err != nil {
+		return err
+	}
+	r.packs++
 	return nil
 }
 
@@ -245,25 +256,17 @@ func (r *repo) casRef(old, new plumbing.Hash) error {
 	return syncDir(filepath.Dir(refPath))
 }
 
-// syncObjects makes the loose objects written so far durable.
-func (r *repo) syncObjects(hs []plumbing.Hash) error {
-	paths := make([]string, len(hs))
-	for i, h := range hs {
-		paths[i] = r.loosePath(h)
-	}
-	return syncFiles(r.path, paths)
-}
-
-// packLoose moves the loose objects into one pack: it writes and fsyncs the pack and its
+// packLoose moves loose objects (written by git processes, such as a push) into one pack: it writes and fsyncs the pack and its
 // index, tells the storage about them, and only then removes the loose files.
 func (r *repo) packLoose() error {
-	if len(r.loose) == 0 {
-		return nil
+	loose, err := r.listLoose()
+	if err != nil || len(loose) == 0 {
+		return err
 	}
-	hs := dedupe(r.loose)
+	hs := dedupe(loose)
 	var buf bytes.Buffer
 	r.mu.RLock()
-	_, err := packfile.NewEncoder(&buf, r.st, false).Encode(hs, 0)
+	_, err = packfile.NewEncoder(&buf, r.st, false).Encode(hs, 0)
 	r.mu.RUnlock()
 	if err != nil {
 		return fmt.Errorf("pack %d loose objects of %s: %w", len(hs), r.path, err)
@@ -276,7 +279,6 @@ func (r *repo) packLoose() error {
 			return fmt.Errorf("remove packed loose object: %w", err)
 		}
 	}
-	r.loose = r.loose[:0]
 	return nil
 }
 

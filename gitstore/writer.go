@@ -89,14 +89,12 @@ func (s *Store) run() {
 				group[0].done <- result{err: group[0].task()}
 				group = group[1:]
 			}
-			if len(s.repo.loose) >= s.opts.PackLoose {
-				s.maintain()
+			if s.repo.packs > s.opts.MaxPacks {
+				s.maintain(s.opts.MaxPacks)
 			}
 			idle.Reset(s.opts.IdlePack)
 		case <-idle.C:
-			if len(s.repo.loose) > 0 {
-				s.maintain()
-			}
+			s.maintain(idlePacks)
 		case <-s.quit:
 			// Answer what is still queued, so that no caller waits forever.
 			for {
@@ -111,19 +109,19 @@ func (s *Store) run() {
 	}
 }
 
-// maintain packs loose objects; a failure is logged and retried later, never fatal.
-func (s *Store) maintain() {
+// maintain packs loose objects and merges packs down to maxPacks; a failure is logged and
+// tried again later, never fatal.
+func (s *Store) maintain(maxPacks int) {
 	start := time.Now()
-	n := len(s.repo.loose)
 	if err := s.repo.packLoose(); err != nil {
 		s.log.Error("pack loose objects", "store", s.id, "err", err)
 		return
 	}
-	if err := s.repo.mergePacks(); err != nil {
+	if err := s.repo.mergePacks(maxPacks); err != nil {
 		s.log.Error("merge packs", "store", s.id, "err", err)
 		return
 	}
-	s.log.Debug("packed loose objects", "store", s.id, "objects", n, "took", time.Since(start))
+	s.log.Debug("packed objects", "store", s.id, "packs", s.repo.packs, "took", time.Since(start))
 }
 
 func (s *Store) runGroup(group []*request) {
@@ -176,10 +174,7 @@ func (s *Store) tryGroup(group []*request) ([]result, error) {
 	if b.head == start {
 		return results, nil
 	}
-	if err := s.repo.writeObjects(b.pending); err != nil {
-		return nil, err
-	}
-	if err := s.repo.syncObjects(b.written()); err != nil {
+	if err := s.repo.writePack(b.pending); err != nil {
 		return nil, err
 	}
 	if err := s.repo.casRef(start, b.head); err != nil {
@@ -233,14 +228,6 @@ func (b *batch) emit(o plumbing.EncodedObject) {
 	}
 	b.byHash[o.Hash()] = o
 	b.pending = append(b.pending, o)
-}
-
-func (b *batch) written() []plumbing.Hash {
-	hs := make([]plumbing.Hash, len(b.pending))
-	for i, o := range b.pending {
-		hs[i] = o.Hash()
-	}
-	return hs
 }
 
 // now returns a time not before the last one used, so that versions are in time order.

@@ -1,0 +1,254 @@
+package gitstore
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+)
+
+// The benchmarks compare, in one run, a gitmem write with the same write done through the
+// git CLI plumbing and with an atomic write of a plain file. Sizes of 100,000 memories are
+// opt-in: set GITMEM_BENCH_LARGE=1.
+//
+//	go test ./gitstore -run '^$' -bench . -benchtime 2000x
+//	GITMEM_BENCH_LARGE=1 go test ./gitstore -run '^$' -bench 'Write/' -benchtime 2000x -timeout 30m
+
+func benchSizes() []int {
+	if os.Getenv("GITMEM_BENCH_LARGE") != "" {
+		return []int{100, 10000, 100000}
+	}
+	return []int{100, 10000}
+}
+
+// benchPath is where agents put memories: nested, about a hundred per folder.
+func benchPath(i int) string {
+	return fmt.Sprintf("/projects/p%04d/notes/n%05d.md", i/100, i)
+}
+
+// benchContent is about 1 KB of text.
+func benchContent(i int) string {
+	return fmt.Sprintf("memory %d\n%s", i, strings.Repeat("The user prefers short answers. ", 32))
+}
+
+// fill writes n memories with 64 concurrent writers, so that group commit makes it quick.
+func fill(tb testing.TB, s *Store, n int, path func(int) string) {
+	tb.Helper()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < 64; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				if _, err := s.Write(context.Background(), WriteInput{Path: path(i), Content: benchContent(i), Actor: apiActor}); err != nil {
+					tb.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func benchStore(b *testing.B) *Store {
+	b.Helper()
+	d := newTestDataDir(b, Options{})
+	s, err := d.CreateStore(context.Background(), CreateStoreInput{Name: "bench", Actor: apiActor})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+// BenchmarkWrite is sequential writes (updates of existing memories) in a store that
+// already holds n memories. The cost per write should not grow with n.
+func BenchmarkWrite(b *testing.B) {
+	for _, n := range benchSizes() {
+		b.Run(fmt.Sprintf("memories=%d", n), func(b *testing.B) {
+			s := benchStore(b)
+			fill(b, s, n, benchPath)
+			ctx := context.Background()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				k := (i * 7919) % n
+				if _, err := s.Write(ctx, WriteInput{Path: benchPath(k), Content: benchContent(k + i + 1), Actor: apiActor}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			reportMaxRSS(b)
+		})
+	}
+}
+
+// BenchmarkWriteFlat is the same in one flat folder, where every write rewrites the root
+// tree: the case that nested paths avoid.
+func BenchmarkWriteFlat(b *testing.B) {
+	for _, n := range []int{100, 2000} {
+		b.Run(fmt.Sprintf("memories=%d", n), func(b *testing.B) {
+			s := benchStore(b)
+			flat := func(i int) string { return fmt.Sprintf("/n%05d.md", i) }
+			fill(b, s, n, flat)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				k := (i * 7919) % n
+				if _, err := s.Write(context.Background(), WriteInput{Path: flat(k), Content: benchContent(k + i + 1), Actor: apiActor}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkConcurrentWrites is writes by 1, 8 and 64 concurrent writers; group commit
+// should make throughput grow with them. ns/op is per write.
+func BenchmarkConcurrentWrites(b *testing.B) {
+	for _, writers := range []int{1, 8, 64} {
+		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
+			s := benchStore(b)
+			fill(b, s, 1000, benchPath)
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			for w := 0; w < writers; w++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						i := int(next.Add(1)) - 1
+						if i >= b.N {
+							return
+						}
+						k := (i * 7919) % 1000
+						if _, err := s.Write(context.Background(), WriteInput{Path: benchPath(k), Content: benchContent(k + i + 1), Actor: apiActor}); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "writes/s")
+		})
+	}
+}
+
+// BenchmarkGitCLIPlumbing is the baseline: the same write done with git's own plumbing on
+// a bare repository (hash-object, read-tree and update-index in a temporary index,
+// write-tree, commit-tree, update-ref), as a script would do it.
+func BenchmarkGitCLIPlumbing(b *testing.B) {
+	repo := filepath.Join(b.TempDir(), "r.git")
+	if err := initRepo(repo); err != nil {
+		b.Fatal(err)
+	}
+	index := filepath.Join(b.TempDir(), "index")
+	env := append(os.Environ(), "GIT_DIR="+repo, "GIT_INDEX_FILE="+index, "GIT_CONFIG_GLOBAL=/dev/null",
+		"GIT_AUTHOR_NAME=bench", "GIT_AUTHOR_EMAIL=bench@example.com",
+		"GIT_COMMITTER_NAME=bench", "GIT_COMMITTER_EMAIL=bench@example.com")
+	git := func(stdin string, args ...string) string {
+		cmd := exec.Command("git", args...)
+		cmd.Env = env
+		cmd.Stdin = strings.NewReader(stdin)
+		out, err := cmd.Output()
+		if err != nil {
+			b.Fatalf("git %v: %v", args, err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	parent := ""
+	write := func(i int) {
+		blob := git(benchContent(i), "hash-object", "-w", "--stdin")
+		if parent != "" {
+			git("", "read-tree", parent)
+		}
+		git("", "update-index", "--add", "--cacheinfo", "100644,"+blob+","+strings.TrimPrefix(benchPath(i%100), "/"))
+		tree := git("", "write-tree")
+		args := []string{"commit-tree", tree, "-m", "update " + benchPath(i%100)}
+		if parent != "" {
+			args = append(args, "-p", parent)
+		}
+		commit := git("", args...)
+		old := parent
+		if old == "" {
+			old = strings.Repeat("0", 40)
+		}
+		git("", "update-ref", "refs/heads/main", commit, old)
+		parent = commit
+	}
+	for i := 0; i < 100; i++ {
+		write(i)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		write(i + 100)
+	}
+}
+
+// BenchmarkPlainFileWrite is the floor: an atomic, durable write of one plain file (temp
+// file, write, fsync, rename, fsync of the directory).
+func BenchmarkPlainFileWrite(b *testing.B) {
+	dir := b.TempDir()
+	for i := 0; i < b.N; i++ {
+		p := filepath.Join(dir, fmt.Sprintf("n%d.md", i%100))
+		f, err := os.CreateTemp(dir, ".tmp")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := f.WriteString(benchContent(i)); err != nil {
+			b.Fatal(err)
+		}
+		if err := f.Sync(); err != nil {
+			b.Fatal(err)
+		}
+		f.Close()
+		if err := os.Rename(f.Name(), p); err != nil {
+			b.Fatal(err)
+		}
+		if err := syncDir(dir); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRead is reads by id with content, in a store of 10,000 memories.
+func BenchmarkRead(b *testing.B) {
+	s := benchStore(b)
+	const n = 10000
+	fill(b, s, n, benchPath)
+	page, err := s.List(context.Background(), ListOptions{Limit: 1000})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			m := page.Items[i%len(page.Items)].Memory
+			if _, err := s.Get(context.Background(), m.ID, true); err != nil {
+				b.Error(err)
+				return
+			}
+			i++
+		}
+	})
+}
+
+// reportMaxRSS reports the process's peak resident memory so far.
+func reportMaxRSS(b *testing.B) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
+		b.ReportMetric(float64(ru.Maxrss)/1024, "maxRSS-MB")
+	}
+}
