@@ -2,10 +2,10 @@ package gitstore
 
 import (
 	"context"
-	"strings"
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
