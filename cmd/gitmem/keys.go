@@ -1,0 +1,118 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gitmem/gitmem/apikeys"
+	"github.com/gitmem/gitmem/gitstore"
+)
+
+func init() { register(newKeysCmd) }
+
+func newKeysCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "keys",
+		Short: "Create, list and revoke API keys",
+		Long: `API keys authenticate HTTP requests (x-api-key or Authorization: Bearer). Once a key exists,
+every request needs one. Secrets are shown once and stored only as their SHA-256. A running
+server picks up created and revoked keys without a restart.`,
+	}
+	cmd.AddCommand(newKeysCreateCmd(a), newKeysListCmd(a), newKeysRevokeCmd(a))
+	return cmd
+}
+
+func newKeysCreateCmd(a *app) *cobra.Command {
+	var name, access, store string
+	cmd := &cobra.Command{
+		Use:     "create --name NAME [--access read_write|read_only] [--store ID]",
+		Short:   "Create an API key and print its secret, once",
+		Example: `  gitmem keys create --name laptop
+  gitmem keys create --name dashboard --access read_only --store memstore_01...`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if store != "" && !strings.HasPrefix(store, gitstore.StorePrefix) {
+				return fmt.Errorf("--store takes a store id (memstore_...), got %q", store)
+			}
+			keys, err := apikeys.Open(a.dataDir)
+			if err != nil {
+				return err
+			}
+			key, secret, err := keys.Create(name, apikeys.Access(access), store)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "created key %s (%s, %s", key.ID, key.Name, key.Access)
+			if key.StoreID != "" {
+				fmt.Fprintf(out, ", store %s", key.StoreID)
+			}
+			fmt.Fprintf(out, ")\n\n  %s\n\nThis secret is shown only now: keep it somewhere safe.\n", secret)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&name, "name", "", "a name to tell the key apart (required)")
+	cmd.Flags().StringVar(&access, "access", string(apikeys.ReadWrite), "read_write or read_only")
+	cmd.Flags().StringVar(&store, "store", "", "limit the key to this store")
+	return cmd
+}
+
+func newKeysListCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List API keys (never their secrets)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			keys, err := apikeys.Open(a.dataDir)
+			if err != nil {
+				return err
+			}
+			list, err := keys.List()
+			if err != nil {
+				return err
+			}
+			if len(list) == 0 {
+				fmt.Fprintln(cmd.OutOrStdout(), "no API keys: gitmem serve runs without authentication, on loopback only")
+				return nil
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tNAME\tACCESS\tSTORE\tSECRET\tCREATED\tSTATE")
+			for _, k := range list {
+				state, storeID := "active", k.StoreID
+				if !k.Active() {
+					state = "revoked " + k.RevokedAt.Local().Format(time.DateTime)
+				}
+				if storeID == "" {
+					storeID = "all"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s…\t%s\t%s\n", k.ID, k.Name, k.Access, storeID, k.Hint,
+					k.CreatedAt.Local().Format(time.DateTime), state)
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+func newKeysRevokeCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "revoke ID|NAME",
+		Short: "Revoke an API key; requests with it fail from now on",
+		Args:  exactArgs("ID|NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			keys, err := apikeys.Open(a.dataDir)
+			if err != nil {
+				return err
+			}
+			k, err := keys.Revoke(args[0])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "revoked key %s (%s)\n", k.ID, k.Name)
+			return nil
+		},
+	}
+}

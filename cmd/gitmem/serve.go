@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gitmem/gitmem/apikeys"
+	"github.com/gitmem/gitmem/gitstore"
+	"github.com/gitmem/gitmem/httpapi"
+)
+
+func init() { register(newServeCmd) }
+
+func defaultAddr() string {
+	if a := os.Getenv("GITMEM_ADDR"); a != "" {
+		return a
+	}
+	return "127.0.0.1:7437"
+}
+
+func newServeCmd(a *app) *cobra.Command {
+	var addr, logLevel string
+	var strict bool
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the memory store API over HTTP",
+		Long: `Serves the memory store API under /v1/memory_stores, in the shapes of the official
+Anthropic SDKs: point an SDK's base URL at this server.
+
+Without any API key, gitmem serves without authentication and only on a loopback address.
+Create a key with "gitmem keys create" to require keys and to serve on other addresses.`,
+		Example: `  gitmem serve
+  gitmem serve --addr 0.0.0.0:7437 --data /var/lib/gitmem`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var level slog.Level
+			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+				return fmt.Errorf("--log-level: %w", err)
+			}
+			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+			return serve(cmd.Context(), a, log, addr, strict, cmd)
+		},
+	}
+	cmd.Flags().StringVar(&addr, "addr", defaultAddr(), "address to listen on (env GITMEM_ADDR)")
+	cmd.Flags().BoolVar(&strict, "strict-create", false, "POST .../memories creates only, as the public beta does (an occupied path is a 409 memory_path_conflict_error)")
+	cmd.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	return cmd
+}
+
+func serve(ctx context.Context, a *app, log *slog.Logger, addr string, strict bool, cmd *cobra.Command) error {
+	keys, err := apikeys.Open(a.dataDir)
+	if err != nil {
+		return err
+	}
+	anyKey, err := keys.AnyActive()
+	if err != nil {
+		return err
+	}
+	if !anyKey && !isLoopback(addr) {
+		return fmt.Errorf("refusing to serve on %s without authentication: no API key exists yet.\n"+
+			"Create one with \"gitmem keys create --name NAME\" (clients send it as x-api-key), or serve on 127.0.0.1", addr)
+	}
+	d, err := gitstore.Open(ctx, a.dataDir, gitstore.Options{Logger: log})
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	srv := httpapi.New(d, keys, httpapi.Options{StrictCreate: strict, Logger: log})
+	url := "http://" + ln.Addr().String()
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "gitmem is serving %s/v1/memory_stores\n", url)
+	fmt.Fprintf(out, "  data:  %s\n", a.dataDir)
+	if anyKey {
+		fmt.Fprintf(out, "  auth:  API keys required (x-api-key or Authorization: Bearer)\n")
+	} else {
+		fmt.Fprintf(out, "  auth:  none. No API key exists, so gitmem listens on loopback only;\n")
+		fmt.Fprintf(out, "         \"gitmem keys create --name NAME\" turns keys on\n")
+	}
+	if strict {
+		fmt.Fprintf(out, "  mode:  --strict-create (POST .../memories creates only)\n")
+	}
+	fmt.Fprintf(out, "  try:   curl -s %s/v1/memory_stores -H 'content-type: application/json' -d '{\"name\":\"notes\"}'\n", url)
+	hs := &http.Server{ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ServeListener(ctx, hs, ln) }()
+	err = <-errc
+	fmt.Fprintln(cmd.ErrOrStderr(), "gitmem: stopped")
+	return err
+}
+
+// isLoopback reports whether addr listens on a loopback address only.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,94 @@
+package httpapi
+
+import (
+	"regexp"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/gitmem/gitmem/apikeys"
+	"github.com/gitmem/gitmem/gitstore"
+)
+
+// SessionHeader names the session a caller writes for; versions then record a
+// session_actor.
+const SessionHeader = "x-gitmem-session-id"
+
+// LocalUser is the actor of writes when no API key exists and gitmem serves loopback only.
+var LocalUser = gitstore.Actor{Type: gitstore.UserActor, ID: "user_local", Name: "local user", Email: "local@gitmem"}
+
+var sessionID = regexp.MustCompile(`^sesn_[A-Za-z0-9_-]{1,128}$`)
+
+// caller is who sent a request: the key (if keys are in use) and the actor of its writes.
+type caller struct {
+	key   *apikeys.Key
+	actor gitstore.Actor
+}
+
+const callerKey = "gitmem.caller"
+
+// authenticate finds the caller. Once any key exists every request needs one; without keys
+// the server listens on loopback only (gitmem serve enforces it) and callers are the local
+// user.
+func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		cl := caller{actor: LocalUser}
+		anyKey, err := s.keys.AnyActive()
+		if err != nil {
+			return err
+		}
+		if anyKey {
+			secret := c.Request().Header.Get("x-api-key")
+			if secret == "" {
+				if auth := c.Request().Header.Get("Authorization"); strings.HasPrefix(auth, "Bearer ") {
+					secret = strings.TrimSpace(strings.TrimPrefix(auth, "Bearer "))
+				}
+			}
+			if secret == "" {
+				return unauthorized("missing API key: send it in the x-api-key header, or as Authorization: Bearer <key>")
+			}
+			key, ok, err := s.keys.Authenticate(secret)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return unauthorized("invalid API key: no active key has this secret (it may have been revoked)")
+			}
+			cl.key = &key
+			cl.actor = gitstore.Actor{Type: gitstore.APIActor, ID: key.ID, Name: key.Name}
+		}
+		if sid := c.Request().Header.Get(SessionHeader); sid != "" {
+			if !sessionID.MatchString(sid) {
+				return badRequest("header %s must be a session id like sesn_abc123 (sesn_ and 1 to 128 letters, digits, _ or -), got %q", SessionHeader, sid)
+			}
+			keyID := ""
+			if cl.key != nil {
+				keyID = cl.key.ID
+			}
+			cl.actor = gitstore.Actor{Type: gitstore.SessionActor, ID: sid, APIKeyID: keyID}
+		}
+		c.Set(callerKey, cl)
+		return next(c)
+	}
+}
+
+func callerOf(c echo.Context) caller {
+	cl, _ := c.Get(callerKey).(caller)
+	return cl
+}
+
+// checkStore refuses a key that is limited to another store.
+func (cl caller) checkStore(storeID string) error {
+	if cl.key != nil && cl.key.StoreID != "" && cl.key.StoreID != storeID {
+		return forbidden("this API key (%s) is limited to memory store %s", cl.key.ID, cl.key.StoreID)
+	}
+	return nil
+}
+
+// checkWrite refuses read-only keys.
+func (cl caller) checkWrite() error {
+	if cl.key != nil && cl.key.Access == apikeys.ReadOnly {
+		return forbidden("this API key (%s) is read_only; writes need a read_write key", cl.key.ID)
+	}
+	return nil
+}

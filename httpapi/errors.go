@@ -1,0 +1,127 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/gitmem/gitmem/gitstore"
+)
+
+// apiError is an error answered in the SDKs' envelope. Handlers return it (or a gitstore
+// error, which errorFor maps) and the error handler writes it.
+type apiError struct {
+	status  int
+	typ     string
+	message string
+	// For path conflicts: the memory in the way.
+	conflictingID, conflictingPath string
+}
+
+// errorJSON is the error object inside the envelope.
+type errorJSON struct {
+	Type                string `json:"type"`
+	Message             string `json:"message"`
+	ConflictingMemoryID string `json:"conflicting_memory_id,omitempty"`
+	ConflictingPath     string `json:"conflicting_path,omitempty"`
+}
+
+type envelopeJSON struct {
+	Type      string    `json:"type"`
+	Error     errorJSON `json:"error"`
+	RequestID string    `json:"request_id"`
+}
+
+func (e *apiError) Error() string { return fmt.Sprintf("%d %s: %s", e.status, e.typ, e.message) }
+
+func badRequest(format string, args ...any) *apiError {
+	return &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", message: fmt.Sprintf(format, args...)}
+}
+
+func forbidden(format string, args ...any) *apiError {
+	return &apiError{status: http.StatusForbidden, typ: "permission_error", message: fmt.Sprintf(format, args...)}
+}
+
+func unauthorized(msg string) *apiError {
+	return &apiError{status: http.StatusUnauthorized, typ: "authentication_error", message: msg}
+}
+
+// kindStatus maps each gitstore error kind to its status and error type: the one table.
+var kindStatus = map[gitstore.Kind]struct {
+	status int
+	typ    string
+}{
+	gitstore.KindInvalid:            {http.StatusBadRequest, "invalid_request_error"},
+	gitstore.KindArchived:           {http.StatusBadRequest, "invalid_request_error"},
+	gitstore.KindNotFound:           {http.StatusNotFound, "not_found_error"},
+	gitstore.KindPreconditionFailed: {http.StatusConflict, "memory_precondition_failed_error"},
+	gitstore.KindPathConflict:       {http.StatusConflict, "memory_path_conflict_error"},
+	gitstore.KindConflict:           {http.StatusConflict, "conflict_error"},
+}
+
+// echoStatus maps the errors echo itself returns (no route, body too large, ...).
+var echoStatus = map[int]string{
+	http.StatusNotFound:              "not_found_error",
+	http.StatusMethodNotAllowed:      "invalid_request_error",
+	http.StatusRequestEntityTooLarge: "request_too_large",
+	http.StatusUnsupportedMediaType:  "invalid_request_error",
+	http.StatusBadRequest:            "invalid_request_error",
+}
+
+// errorFor turns any error a handler returns into the error to answer.
+func errorFor(err error) *apiError {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae
+	}
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		typ, ok := echoStatus[he.Code]
+		if !ok {
+			typ = "api_error"
+		}
+		msg := http.StatusText(he.Code)
+		if he.Code == http.StatusRequestEntityTooLarge {
+			msg = "request body too large: the limit is " + bodyLimit
+		}
+		if he.Code == http.StatusNotFound {
+			msg = "no such route; the API lives under /v1/memory_stores"
+		}
+		return &apiError{status: he.Code, typ: typ, message: msg}
+	}
+	var ge *gitstore.Error
+	if errors.As(err, &ge) {
+		if m, ok := kindStatus[ge.Kind]; ok {
+			ae := &apiError{status: m.status, typ: m.typ, message: ge.Message}
+			if ge.Kind == gitstore.KindPathConflict {
+				ae.conflictingID, ae.conflictingPath = ge.ConflictingMemoryID, ge.ConflictingPath
+			}
+			return ae
+		}
+	}
+	return &apiError{status: http.StatusInternalServerError, typ: "api_error", message: "internal error"}
+}
+
+// handleError writes an error in the SDKs' envelope. Deterministic conflicts say
+// x-should-retry: false, or the SDKs would send them twice more. Internal errors are
+// logged, never shown.
+func (s *Server) handleError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	ae := errorFor(err)
+	rid := requestID(c)
+	if ae.status == http.StatusInternalServerError {
+		s.log.Error("request failed", "request_id", rid, "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
+		ae = &apiError{status: ae.status, typ: ae.typ, message: fmt.Sprintf("%s; the server's log has the details of request %s", ae.message, rid)}
+	}
+	if ae.status == http.StatusConflict || ae.status == http.StatusNotImplemented {
+		c.Response().Header().Set("x-should-retry", "false")
+	}
+	body := errorJSON{Type: ae.typ, Message: ae.message, ConflictingMemoryID: ae.conflictingID, ConflictingPath: ae.conflictingPath}
+	if err := c.JSON(ae.status, envelopeJSON{Type: "error", Error: body, RequestID: rid}); err != nil {
+		s.log.Warn("write error response", "request_id", rid, "err", err)
+	}
+}

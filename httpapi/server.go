@@ -1,0 +1,95 @@
+// Package httpapi serves gitmem over HTTP: the memory store API under /v1/memory_stores, in
+// the shapes of the official Anthropic SDKs, with API keys.
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+
+	"github.com/gitmem/gitmem/apikeys"
+	"github.com/gitmem/gitmem/gitstore"
+)
+
+// bodyLimit bounds request bodies: a memory is at most 100 KB, and JSON escaping can grow
+// it several times.
+const bodyLimit = "1M"
+
+// Options configure a Server.
+type Options struct {
+	// StrictCreate makes POST .../memories create only, as the public beta does: an occupied
+	// path is a memory_path_conflict_error. By default it writes by path (an upsert) unless
+	// the body has a not_exists precondition.
+	StrictCreate bool
+	Logger       *slog.Logger
+}
+
+// Server is the HTTP API over a data directory.
+type Server struct {
+	data *gitstore.DataDir
+	keys *apikeys.Keys
+	opts Options
+	log  *slog.Logger
+	e    *echo.Echo
+}
+
+// New builds the server; other route groups (tools, git, MCP) add themselves to Echo().
+func New(data *gitstore.DataDir, keys *apikeys.Keys, opts Options) *Server {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	s := &Server{data: data, keys: keys, opts: opts, log: opts.Logger, e: echo.New()}
+	e := s.e
+	e.HideBanner, e.HidePort = true, true
+	e.IPExtractor = echo.ExtractIPDirect()
+	e.HTTPErrorHandler = s.handleError
+	e.Use(middleware.RequestIDWithConfig(middleware.RequestIDConfig{
+		Generator:    func() string { return gitstore.NewID("req_", time.Now()) },
+		TargetHeader: "request-id",
+	}))
+	e.Use(middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
+		LogStatus: true, LogURI: true, LogMethod: true, LogLatency: true, HandleError: true,
+		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
+			s.log.Debug("request", "method", v.Method, "uri", v.URI, "status", v.Status,
+				"latency", v.Latency, "request_id", requestID(c))
+			return nil
+		},
+	}))
+	e.Use(middleware.Recover())
+	v1 := e.Group("/v1", middleware.BodyLimit(bodyLimit), s.authenticate)
+	s.storeRoutes(v1)
+	return s
+}
+
+// Echo returns the router, for route groups that live in other files or packages.
+func (s *Server) Echo() *echo.Echo { return s.e }
+
+// ServeHTTP serves a request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.e.ServeHTTP(w, r) }
+
+// ServeListener serves on ln until ctx ends, then shuts down gracefully, letting requests
+// in flight finish.
+func (s *Server) ServeListener(ctx context.Context, srv *http.Server, ln net.Listener) error {
+	srv.Handler = s
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdown); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func requestID(c echo.Context) string { return c.Response().Header().Get("request-id") }

@@ -1,0 +1,86 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/gitmem/gitmem/apikeys"
+	"github.com/gitmem/gitmem/gitstore"
+)
+
+func (s *Server) listVersions(c echo.Context) error {
+	st, _, err := s.store(c, false)
+	if err != nil {
+		return err
+	}
+	full, err := view(c, "basic")
+	if err != nil {
+		return err
+	}
+	f := gitstore.VersionFilter{WithContent: full, MemoryID: c.QueryParam("memory_id"),
+		Operation: gitstore.Operation(c.QueryParam("operation")), SessionID: c.QueryParam("session_id"),
+		APIKeyID: c.QueryParam("api_key_id"), Cursor: c.QueryParam("page")}
+	if f.Limit, err = limit(c, full); err != nil {
+		return err
+	}
+	if f.CreatedAtGTE, err = queryTime(c, "created_at[gte]", "created_at_gte"); err != nil {
+		return err
+	}
+	if f.CreatedAtLTE, err = queryTime(c, "created_at[lte]", "created_at_lte"); err != nil {
+		return err
+	}
+	data := []versionJSON{}
+	if c.QueryParam("service_account_id") != "" {
+		// gitmem has no service accounts, so none of its versions match.
+		return c.JSON(http.StatusOK, page(data, ""))
+	}
+	p, err := st.Versions(c.Request().Context(), f)
+	if err != nil {
+		return err
+	}
+	for _, v := range p.Versions {
+		data = append(data, toVersion(v))
+	}
+	return c.JSON(http.StatusOK, page(data, p.NextCursor))
+}
+
+func (s *Server) getVersion(c echo.Context) error {
+	st, _, err := s.store(c, false)
+	if err != nil {
+		return err
+	}
+	full, err := view(c, "full")
+	if err != nil {
+		return err
+	}
+	v, err := st.Version(c.Request().Context(), c.Param("version"), full)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toVersion(v))
+}
+
+// redactVersion checks everything a redaction needs, and then answers that this server
+// cannot redact yet: scrubbing content out of git history is not built.
+func (s *Server) redactVersion(c echo.Context) error {
+	st, cl, err := s.store(c, true)
+	if err != nil {
+		return err
+	}
+	if _, err := readBody(c); err != nil {
+		return err
+	}
+	if cl.actor.Type == gitstore.SessionActor {
+		return forbidden("sessions cannot redact versions; redact with an API key, without the %s header", SessionHeader)
+	}
+	if cl.key != nil && cl.key.Access == apikeys.ReadOnly {
+		return forbidden("this API key (%s) is read_only", cl.key.ID)
+	}
+	v, err := st.Version(c.Request().Context(), c.Param("version"), false)
+	if err != nil {
+		return err
+	}
+	return &apiError{status: http.StatusNotImplemented, typ: "not_implemented_error",
+		message: "this gitmem server cannot redact versions yet (removing content from git history is not built); version " + v.ID + " is unchanged"}
+}

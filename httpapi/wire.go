@@ -1,0 +1,128 @@
+package httpapi
+
+import (
+	"time"
+
+	"github.com/gitmem/gitmem/gitstore"
+)
+
+// The JSON shapes of the memory store API, as the official SDKs parse them: every field
+// present, null where there is no value.
+
+// wireTime is how the API writes times: RFC 3339 in UTC with milliseconds.
+func wireTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+
+func wireTimePtr(t *time.Time) *string {
+	if t == nil {
+		return nil
+	}
+	s := wireTime(*t)
+	return &s
+}
+
+type storeJSON struct {
+	Type        string            `json:"type"`
+	ID          string            `json:"id"`
+	Name        string            `json:"name"`
+	Description string            `json:"description"`
+	Metadata    map[string]string `json:"metadata"`
+	ArchivedAt  *string           `json:"archived_at"`
+	CreatedAt   string            `json:"created_at"`
+	UpdatedAt   string            `json:"updated_at"`
+}
+
+func toStore(info gitstore.StoreInfo) storeJSON {
+	meta := info.Metadata
+	if meta == nil {
+		meta = map[string]string{}
+	}
+	return storeJSON{Type: "memory_store", ID: info.ID, Name: info.Name, Description: info.Description,
+		Metadata: meta, ArchivedAt: wireTimePtr(info.ArchivedAt), CreatedAt: wireTime(info.CreatedAt),
+		UpdatedAt: wireTime(info.UpdatedAt)}
+}
+
+type memoryJSON struct {
+	Type            string  `json:"type"`
+	ID              string  `json:"id"`
+	MemoryStoreID   string  `json:"memory_store_id"`
+	MemoryVersionID string  `json:"memory_version_id"`
+	Path            string  `json:"path"`
+	Content         *string `json:"content"`
+	ContentSHA256   string  `json:"content_sha256"`
+	SizeBytes       int     `json:"content_size_bytes"`
+	SizeBytesAlias  int     `json:"size_bytes"` // the research preview's name for it
+	CreatedAt       string  `json:"created_at"`
+	UpdatedAt       string  `json:"updated_at"`
+}
+
+func toMemory(m gitstore.Memory) memoryJSON {
+	return memoryJSON{Type: "memory", ID: m.ID, MemoryStoreID: m.StoreID, MemoryVersionID: m.VersionID,
+		Path: m.Path, Content: m.Content, ContentSHA256: m.ContentSHA256, SizeBytes: m.SizeBytes,
+		SizeBytesAlias: m.SizeBytes, CreatedAt: wireTime(m.CreatedAt), UpdatedAt: wireTime(m.UpdatedAt)}
+}
+
+type prefixJSON struct {
+	Type string `json:"type"`
+	Path string `json:"path"`
+}
+
+type versionJSON struct {
+	Type          string    `json:"type"`
+	ID            string    `json:"id"`
+	MemoryID      string    `json:"memory_id"`
+	MemoryStoreID string    `json:"memory_store_id"`
+	Operation     string    `json:"operation"`
+	Path          *string   `json:"path"`
+	Content       *string   `json:"content"`
+	ContentSHA256 *string   `json:"content_sha256"`
+	SizeBytes     *int      `json:"content_size_bytes"`
+	CreatedBy     actorJSON `json:"created_by"`
+	CreatedAt     string    `json:"created_at"`
+	RedactedAt    *string   `json:"redacted_at"`
+	RedactedBy    *struct{} `json:"redacted_by"`
+}
+
+func toVersion(v gitstore.Version) versionJSON {
+	out := versionJSON{Type: "memory_version", ID: v.ID, MemoryID: v.MemoryID, MemoryStoreID: v.StoreID,
+		Operation: string(v.Operation), Path: &v.Path, Content: v.Content, CreatedBy: toActor(v.CreatedBy),
+		CreatedAt: wireTime(v.CreatedAt)}
+	if v.Operation != gitstore.OpDeleted {
+		out.ContentSHA256, out.SizeBytes = &v.ContentSHA256, &v.SizeBytes
+	} else {
+		out.Content = nil
+	}
+	return out
+}
+
+// actorJSON is the actor union: the id field is named after the type.
+type actorJSON map[string]string
+
+func toActor(a gitstore.Actor) actorJSON {
+	field := map[gitstore.ActorType]string{
+		gitstore.APIActor:            "api_key_id",
+		gitstore.SessionActor:        "session_id",
+		gitstore.UserActor:           "user_id",
+		gitstore.ServiceAccountActor: "service_account_id",
+	}[a.Type]
+	if field == "" {
+		field = "id"
+	}
+	return actorJSON{"type": string(a.Type), field: a.ID}
+}
+
+type pageJSON struct {
+	Data     any     `json:"data"`
+	NextPage *string `json:"next_page"`
+}
+
+func page(data any, next string) pageJSON {
+	if next == "" {
+		return pageJSON{Data: data}
+	}
+	return pageJSON{Data: data, NextPage: &next}
+}
+
+type deletedJSON struct {
+	Type string `json:"type"`
+	ID   string `json:"id"`
+}
