@@ -29,8 +29,8 @@ server picks up created and revoked keys without a restart.`,
 func newKeysCreateCmd(a *app) *cobra.Command {
 	var name, access, store string
 	cmd := &cobra.Command{
-		Use:     "create --name NAME [--access read_write|read_only] [--store ID]",
-		Short:   "Create an API key and print its secret, once",
+		Use:   "create --name NAME [--access read_write|read_only] [--store ID]",
+		Short: "Create an API key and print its secret, once",
 		Example: `  gitmem keys create --name laptop
   gitmem keys create --name dashboard --access read_only --store memstore_01...`,
 		Args: cobra.NoArgs,
