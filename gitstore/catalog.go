@@ -77,7 +77,10 @@ func (v verRec) actor() Actor {
 }
 
 func openCatalog(path string) (*bolt.DB, error) {
-	db, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: 2 * time.Second})
+	// The freelist is rebuilt at open instead of written at every commit, where its cost
+	// would grow with the size of the catalog (as etcd runs bbolt).
+	db, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: 2 * time.Second,
+		NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
 	if err != nil {
 		return nil, fmt.Errorf("open catalog %s: %w", path, err)
 	}

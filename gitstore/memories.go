@@ -318,9 +318,32 @@ func versionFrom(storeID string, v verRec) Version {
 		ContentSHA256: v.SHA, SizeBytes: v.Size, CreatedBy: v.actor(), CreatedAt: msTime(v.At), Commit: v.Commit}
 }
 
-// view runs fn on a consistent snapshot of the catalog.
-func (s *Store) view(fn func(ct catTx) error) error {
+// view runs fn on a consistent snapshot of the catalog, after making sure that the catalog
+// reflects main (a git process may have moved it).
+func (s *Store) view(ctx context.Context, fn func(ct catTx) error) error {
+	if err := s.fresh(ctx); err != nil {
+		return err
+	}
 	return s.db.View(func(tx *bolt.Tx) error { return fn(catTx{tx}) })
+}
+
+// fresh has the writer catch the catalog up if main is at a commit that neither the catalog
+// nor the writer's group being published is at: a push or a commit made with git. Reads
+// thus never wait for the writer's own groups, only once after an outside change.
+func (s *Store) fresh(ctx context.Context) error {
+	head, err := s.repo.readRef()
+	if err != nil {
+		return err
+	}
+	if p, _ := s.publishing.Load().(plumbing.Hash); p == head {
+		return nil
+	}
+	var applied plumbing.Hash
+	s.db.View(func(tx *bolt.Tx) error { applied = catTx{tx}.applied(); return nil })
+	if head == applied {
+		return nil
+	}
+	return s.Refresh(ctx)
 }
 
 func (s *Store) loadContent(blob string) (*string, error) {
@@ -335,7 +358,7 @@ func (s *Store) loadContent(blob string) (*string, error) {
 // Get returns the memory with the given id.
 func (s *Store) Get(ctx context.Context, id string, withContent bool) (Memory, error) {
 	var m Memory
-	err := s.view(func(ct catTx) error {
+	err := s.view(ctx, func(ct catTx) error {
 		rec, ok, err := ct.memory(id)
 		if err != nil {
 			return err
@@ -358,7 +381,7 @@ func (s *Store) GetByPath(ctx context.Context, path string, withContent bool) (M
 		return Memory{}, err
 	}
 	var m Memory
-	err := s.view(func(ct catTx) error {
+	err := s.view(ctx, func(ct catTx) error {
 		id, rec, ok, err := ct.live(path)
 		if err != nil {
 			return err
@@ -408,7 +431,7 @@ func (s *Store) List(ctx context.Context, opts ListOptions) (ListPage, error) {
 		}
 	}
 	var page ListPage
-	err = s.view(func(ct catTx) error {
+	err = s.view(ctx, func(ct catTx) error {
 		c := ct.tx.Bucket(bPath).Cursor()
 		k, v := c.Seek([]byte(prefix))
 		if after != nil {
@@ -478,7 +501,7 @@ func (s *Store) Versions(ctx context.Context, f VersionFilter) (VersionPage, err
 		}
 	}
 	var page VersionPage
-	err = s.view(func(ct catTx) error {
+	err = s.view(ctx, func(ct catTx) error {
 		// Walk version numbers newest first, through the memory's index when filtered by memory.
 		var c *bolt.Cursor
 		var prefix []byte
@@ -544,7 +567,7 @@ func (f VersionFilter) matches(v verRec) bool {
 // Version returns one version.
 func (s *Store) Version(ctx context.Context, id string, withContent bool) (Version, error) {
 	var ver Version
-	err := s.view(func(ct catTx) error {
+	err := s.view(ctx, func(ct catTx) error {
 		seq := ct.tx.Bucket(bVerID).Get([]byte(id))
 		if seq == nil {
 			return notFoundf("memory version %s not found", id)

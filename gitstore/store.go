@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -29,6 +30,10 @@ type Store struct {
 	stop sync.Once
 
 	lastTime time.Time // writer goroutine only
+
+	// publishing is the head of the group the writer is publishing (a plumbing.Hash): main
+	// may be there before the catalog is.
+	publishing atomic.Value
 }
 
 func openStore(id, repoPath, catalogPath string, opts Options) (*Store, error) {

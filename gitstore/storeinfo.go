@@ -9,7 +9,7 @@ import (
 // Info returns the store's metadata.
 func (s *Store) Info(ctx context.Context) (StoreInfo, error) {
 	var info StoreInfo
-	err := s.view(func(ct catTx) error {
+	err := s.view(ctx, func(ct catTx) error {
 		var err error
 		info, err = ct.storeInfo()
 		return err

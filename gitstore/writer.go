@@ -177,6 +177,7 @@ func (s *Store) tryGroup(group []*request) ([]result, error) {
 	if err := s.repo.writePack(b.pending); err != nil {
 		return nil, err
 	}
+	s.publishing.Store(b.head)
 	if err := s.repo.casRef(start, b.head); err != nil {
 		return nil, err
 	}
