@@ -409,7 +409,10 @@ func (c catTx) record(or objectReader, commit *object.Commit, v verRec, blob plu
 		}
 		rec.Path, rec.Blob, rec.SHA, rec.Size, rec.Deleted = v.Path, v.Blob, v.SHA, v.Size, false
 	}
-	rec.Version, rec.Updated = v.ID, v.At
+	rec.Version = v.ID
+	if v.At > rec.Updated { // a git commit time has whole seconds: never move backwards
+		rec.Updated = v.At
+	}
 	if err := c.putMemory(v.Memory, rec); err != nil {
 		return err
 	}
