@@ -2,6 +2,10 @@ package gitstore
 
 import (
 	"bufio"
+	"compress/zlib"
+	"crypto/sha1"
+	"hash"
+	"hash/crc32"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -12,7 +16,6 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
-	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 )
 
 // idlePacks is how many packs a repository keeps once the writer has been idle.
@@ -93,20 +96,8 @@ func (r *repo) mergePacks(maxPacks int) error {
 	if len(packs) <= maxPacks {
 		return nil
 	}
-	k := geometricSplit(packs)
-	if k < 2 {
-		k = len(packs) - maxPacks + 1 // never more than maxPacks, even off the progression
-	}
-	var hashes []plumbing.Hash
-	for _, p := range packs[:k] {
-		hs, err := idxHashes(p.base + ".idx")
-		if err != nil {
-			return err
-		}
-		hashes = append(hashes, hs...)
-	}
-	// The same object can be in two packs (written loose again by a later commit).
-	hashes = dedupe(hashes)
+	// Merge along the progression, and never leave more than maxPacks.
+	k := max(geometricSplit(packs), len(packs)-maxPacks+1)
 	dir := filepath.Join(r.path, "objects", "pack")
 	tmp, err := os.CreateTemp(dir, "tmp_merge_")
 	if err != nil {
@@ -114,13 +105,7 @@ func (r *repo) mergePacks(maxPacks int) error {
 	}
 	defer os.Remove(tmp.Name())
 	defer tmp.Close()
-	w := bufio.NewWriterSize(tmp, 1<<20)
-	r.mu.RLock()
-	sum, err := packfile.NewEncoder(w, r.st, false).Encode(hashes, 0)
-	r.mu.RUnlock()
-	if err == nil {
-		err = w.Flush()
-	}
+	sum, idx, err := r.writeMerged(packs[:k], tmp)
 	if err == nil {
 		err = tmp.Sync()
 	}
@@ -128,7 +113,7 @@ func (r *repo) mergePacks(maxPacks int) error {
 		return fmt.Errorf("merge packs of %s: %w", r.path, err)
 	}
 	base := filepath.Join(dir, "pack-"+sum.String())
-	if err := writeIdx(tmp, base+".idx"); err != nil {
+	if err := writeIdx(idx, base+".idx"); err != nil {
 		return err
 	}
 	if err := os.Rename(tmp.Name(), base+".pack"); err != nil {
@@ -154,8 +139,8 @@ func (r *repo) mergePacks(maxPacks int) error {
 	return nil
 }
 
-// idxHashes lists the objects of a pack index.
-func idxHashes(path string) ([]plumbing.Hash, error) {
+// idxEntries lists the objects of a pack index with their offsets and CRCs.
+func idxEntries(path string) ([]idxfile.Entry, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read pack index %s: %w", path, err)
@@ -165,42 +150,176 @@ func idxHashes(path string) ([]plumbing.Hash, error) {
 	if err := idxfile.NewDecoder(bufio.NewReader(f)).Decode(idx); err != nil {
 		return nil, fmt.Errorf("decode pack index %s: %w", path, err)
 	}
-	it, err := idx.Entries()
+	it, err := idx.EntriesByOffset()
 	if err != nil {
 		return nil, err
 	}
 	defer it.Close()
-	var hs []plumbing.Hash
+	var es []idxfile.Entry
 	for {
 		e, err := it.Next()
 		if err == io.EOF {
-			return hs, nil
+			return es, nil
 		}
 		if err != nil {
 			return nil, fmt.Errorf("read pack index %s: %w", path, err)
 		}
-		hs = append(hs, e.Hash)
+		es = append(es, *e)
 	}
 }
 
-// writeIdx parses the pack in f and writes its index at path, durably, through a
-// temporary file.
-func writeIdx(f *os.File, path string) error {
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return err
+// countingWriter hashes and counts what passes through it, as a pack's trailer and
+// offsets need.
+type countingWriter struct {
+	w   io.Writer
+	h   hash.Hash
+	off uint64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.h.Write(p[:n])
+	c.off += uint64(n)
+	return n, err
+}
+
+// writeMerged writes one pack with every object of packs, and returns its checksum and
+// index. An object stored whole is copied as it is, compressed bytes and CRC included, so a
+// merge costs I/O and no compression; a delta (git pushes send them) is resolved and
+// written whole, since its base may not come along.
+func (r *repo) writeMerged(packs []packFile, out io.Writer) (plumbing.Hash, *idxfile.MemoryIndex, error) {
+	type source struct {
+		pack    packFile
+		entries []idxfile.Entry
+	}
+	var sources []source
+	seen := map[plumbing.Hash]bool{}
+	count := 0
+	for _, p := range packs {
+		es, err := idxEntries(p.base + ".idx")
+		if err != nil {
+			return plumbing.ZeroHash, nil, err
+		}
+		sources = append(sources, source{p, es})
+		for _, e := range es {
+			if !seen[e.Hash] {
+				seen[e.Hash] = true
+				count++
+			}
+		}
+	}
+	bw := bufio.NewWriterSize(out, 1<<20)
+	cw := &countingWriter{w: bw, h: sha1.New()}
+	var hdr [12]byte
+	copy(hdr[:4], "PACK")
+	binary.BigEndian.PutUint32(hdr[4:8], 2)
+	binary.BigEndian.PutUint32(hdr[8:], uint32(count))
+	if _, err := cw.Write(hdr[:]); err != nil {
+		return plumbing.ZeroHash, nil, err
 	}
 	iw := new(idxfile.Writer)
-	p, err := packfile.NewParser(packfile.NewScanner(f), iw)
-	if err != nil {
-		return fmt.Errorf("index merged pack: %w", err)
+	written := map[plumbing.Hash]bool{}
+	for _, src := range sources {
+		if err := r.copyObjects(src.pack.base+".pack", src.entries, written, cw, iw); err != nil {
+			return plumbing.ZeroHash, nil, err
+		}
 	}
-	if _, err := p.Parse(); err != nil {
-		return fmt.Errorf("index merged pack: %w", err)
+	var sum plumbing.Hash
+	copy(sum[:], cw.h.Sum(nil))
+	if _, err := bw.Write(sum[:]); err != nil {
+		return plumbing.ZeroHash, nil, err
+	}
+	if err := bw.Flush(); err != nil {
+		return plumbing.ZeroHash, nil, err
+	}
+	if err := iw.OnFooter(sum); err != nil {
+		return plumbing.ZeroHash, nil, err
 	}
 	idx, err := iw.Index()
+	return sum, idx, err
+}
+
+// copyObjects appends the objects of one pack (entries sorted by offset) to cw.
+func (r *repo) copyObjects(path string, entries []idxfile.Entry, written map[plumbing.Hash]bool, cw *countingWriter, iw *idxfile.Writer) error {
+	f, err := os.Open(path)
 	if err != nil {
-		return fmt.Errorf("index merged pack: %w", err)
+		return fmt.Errorf("read pack %s: %w", path, err)
 	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	end := uint64(fi.Size()) - 20 // the trailer
+	for i, e := range entries {
+		if written[e.Hash] {
+			continue
+		}
+		written[e.Hash] = true
+		next := end
+		if i+1 < len(entries) {
+			next = entries[i+1].Offset
+		}
+		var first [1]byte
+		if _, err := f.ReadAt(first[:], int64(e.Offset)); err != nil {
+			return fmt.Errorf("read pack %s: %w", path, err)
+		}
+		off := cw.off
+		switch typ := plumbing.ObjectType((first[0] >> 4) & 7); typ {
+		case plumbing.CommitObject, plumbing.TreeObject, plumbing.BlobObject, plumbing.TagObject:
+			if _, err := io.Copy(cw, io.NewSectionReader(f, int64(e.Offset), int64(next-e.Offset))); err != nil {
+				return fmt.Errorf("copy object %s: %w", e.Hash, err)
+			}
+			iw.Add(e.Hash, off, e.CRC32)
+		default:
+			o, err := r.object(e.Hash)
+			if err != nil {
+				return err
+			}
+			crc, err := writeWhole(cw, o)
+			if err != nil {
+				return err
+			}
+			iw.Add(e.Hash, off, crc)
+		}
+	}
+	return nil
+}
+
+// writeWhole writes an object whole: its type and size, then its zlib-compressed content.
+func writeWhole(w io.Writer, o plumbing.EncodedObject) (uint32, error) {
+	crc := crc32.NewIEEE()
+	mw := io.MultiWriter(w, crc)
+	size := o.Size()
+	b := byte(o.Type())<<4 | byte(size&0x0f)
+	size >>= 4
+	var hdr []byte
+	for size > 0 {
+		hdr = append(hdr, b|0x80)
+		b = byte(size & 0x7f)
+		size >>= 7
+	}
+	hdr = append(hdr, b)
+	if _, err := mw.Write(hdr); err != nil {
+		return 0, err
+	}
+	rd, err := o.Reader()
+	if err != nil {
+		return 0, err
+	}
+	defer rd.Close()
+	zw, _ := zlib.NewWriterLevel(mw, zlib.BestSpeed)
+	if _, err := io.Copy(zw, rd); err != nil {
+		return 0, err
+	}
+	if err := zw.Close(); err != nil {
+		return 0, err
+	}
+	return crc.Sum32(), nil
+}
+
+// writeIdx writes a pack index at path, durably, through a temporary file.
+func writeIdx(idx *idxfile.MemoryIndex, path string) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "tmp_idx_")
 	if err != nil {
 		return err

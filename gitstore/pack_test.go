@@ -82,3 +82,66 @@ func TestGeometricSplit(t *testing.T) {
 		}
 	}
 }
+
+// TestMergeDeltaPack merges a pack that git wrote with deltas (as a push or git gc leaves
+// them): deltas are resolved and written whole, and everything still reads.
+func TestMergeDeltaPack(t *testing.T) {
+	ctx := context.Background()
+	s := newTestStore(t)
+	long := strings.Repeat("a line that repeats, so that git stores deltas\n", 50)
+	for i := 0; i < 40; i++ {
+		if _, err := s.Write(ctx, WriteInput{Path: "/notes/n.md", Content: long + fmt.Sprint(i), Actor: apiActor}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.runTask(ctx, func() error {
+		gitIn(t, s.RepoPath(), "repack", "-a", "-d", "-f", "-q")
+		s.repo.reload()
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if out := gitIn(t, s.RepoPath(), "verify-pack", "-v", mustGlob(t, s.RepoPath()+"/objects/pack/*.idx")); !strings.Contains(out, "chain length") {
+		t.Fatalf("git repack wrote no deltas:\n%s", out)
+	}
+	for i := 40; i < 45; i++ {
+		s.Write(ctx, WriteInput{Path: "/notes/n.md", Content: long + fmt.Sprint(i), Actor: apiActor})
+	}
+	if err := s.runTask(ctx, func() error { return s.repo.mergePacks(1) }); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(mustGlobAll(t, s.RepoPath()+"/objects/pack/*.pack")); n != 1 {
+		t.Fatalf("%d packs after merging down to one", n)
+	}
+	page, err := s.Versions(ctx, VersionFilter{Limit: 100, WithContent: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Versions) != 45 {
+		t.Fatalf("%d versions", len(page.Versions))
+	}
+	for _, v := range page.Versions {
+		if sha256Hex(*v.Content) != v.ContentSHA256 {
+			t.Fatalf("version %s reads back wrong", v.ID)
+		}
+	}
+	fsck(t, s)
+}
+
+func mustGlobAll(t *testing.T, pattern string) []string {
+	t.Helper()
+	m, err := filepath.Glob(pattern)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func mustGlob(t *testing.T, pattern string) string {
+	t.Helper()
+	m := mustGlobAll(t, pattern)
+	if len(m) != 1 {
+		t.Fatalf("%s matches %d files", pattern, len(m))
+	}
+	return m[0]
+}
