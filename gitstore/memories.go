@@ -51,41 +51,37 @@ func (s *Store) Write(ctx context.Context, in WriteInput) (WriteResult, error) {
 	if err := validateActor(in.Actor); err != nil {
 		return WriteResult{}, err
 	}
-	v, err := s.submit(ctx, func(b *batch) (any, error) {
+	return submitAs(ctx, s, func(b *batch) (WriteResult, error) {
 		if _, err := b.writableStore(); err != nil {
-			return nil, err
+			return WriteResult{}, err
 		}
 		id, rec, ok, err := b.ct.live(in.Path)
 		if err != nil {
-			return nil, b.fail(err)
+			return WriteResult{}, b.fail(err)
 		}
 		pre := in.Precondition
 		newSHA := sha256Hex(in.Content)
 		if !ok {
 			if pre != nil && pre.Type == ContentSHA256 {
-				return nil, preconditionf("precondition failed: no memory at %s to compare content_sha256 with", in.Path)
+				return WriteResult{}, preconditionf("precondition failed: no memory at %s to compare content_sha256 with", in.Path)
 			}
 			if err := b.checkPathFree(b.root, in.Path); err != nil {
-				return nil, err
+				return WriteResult{}, err
 			}
 			return b.put(in.Actor, NewID(MemoryPrefix, b.now()), OpCreated, "", in.Path, &in.Content)
 		}
 		if pre != nil && pre.Type == NotExists {
-			return nil, &Error{Kind: KindPreconditionFailed, Message: fmt.Sprintf("precondition failed: %s already exists (memory %s)", in.Path, id),
+			return WriteResult{}, &Error{Kind: KindPreconditionFailed, Message: fmt.Sprintf("precondition failed: %s already exists (memory %s)", in.Path, id),
 				ConflictingMemoryID: id, ConflictingPath: in.Path}
 		}
 		if rec.SHA == newSHA {
 			return b.result(id, nil)
 		}
 		if pre != nil && pre.Type == ContentSHA256 && pre.ContentSHA256 != rec.SHA {
-			return nil, preconditionf("precondition failed: content_sha256 %s does not match the current content of %s (%s)", pre.ContentSHA256, in.Path, rec.SHA)
+			return WriteResult{}, preconditionf("precondition failed: content_sha256 %s does not match the current content of %s (%s)", pre.ContentSHA256, in.Path, rec.SHA)
 		}
 		return b.put(in.Actor, id, OpModified, in.Path, in.Path, &in.Content)
 	})
-	if err != nil {
-		return WriteResult{}, err
-	}
-	return v.(WriteResult), nil
 }
 
 // UpdateMemory changes the content and/or the path of one memory; a rename keeps its id.
@@ -117,13 +113,13 @@ func (s *Store) UpdateMemory(ctx context.Context, in UpdateInput) (WriteResult, 
 	if err := validateActor(in.Actor); err != nil {
 		return WriteResult{}, err
 	}
-	v, err := s.submit(ctx, func(b *batch) (any, error) {
+	return submitAs(ctx, s, func(b *batch) (WriteResult, error) {
 		if _, err := b.writableStore(); err != nil {
-			return nil, err
+			return WriteResult{}, err
 		}
 		id, rec, err := b.resolve(in.ID, in.FromPath)
 		if err != nil {
-			return nil, err
+			return WriteResult{}, err
 		}
 		path := rec.Path
 		if in.Path != nil {
@@ -135,22 +131,22 @@ func (s *Store) UpdateMemory(ctx context.Context, in UpdateInput) (WriteResult, 
 			if same {
 				return b.result(id, nil)
 			}
-			return nil, preconditionf("precondition failed: content_sha256 %s does not match the current content of %s (%s)", pre.ContentSHA256, rec.Path, rec.SHA)
+			return WriteResult{}, preconditionf("precondition failed: content_sha256 %s does not match the current content of %s (%s)", pre.ContentSHA256, rec.Path, rec.SHA)
 		}
 		if in.Edit != nil {
 			cur, err := b.content(rec)
 			if err != nil {
-				return nil, err
+				return WriteResult{}, err
 			}
 			if content != nil {
 				cur = *content
 			}
 			next, err := in.Edit(cur)
 			if err != nil {
-				return nil, err
+				return WriteResult{}, err
 			}
 			if err := ValidateContent(next); err != nil {
-				return nil, err
+				return WriteResult{}, err
 			}
 			content = &next
 		}
@@ -163,25 +159,21 @@ func (s *Store) UpdateMemory(ctx context.Context, in UpdateInput) (WriteResult, 
 		if path != rec.Path {
 			without, err := b.setFile(b.root, rec.Path, nil)
 			if err != nil {
-				return nil, err
+				return WriteResult{}, err
 			}
 			if err := b.checkPathFree(without, path); err != nil {
-				return nil, err
+				return WriteResult{}, err
 			}
 		}
 		if content == nil {
 			c, err := b.content(rec)
 			if err != nil {
-				return nil, err
+				return WriteResult{}, err
 			}
 			content = &c
 		}
 		return b.put(in.Actor, id, OpModified, rec.Path, path, content)
 	})
-	if err != nil {
-		return WriteResult{}, err
-	}
-	return v.(WriteResult), nil
 }
 
 // Delete deletes one memory. With ExpectedSHA256 set it deletes only if the current content
@@ -203,27 +195,23 @@ func (s *Store) Delete(ctx context.Context, in DeleteInput) (Version, error) {
 	if err := validateActor(in.Actor); err != nil {
 		return Version{}, err
 	}
-	v, err := s.submit(ctx, func(b *batch) (any, error) {
+	return submitAs(ctx, s, func(b *batch) (Version, error) {
 		if _, err := b.writableStore(); err != nil {
-			return nil, err
+			return Version{}, err
 		}
 		id, rec, err := b.resolve(in.ID, in.Path)
 		if err != nil {
-			return nil, err
+			return Version{}, err
 		}
 		if in.ExpectedSHA256 != "" && in.ExpectedSHA256 != rec.SHA {
-			return nil, preconditionf("precondition failed: expected_content_sha256 %s does not match the current content of %s (%s); nothing was deleted", in.ExpectedSHA256, rec.Path, rec.SHA)
+			return Version{}, preconditionf("precondition failed: expected_content_sha256 %s does not match the current content of %s (%s); nothing was deleted", in.ExpectedSHA256, rec.Path, rec.SHA)
 		}
 		res, err := b.put(in.Actor, id, OpDeleted, rec.Path, "", nil)
 		if err != nil {
-			return nil, err
+			return Version{}, err
 		}
 		return *res.Version, nil
 	})
-	if err != nil {
-		return Version{}, err
-	}
-	return v.(Version), nil
 }
 
 // resolve finds a live memory by id, or by path if id is empty.

@@ -34,10 +34,10 @@ func (s *Store) UpdateInfo(ctx context.Context, p StorePatch) (StoreInfo, error)
 	if err := validateActor(p.Actor); err != nil {
 		return StoreInfo{}, err
 	}
-	v, err := s.submit(ctx, func(b *batch) (any, error) {
+	return submitAs(ctx, s, func(b *batch) (StoreInfo, error) {
 		info, err := b.writableStore()
 		if err != nil {
-			return nil, err
+			return StoreInfo{}, err
 		}
 		next := info
 		next.Metadata = map[string]string{}
@@ -58,7 +58,7 @@ func (s *Store) UpdateInfo(ctx context.Context, p StorePatch) (StoreInfo, error)
 			}
 		}
 		if err := validateMetadata(next.Metadata); err != nil {
-			return nil, err
+			return StoreInfo{}, err
 		}
 		if sameInfo(info, next) {
 			return info, nil
@@ -66,10 +66,6 @@ func (s *Store) UpdateInfo(ctx context.Context, p StorePatch) (StoreInfo, error)
 		next.UpdatedAt = b.now()
 		return next, b.commitStoreInfo(next, "update store "+fmt.Sprintf("%q", next.Name), "updated", p.Actor)
 	})
-	if err != nil {
-		return StoreInfo{}, err
-	}
-	return v.(StoreInfo), nil
 }
 
 func sameInfo(a, b StoreInfo) bool {
@@ -89,10 +85,10 @@ func (s *Store) Archive(ctx context.Context, actor Actor) (StoreInfo, error) {
 	if err := validateActor(actor); err != nil {
 		return StoreInfo{}, err
 	}
-	v, err := s.submit(ctx, func(b *batch) (any, error) {
+	return submitAs(ctx, s, func(b *batch) (StoreInfo, error) {
 		info, err := b.ct.storeInfo()
 		if err != nil {
-			return nil, b.fail(err)
+			return StoreInfo{}, b.fail(err)
 		}
 		if info.ArchivedAt != nil {
 			return info, nil
@@ -101,10 +97,6 @@ func (s *Store) Archive(ctx context.Context, actor Actor) (StoreInfo, error) {
 		info.ArchivedAt = &t
 		return info, b.commitStoreInfo(info, "archive store "+fmt.Sprintf("%q", info.Name), "archived", actor)
 	})
-	if err != nil {
-		return StoreInfo{}, err
-	}
-	return v.(StoreInfo), nil
 }
 
 func encodeStoreInfo(info StoreInfo) ([]byte, error) {

@@ -36,6 +36,16 @@ func (s *Store) submit(ctx context.Context, fn func(b *batch) (any, error)) (any
 	return s.enqueue(ctx, &request{ctx: ctx, fn: fn, done: make(chan result, 1)})
 }
 
+// submitAs is submit for a mutation whose result has type T.
+func submitAs[T any](ctx context.Context, s *Store, fn func(b *batch) (T, error)) (T, error) {
+	v, err := s.submit(ctx, func(b *batch) (any, error) { return fn(b) })
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return v.(T), nil
+}
+
 // runTask runs task in the writer goroutine, alone.
 func (s *Store) runTask(ctx context.Context, task func() error) error {
 	_, err := s.enqueue(ctx, &request{ctx: ctx, task: task, done: make(chan result, 1)})

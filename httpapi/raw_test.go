@@ -148,3 +148,19 @@ func TestBadRequests(t *testing.T) {
 		}
 	}
 }
+
+// TestPatchUpdate: the docs' PATCH works like the SDKs' POST.
+func TestPatchUpdate(t *testing.T) {
+	ts := startServer(t, Options{})
+	_, body := rawRequest(t, "POST", ts.url+"/v1/memory_stores", `{"name":"n"}`, nil)
+	var store struct{ ID string }
+	json.Unmarshal([]byte(body), &store)
+	base := ts.url + "/v1/memory_stores/" + store.ID
+	_, body = rawRequest(t, "POST", base+"/memories", `{"path":"/a.md","content":"one"}`, nil)
+	var m struct{ ID string }
+	json.Unmarshal([]byte(body), &m)
+	status, body := rawRequest(t, "PATCH", base+"/memories/"+m.ID+"?view=full", `{"path":"/b.md","content":"two"}`, nil)
+	if status != 200 || !strings.Contains(body, `"path":"/b.md"`) || !strings.Contains(body, `"content":"two"`) || !strings.Contains(body, `"id":"`+m.ID+`"`) {
+		t.Errorf("PATCH: %d %s", status, body)
+	}
+}

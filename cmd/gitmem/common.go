@@ -55,22 +55,15 @@ func findStore(ctx context.Context, d *gitstore.DataDir, ref string) (*gitstore.
 	if strings.HasPrefix(ref, gitstore.StorePrefix) {
 		return d.Store(ctx, ref)
 	}
+	stores, err := allStores(ctx, d, true)
+	if err != nil {
+		return nil, err
+	}
 	var matches []gitstore.StoreInfo
-	opts := gitstore.StoreListOptions{IncludeArchived: true, Limit: 1000}
-	for {
-		page, err := d.ListStores(ctx, opts)
-		if err != nil {
-			return nil, err
+	for _, info := range stores {
+		if info.Name == ref {
+			matches = append(matches, info)
 		}
-		for _, info := range page.Stores {
-			if info.Name == ref {
-				matches = append(matches, info)
-			}
-		}
-		if page.NextCursor == "" {
-			break
-		}
-		opts.Cursor = page.NextCursor
 	}
 	switch len(matches) {
 	case 0:
@@ -120,4 +113,37 @@ func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// allPages collects every item of a paged listing; fetch returns one page and the cursor of
+// the next ("" after the last).
+func allPages[T any](fetch func(cursor string) ([]T, string, error)) ([]T, error) {
+	var all []T
+	for cursor := ""; ; {
+		items, next, err := fetch(cursor)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, items...)
+		if next == "" {
+			return all, nil
+		}
+		cursor = next
+	}
+}
+
+func allStores(ctx context.Context, d *gitstore.DataDir, includeArchived bool) ([]gitstore.StoreInfo, error) {
+	return allPages(func(cursor string) ([]gitstore.StoreInfo, string, error) {
+		page, err := d.ListStores(ctx, gitstore.StoreListOptions{IncludeArchived: includeArchived, Limit: 1000, Cursor: cursor})
+		return page.Stores, page.NextCursor, err
+	})
+}
+
+func allMemories(ctx context.Context, s *gitstore.Store, opts gitstore.ListOptions) ([]gitstore.ListItem, error) {
+	opts.Limit = 1000
+	return allPages(func(cursor string) ([]gitstore.ListItem, string, error) {
+		opts.Cursor = cursor
+		page, err := s.List(ctx, opts)
+		return page.Items, page.NextCursor, err
+	})
 }

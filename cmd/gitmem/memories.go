@@ -166,7 +166,7 @@ func newLsCmd(a *app) *cobra.Command {
   gitmem ls prefs /projects/ -R --long`,
 		Args: rangeArgs([]string{"STORE"}, "PREFIX"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts := gitstore.ListOptions{Depth: 1, Limit: 1000}
+			opts := gitstore.ListOptions{Depth: 1}
 			if recursive {
 				opts.Depth = 0
 			}
@@ -177,17 +177,9 @@ func newLsCmd(a *app) *cobra.Command {
 				}
 			}
 			return a.withStore(cmd.Context(), args[0], func(s *gitstore.Store) error {
-				var items []gitstore.ListItem
-				for {
-					page, err := s.List(cmd.Context(), opts)
-					if err != nil {
-						return err
-					}
-					items = append(items, page.Items...)
-					if page.NextCursor == "" {
-						break
-					}
-					opts.Cursor = page.NextCursor
+				items, err := allMemories(cmd.Context(), s, opts)
+				if err != nil {
+					return err
 				}
 				if asJSON {
 					out := make([]any, len(items))

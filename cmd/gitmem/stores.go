@@ -87,18 +87,9 @@ func newStoresListCmd(a *app) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withData(cmd.Context(), func(d *gitstore.DataDir) error {
-				var stores []gitstore.StoreInfo
-				opts := gitstore.StoreListOptions{IncludeArchived: all, Limit: 1000}
-				for {
-					page, err := d.ListStores(cmd.Context(), opts)
-					if err != nil {
-						return err
-					}
-					stores = append(stores, page.Stores...)
-					if page.NextCursor == "" {
-						break
-					}
-					opts.Cursor = page.NextCursor
+				stores, err := allStores(cmd.Context(), d, all)
+				if err != nil {
+					return err
 				}
 				if asJSON {
 					out := make([]any, len(stores))
@@ -175,21 +166,11 @@ func newStoresShowCmd(a *app) *cobra.Command {
 
 // storeSize counts the memories of a store and their bytes.
 func storeSize(cmd *cobra.Command, s *gitstore.Store) (count, bytes int, err error) {
-	opts := gitstore.ListOptions{Limit: 1000}
-	for {
-		page, err := s.List(cmd.Context(), opts)
-		if err != nil {
-			return 0, 0, err
-		}
-		for _, it := range page.Items {
-			count++
-			bytes += it.Memory.SizeBytes
-		}
-		if page.NextCursor == "" {
-			return count, bytes, nil
-		}
-		opts.Cursor = page.NextCursor
+	items, err := allMemories(cmd.Context(), s, gitstore.ListOptions{})
+	for _, it := range items {
+		bytes += it.Memory.SizeBytes
 	}
+	return len(items), bytes, err
 }
 
 func newStoresArchiveCmd(a *app) *cobra.Command {

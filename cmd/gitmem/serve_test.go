@@ -1,0 +1,87 @@
+package main
+
+import (
+	"bufio"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestServe starts the real binary, reads the address from its first-run message, talks to
+// it, and stops it with SIGTERM.
+func TestServe(t *testing.T) {
+	c := newCLI(t)
+	cmd := exec.Command(binary, "--data", c.data, "serve", "--addr", "127.0.0.1:0")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	lines := bufio.NewScanner(stdout)
+	var banner []string
+	for lines.Scan() {
+		banner = append(banner, lines.Text())
+		if strings.Contains(lines.Text(), "try:") {
+			break
+		}
+	}
+	text := strings.Join(banner, "\n")
+	mustContain(t, "banner", text, "gitmem is serving http://127.0.0.1:", "auth:  none", "loopback only", "gitmem keys create")
+	url := regexp.MustCompile(`http://127\.0\.0\.1:\d+`).FindString(text)
+	resp, err := http.Post(url+"/v1/memory_stores", "application/json", strings.NewReader(`{"name":"served"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"name":"served"`) {
+		t.Fatalf("create store: %d %s", resp.StatusCode, body)
+	}
+	// While it runs, the CLI is refused the data directory, and told why.
+	mustContain(t, "locked", c.fails("", "stores", "list"), "in use by gitmem", "serve")
+
+	cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("gitmem serve exited with %v after SIGTERM", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("gitmem serve did not stop on SIGTERM")
+	}
+	// Stopped, it released the directory: the store it made is there.
+	mustContain(t, "after stop", c.ok("", "stores", "list"), "served")
+}
+
+// TestServeRefusesOpenNetworkWithoutKeys: without keys gitmem serves loopback only; with a
+// key it requires one.
+func TestServeRefusesOpenNetworkWithoutKeys(t *testing.T) {
+	c := newCLI(t)
+	mustContain(t, "no keys", c.fails("", "serve", "--addr", "0.0.0.0:0"), "refusing to serve on 0.0.0.0:0 without authentication", "gitmem keys create")
+
+	out := c.ok("", "keys", "create", "--name", "ci", "--access", "read_only")
+	mustContain(t, "keys create", out, "created key apikey_", "read_only", "gitmem_", "shown only now")
+	mustContain(t, "keys list", c.ok("", "keys", "list"), "ci", "read_only", "active")
+	if strings.Contains(c.ok("", "keys", "list"), strings.Fields(out[strings.Index(out, "gitmem_"):])[0]) {
+		t.Error("keys list shows a secret")
+	}
+	mustContain(t, "bad access", c.fails("", "keys", "create", "--name", "x", "--access", "admin"), "read_write or read_only")
+	mustContain(t, "no name", c.fails("", "keys", "create"), "needs a name")
+	mustContain(t, "revoke", c.ok("", "keys", "revoke", "ci"), "revoked key apikey_")
+	mustContain(t, "revoked", c.ok("", "keys", "list"), "revoked")
+	mustContain(t, "revoke unknown", c.fails("", "keys", "revoke", "nope"), `no key with id or name "nope"`)
+	if fi, err := os.Stat(c.data + "/keys.json"); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("keys.json: %v, mode %v; want 0600", err, fi.Mode().Perm())
+	}
+}
