@@ -218,9 +218,10 @@ func (r *repo) writeMerged(packs []packFile, out io.Writer) (plumbing.Hash, *idx
 		return plumbing.ZeroHash, nil, err
 	}
 	iw := new(idxfile.Writer)
+	ww := newWholeWriter()
 	written := map[plumbing.Hash]bool{}
 	for _, src := range sources {
-		if err := r.copyObjects(src.pack.base+".pack", src.entries, written, cw, iw); err != nil {
+		if err := r.copyObjects(src.pack.base+".pack", src.entries, written, cw, iw, ww); err != nil {
 			return plumbing.ZeroHash, nil, err
 		}
 	}
@@ -240,7 +241,7 @@ func (r *repo) writeMerged(packs []packFile, out io.Writer) (plumbing.Hash, *idx
 }
 
 // copyObjects appends the objects of one pack (entries sorted by offset) to cw.
-func (r *repo) copyObjects(path string, entries []idxfile.Entry, written map[plumbing.Hash]bool, cw *countingWriter, iw *idxfile.Writer) error {
+func (r *repo) copyObjects(path string, entries []idxfile.Entry, written map[plumbing.Hash]bool, cw *countingWriter, iw *idxfile.Writer, ww *wholeWriter) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("read pack %s: %w", path, err)
@@ -276,7 +277,7 @@ func (r *repo) copyObjects(path string, entries []idxfile.Entry, written map[plu
 			if err != nil {
 				return err
 			}
-			crc, err := writeWhole(cw, o)
+			crc, err := ww.write(cw, o)
 			if err != nil {
 				return err
 			}
@@ -286,8 +287,19 @@ func (r *repo) copyObjects(path string, entries []idxfile.Entry, written map[plu
 	return nil
 }
 
-// writeWhole writes an object whole: its type and size, then its zlib-compressed content.
-func writeWhole(w io.Writer, o plumbing.EncodedObject) (uint32, error) {
+// wholeWriter writes objects whole into a pack: type and size, then the zlib-compressed
+// content. It reuses one compressor, which is costly to make.
+type wholeWriter struct {
+	zw *zlib.Writer
+}
+
+func newWholeWriter() *wholeWriter {
+	zw, _ := zlib.NewWriterLevel(io.Discard, zlib.BestSpeed)
+	return &wholeWriter{zw: zw}
+}
+
+// write writes o to w and returns the CRC-32 of the bytes written, as the pack index needs.
+func (ww *wholeWriter) write(w io.Writer, o plumbing.EncodedObject) (uint32, error) {
 	crc := crc32.NewIEEE()
 	mw := io.MultiWriter(w, crc)
 	size := o.Size()
@@ -308,11 +320,11 @@ func writeWhole(w io.Writer, o plumbing.EncodedObject) (uint32, error) {
 		return 0, err
 	}
 	defer rd.Close()
-	zw, _ := zlib.NewWriterLevel(mw, zlib.BestSpeed)
-	if _, err := io.Copy(zw, rd); err != nil {
+	ww.zw.Reset(mw)
+	if _, err := io.Copy(ww.zw, rd); err != nil {
 		return 0, err
 	}
-	if err := zw.Close(); err != nil {
+	if err := ww.zw.Close(); err != nil {
 		return 0, err
 	}
 	return crc.Sum32(), nil

@@ -2,6 +2,8 @@ package gitstore
 
 import (
 	"bytes"
+	"crypto/sha1"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -19,7 +21,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
-	"github.com/go-git/go-git/v5/storage/memory"
 )
 
 // mainRef is the branch that holds the memories.
@@ -121,19 +122,20 @@ func readEncoded(o plumbing.EncodedObject) ([]byte, error) {
 // about it. One pack per group of commits costs a few file operations whatever the group's
 // size, where loose objects would cost a file each.
 func (r *repo) writePack(objs []plumbing.EncodedObject) error {
-	ms := memory.NewStorage()
-	hs := make([]plumbing.Hash, 0, len(objs))
-	for _, o := range objs {
-		h, err := ms.SetEncodedObject(o)
-		if err != nil {
-			return fmt.Errorf("stage object %s: %w", o.Hash(), err)
-		}
-		hs = append(hs, h)
-	}
 	var buf bytes.Buffer
-	if _, err := packfile.NewEncoder(&buf, ms, false).Encode(hs, 0); err != nil {
-		return fmt.Errorf("encode pack of %d objects: %w", len(hs), err)
+	cw := &countingWriter{w: &buf, h: sha1.New()}
+	var hdr [12]byte
+	copy(hdr[:4], "PACK")
+	binary.BigEndian.PutUint32(hdr[4:8], 2)
+	binary.BigEndian.PutUint32(hdr[8:], uint32(len(objs)))
+	cw.Write(hdr[:])
+	ww := newWholeWriter()
+	for _, o := range objs {
+		if _, err := ww.write(cw, o); err != nil {
+			return fmt.Errorf("encode object %s: %w", o.Hash(), err)
+		}
 	}
+	buf.Write(cw.h.Sum(nil))
 	if err := r.installPack(&buf); err != nil {
 		return err
 	}

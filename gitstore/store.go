@@ -29,7 +29,8 @@ type Store struct {
 	done chan struct{}
 	stop sync.Once
 
-	lastTime time.Time // writer goroutine only
+	lastTime time.Time                           // writer goroutine only
+	trees    map[plumbing.Hash][]object.TreeEntry // writer goroutine only: decoded trees
 
 	// publishing is the head of the group the writer is publishing (a plumbing.Hash): main
 	// may be there before the catalog is.
@@ -46,7 +47,8 @@ func openStore(id, repoPath, catalogPath string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{id: id, opts: opts, log: opts.Logger, repo: r, db: db,
-		reqs: make(chan *request, maxGroup), quit: make(chan struct{}), done: make(chan struct{})}
+		reqs: make(chan *request, maxGroup), quit: make(chan struct{}), done: make(chan struct{}),
+		trees: map[plumbing.Hash][]object.TreeEntry{}}
 	if err := s.catchUp(nil); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", id, err)

@@ -15,10 +15,24 @@ type objectReader interface {
 	object(h plumbing.Hash) (plumbing.EncodedObject, error)
 }
 
-// readTree decodes the tree h; the zero hash is the empty tree.
+// treeCache keeps decoded trees, so that the writer does not inflate and decode the wide
+// trees near the root again for every commit. Callers must not change the entries.
+type treeCache interface {
+	tree(h plumbing.Hash) ([]object.TreeEntry, bool)
+	keepTree(h plumbing.Hash, entries []object.TreeEntry)
+}
+
+// readTree decodes the tree h; the zero hash is the empty tree. The result must not be
+// changed: it may be shared through a treeCache.
 func readTree(or objectReader, h plumbing.Hash) ([]object.TreeEntry, error) {
 	if h.IsZero() {
 		return nil, nil
+	}
+	tc, cached := or.(treeCache)
+	if cached {
+		if entries, ok := tc.tree(h); ok {
+			return entries, nil
+		}
 	}
 	o, err := or.object(h)
 	if err != nil {
@@ -27,6 +41,9 @@ func readTree(or objectReader, h plumbing.Hash) ([]object.TreeEntry, error) {
 	var t object.Tree
 	if err := t.Decode(o); err != nil {
 		return nil, fmt.Errorf("decode tree %s: %w", h, err)
+	}
+	if cached {
+		tc.keepTree(h, t.Entries)
 	}
 	return t.Entries, nil
 }
@@ -93,10 +110,11 @@ func entryAt(or objectReader, root plumbing.Hash, segs []string) (e object.TreeE
 
 // firstFile returns the tree path of the first file below tree h, in path order.
 func firstFile(or objectReader, h plumbing.Hash, prefix string) (string, error) {
-	entries, err := readTree(or, h)
+	shared, err := readTree(or, h)
 	if err != nil {
 		return "", err
 	}
+	entries := append([]object.TreeEntry(nil), shared...)
 	sort.Slice(entries, func(i, j int) bool { return entries[i].Name < entries[j].Name })
 	for _, e := range entries {
 		if e.Mode == filemode.Dir {
@@ -163,6 +181,9 @@ func setEntry(or objectReader, root plumbing.Hash, segs []string, blob plumbing.
 		return plumbing.ZeroHash, err
 	}
 	emit(o)
+	if tc, ok := or.(treeCache); ok {
+		tc.keepTree(o.Hash(), out)
+	}
 	return o.Hash(), nil
 }
 

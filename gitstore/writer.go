@@ -225,6 +225,21 @@ func (s *Store) newBatch(tx *bolt.Tx) (*batch, error) {
 	return b, nil
 }
 
+// maxCachedTrees bounds the writer's tree cache; it is emptied when full.
+const maxCachedTrees = 4096
+
+func (b *batch) tree(h plumbing.Hash) ([]object.TreeEntry, bool) {
+	e, ok := b.s.trees[h]
+	return e, ok
+}
+
+func (b *batch) keepTree(h plumbing.Hash, entries []object.TreeEntry) {
+	if len(b.s.trees) >= maxCachedTrees {
+		clear(b.s.trees)
+	}
+	b.s.trees[h] = entries
+}
+
 // object implements objectReader: pending objects first, then the repository.
 func (b *batch) object(h plumbing.Hash) (plumbing.EncodedObject, error) {
 	if o, ok := b.byHash[h]; ok {
