@@ -29,7 +29,7 @@ type Store struct {
 	done chan struct{}
 	stop sync.Once
 
-	lastTime time.Time                           // writer goroutine only
+	lastTime time.Time                            // writer goroutine only
 	trees    map[plumbing.Hash][]object.TreeEntry // writer goroutine only: decoded trees
 
 	// publishing is the head of the group the writer is publishing (a plumbing.Hash): main
