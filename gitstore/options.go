@@ -12,7 +12,7 @@ type Options struct {
 	// Clock returns the time of new versions; time.Now if nil. Tests inject their own.
 	Clock func() time.Time
 	// MaxPacks is how many packs the writer lets pile up (it writes one per group of
-	// commits) before it merges the smallest (default 32); once idle for IdlePack (default
+	// commits) before it merges the smallest (default 64); once idle for IdlePack (default
 	// 2s) it merges them down to 8 and packs loose objects that git processes wrote.
 	MaxPacks int
 	IdlePack time.Duration
@@ -26,7 +26,7 @@ func (o Options) withDefaults() Options {
 		o.Clock = time.Now
 	}
 	if o.MaxPacks <= 0 {
-		o.MaxPacks = 32
+		o.MaxPacks = 64
 	}
 	if o.IdlePack <= 0 {
 		o.IdlePack = 2 * time.Second

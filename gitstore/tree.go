@@ -48,10 +48,8 @@ func readTree(or objectReader, h plumbing.Hash) ([]object.TreeEntry, error) {
 	return t.Entries, nil
 }
 
-// encodeTree builds the object of a tree, sorting entries as git does: by name, with
-// directories compared as if their name ended in "/".
+// encodeTree builds the object of a tree, whose entries must be in git's order (see gitLess).
 func encodeTree(entries []object.TreeEntry) (plumbing.EncodedObject, error) {
-	sort.Slice(entries, func(i, j int) bool { return treeSortKey(entries[i]) < treeSortKey(entries[j]) })
 	o := &plumbing.MemoryObject{}
 	t := object.Tree{Entries: entries}
 	if err := t.Encode(o); err != nil {
@@ -60,11 +58,26 @@ func encodeTree(entries []object.TreeEntry) (plumbing.EncodedObject, error) {
 	return o, nil
 }
 
-func treeSortKey(e object.TreeEntry) string {
-	if e.Mode == filemode.Dir {
-		return e.Name + "/"
+// gitLess orders tree entries as git does: by name, with a directory compared as if its
+// name ended in "/". It allocates nothing: wide trees are sorted and merged on every write.
+func gitLess(a, b object.TreeEntry) bool {
+	n := min(len(a.Name), len(b.Name))
+	if c := strings.Compare(a.Name[:n], b.Name[:n]); c != 0 {
+		return c < 0
 	}
-	return e.Name
+	return sortByte(a, n) < sortByte(b, n)
+}
+
+// sortByte is the byte at i of the entry's sort key: the name, then "/" for a directory.
+func sortByte(e object.TreeEntry, i int) int {
+	switch {
+	case i < len(e.Name):
+		return int(e.Name[i])
+	case i == len(e.Name) && e.Mode == filemode.Dir:
+		return '/'
+	default:
+		return -1 // the key has ended
+	}
 }
 
 // blobObject builds the object of a blob.
@@ -171,7 +184,11 @@ func setEntry(or objectReader, root plumbing.Hash, segs []string, blob plumbing.
 		}
 	}
 	if child.Name != "" {
-		out = append(out, child)
+		// Insert in order: the entries of a git tree are sorted already.
+		at := sort.Search(len(out), func(i int) bool { return !gitLess(out[i], child) })
+		out = append(out, object.TreeEntry{})
+		copy(out[at+1:], out[at:])
+		out[at] = child
 	}
 	if len(out) == 0 {
 		return plumbing.ZeroHash, nil
@@ -195,8 +212,9 @@ type fileChange struct {
 	ToMode   filemode.FileMode
 }
 
-// diffTrees lists the files that differ between trees a and b, in path order. Subtrees
-// with equal hashes are skipped, so the cost follows the size of the change.
+// diffTrees lists the files that differ between trees a and b, in git's order. Both trees'
+// entries are sorted, so it walks them side by side; subtrees with equal hashes are
+// skipped, so the cost follows the size of the change.
 func diffTrees(or objectReader, a, b plumbing.Hash, prefix string, out []fileChange) ([]fileChange, error) {
 	if a == b {
 		return out, nil
@@ -209,29 +227,27 @@ func diffTrees(or objectReader, a, b plumbing.Hash, prefix string, out []fileCha
 	if err != nil {
 		return nil, err
 	}
-	names := map[string][2]*object.TreeEntry{}
-	for i := range ea {
-		v := names[ea[i].Name]
-		v[0] = &ea[i]
-		names[ea[i].Name] = v
-	}
-	for i := range eb {
-		v := names[eb[i].Name]
-		v[1] = &eb[i]
-		names[eb[i].Name] = v
-	}
-	keys := make([]string, 0, len(names))
-	for k := range names {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, name := range keys {
-		pair := names[name]
-		x, y := pair[0], pair[1]
-		p := prefix + "/" + name
+	for i, j := 0, 0; i < len(ea) || j < len(eb); {
+		var x, y *object.TreeEntry
+		switch {
+		case j == len(eb) || i < len(ea) && gitLess(ea[i], eb[j]):
+			x = &ea[i]
+			i++
+		case i == len(ea) || gitLess(eb[j], ea[i]):
+			y = &eb[j]
+			j++
+		default:
+			x, y = &ea[i], &eb[j]
+			i, j = i+1, j+1
+		}
+		if x != nil && y != nil && x.Hash == y.Hash && x.Mode == y.Mode {
+			continue
+		}
+		var name string
 		var xTree, yTree, xFile, yFile plumbing.Hash
 		var yMode filemode.FileMode
 		if x != nil {
+			name = x.Name
 			if x.Mode == filemode.Dir {
 				xTree = x.Hash
 			} else {
@@ -239,12 +255,14 @@ func diffTrees(or objectReader, a, b plumbing.Hash, prefix string, out []fileCha
 			}
 		}
 		if y != nil {
+			name = y.Name
 			if y.Mode == filemode.Dir {
 				yTree = y.Hash
 			} else {
 				yFile, yMode = y.Hash, y.Mode
 			}
 		}
+		p := prefix + "/" + name
 		if xFile != yFile || (x != nil && y != nil && x.Mode != y.Mode && !yFile.IsZero()) {
 			out = append(out, fileChange{Path: p, From: xFile, To: yFile, ToMode: yMode})
 		}
