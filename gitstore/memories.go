@@ -27,6 +27,18 @@ func validatePrecondition(p *Precondition, allowNotExists bool) error {
 	}
 }
 
+// validateTarget checks how a write names its memory: by id, or else by a valid path.
+func validateTarget(op, id, path string) error {
+	switch {
+	case id != "":
+		return nil
+	case path == "":
+		return invalidf("%s needs the memory's id or its path", op)
+	default:
+		return ValidatePath(path)
+	}
+}
+
 func validateActor(a Actor) error {
 	if a.Type == "" || a.ID == "" {
 		return invalidf("a write needs an actor (type and id)")
@@ -89,13 +101,8 @@ func (s *Store) Write(ctx context.Context, in WriteInput) (WriteResult, error) {
 // it succeeds anyway, changing nothing, when the memory already has the requested content
 // and path.
 func (s *Store) UpdateMemory(ctx context.Context, in UpdateInput) (WriteResult, error) {
-	if in.ID == "" && in.FromPath == "" {
-		return WriteResult{}, invalidf("update needs the memory's id or its path")
-	}
-	if in.ID == "" {
-		if err := ValidatePath(in.FromPath); err != nil {
-			return WriteResult{}, err
-		}
+	if err := validateTarget("update", in.ID, in.FromPath); err != nil {
+		return WriteResult{}, err
 	}
 	if in.Content != nil {
 		if err := ValidateContent(*in.Content); err != nil {
@@ -114,10 +121,7 @@ func (s *Store) UpdateMemory(ctx context.Context, in UpdateInput) (WriteResult, 
 		return WriteResult{}, err
 	}
 	return submitAs(ctx, s, func(b *batch) (WriteResult, error) {
-		if _, err := b.writableStore(); err != nil {
-			return WriteResult{}, err
-		}
-		id, rec, err := b.resolve(in.ID, in.FromPath)
+		id, rec, err := b.target(in.ID, in.FromPath)
 		if err != nil {
 			return WriteResult{}, err
 		}
@@ -179,13 +183,8 @@ func (s *Store) UpdateMemory(ctx context.Context, in UpdateInput) (WriteResult, 
 // Delete deletes one memory. With ExpectedSHA256 set it deletes only if the current content
 // has that hash. It returns the deleted version.
 func (s *Store) Delete(ctx context.Context, in DeleteInput) (Version, error) {
-	if in.ID == "" && in.Path == "" {
-		return Version{}, invalidf("delete needs the memory's id or its path")
-	}
-	if in.ID == "" {
-		if err := ValidatePath(in.Path); err != nil {
-			return Version{}, err
-		}
+	if err := validateTarget("delete", in.ID, in.Path); err != nil {
+		return Version{}, err
 	}
 	if in.ExpectedSHA256 != "" {
 		if err := ValidateSHA256("expected_content_sha256", in.ExpectedSHA256); err != nil {
@@ -196,10 +195,7 @@ func (s *Store) Delete(ctx context.Context, in DeleteInput) (Version, error) {
 		return Version{}, err
 	}
 	return submitAs(ctx, s, func(b *batch) (Version, error) {
-		if _, err := b.writableStore(); err != nil {
-			return Version{}, err
-		}
-		id, rec, err := b.resolve(in.ID, in.Path)
+		id, rec, err := b.target(in.ID, in.Path)
 		if err != nil {
 			return Version{}, err
 		}
@@ -212,6 +208,14 @@ func (s *Store) Delete(ctx context.Context, in DeleteInput) (Version, error) {
 		}
 		return *res.Version, nil
 	})
+}
+
+// target finds the live memory a write changes, by id or else by path, in a writable store.
+func (b *batch) target(id, path string) (string, memRec, error) {
+	if _, err := b.writableStore(); err != nil {
+		return "", memRec{}, err
+	}
+	return b.resolve(id, path)
 }
 
 // resolve finds a live memory by id, or by path if id is empty.

@@ -46,11 +46,7 @@ func withContent(c echo.Context, st *gitstore.Store, m gitstore.Memory, full boo
 }
 
 func (s *Server) createMemory(c echo.Context) error {
-	st, cl, err := s.store(c, true)
-	if err != nil {
-		return err
-	}
-	full, err := view(c, "basic")
+	st, cl, full, err := s.storeView(c, true, "basic")
 	if err != nil {
 		return err
 	}
@@ -99,11 +95,7 @@ func errorForPathConflict(path string, ge *gitstore.Error) error {
 }
 
 func (s *Server) listMemories(c echo.Context) error {
-	st, _, err := s.store(c, false)
-	if err != nil {
-		return err
-	}
-	full, err := view(c, "basic")
+	st, _, full, err := s.storeView(c, false, "basic")
 	if err != nil {
 		return err
 	}
@@ -130,11 +122,7 @@ func (s *Server) listMemories(c echo.Context) error {
 }
 
 func (s *Server) getMemory(c echo.Context) error {
-	st, _, err := s.store(c, false)
-	if err != nil {
-		return err
-	}
-	full, err := view(c, "full")
+	st, _, full, err := s.storeView(c, false, "full")
 	if err != nil {
 		return err
 	}
@@ -146,11 +134,7 @@ func (s *Server) getMemory(c echo.Context) error {
 }
 
 func (s *Server) updateMemory(c echo.Context) error {
-	st, cl, err := s.store(c, true)
-	if err != nil {
-		return err
-	}
-	full, err := view(c, "basic")
+	st, cl, full, err := s.storeView(c, true, "basic")
 	if err != nil {
 		return err
 	}

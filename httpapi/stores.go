@@ -45,6 +45,16 @@ func (s *Server) store(c echo.Context, write bool) (*gitstore.Store, caller, err
 	return st, cl, err
 }
 
+// storeView is store, plus the request's view parameter (basic or full, else def).
+func (s *Server) storeView(c echo.Context, write bool, def string) (*gitstore.Store, caller, bool, error) {
+	full, err := view(c, def)
+	if err != nil {
+		return nil, caller{}, false, err
+	}
+	st, cl, err := s.store(c, write)
+	return st, cl, full, err
+}
+
 func (s *Server) createStore(c echo.Context) error {
 	cl := callerOf(c)
 	if err := cl.checkWrite(); err != nil {

@@ -10,11 +10,7 @@ import (
 )
 
 func (s *Server) listVersions(c echo.Context) error {
-	st, _, err := s.store(c, false)
-	if err != nil {
-		return err
-	}
-	full, err := view(c, "basic")
+	st, _, full, err := s.storeView(c, false, "basic")
 	if err != nil {
 		return err
 	}
@@ -46,11 +42,7 @@ func (s *Server) listVersions(c echo.Context) error {
 }
 
 func (s *Server) getVersion(c echo.Context) error {
-	st, _, err := s.store(c, false)
-	if err != nil {
-		return err
-	}
-	full, err := view(c, "full")
+	st, _, full, err := s.storeView(c, false, "full")
 	if err != nil {
 		return err
 	}
