@@ -17,8 +17,8 @@ import (
 // git CLI plumbing and with an atomic write of a plain file. Sizes of 100,000 memories are
 // opt-in: set GITMEM_BENCH_LARGE=1.
 //
-//	go test ./gitstore -run '^$' -bench . -benchtime 2000x
-//	GITMEM_BENCH_LARGE=1 go test ./gitstore -run '^$' -bench 'Write/' -benchtime 2000x -timeout 30m
+//	go test ./gitstore -run '^$' -bench . -benchtime 1000x
+//	GITMEM_BENCH_LARGE=1 go test ./gitstore -run '^$' -bench . -benchtime 1000x -timeout 60m
 
 func benchSizes() []int {
 	if os.Getenv("GITMEM_BENCH_LARGE") != "" {
