@@ -113,13 +113,7 @@ func (r *repo) mergePacks(maxPacks int) error {
 		return fmt.Errorf("merge packs of %s: %w", r.path, err)
 	}
 	base := filepath.Join(dir, "pack-"+sum.String())
-	if err := writeIdx(idx, base+".idx"); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), base+".pack"); err != nil {
-		return fmt.Errorf("merge packs of %s: %w", r.path, err)
-	}
-	if err := syncDir(dir); err != nil {
+	if err := publishPack(tmp.Name(), idx, base); err != nil {
 		return err
 	}
 	r.mu.Lock()
@@ -134,7 +128,11 @@ func (r *repo) mergePacks(maxPacks int) error {
 			}
 		}
 	}
+	// Only a storage made after the old packs are gone is safe: go-git reads an object from
+	// the first pack whose index has it, and would not try the merged one.
 	r.st = newStorage(r.path)
+	clear(r.recent)
+	r.recentBytes = 0
 	r.packs = len(packs) - k + 1
 	return nil
 }

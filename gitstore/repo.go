@@ -1,6 +1,7 @@
 package gitstore
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha1"
 	"encoding/binary"
@@ -18,6 +19,7 @@ import (
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
@@ -34,8 +36,13 @@ var errRefMoved = errors.New("refs/heads/main moved")
 type repo struct {
 	path string
 
-	mu sync.RWMutex // guards st: RLock to read objects, Lock to write objects or swap st
+	mu sync.RWMutex // guards st, recent and recentBytes: RLock to read, Lock to change
 	st *filesystem.Storage
+	// recent holds the objects of the packs written since st was made, which st does not
+	// know: go-git can learn of a pack only by parsing it again or by reloading every index.
+	// A reload (at the next merge, or when recent grows past maxRecentBytes) empties it.
+	recent      map[plumbing.Hash]plumbing.EncodedObject
+	recentBytes int64
 
 	packs int // packs written since the last count; the writer goroutine's only
 }
@@ -67,7 +74,7 @@ func openRepo(path string) (*repo, error) {
 	if _, err := os.Stat(filepath.Join(path, "objects")); err != nil {
 		return nil, fmt.Errorf("open repository %s: %w", path, err)
 	}
-	r := &repo{path: path, st: newStorage(path)}
+	r := &repo{path: path, st: newStorage(path), recent: map[plumbing.Hash]plumbing.EncodedObject{}}
 	packs, err := r.packFiles()
 	if err != nil {
 		return nil, err
@@ -89,6 +96,9 @@ func newStorage(path string) *filesystem.Storage {
 func (r *repo) object(h plumbing.Hash) (plumbing.EncodedObject, error) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
+	if o, ok := r.recent[h]; ok {
+		return o, nil
+	}
 	o, err := r.st.EncodedObject(plumbing.AnyObject, h)
 	if err != nil {
 		return nil, fmt.Errorf("read object %s: %w", h, err)
@@ -122,25 +132,84 @@ func readEncoded(o plumbing.EncodedObject) ([]byte, error) {
 // about it. One pack per group of commits costs a few file operations whatever the group's
 // size, where loose objects would cost a file each.
 func (r *repo) writePack(objs []plumbing.EncodedObject) error {
-	var buf bytes.Buffer
-	cw := &countingWriter{w: &buf, h: sha1.New()}
+	dir := filepath.Join(r.path, "objects", "pack")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, "tmp_pack_")
+	if err != nil {
+		return fmt.Errorf("write pack: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	bw := bufio.NewWriterSize(tmp, 256<<10)
+	cw := &countingWriter{w: bw, h: sha1.New()}
 	var hdr [12]byte
 	copy(hdr[:4], "PACK")
 	binary.BigEndian.PutUint32(hdr[4:8], 2)
 	binary.BigEndian.PutUint32(hdr[8:], uint32(len(objs)))
-	cw.Write(hdr[:])
-	ww := newWholeWriter()
-	for _, o := range objs {
-		if _, err := ww.write(cw, o); err != nil {
-			return fmt.Errorf("encode object %s: %w", o.Hash(), err)
-		}
+	if _, err := cw.Write(hdr[:]); err != nil {
+		return fmt.Errorf("write pack: %w", err)
 	}
-	buf.Write(cw.h.Sum(nil))
-	if err := r.installPack(&buf); err != nil {
+	iw := new(idxfile.Writer)
+	ww := newWholeWriter()
+	var size int64
+	for _, o := range objs {
+		off := cw.off
+		crc, err := ww.write(cw, o)
+		if err != nil {
+			return fmt.Errorf("write object %s: %w", o.Hash(), err)
+		}
+		iw.Add(o.Hash(), off, crc)
+		size += o.Size()
+	}
+	var sum plumbing.Hash
+	copy(sum[:], cw.h.Sum(nil))
+	if _, err := bw.Write(sum[:]); err != nil {
+		return fmt.Errorf("write pack: %w", err)
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("write pack: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("write pack: %w", err)
+	}
+	if err := iw.OnFooter(sum); err != nil {
 		return err
 	}
+	idx, err := iw.Index()
+	if err != nil {
+		return err
+	}
+	if err := publishPack(tmp.Name(), idx, filepath.Join(dir, "pack-"+sum.String())); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	for _, o := range objs {
+		r.recent[o.Hash()] = o
+	}
+	r.recentBytes += size
+	r.mu.Unlock()
 	r.packs++
+	if r.recentBytes > maxRecentBytes {
+		r.reload()
+	}
 	return nil
+}
+
+// maxRecentBytes bounds the objects kept in memory until go-git's storage is reloaded.
+const maxRecentBytes = 32 << 20
+
+// publishPack makes a written and fsynced pack visible: its index first (written and fsynced
+// through a temporary file), then the pack, then the directory fsynced.
+func publishPack(tmpPack string, idx *idxfile.MemoryIndex, base string) error {
+	if err := writeIdx(idx, base+".idx"); err != nil {
+		return err
+	}
+	if err := os.Rename(tmpPack, base+".pack"); err != nil {
+		return fmt.Errorf("publish pack: %w", err)
+	}
+	return syncDir(filepath.Dir(base))
 }
 
 func (r *repo) loosePath(h plumbing.Hash) string {
@@ -304,9 +373,12 @@ func (r *repo) installPack(pack io.Reader) error {
 
 // reload replaces the storage, so that packs added or removed by a git process are seen.
 func (r *repo) reload() {
+	st := newStorage(r.path) // reads every index: outside the lock
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.st = newStorage(r.path)
+	r.st = st
+	clear(r.recent)
+	r.recentBytes = 0
 }
 
 func dedupe(hs []plumbing.Hash) []plumbing.Hash {
