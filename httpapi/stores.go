@@ -85,6 +85,11 @@ func (s *Server) createStore(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	return storeReply(c, st)
+}
+
+// storeReply answers with the store's current metadata.
+func storeReply(c echo.Context, st *gitstore.Store) error {
 	info, err := st.Info(c.Request().Context())
 	if err != nil {
 		return err
@@ -140,11 +145,7 @@ func (s *Server) getStore(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	info, err := st.Info(c.Request().Context())
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, toStore(info))
+	return storeReply(c, st)
 }
 
 func (s *Server) updateStore(c echo.Context) error {
