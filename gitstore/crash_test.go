@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -162,6 +163,9 @@ func TestCrash(t *testing.T) {
 			}
 		}
 		fsck(t, s)
+		if tmps, _ := filepath.Glob(filepath.Join(s.RepoPath(), "objects", "pack", "tmp_*")); len(tmps) > 0 {
+			t.Errorf("round %d: half-written files left after reopening: %v", round, tmps)
+		}
 		if _, err := s.Write(ctx, WriteInput{Path: "/after.md", Content: strconv.Itoa(round), Actor: apiActor}); err != nil {
 			t.Fatalf("round %d: write after the crash: %v", round, err)
 		}

@@ -71,6 +71,11 @@ func (d *DataDir) cleanup() error {
 			d.opts.Logger.Warn("removing a stale ref lock left by a crash", "path", lock)
 			os.Remove(lock)
 		}
+		// Packs and indexes a crash left half written, never published.
+		tmps, _ := filepath.Glob(filepath.Join(p, "objects", "pack", "tmp_*"))
+		for _, tmp := range tmps {
+			os.Remove(tmp)
+		}
 	}
 	return nil
 }
