@@ -214,3 +214,39 @@ func TestPushDuringWrites(t *testing.T) {
 	}
 	fsck(t, s)
 }
+
+// TestDamagedCatalog: the catalog is derived state; a damaged one is rebuilt from history
+// at open, with the same ids.
+func TestDamagedCatalog(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	d, err := Open(ctx, dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := d.CreateStore(ctx, CreateStoreInput{Name: "c", Actor: apiActor})
+	res, err := s.Write(ctx, WriteInput{Path: "/a.md", Content: "a", Actor: apiActor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := historyOf(t, s)
+	d.Close()
+	if err := os.WriteFile(d.catalogPath(s.ID()), []byte("not a bbolt file, not at all, not even close"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, err = Open(ctx, dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	s, err = d.Store(ctx, s.ID())
+	if err != nil {
+		t.Fatalf("open with a damaged catalog: %v", err)
+	}
+	if m, err := s.Get(ctx, res.Memory.ID, true); err != nil || *m.Content != "a" {
+		t.Fatalf("memory after rebuild: %+v %v", m, err)
+	}
+	if after := historyOf(t, s); strings.Join(after, "\n") != strings.Join(before, "\n") {
+		t.Errorf("history changed by the rebuild:\n%v\n%v", after, before)
+	}
+}

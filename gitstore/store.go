@@ -2,10 +2,12 @@ package gitstore
 
 import (
 	"context"
+	"errors"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,6 +45,14 @@ func openStore(id, repoPath, catalogPath string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	db, err := openCatalog(catalogPath)
+	if err != nil && !errors.Is(err, bolt.ErrTimeout) {
+		// The catalog is derived from history: a damaged one is set aside and rebuilt.
+		opts.Logger.Warn("catalog unreadable; rebuilding it from history", "store", id, "err", err)
+		if rerr := os.Rename(catalogPath, catalogPath+".damaged"); rerr != nil {
+			return nil, fmt.Errorf("set aside damaged catalog: %w (after: %v)", rerr, err)
+		}
+		db, err = openCatalog(catalogPath)
+	}
 	if err != nil {
 		return nil, err
 	}
