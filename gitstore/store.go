@@ -37,6 +37,8 @@ type Store struct {
 	// publishing is the head of the group the writer is publishing (a plumbing.Hash): main
 	// may be there before the catalog is.
 	publishing atomic.Value
+
+	moved headSignal // closed when the commit that reads reflect changes (changes.go)
 }
 
 func openStore(id, repoPath, catalogPath string, opts Options) (*Store, error) {
@@ -164,6 +166,7 @@ func (s *Store) catchUp(progress Progress) error {
 			progress(done, len(chain))
 		}
 	}
+	s.moved.notify()
 	return nil
 }
 

@@ -196,6 +196,7 @@ func (s *Store) tryGroup(group []*request) ([]result, error) {
 		// next write or at the next open.
 		s.log.Error("update catalog after commit", "store", s.id, "err", err)
 	}
+	s.moved.notify()
 	return results, nil
 }
 
