@@ -1,0 +1,274 @@
+package search
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/blevesearch/bleve/v2/analysis"
+	"github.com/blevesearch/bleve/v2/search/query"
+
+	"github.com/gitmem/gitmem/gitstore"
+)
+
+// The syntax of a query, for people and models alike. It never fails to parse: whatever is
+// not syntax is searched as words.
+//
+//	deploy staging        words: a memory matching more of them, more often, ranks higher
+//	"exact phrase"        a phrase, required
+//	deplo*                words that start with deplo
+//	-word, -"a phrase"    excludes memories that contain it
+//	path:/projects/       only memories below /projects/ (path:/a/b.md: that memory, or below /a/b.md/)
+//	path:notes            only memories whose path has the word notes
+//	mem_01J…              the memory with that id ranks first
+//
+// Words match in any case and without their accents, in their stemmed form too
+// ("deploying" finds "deploy"), and with one typo (two for long words) when they have at
+// least minFuzzyRunes letters and no digits. Upper-case AND and OR are ignored: words are optional anyway.
+type parsedQuery struct {
+	words, prefixes, phrases []string
+	exclude                  []string // words and phrases
+	pathWords                []string
+	pathFilters              []string // memory paths or directory prefixes ending in "/"
+}
+
+const (
+	minFuzzyRunes  = 4
+	minPrefixRunes = 2
+)
+
+// Relative weights of a word's matches: the words as written count most, a stemmed match
+// less, a typo least; a word of the path counts more than one of the content, since paths
+// name what a memory is about.
+const (
+	boostContent = 1.0
+	boostStem    = 0.6
+	boostPath    = 1.5
+	boostFuzzy   = 0.2
+	boostID      = 10
+)
+
+func parseQuery(q string) parsedQuery {
+	var p parsedQuery
+	for rest := strings.TrimSpace(q); rest != ""; rest = strings.TrimLeftFunc(rest, unicode.IsSpace) {
+		negate := false
+		if rest[0] == '-' && len(rest) > 1 && !unicode.IsSpace(rune(rest[1])) {
+			negate, rest = true, rest[1:]
+		}
+		isPath := false
+		if len(rest) > 5 && strings.EqualFold(rest[:5], "path:") && !unicode.IsSpace(rune(rest[5])) {
+			isPath, rest = true, rest[5:]
+		}
+		var tok string
+		quoted := rest[0] == '"'
+		if quoted {
+			end := strings.IndexByte(rest[1:], '"')
+			if end < 0 {
+				tok, rest = rest[1:], ""
+			} else {
+				tok, rest = rest[1:1+end], rest[2+end:]
+			}
+		} else {
+			end := strings.IndexFunc(rest, unicode.IsSpace)
+			if end < 0 {
+				end = len(rest)
+			}
+			tok, rest = rest[:end], rest[end:]
+		}
+		tok = strings.TrimSpace(tok)
+		switch {
+		case tok == "":
+		case isPath && strings.HasPrefix(tok, "/"):
+			p.pathFilters = append(p.pathFilters, tok)
+		case isPath:
+			p.pathWords = append(p.pathWords, tok)
+		case negate:
+			p.exclude = append(p.exclude, tok)
+		case quoted:
+			p.phrases = append(p.phrases, tok)
+		case tok == "AND" || tok == "OR":
+		case strings.HasSuffix(tok, "*") && utf8.RuneCountInString(strings.TrimRight(tok, "*")) >= minPrefixRunes:
+			p.prefixes = append(p.prefixes, strings.TrimRight(tok, "*"))
+		default:
+			p.words = append(p.words, strings.Trim(tok, "*"))
+		}
+	}
+	return p
+}
+
+// analyze returns the tokens of text under one of the index's analyzers.
+func analyze(analyzer, text string) analysis.TokenStream {
+	ts, err := queryMapping.AnalyzeText(analyzer, []byte(text))
+	if err != nil {
+		return nil // only an unknown analyzer fails, and ours are registered at init
+	}
+	return ts
+}
+
+func hasIdeographic(ts analysis.TokenStream) bool {
+	for _, t := range ts {
+		if t.Type == analysis.Ideographic {
+			return true
+		}
+	}
+	return false
+}
+
+// fieldAnalyzer names each text field's analyzer: bleve finds the analyzer of a field
+// mapped under another property's name ("stem" under "content") only in type mappings, and
+// would fall back to the default analyzer.
+var fieldAnalyzer = map[string]string{fieldContent: analyzerText, fieldStem: analyzerStem, fieldPath: analyzerPath}
+
+func match(field, text string, boost float64) query.Query {
+	q := query.NewMatchQuery(text)
+	q.SetField(field)
+	q.Analyzer = fieldAnalyzer[field]
+	q.SetBoost(boost)
+	return q
+}
+
+func phrase(field, text string, boost float64) query.Query {
+	q := query.NewMatchPhraseQuery(text)
+	q.SetField(field)
+	q.Analyzer = fieldAnalyzer[field]
+	q.SetBoost(boost)
+	return q
+}
+
+// wordQuery matches one word anywhere it can: as written, stemmed, in the path, with a
+// typo, or as a memory id. A word that analyzes into several tokens ("user_id", "e-mail")
+// is matched as a phrase of them, except in scripts without spaces, where the query's
+// bigrams are matched each and rank by how many are found.
+func wordQuery(w string) query.Query {
+	ts := analyze(analyzerText, w)
+	if len(ts) == 0 {
+		return nil
+	}
+	var qs []query.Query
+	if len(ts) > 1 && !hasIdeographic(ts) {
+		qs = append(qs, phrase(fieldContent, w, boostContent), phrase(fieldStem, w, boostStem), phrase(fieldPath, w, boostPath))
+	} else {
+		qs = append(qs, match(fieldContent, w, boostContent), match(fieldStem, w, boostStem), match(fieldPath, w, boostPath))
+	}
+	if term := string(ts[0].Term); len(ts) == 1 && isWord(term) && utf8.RuneCountInString(term) >= minFuzzyRunes {
+		f := query.NewFuzzyQuery(term)
+		f.SetField(fieldContent)
+		f.SetFuzziness(1)
+		if utf8.RuneCountInString(term) >= 8 {
+			f.SetFuzziness(2)
+		}
+		f.SetPrefix(1) // typos in the first letter are rare, and the prefix makes it cheap
+		f.SetBoost(boostFuzzy)
+		qs = append(qs, f)
+	}
+	if strings.HasPrefix(w, gitstore.MemoryPrefix) {
+		t := query.NewTermQuery(w)
+		t.SetField(fieldID)
+		t.SetBoost(boostID)
+		qs = append(qs, t)
+	}
+	return query.NewDisjunctionQuery(qs)
+}
+
+// isWord reports whether a term is letters only: identifiers and numbers ("token12",
+// "v2") are not matched with typos, where one character makes another thing.
+func isWord(term string) bool {
+	for _, r := range term {
+		if !unicode.IsLetter(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// prefixQuery matches the words of content and path that start with p, folded as the index
+// folds them.
+func prefixQuery(p string) query.Query {
+	ts := analyze(analyzerText, p)
+	if len(ts) != 1 || ts[0].Type == analysis.Ideographic {
+		return wordQuery(p)
+	}
+	var qs []query.Query
+	for _, field := range []string{fieldContent, fieldPath} {
+		q := query.NewPrefixQuery(string(ts[0].Term))
+		q.SetField(field)
+		qs = append(qs, q)
+	}
+	return query.NewDisjunctionQuery(qs)
+}
+
+// pathFilter matches the memories at or below a path: "/a/" is a directory; "/a" is the
+// memory /a or the directory /a/.
+func pathFilter(p string) query.Query {
+	below := query.NewPrefixQuery(strings.TrimSuffix(p, "/") + "/")
+	below.SetField(fieldPathKey)
+	if strings.HasSuffix(p, "/") {
+		return below
+	}
+	at := query.NewTermQuery(p)
+	at.SetField(fieldPathKey)
+	return query.NewDisjunctionQuery([]query.Query{at, below})
+}
+
+// build turns a parsed query into a bleve query. listing is true when the query only
+// filters (no words), so that the caller orders by path instead of by score.
+func (p parsedQuery) build(pathPrefix string) (q query.Query, listing bool, err error) {
+	var must, should, mustNot []query.Query
+	add := func(to *[]query.Query, q query.Query) {
+		if q != nil {
+			*to = append(*to, q)
+		}
+	}
+	for _, w := range p.words {
+		add(&should, wordQuery(w))
+	}
+	for _, w := range p.prefixes {
+		add(&should, prefixQuery(w))
+	}
+	for _, ph := range p.phrases {
+		if len(analyze(analyzerText, ph)) > 0 {
+			add(&must, phrase(fieldContent, ph, boostContent))
+		}
+	}
+	var filters []query.Query
+	for _, w := range p.pathWords {
+		if len(analyze(analyzerPath, w)) > 0 {
+			filters = append(filters, phrase(fieldPath, w, boostPath))
+		}
+	}
+	for _, x := range p.exclude {
+		if len(analyze(analyzerText, x)) > 0 {
+			add(&mustNot, phrase(fieldContent, x, 1))
+			add(&mustNot, phrase(fieldPath, x, 1))
+		}
+	}
+	prefixes := p.pathFilters
+	if pathPrefix != "" {
+		prefixes = append(prefixes, pathPrefix)
+	}
+	for _, f := range prefixes {
+		if f == "/" {
+			filters = append(filters, pathFilter(f)) // every memory: a listing
+			continue
+		}
+		if err := gitstore.ValidatePath(strings.TrimSuffix(f, "/")); err != nil {
+			return nil, false, err
+		}
+		filters = append(filters, pathFilter(f))
+	}
+	if len(must) == 0 && len(should) == 0 {
+		if len(filters) == 0 {
+			return nil, false, &gitstore.Error{Kind: gitstore.KindInvalid, Message: "the search query has no words to search for"}
+		}
+		must, listing = []query.Query{query.NewMatchAllQuery()}, true
+	}
+	b := query.NewBooleanQuery(must, should, mustNot)
+	switch len(filters) {
+	case 0:
+	case 1:
+		b.AddFilter(filters[0])
+	default:
+		b.AddFilter(query.NewConjunctionQuery(filters))
+	}
+	return b, listing, nil
+}

@@ -1,0 +1,56 @@
+package search
+
+import (
+	"github.com/gitmem/gitmem/gitstore"
+)
+
+// Request is one search of a store.
+type Request struct {
+	// Query is what to look for, in the syntax of parsedQuery: words, "phrases", prefix*,
+	// -exclusions, path: filters.
+	Query string
+	// PathPrefix, if set, keeps only the memories below it ("/projects/"; "/projects" means
+	// the same, or the memory /projects).
+	PathPrefix string
+	// Limit is how many hits to return, 1 to MaxLimit (default 10).
+	Limit int
+	// Snippets is how many matching lines to return per hit, 0 to 20 (default 3).
+	Snippets int
+}
+
+// MaxLimit bounds Request.Limit.
+const MaxLimit = 100
+
+func (r *Request) check() error {
+	switch {
+	case r.Limit == 0:
+		r.Limit = 10
+	case r.Limit < 1 || r.Limit > MaxLimit:
+		return &gitstore.Error{Kind: gitstore.KindInvalid, Message: "limit must be between 1 and 100"}
+	}
+	switch {
+	case r.Snippets == 0:
+		r.Snippets = 3
+	case r.Snippets < 0 || r.Snippets > 20:
+		return &gitstore.Error{Kind: gitstore.KindInvalid, Message: "snippets must be between 0 and 20"}
+	}
+	return nil
+}
+
+// Result is the answer to a search.
+type Result struct {
+	// Commit is the commit of main that the index reflected when it was searched: every
+	// write answered before the search began is in it.
+	Commit string
+	// Total is how many memories matched; Hits holds the best of them, best first.
+	Total uint64
+	Hits  []Hit
+}
+
+// Hit is one memory that matched.
+type Hit struct {
+	MemoryID string
+	Path     string
+	Score    float64
+	Snippets []Snippet // matching lines, in line order
+}

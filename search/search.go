@@ -1,0 +1,61 @@
+package search
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/blevesearch/bleve/v2"
+)
+
+// search answers a request from an index that reflects at least the store's head as of the
+// call: it waits for the indexer only if main moved since the last catch-up.
+func (x *storeIndex) search(ctx context.Context, req Request) (*Result, error) {
+	q, listing, err := parseQuery(req.Query).build(req.PathPrefix)
+	if err != nil {
+		return nil, err
+	}
+	head, err := x.st.Latest(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if x.published.Load().(string) != head || head == "" {
+		if err := x.waitFresh(ctx); err != nil {
+			return nil, err
+		}
+	}
+	sr := bleve.NewSearchRequestOptions(q, req.Limit, 0, false)
+	sr.Fields = []string{fieldID, fieldBlob}
+	sr.IncludeLocations = true
+	if listing {
+		sr.SortBy([]string{"_id"})
+	}
+	x.view.RLock()
+	idx, commit := x.idx, x.commit
+	if idx == nil {
+		x.view.RUnlock()
+		return nil, &UnavailableError{StoreID: x.st.ID()}
+	}
+	res, err := idx.SearchInContext(ctx, sr)
+	x.view.RUnlock()
+	if err != nil {
+		return nil, fmt.Errorf("search memory store %s: %w", x.st.ID(), err)
+	}
+	out := &Result{Commit: commit, Total: res.Total, Hits: make([]Hit, 0, len(res.Hits))}
+	for _, h := range res.Hits {
+		id, _ := h.Fields[fieldID].(string)
+		blob, _ := h.Fields[fieldBlob].(string)
+		hit := Hit{MemoryID: id, Path: h.ID, Score: h.Score}
+		if listing {
+			hit.Score = 0
+		}
+		// The blob the index holds for this hit: the text its offsets point into, even if
+		// the memory changed since.
+		content, err := x.st.Blob(ctx, blob)
+		if err != nil {
+			return nil, fmt.Errorf("read %s for its snippets: %w", h.ID, err)
+		}
+		hit.Snippets = snippets(content, h.Locations, req.Snippets)
+		out.Hits = append(out.Hits, hit)
+	}
+	return out, nil
+}
