@@ -37,20 +37,20 @@ func (r *Request) check() error {
 	return nil
 }
 
-// Result is the answer to a search.
+// Result is the answer to a search. Its JSON form is what every interface shows.
 type Result struct {
 	// Commit is the commit of main that the index reflected when it was searched: every
 	// write answered before the search began is in it.
-	Commit string
+	Commit string `json:"commit"`
 	// Total is how many memories matched; Hits holds the best of them, best first.
-	Total uint64
-	Hits  []Hit
+	Total uint64 `json:"total"`
+	Hits  []Hit  `json:"hits"`
 }
 
 // Hit is one memory that matched.
 type Hit struct {
-	MemoryID string
-	Path     string
-	Score    float64
-	Snippets []Snippet // matching lines, in line order
+	MemoryID string    `json:"memory_id"`
+	Path     string    `json:"path"`
+	Score    float64   `json:"score"`
+	Snippets []Snippet `json:"snippets"` // matching lines, in line order
 }

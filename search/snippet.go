@@ -11,16 +11,19 @@ import (
 // Snippet is one line of a memory that matched, so that a reader can go straight to it
 // (the memory tool's view_range takes these line numbers).
 type Snippet struct {
-	Line int // 1-based
+	Line int `json:"line"` // 1-based
 	// Text is the line, cut to about maxSnippetBytes around its first match; a cut is
 	// marked with "…".
-	Text string
+	Text string `json:"text"`
 	// Highlights are the byte ranges of Text that matched, in order, not overlapping.
-	Highlights []Span
+	Highlights []Span `json:"highlights"`
 }
 
 // Span is a byte range [Start, End).
-type Span struct{ Start, End int }
+type Span struct {
+	Start int `json:"start"`
+	End   int `json:"end"`
+}
 
 // Marked returns the snippet's text with each highlight wrapped in open and close.
 func (s Snippet) Marked(open, close string) string {
@@ -66,7 +69,7 @@ func snippets(content string, locs bsearch.FieldTermLocationMap, limit int) []Sn
 				return []Snippet{cut(i+1, line, nil)}
 			}
 		}
-		return nil
+		return []Snippet{}
 	}
 	slices.SortFunc(hits, func(a, b hit) int { return a.span.Start - b.span.Start })
 	type lineHits struct {
@@ -160,7 +163,7 @@ func cut(line int, text string, spans []Span) Snippet {
 
 // clip keeps the parts of spans inside [from, to) and moves them by shift.
 func clip(spans []Span, from, to, shift int) []Span {
-	var out []Span
+	out := []Span{}
 	for _, s := range spans {
 		s.Start, s.End = max(s.Start, from), min(s.End, to)
 		if s.Start < s.End {

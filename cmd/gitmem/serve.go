@@ -15,6 +15,7 @@ import (
 	"github.com/gitmem/gitmem/apikeys"
 	"github.com/gitmem/gitmem/gitstore"
 	"github.com/gitmem/gitmem/httpapi"
+	"github.com/gitmem/gitmem/search"
 )
 
 func init() { register(newServeCmd) }
@@ -78,6 +79,14 @@ func serve(ctx context.Context, a *app, log *slog.Logger, addr string, strict bo
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	srv := httpapi.New(d, keys, httpapi.Options{StrictCreate: strict, Logger: log})
+	idx := search.New(d, search.Options{Logger: log})
+	defer idx.Close() // before d.Close: deferred calls run last first
+	go func() {
+		if err := idx.WatchAll(ctx); err != nil && ctx.Err() == nil {
+			log.Error("index stores for search", "err", err)
+		}
+	}()
+	srv.EnableSearch(idx)
 	url := "http://" + ln.Addr().String()
 	out := cmd.OutOrStdout()
 	fmt.Fprintf(out, "gitmem is serving %s/v1/memory_stores\n", url)

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gitmem/gitmem/gitstore"
+	"github.com/gitmem/gitmem/search"
+)
+
+func init() { register(newSearchCmd) }
+
+func newSearchCmd(a *app) *cobra.Command {
+	var req search.Request
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "search STORE QUERY...",
+		Short: "Search a store's memories",
+		Long: `Searches the memories of a store, best match first, and shows the lines that matched
+with their line numbers. The index lives in the data directory (search/) and is built on
+first use; it catches up with every change, including pushes and commits made with git.
+
+A query is words (ranked with BM25; a memory with more of them ranks higher), and:
+  "exact phrase"   a phrase that must appear
+  deplo*           words that start with deplo
+  -word            memories without the word (or -"a phrase")
+  path:/dir/       memories below /dir/ only     path:word   memories whose path has the word
+Case and accents do not matter ("resume" finds "résumé"); English words match their other
+forms ("deploying" finds "deploy"); a typo in a longer word is forgiven. Chinese, Japanese
+and Korean text is found by any part of it.`,
+		Example: `  gitmem search prefs coffee
+  gitmem search prefs '"code review" checklist'
+  gitmem search prefs deplo* --path-prefix /projects/
+  gitmem search prefs tea --json`,
+		Args: cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req.Query = strings.Join(args[1:], " ")
+			return a.withData(cmd.Context(), func(d *gitstore.DataDir) error {
+				s, err := findStore(cmd.Context(), d, args[0])
+				if err != nil {
+					return err
+				}
+				res, err := runSearch(cmd.Context(), d, s.ID(), req, cmd.ErrOrStderr())
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return printJSON(cmd.OutOrStdout(), res)
+				}
+				printHits(cmd.OutOrStdout(), res, isTerminalWriter(cmd.OutOrStdout()))
+				return nil
+			})
+		},
+	}
+	cmd.Flags().StringVar(&req.PathPrefix, "path-prefix", "", "only memories below this path (like /projects/)")
+	cmd.Flags().IntVarP(&req.Limit, "limit", "n", 10, fmt.Sprintf("how many memories to show (1 to %d)", search.MaxLimit))
+	cmd.Flags().IntVar(&req.Snippets, "lines", 3, "how many matching lines to show per memory (1 to 20)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	return cmd
+}
+
+// runSearch searches a store of the open data directory. An index being built is waited
+// for, with its progress on stderr.
+func runSearch(ctx context.Context, d *gitstore.DataDir, storeID string, req search.Request, progress io.Writer) (*search.Result, error) {
+	// Only warnings: that an index is built on first use shows as progress, if it takes long.
+	log := slog.New(slog.NewTextHandler(progress, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	svc := search.New(d, search.Options{RebuildWait: time.Second, Logger: log})
+	defer svc.Close()
+	for {
+		res, err := svc.Search(ctx, storeID, req)
+		var unavailable *search.UnavailableError
+		if !errors.As(err, &unavailable) {
+			if err == nil {
+				fmt.Fprint(progress, clearLine(progress))
+			}
+			return res, err
+		}
+		fmt.Fprintf(progress, "%sbuilding the search index: %d of %d memories", clearLine(progress), unavailable.Done, unavailable.Total)
+		if !isTerminalWriter(progress) {
+			fmt.Fprintln(progress)
+		}
+	}
+}
+
+func isTerminalWriter(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && isTerminal(f)
+}
+
+// clearLine returns what erases a progress line on a terminal, and "" elsewhere.
+func clearLine(w io.Writer) string {
+	if isTerminalWriter(w) {
+		return "\r\033[K"
+	}
+	return ""
+}
+
+func printHits(w io.Writer, res *search.Result, color bool) {
+	open, close := "", ""
+	if color {
+		open, close = "\033[1;31m", "\033[0m"
+	}
+	for _, h := range res.Hits {
+		fmt.Fprintf(w, "%s  (%s, score %.2f)\n", h.Path, h.MemoryID, h.Score)
+		for _, sn := range h.Snippets {
+			fmt.Fprintf(w, "  %4d: %s\n", sn.Line, sn.Marked(open, close))
+		}
+	}
+	commit := res.Commit
+	if len(commit) > 12 {
+		commit = commit[:12]
+	}
+	switch {
+	case res.Total == 0:
+		fmt.Fprintf(w, "no memory matches (searched commit %s)\n", commit)
+	default:
+		fmt.Fprintf(w, "%d of %d matching memories (searched commit %s)\n", len(res.Hits), res.Total, commit)
+	}
+}
