@@ -1,0 +1,199 @@
+// Package tooladapter gives agents their tools over gitmem's stores: the Claude memory tool
+// (memory_20250818, under /memories) and the six agent tools memory_list, memory_search,
+// memory_read, memory_write, memory_edit and memory_delete.
+//
+// A Session binds the tools to up to MaxStores stores, each read-write or read-only, and to
+// the actor that its writes are recorded as. With one store, /memories is that store's root;
+// with several, each store is a folder /memories/<slug>/. Every tool answers a Result, the
+// text that goes back to the model as a tool_result; a tool that fails answers its error as
+// "Error: <message>" with IsError set, as the official SDKs' tool runners do.
+package tooladapter
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gitmem/gitmem/gitstore"
+	"github.com/gitmem/gitmem/search"
+)
+
+// Limits of a session, as the memory store documentation gives them.
+const (
+	MaxStores      = 8
+	MaxPromptChars = 4096
+)
+
+// SessionPrefix starts every session id.
+const SessionPrefix = "sesn_"
+
+// Access is what a session may do with an attached store.
+type Access string
+
+// The access modes of an attachment.
+const (
+	ReadWrite Access = "read_write"
+	ReadOnly  Access = "read_only"
+)
+
+// Attachment attaches one store to a session.
+type Attachment struct {
+	Store  *gitstore.Store
+	Access Access // ReadWrite if empty
+	// Prompt tells the model what the store is for in this session (at most 4,096
+	// characters); it goes into the system prompt with the store's name and description.
+	Prompt string
+}
+
+// Options create a Session.
+type Options struct {
+	// ID is the session's id (sesn_…); a new one is made if empty.
+	ID string
+	// APIKeyID is the key that the session's caller authenticated with, if any; versions
+	// written by the session then also match that key.
+	APIKeyID string
+	// Actor, if set, records writes as this actor instead of the session (the HTTP tool
+	// route without a session header writes as its API key, as the rest of the API does).
+	Actor *gitstore.Actor
+	// Stores are the attached stores, 1 to MaxStores.
+	Stores []Attachment
+	// Search answers memory_search; without it, memory_search says that search is off.
+	Search *search.Service
+}
+
+// mount is an attached store as the tools see it.
+type mount struct {
+	store  *gitstore.Store
+	info   gitstore.StoreInfo
+	slug   string // the folder below /memories, "" when it is the only store
+	access Access
+	prompt string
+}
+
+// Session is the tools bound to a set of stores. Its methods are safe for concurrent use.
+type Session struct {
+	id     string
+	actor  gitstore.Actor
+	mounts []mount
+	search *search.Service
+}
+
+// NewSession checks the attachments and binds the tools to them.
+func NewSession(ctx context.Context, opts Options) (*Session, error) {
+	if len(opts.Stores) == 0 {
+		return nil, invalidf("a session needs at least one memory store")
+	}
+	if len(opts.Stores) > MaxStores {
+		return nil, invalidf("a session can attach at most %d memory stores, got %d", MaxStores, len(opts.Stores))
+	}
+	id := opts.ID
+	if id == "" {
+		id = gitstore.NewID(SessionPrefix, time.Now())
+	} else if !strings.HasPrefix(id, SessionPrefix) || len(id) == len(SessionPrefix) {
+		return nil, invalidf("session id %q must start with %s", id, SessionPrefix)
+	}
+	s := &Session{id: id, search: opts.Search,
+		actor: gitstore.Actor{Type: gitstore.SessionActor, ID: id, APIKeyID: opts.APIKeyID}}
+	if opts.Actor != nil {
+		s.actor = *opts.Actor
+	}
+	seen := map[string]bool{}
+	for _, a := range opts.Stores {
+		if a.Store == nil {
+			return nil, invalidf("a store attachment has no store")
+		}
+		switch a.Access {
+		case "":
+			a.Access = ReadWrite
+		case ReadWrite, ReadOnly:
+		default:
+			return nil, invalidf("access %q of memory store %s is unknown; use read_write or read_only", a.Access, a.Store.ID())
+		}
+		if n := utf8.RuneCountInString(a.Prompt); n > MaxPromptChars {
+			return nil, invalidf("the prompt for memory store %s is %d characters; the limit is %d", a.Store.ID(), n, MaxPromptChars)
+		}
+		if seen[a.Store.ID()] {
+			return nil, invalidf("memory store %s is attached twice", a.Store.ID())
+		}
+		seen[a.Store.ID()] = true
+		info, err := a.Store.Info(ctx)
+		if err != nil {
+			return nil, err
+		}
+		s.mounts = append(s.mounts, mount{store: a.Store, info: info, access: a.Access, prompt: a.Prompt})
+	}
+	if len(s.mounts) > 1 {
+		slugs := map[string]bool{}
+		for i := range s.mounts {
+			m := &s.mounts[i]
+			m.slug = Slug(m.info.Name)
+			if slugs[m.slug] {
+				// Two stores of the same name: the later one's folder also says its id.
+				m.slug += "-" + strings.ToLower(strings.TrimPrefix(m.info.ID, gitstore.StorePrefix))
+			}
+			slugs[m.slug] = true
+		}
+	}
+	return s, nil
+}
+
+// ID returns the session's id.
+func (s *Session) ID() string { return s.id }
+
+// Actor returns who the session's writes are recorded as.
+func (s *Session) Actor() gitstore.Actor { return s.actor }
+
+var slugRuns = regexp.MustCompile(`[^\p{L}\p{N}]+`)
+
+// Slug turns a store's name into its folder below /memories: lower case, with each run of
+// characters other than letters and digits made one "-". A name with no letters or digits
+// becomes "store".
+func Slug(name string) string {
+	s := strings.Trim(slugRuns.ReplaceAllString(strings.ToLower(name), "-"), "-")
+	if s == "" {
+		return "store"
+	}
+	return s
+}
+
+// MountPath returns where a store of the session is seen: /memories, or /memories/<slug>.
+func (s *Session) MountPath(storeID string) (string, bool) {
+	for _, m := range s.mounts {
+		if m.store.ID() == storeID {
+			return m.root(), true
+		}
+	}
+	return "", false
+}
+
+func (m mount) root() string {
+	if m.slug == "" {
+		return memoriesRoot
+	}
+	return memoriesRoot + "/" + m.slug
+}
+
+// writable refuses a change to a read-only store; shown is the path as the model gave it.
+func (m mount) writable(shown string) error {
+	if m.access == ReadOnly {
+		return toolErrorf("%s is in the memory store %q, which this session may read but not change", shown, m.info.Name)
+	}
+	return nil
+}
+
+// toolError is an error that the model caused and should read: its message goes back as
+// the tool result. Other errors are internal and are not shown verbatim.
+type toolError struct{ msg string }
+
+func (e *toolError) Error() string { return e.msg }
+
+func toolErrorf(format string, args ...any) error {
+	return &toolError{msg: fmt.Sprintf(format, args...)}
+}
+
+func invalidf(format string, args ...any) error {
+	return &gitstore.Error{Kind: gitstore.KindInvalid, Message: fmt.Sprintf(format, args...)}
+}
