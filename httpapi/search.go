@@ -14,9 +14,10 @@ import (
 
 // EnableSearch serves GET /v1/memory_stores/{id}/search?q=&path_prefix=&limit=&snippets=
 // from svc. Call it before serving.
+// The memory_search tool uses svc from then on too.
 func (s *Server) EnableSearch(svc *search.Service) {
-	s.e.GET("/v1/memory_stores/:store/search", func(c echo.Context) error { return s.searchStore(c, svc) },
-		middleware.BodyLimit(bodyLimit), s.authenticate)
+	s.search = svc
+	s.e.GET("/v1/memory_stores/:store/search", s.searchStore, middleware.BodyLimit(bodyLimit), s.authenticate)
 }
 
 // searchJSON is the answer of a search: the hits best first, and the commit of the store
@@ -33,7 +34,7 @@ type searchJSON struct {
 // rebuildRetry is the Retry-After of a search answered while its index is rebuilt.
 const rebuildRetry = 2 * time.Second
 
-func (s *Server) searchStore(c echo.Context, svc *search.Service) error {
+func (s *Server) searchStore(c echo.Context) error {
 	st, _, err := s.store(c, false)
 	if err != nil {
 		return err
@@ -48,7 +49,7 @@ func (s *Server) searchStore(c echo.Context, svc *search.Service) error {
 	if req.Snippets, err = queryInt(c, "snippets", 3, 1, 20); err != nil {
 		return err
 	}
-	res, err := svc.Search(c.Request().Context(), st.ID(), req)
+	res, err := s.search.Search(c.Request().Context(), st.ID(), req)
 	var unavailable *search.UnavailableError
 	if errors.As(err, &unavailable) {
 		// Not the caller's fault and soon over: the SDKs retry a 503 by themselves.

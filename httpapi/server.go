@@ -15,6 +15,7 @@ import (
 
 	"github.com/gitmem/gitmem/apikeys"
 	"github.com/gitmem/gitmem/gitstore"
+	"github.com/gitmem/gitmem/search"
 )
 
 // bodyLimit bounds request bodies: a memory is at most 100 KB, and JSON escaping can grow
@@ -37,6 +38,9 @@ type Server struct {
 	opts Options
 	log  *slog.Logger
 	e    *echo.Echo
+
+	// search answers searches and the memory_search tool; nil until EnableSearch.
+	search *search.Service
 }
 
 // New builds the server; other route groups (tools, git, MCP) add themselves to Echo().
@@ -64,6 +68,7 @@ func New(data *gitstore.DataDir, keys *apikeys.Keys, opts Options) *Server {
 	e.Use(middleware.Recover())
 	v1 := e.Group("/v1", middleware.BodyLimit(bodyLimit), s.authenticate)
 	s.storeRoutes(v1)
+	s.toolRoutes(v1)
 	return s
 }
 

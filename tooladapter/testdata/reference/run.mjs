@@ -9,6 +9,9 @@
 //   {"cases": [{"files": {"a.txt": "content", "dir/b.md": "..."},   // written under <tmp>/memories/, parents created
 //               "dirs": ["emptydir"],                              // created under <tmp>/memories/ (recursively)
 //               "commands": [{"command": "view", "path": "/memories"}, ...]}, ...]}
+//   Optional fields of a case: "prune_empty_dirs": true removes every empty directory below memories/ after each
+//   command (the root stays), so that the reference behaves like a git tree, which has no empty directories;
+//   "snapshots": true adds to each output the "files" after that command.
 //   Other fields of a case (such as "name" or "want") are ignored.
 //
 // Output (one JSON document on stdout):
@@ -91,6 +94,27 @@ async function snapshot(root) {
   return { files: sortedFiles, dirs, root_exists: true };
 }
 
+// Removes the empty directories below dir, and dir itself if it ends up empty and is not the root. Returns whether
+// dir is gone.
+async function pruneEmptyDirs(dir, isRoot) {
+  let entries;
+  try {
+    entries = await fs.readdir(dir, { withFileTypes: true });
+  } catch (err) {
+    if (err.code === 'ENOENT' || err.code === 'ENOTDIR') return false;
+    throw err;
+  }
+  let left = entries.length;
+  for (const entry of entries) {
+    if (entry.isDirectory() && (await pruneEmptyDirs(path.join(dir, entry.name), false))) left--;
+  }
+  if (left === 0 && !isRoot) {
+    await fs.rmdir(dir);
+    return true;
+  }
+  return false;
+}
+
 async function runCase(c, index) {
   const made = await fs.mkdtemp(path.join(os.tmpdir(), 'gitmem-memref-'));
   const tmp = await fs.realpath(made);
@@ -112,7 +136,10 @@ async function runCase(c, index) {
     for (const [i, input] of (c.commands ?? []).entries()) {
       const toolUse = { type: 'tool_use', id: `toolu_${index}_${i}`, name: tool.name, input };
       const outcome = await runRunnableTool(tool, input, { toolUse, toolUseBlock: toolUse });
-      outputs.push({ content: scrub(outcome.content, bases), is_error: outcome.isError });
+      if (c.prune_empty_dirs) await pruneEmptyDirs(root, true);
+      const output = { content: scrub(outcome.content, bases), is_error: outcome.isError };
+      if (c.snapshots) output.files = scrub((await snapshot(root)).files, bases);
+      outputs.push(output);
     }
     return { outputs, ...scrub(await snapshot(root), bases) };
   } finally {

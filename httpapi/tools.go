@@ -1,0 +1,80 @@
+package httpapi
+
+import (
+	"io"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/gitmem/gitmem/apikeys"
+	"github.com/gitmem/gitmem/gitstore"
+	"github.com/gitmem/gitmem/tooladapter"
+)
+
+// toolRoutes serves the memory tool and the agent tools of one store:
+//
+//	GET  /v1/memory_stores/{id}/tools         the tools' definitions
+//	POST /v1/memory_stores/{id}/tools/{name}  a tool call; the body is the call's input
+func (s *Server) toolRoutes(v1 *echo.Group) {
+	v1.GET("/memory_stores/:store/tools", s.listTools)
+	v1.POST("/memory_stores/:store/tools/:name", s.callTool)
+}
+
+type toolListJSON struct {
+	Data []tooladapter.Tool `json:"data"`
+}
+
+type toolResultJSON struct {
+	Type    string `json:"type"`
+	Content string `json:"content"`
+	IsError bool   `json:"is_error"`
+}
+
+func (s *Server) listTools(c echo.Context) error {
+	if _, _, err := s.store(c, false); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toolListJSON{Data: tooladapter.Tools()})
+}
+
+// callTool answers a tool call. A call that fails because of its input is still a 200: its
+// result, with is_error set, is what the model should read. Only a request the route
+// cannot take (unknown tool, store or key) is an HTTP error.
+func (s *Server) callTool(c echo.Context) error {
+	st, cl, err := s.store(c, false)
+	if err != nil {
+		return err
+	}
+	name := c.Param("name")
+	body, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		return badRequest("read the request body: %v", err)
+	}
+	sess, err := s.toolSession(c, cl, st)
+	if err != nil {
+		return err
+	}
+	res, err := sess.Call(c.Request().Context(), name, body)
+	if tooladapter.IsUnknownTool(err) {
+		return &apiError{status: http.StatusNotFound, typ: "not_found_error", message: err.Error()}
+	}
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toolResultJSON{Type: "tool_result", Content: res.Content, IsError: res.IsError})
+}
+
+// toolSession binds the tools to stores for one request's caller: a read_only key sees the
+// stores read-only, and writes are recorded as the caller's actor (its key, or the session
+// it names).
+func (s *Server) toolSession(c echo.Context, cl caller, stores ...*gitstore.Store) (*tooladapter.Session, error) {
+	access := tooladapter.ReadWrite
+	if cl.key != nil && cl.key.Access == apikeys.ReadOnly {
+		access = tooladapter.ReadOnly
+	}
+	opts := tooladapter.Options{Actor: &cl.actor, Search: s.search, ID: cl.actor.SessionID()}
+	for _, st := range stores {
+		opts.Stores = append(opts.Stores, tooladapter.Attachment{Store: st, Access: access})
+	}
+	return tooladapter.NewSession(c.Request().Context(), opts)
+}
