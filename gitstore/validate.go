@@ -60,10 +60,24 @@ func ValidatePath(p string) error {
 			return invalidf("path %q has a %q segment; paths are absolute and have no . or .. segments", p, s)
 		}
 	}
+	for _, s := range segs {
+		if gitReserved(s) {
+			return invalidf("path %q has a segment %q, which git reserves: a repository cannot hold it", p, s)
+		}
+	}
 	if segs[0] == reservedDir {
 		return invalidf("path %q is under /%s/, which is reserved for the store's own metadata", p, reservedDir)
 	}
 	return nil
+}
+
+// gitReserved tells whether git refuses a tree entry of this name, or gives it a meaning
+// of its own: .git (git fsck and every checkout refuse it, also as .GIT, ".git." or the
+// short name git~1 that Windows gives it) and .gitmodules (fsck parses it as submodule
+// configuration, and hosts refuse pushes where that fails).
+func gitReserved(seg string) bool {
+	s := strings.ToLower(strings.TrimRight(seg, ". "))
+	return s == ".git" || s == "git~1" || s == ".gitmodules" || s == "gitmod~1"
 }
 
 // checkChars refuses control and format characters and the line and paragraph separators.

@@ -37,6 +37,13 @@ func TestValidatePath(t *testing.T) {
 		{"/.gitmem/store.json", "reserved"},
 		{"/.gitmem", "reserved"},
 		{"/x/.gitmem/y", ""}, // only the top-level folder is reserved
+		{"/.git/config", "which git reserves"},
+		{"/a/.GIT", "which git reserves"},
+		{"/a/.git. /b", "which git reserves"},
+		{"/GIT~1/b", "which git reserves"},
+		{"/a/.gitmodules", "which git reserves"},
+		{"/a/.github/x.md", ""},
+		{"/a/.gitignore", ""},
 	} {
 		err := ValidatePath(tc.path)
 		if tc.rule == "" {

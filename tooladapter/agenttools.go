@@ -168,7 +168,11 @@ func (s *Session) searchTool(ctx context.Context, raw []byte) (string, error) {
 		return fmt.Sprintf("No memories match %q.", query), nil
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d memories match %q; the best %d, with their matching lines (line number, tab, text):", total, query, len(hits))
+	matches := fmt.Sprintf("%d memories match", total)
+	if total == 1 {
+		matches = "1 memory matches"
+	}
+	fmt.Fprintf(&b, "%s %q; the best %d, with their matching lines (line number, tab, text):", matches, query, len(hits))
 	for _, h := range hits {
 		fmt.Fprintf(&b, "\n\n%s (score %.2f)", h.m.shownPath(h.Path), h.Score)
 		for _, sn := range h.Snippets {

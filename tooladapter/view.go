@@ -112,7 +112,7 @@ func viewFile(shown, content string, viewRange []int) (string, error) {
 			if i == from {
 				// One line longer than a whole view: show its start.
 				b.WriteString(truncateRunes(line, MaxViewChars-chars))
-				fmt.Fprintf(&b, "\n\n[Line %d is %d characters long and is cut here: a view shows at most %d characters.]", i+1, n-1, MaxViewChars)
+				fmt.Fprintf(&b, "\n\n[Line %d is %d characters long and is cut here: a view shows at most %d characters.]", i+1, utf8.RuneCountInString(lines[i]), MaxViewChars)
 				return b.String(), nil
 			}
 			fmt.Fprintf(&b, "\n[Showing lines %d-%d of %d: a view shows at most %d characters. View the rest with view_range [%d, %d].]",
