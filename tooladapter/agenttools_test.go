@@ -19,7 +19,7 @@ func TestAgentTools(t *testing.T) {
 	seed := map[string]string{"notes/a.md": "alpha\nbeta\nalpha", "notes/deep/b.md": "bee", "top.md": "top"}
 	tests := []struct {
 		name, tool, in, want string
-		after              map[string]string // nil: unchanged
+		after                map[string]string // nil: unchanged
 	}{
 		{"list all", ListTool, `{}`, "Memories under /memories/ (size, last changed, path):\n" +
 			"16B\tD\t/memories/notes/a.md\n3B\tD\t/memories/notes/deep/b.md\n3B\tD\t/memories/top.md", nil},
