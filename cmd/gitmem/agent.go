@@ -146,16 +146,6 @@ The SDK also reads ANTHROPIC_BASE_URL, to send the requests to another endpoint 
 gateway), and ANTHROPIC_AUTH_TOKEN, a bearer token used instead of a key.`)
 }
 
-// memoryToolNames are the tools whose results context editing keeps: the memory tool and
-// the agent tools.
-func memoryToolNames() []string {
-	var names []string
-	for _, t := range tooladapter.Tools() {
-		names = append(names, t.Name)
-	}
-	return names
-}
-
 func runAgent(ctx context.Context, a *app, o agentOptions, task string, stdout, stderr io.Writer) (err error) {
 	if len(o.stores) == 0 {
 		return fmt.Errorf("attach a store with --store STORE (1 to %d; see \"gitmem agent --help\")", tooladapter.MaxStores)
@@ -235,7 +225,9 @@ func agentLoop(ctx context.Context, sess *tooladapter.Session, o agentOptions, t
 		Tools:     tools,
 		ContextManagement: anthropic.BetaContextManagementConfigParam{
 			Edits: []anthropic.BetaContextManagementConfigEditUnionParam{{
-				OfClearToolUses20250919: &anthropic.BetaClearToolUses20250919EditParam{ExcludeTools: memoryToolNames()},
+				// The memory tool's results are where the work survives a clearing, so they are
+				// never cleared; old search results may be, since a search can be run again.
+				OfClearToolUses20250919: &anthropic.BetaClearToolUses20250919EditParam{ExcludeTools: []string{tooladapter.MemoryToolName}},
 			}},
 		},
 		Betas: []anthropic.AnthropicBeta{anthropic.AnthropicBetaContextManagement2025_06_27},

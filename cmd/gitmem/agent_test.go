@@ -145,9 +145,8 @@ func (f *fakeMessages) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	edits := req.ContextManagement.Edits
-	if len(edits) != 1 || edits[0].Type != "clear_tool_uses_20250919" || !slices.Contains(edits[0].ExcludeTools, "memory") ||
-		!slices.Contains(edits[0].ExcludeTools, tooladapter.SearchTool) {
-		fail("context_management %+v: want one clear_tool_uses_20250919 edit that excludes the memory tools", req.ContextManagement)
+	if len(edits) != 1 || edits[0].Type != "clear_tool_uses_20250919" || !slices.Equal(edits[0].ExcludeTools, []string{"memory"}) {
+		fail("context_management %+v: want one clear_tool_uses_20250919 edit that excludes the memory tool", req.ContextManagement)
 		return
 	}
 	if len(req.System) != 1 || req.System[0].Type != "text" {
