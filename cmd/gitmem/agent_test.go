@@ -275,6 +275,10 @@ func TestAgentMemoryTool(t *testing.T) {
 		t.Fatalf("no session id on stderr:\n%s", stderr)
 	}
 	session := m[1]
+	log := c.ok("", "log", "project notes", "--session", session)
+	if lines := strings.Split(strings.TrimSpace(log), "\n"); len(lines) != 3 || strings.Count(log, session) != 2 {
+		t.Errorf("gitmem log --session %s:\n%s", session, log)
+	}
 
 	ctx := context.Background()
 	s, err := findStore(ctx, openData(t, c), "project notes")

@@ -15,7 +15,7 @@ func init() { register(newLogCmd) }
 
 func newLogCmd(a *app) *cobra.Command {
 	var limit int
-	var op string
+	var op, session string
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "log STORE [PATH]",
@@ -24,10 +24,11 @@ func newLogCmd(a *app) *cobra.Command {
 is at PATH, or, if none is, of the last memory that was there (also after it was deleted or
 renamed away).`,
 		Example: `  gitmem log prefs
-  gitmem log prefs /style.md --limit 5`,
+  gitmem log prefs /style.md --limit 5
+  gitmem log prefs --session sesn_01M83PZ34EVJY3C18AZVHGZ9ME`,
 		Args: rangeArgs([]string{"STORE"}, "PATH"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			f := gitstore.VersionFilter{Operation: gitstore.Operation(op), Limit: 1000}
+			f := gitstore.VersionFilter{Operation: gitstore.Operation(op), SessionID: session, Limit: 1000}
 			return a.withStore(cmd.Context(), args[0], func(s *gitstore.Store) error {
 				if len(args) == 2 {
 					id, err := memoryAtPath(cmd, s, args[1])
@@ -70,6 +71,7 @@ renamed away).`,
 	}
 	cmd.Flags().IntVarP(&limit, "limit", "n", 20, "show at most this many versions (0: all)")
 	cmd.Flags().StringVar(&op, "op", "", "only versions of this operation: created, modified or deleted")
+	cmd.Flags().StringVar(&session, "session", "", "only versions written by this session (sesn_…), such as a gitmem agent run")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the versions as JSON")
 	return cmd
 }
