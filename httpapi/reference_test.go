@@ -105,7 +105,7 @@ func vectorCases(t *testing.T) []refCase {
 
 func TestMemoryToolMatchesReference(t *testing.T) {
 	cases := vectorCases(t)
-	n := 150
+	n := 250
 	if testing.Short() {
 		n = 20
 	}
@@ -129,7 +129,7 @@ func TestMemoryToolMatchesReference(t *testing.T) {
 		}
 	}
 	t.Logf("compared %d commands in %d cases; %d cases stopped at a deliberate difference: %v", compared, len(cases), skipped, reasons)
-	if compared < 1000 && !testing.Short() {
+	if compared < 2000 && !testing.Short() {
 		t.Errorf("only %d commands were compared", compared)
 	}
 }
