@@ -69,6 +69,7 @@ func New(data *gitstore.DataDir, keys *apikeys.Keys, opts Options) *Server {
 	v1 := e.Group("/v1", middleware.BodyLimit(bodyLimit), s.authenticate)
 	s.storeRoutes(v1)
 	s.toolRoutes(v1)
+	s.mcpRoutes()
 	return s
 }
 

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/gitmem/gitmem/gitstore"
+	"github.com/gitmem/gitmem/mcpserver"
+	"github.com/gitmem/gitmem/search"
+	"github.com/gitmem/gitmem/tooladapter"
+)
+
+func init() { register(newMCPCmd) }
+
+func newMCPCmd(a *app) *cobra.Command {
+	var stores []string
+	var logLevel, sessionID string
+	cmd := &cobra.Command{
+		Use:   "mcp --store STORE[:read_only|:read_write][:PROMPT] [--store ...]",
+		Short: "Serve the memory tools to an MCP client over stdio",
+		Long: `Serves gitmem's tools over the Model Context Protocol on stdin and stdout, for an MCP
+client that starts gitmem as a subprocess: the memory tool (memory) and the agent tools
+memory_list, memory_search, memory_read, memory_write, memory_edit and memory_delete, bound
+to 1 to 8 stores. With one store, /memories is that store; with several, each is a folder
+/memories/<name>/. The server's instructions to the client's model are the session's system
+prompt: the memory protocol, and what each store holds.
+
+--store STORE[:read_only|:read_write][:PROMPT] attaches a store, by id or name, as "gitmem
+agent" does; the prompt (at most 4,096 characters) tells the model what the store is for.
+
+Writes are recorded as a session (a session_actor with a new sesn_ id, or --session), which
+is printed on stderr at start. Nothing but MCP goes to stdout; logs go to stderr. Like the
+other commands, it opens the data directory itself: stop "gitmem serve" first, or use its
+/mcp endpoint instead.`,
+		Example: `  gitmem mcp --store notes
+  gitmem mcp --store notes --store "Team Wiki:read_only:Conventions: follow them"`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var level slog.Level
+			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+				return fmt.Errorf("--log-level: %w", err)
+			}
+			if len(stores) == 0 {
+				return fmt.Errorf("attach a store with --store STORE (by id or name; 1 to %d)", tooladapter.MaxStores)
+			}
+			if len(stores) > tooladapter.MaxStores {
+				return fmt.Errorf("%d stores given; a session can have at most %d", len(stores), tooladapter.MaxStores)
+			}
+			specs := make([]storeSpec, len(stores))
+			for i, s := range stores {
+				var err error
+				if specs[i], err = parseStoreSpec(s); err != nil {
+					return err
+				}
+			}
+			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			return a.serveMCP(cmd, log, specs, sessionID)
+		},
+	}
+	cmd.Flags().StringArrayVar(&stores, "store", nil, "a store to attach: STORE[:read_only|:read_write][:PROMPT], STORE an id or a name (repeatable, up to 8)")
+	cmd.Flags().StringVar(&sessionID, "session", "", "the session id (sesn_…) that writes are recorded as; a new one if empty")
+	cmd.Flags().StringVar(&logLevel, "log-level", "warn", "debug, info, warn or error (logs go to stderr)")
+	return cmd
+}
+
+// serveMCP serves the tools on stdio until the client closes stdin or the process is
+// interrupted.
+func (a *app) serveMCP(cmd *cobra.Command, log *slog.Logger, specs []storeSpec, sessionID string) error {
+	ctx := cmd.Context()
+	d, err := gitstore.Open(ctx, a.dataDir, gitstore.Options{Logger: log})
+	if err != nil {
+		if gitstore.IsKind(err, gitstore.KindConflict) {
+			return fmt.Errorf("%w\n(a running \"gitmem serve\" owns its data directory: use its /mcp endpoint, or stop it first)", err)
+		}
+		return err
+	}
+	defer d.Close()
+	idx := search.New(d, search.Options{Logger: log})
+	defer idx.Close() // before d.Close: deferred calls run last first
+
+	opts := tooladapter.Options{ID: sessionID, Search: idx}
+	for _, spec := range specs {
+		st, err := findStore(ctx, d, spec.ref)
+		if err != nil {
+			return err
+		}
+		opts.Stores = append(opts.Stores, tooladapter.Attachment{Store: st, Access: spec.access, Prompt: spec.prompt})
+		// Start indexing now, so that the first memory_search need not wait for it.
+		if err := idx.Watch(ctx, st.ID()); err != nil {
+			return err
+		}
+	}
+	sess, err := tooladapter.NewSession(ctx, opts)
+	if err != nil {
+		return err
+	}
+
+	errOut := cmd.ErrOrStderr()
+	fmt.Fprintf(errOut, "gitmem mcp: serving the memory tools on stdio\n")
+	fmt.Fprintf(errOut, "session %s (every write is a version by this session_actor)\n", sess.ID())
+	for _, at := range opts.Stores {
+		info, err := at.Store.Info(ctx)
+		if err != nil {
+			return err
+		}
+		mount, _ := sess.MountPath(info.ID)
+		fmt.Fprintf(errOut, "  %s is the store %q (%s, %s)\n", mount, info.Name, info.ID, at.Access)
+	}
+	fmt.Fprintf(errOut, "its versions: gitmem log %s --session %s\n", quoteArg(specs[0].ref), sess.ID())
+
+	err = mcpserver.New(sess, log).Run(ctx, &mcp.StdioTransport{})
+	if errors.Is(err, context.Canceled) {
+		return nil // interrupted
+	}
+	return err
+}

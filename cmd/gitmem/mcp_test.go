@@ -1,0 +1,195 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gitmem/gitmem/gitstore"
+	"github.com/gitmem/gitmem/tooladapter"
+)
+
+// mcpText calls a tool over MCP and returns its one text content and whether it is an
+// error result.
+func mcpText(t *testing.T, ctx context.Context, cs *mcp.ClientSession, name string, args any) (string, bool) {
+	t.Helper()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("call %s: %v", name, err)
+	}
+	if len(res.Content) != 1 {
+		t.Fatalf("call %s: %d contents, want 1", name, len(res.Content))
+	}
+	text, ok := res.Content[0].(*mcp.TextContent)
+	if !ok {
+		t.Fatalf("call %s: content %T, want text", name, res.Content[0])
+	}
+	return text.Text, res.IsError
+}
+
+// TestMCPStdio runs "gitmem mcp" as an MCP client starts it, as a subprocess spoken to on
+// stdio, with the official SDK's client: the tools, the instructions, the memory tool and
+// the agent tools (search included) on a read-write store and a read-only one, and then, after
+// the process is gone, the versions its writes made.
+func TestMCPStdio(t *testing.T) {
+	c := newCLI(t)
+	c.ok("", "stores", "create", "notes", "--description", "what I learn")
+	c.ok("", "stores", "create", "handbook")
+	c.ok("Always run the tests.\n", "put", "handbook", "/rules.md")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.Command(binary, "--data", c.data, "mcp", "--store", "notes", "--store", "handbook:read_only:House rules: follow them")
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "gitmem-test", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			cs.Close()
+		}
+	}()
+
+	mustContain(t, "instructions", cs.InitializeResult().Instructions, "Memory protocol",
+		`/memories/notes/ holds the memory store "notes" (read and write). Description: what I learn`,
+		`/memories/handbook/ holds the memory store "handbook" (read only: you cannot change it).`,
+		"For this session: House rules: follow them")
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]*mcp.Tool{}
+	for _, tool := range tools.Tools {
+		listed[tool.Name] = tool
+	}
+	if len(tools.Tools) != 7 {
+		t.Errorf("%d tools, want 7", len(tools.Tools))
+	}
+	for _, def := range tooladapter.Tools() {
+		got, ok := listed[def.Name]
+		if !ok {
+			t.Errorf("tool %s is not listed", def.Name)
+			continue
+		}
+		b, _ := json.Marshal(def.InputSchema)
+		var want any
+		json.Unmarshal(b, &want)
+		if got.Description != def.Description || !reflect.DeepEqual(got.InputSchema, want) {
+			t.Errorf("tool %s: %q %v, want %q %v", def.Name, got.Description, got.InputSchema, def.Description, want)
+		}
+	}
+
+	ok := func(name string, args map[string]any, wants ...string) string {
+		t.Helper()
+		text, isErr := mcpText(t, ctx, cs, name, args)
+		if isErr {
+			t.Fatalf("%s %v: error result %s", name, args, text)
+		}
+		mustContain(t, name, text, wants...)
+		return text
+	}
+	ok("memory", map[string]any{"command": "create", "path": "/memories/notes/todo.md", "file_text": "buy milk\n"}, "created")
+	ok("memory", map[string]any{"command": "view", "path": "/memories/notes/todo.md"}, "buy milk")
+	ok("memory", map[string]any{"command": "view", "path": "/memories"}, "/memories/notes", "/memories/handbook/rules.md")
+	ok("memory_write", map[string]any{"path": "/memories/notes/coffee.md", "content": "Ann takes her espresso without sugar.\n"})
+	ok("memory_read", map[string]any{"path": "/memories/notes/coffee.md"}, "espresso without sugar")
+	ok("memory_read", map[string]any{"path": "/memories/handbook/rules.md"}, "Always run the tests.")
+	// The index catches up with a store before it answers; only its first build may ask
+	// to search again.
+	for i := 0; ; i++ {
+		text, isErr := mcpText(t, ctx, cs, "memory_search", map[string]any{"query": "espresso"})
+		if isErr && strings.Contains(text, "search again in a moment") && i < 50 {
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		if isErr || !strings.Contains(text, "/memories/notes/coffee.md") {
+			t.Errorf("memory_search: %v %s", isErr, text)
+		}
+		break
+	}
+	text, isErr := mcpText(t, ctx, cs, "memory_write", map[string]any{"path": "/memories/handbook/rules.md", "content": "No tests."})
+	if !isErr || !strings.Contains(text, "may read but not change") {
+		t.Errorf("write to the read-only store: %v %s", isErr, text)
+	}
+	text, isErr = mcpText(t, ctx, cs, "memory", map[string]any{"command": "delete", "path": "/memories/handbook/rules.md"})
+	if !isErr || !strings.Contains(text, "may read but not change") {
+		t.Errorf("delete in the read-only store: %v %s", isErr, text)
+	}
+
+	// Closing the client closes stdin; gitmem exits and lets go of the data directory.
+	closed = true
+	if err := cs.Close(); err != nil {
+		t.Fatalf("gitmem mcp exited with %v\nstderr: %s", err, stderr.String())
+	}
+	m := regexp.MustCompile(`session (sesn_[0-9A-Z]+)`).FindStringSubmatch(stderr.String())
+	if m == nil {
+		t.Fatalf("no session id on stderr: %s", stderr.String())
+	}
+	session := m[1]
+	mustContain(t, "stderr", stderr.String(), "its versions: gitmem log notes --session "+session)
+	d, err := gitstore.Open(ctx, c.data, gitstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	versions := func(ref string) []gitstore.Version {
+		t.Helper()
+		st, err := findStore(ctx, d, ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, err := st.Versions(ctx, gitstore.VersionFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return page.Versions
+	}
+	notes := versions("notes")
+	if len(notes) != 2 {
+		t.Errorf("notes has %d versions, want 2", len(notes))
+	}
+	for _, v := range notes {
+		if v.CreatedBy.Type != gitstore.SessionActor || v.CreatedBy.ID != session {
+			t.Errorf("%s %s written by %+v, want session_actor %s", v.Operation, v.Path, v.CreatedBy, session)
+		}
+	}
+	if hb := versions("handbook"); len(hb) != 1 || hb[0].CreatedBy.Type != gitstore.UserActor {
+		t.Errorf("handbook versions: %+v", hb)
+	}
+}
+
+// TestMCPUsageErrors: a wrong store is refused before any MCP, and nothing reaches stdout.
+func TestMCPUsageErrors(t *testing.T) {
+	c := newCLI(t)
+	c.ok("", "stores", "create", "s")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"mcp"}, "attach a store with --store"},
+		{[]string{"mcp", "--store", "s:ro"}, `access "ro" is unknown`},
+		{[]string{"mcp", "--store", "s", "--session", "x1"}, "must start with sesn_"},
+		{[]string{"mcp", "--store", "nope"}, `no store with id or name "nope"`},
+		{[]string{"mcp", "--store", "s", "--store", "s:read_only"}, "attached twice"},
+		{[]string{"mcp", "--store", "s", "--log-level", "loud"}, "--log-level"},
+	} {
+		out, errOut, code := c.run("", tc.args...)
+		if code != 1 || out != "" || !strings.Contains(errOut, tc.want) {
+			t.Errorf("gitmem %v: exit %d, stdout %q, stderr %q; want exit 1, no stdout, %q", tc.args, code, out, errOut, tc.want)
+		}
+	}
+}

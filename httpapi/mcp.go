@@ -1,0 +1,125 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gitmem/gitmem/gitstore"
+	"github.com/gitmem/gitmem/mcpserver"
+	"github.com/gitmem/gitmem/tooladapter"
+)
+
+// MCPPath is where the tools are served over MCP's streamable HTTP transport.
+const MCPPath = "/mcp"
+
+// mcpBodyLimit bounds an MCP request body, as bodyLimit does for the API. The SDK enforces
+// it while reading, so responses still stream (no BodyLimit middleware on this route).
+const mcpBodyLimit = 1 << 20
+
+// readOnlySuffix after a store id in ?store= attaches the store read-only.
+const readOnlySuffix = ":read_only"
+
+type mcpServerKey struct{}
+
+// mcpRoutes serves the memory tool and the agent tools over MCP (streamable HTTP) at
+//
+//	/mcp?store=memstore_…[:read_only|:read_write][&store=…]
+//
+// with the API's keys. Each request is handled statelessly: the tools are bound to the
+// stores it names for its caller, as POST /v1/memory_stores/{id}/tools/{name} binds them,
+// so a key's access, its store limit, its revocation and x-gitmem-session-id apply to every
+// request of an MCP session.
+func (s *Server) mcpRoutes() {
+	getServer := func(r *http.Request) *mcp.Server {
+		srv, _ := r.Context().Value(mcpServerKey{}).(*mcp.Server)
+		return srv
+	}
+	opts := mcp.StreamableHTTPOptions{Stateless: true, MaxRequestBodyBytes: mcpBodyLimit, Logger: s.log.With("component", "mcp")}
+	// Without keys, gitmem serves loopback only and anyone who reaches it may call the tools:
+	// the SDK then refuses a Host header that is not loopback, against DNS rebinding. A
+	// request with a valid key needs no such guard, and may come through a proxy.
+	guarded := mcp.NewStreamableHTTPHandler(getServer, &opts)
+	opts.DisableLocalhostProtection = true
+	keyed := mcp.NewStreamableHTTPHandler(getServer, &opts)
+	s.e.Any(MCPPath, func(c echo.Context) error {
+		req := c.Request()
+		if req.Method == http.MethodPost {
+			srv, err := s.mcpServer(c)
+			if err != nil {
+				return err
+			}
+			req = req.WithContext(context.WithValue(req.Context(), mcpServerKey{}, srv))
+		}
+		// Other methods need no tools: the stateless handler answers them (405: it keeps no
+		// sessions to stream from or delete).
+		h := guarded
+		if callerOf(c).key != nil {
+			h = keyed
+		}
+		h.ServeHTTP(c.Response(), req)
+		return nil
+	}, s.authenticate)
+}
+
+// mcpServer builds the MCP server of one request: the tools bound to the stores of its
+// ?store= parameters, for its caller.
+func (s *Server) mcpServer(c echo.Context) (*mcp.Server, error) {
+	cl := callerOf(c)
+	refs := c.QueryParams()["store"]
+	if len(refs) == 0 {
+		return nil, badRequest("query parameter store is required: %s?store=memstore_… attaches a memory store to the tools "+
+			"(repeat it for up to %d stores; add %s to attach one read-only)", MCPPath, tooladapter.MaxStores, readOnlySuffix)
+	}
+	if len(refs) > tooladapter.MaxStores {
+		return nil, badRequest("an MCP session can attach at most %d memory stores, got %d", tooladapter.MaxStores, len(refs))
+	}
+	ctx := c.Request().Context()
+	stores := make([]*gitstore.Store, len(refs))
+	readOnly := make([]bool, len(refs))
+	narrowed := false
+	for i, ref := range refs {
+		id, ro := strings.CutSuffix(ref, readOnlySuffix)
+		if !ro {
+			id, _ = strings.CutSuffix(ref, ":"+string(tooladapter.ReadWrite))
+		}
+		if !strings.HasPrefix(id, gitstore.StorePrefix) {
+			return nil, badRequest("query parameter store must be a memory store id (%s…), optionally with %s; got %q",
+				gitstore.StorePrefix, readOnlySuffix, ref)
+		}
+		if err := cl.checkStore(id); err != nil {
+			return nil, err
+		}
+		st, err := s.data.Store(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		stores[i], readOnly[i] = st, ro
+		narrowed = narrowed || ro
+	}
+	sess, err := s.toolSession(c, cl, stores...)
+	if err != nil {
+		return nil, err
+	}
+	if narrowed {
+		// toolSession gives every store the caller's access; attach the stores asked for
+		// read-only so, keeping the session's id and actor.
+		keyReadOnly := cl.checkWrite() != nil
+		actor := sess.Actor()
+		opts := tooladapter.Options{ID: sess.ID(), Actor: &actor, Search: s.search}
+		for i, st := range stores {
+			access := tooladapter.ReadWrite
+			if readOnly[i] || keyReadOnly {
+				access = tooladapter.ReadOnly
+			}
+			opts.Stores = append(opts.Stores, tooladapter.Attachment{Store: st, Access: access})
+		}
+		if sess, err = tooladapter.NewSession(ctx, opts); err != nil {
+			return nil, err
+		}
+	}
+	return mcpserver.New(sess, s.log), nil
+}
