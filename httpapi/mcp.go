@@ -78,9 +78,7 @@ func (s *Server) mcpServer(c echo.Context) (*mcp.Server, error) {
 		return nil, badRequest("an MCP session can attach at most %d memory stores, got %d", tooladapter.MaxStores, len(refs))
 	}
 	ctx := c.Request().Context()
-	stores := make([]*gitstore.Store, len(refs))
-	readOnly := make([]bool, len(refs))
-	narrowed := false
+	stores := make([]tooladapter.Attachment, len(refs))
 	for i, ref := range refs {
 		id, ro := strings.CutSuffix(ref, readOnlySuffix)
 		if !ro {
@@ -97,29 +95,14 @@ func (s *Server) mcpServer(c echo.Context) (*mcp.Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		stores[i], readOnly[i] = st, ro
-		narrowed = narrowed || ro
+		stores[i] = tooladapter.Attachment{Store: st, Access: tooladapter.ReadWrite}
+		if ro {
+			stores[i].Access = tooladapter.ReadOnly
+		}
 	}
 	sess, err := s.toolSession(c, cl, stores...)
 	if err != nil {
 		return nil, err
-	}
-	if narrowed {
-		// toolSession gives every store the caller's access; attach the stores asked for
-		// read-only so, keeping the session's id and actor.
-		keyReadOnly := cl.checkWrite() != nil
-		actor := sess.Actor()
-		opts := tooladapter.Options{ID: sess.ID(), Actor: &actor, Search: s.search}
-		for i, st := range stores {
-			access := tooladapter.ReadWrite
-			if readOnly[i] || keyReadOnly {
-				access = tooladapter.ReadOnly
-			}
-			opts.Stores = append(opts.Stores, tooladapter.Attachment{Store: st, Access: access})
-		}
-		if sess, err = tooladapter.NewSession(ctx, opts); err != nil {
-			return nil, err
-		}
 	}
 	return mcpserver.New(sess, s.log), nil
 }

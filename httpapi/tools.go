@@ -7,7 +7,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/gitmem/gitmem/apikeys"
-	"github.com/gitmem/gitmem/gitstore"
 	"github.com/gitmem/gitmem/tooladapter"
 )
 
@@ -50,7 +49,7 @@ func (s *Server) callTool(c echo.Context) error {
 	if err != nil {
 		return badRequest("read the request body: %v", err)
 	}
-	sess, err := s.toolSession(c, cl, st)
+	sess, err := s.toolSession(c, cl, tooladapter.Attachment{Store: st})
 	if err != nil {
 		return err
 	}
@@ -64,17 +63,16 @@ func (s *Server) callTool(c echo.Context) error {
 	return c.JSON(http.StatusOK, toolResultJSON{Type: "tool_result", Content: res.Content, IsError: res.IsError})
 }
 
-// toolSession binds the tools to stores for one request's caller: a read_only key sees the
-// stores read-only, and writes are recorded as the caller's actor (its key, or the session
-// it names).
-func (s *Server) toolSession(c echo.Context, cl caller, stores ...*gitstore.Store) (*tooladapter.Session, error) {
-	access := tooladapter.ReadWrite
-	if cl.key != nil && cl.key.Access == apikeys.ReadOnly {
-		access = tooladapter.ReadOnly
+// toolSession binds the tools to stores for one request's caller: a read_only key sees
+// every store read-only whatever the attachment asks, and writes are recorded as the
+// caller's actor (its key, or the session it names).
+func (s *Server) toolSession(c echo.Context, cl caller, stores ...tooladapter.Attachment) (*tooladapter.Session, error) {
+	readOnlyKey := cl.key != nil && cl.key.Access == apikeys.ReadOnly
+	for i := range stores {
+		if readOnlyKey {
+			stores[i].Access = tooladapter.ReadOnly
+		}
 	}
-	opts := tooladapter.Options{Actor: &cl.actor, Search: s.search, ID: cl.actor.SessionID()}
-	for _, st := range stores {
-		opts.Stores = append(opts.Stores, tooladapter.Attachment{Store: st, Access: access})
-	}
+	opts := tooladapter.Options{Actor: &cl.actor, Search: s.search, ID: cl.actor.SessionID(), Stores: stores}
 	return tooladapter.NewSession(c.Request().Context(), opts)
 }

@@ -19,10 +19,6 @@ import (
 // Name is the server's name in the MCP initialize result.
 const Name = "gitmem"
 
-// internalMessage is what the client reads when a tool failed inside gitmem; the cause is
-// logged, not shown. It is the text tooladapter answers for the same case.
-const internalMessage = "Error: gitmem could not complete this tool call because of an internal error; try again"
-
 // readOnlyTools change nothing; MCP clients may call them with less ceremony.
 var readOnlyTools = map[string]bool{
 	tooladapter.ListTool: true, tooladapter.SearchTool: true, tooladapter.ReadTool: true,
@@ -60,13 +56,7 @@ func handler(sess *tooladapter.Session, name string, log *slog.Logger) mcp.ToolH
 		if len(args) == 0 || string(args) == "null" {
 			args = json.RawMessage("{}") // a tool called without arguments
 		}
-		res, err := sess.Call(ctx, name, args)
-		if tooladapter.IsUnknownTool(err) {
-			res = tooladapter.Result{Content: "Error: " + err.Error(), IsError: true}
-		} else if err != nil {
-			log.ErrorContext(ctx, "tool call failed", "tool", name, "session", sess.ID(), "err", err)
-			res = tooladapter.Result{Content: internalMessage, IsError: true}
-		}
+		res := sess.Answer(ctx, name, args, log)
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Content}}, IsError: res.IsError}, nil
 	}
 }

@@ -10,10 +10,6 @@ import (
 	"github.com/anthropics/anthropic-sdk-go"
 )
 
-// internalMessage is what the model reads when a tool failed inside gitmem; the cause is
-// logged, not shown.
-const internalMessage = "Error: gitmem could not complete this tool call because of an internal error; try again"
-
 // HandleMemoryCommand runs a memory tool command as anthropic-sdk-go parsed it from a
 // tool_use block, and returns the tool_result block for toolUseID. The command's raw JSON
 // is used when it has one (it was unmarshalled), so that a missing field is reported as
@@ -27,15 +23,10 @@ func (s *Session) HandleMemoryCommand(ctx context.Context, toolUseID string, cmd
 }
 
 // ToolResult runs any tool of the session on the raw input of a tool_use block and returns
-// its tool_result block. An internal failure is logged and answered as an error result.
+// its tool_result block. An internal failure is logged with slog's default logger and
+// answered as an error result.
 func (s *Session) ToolResult(ctx context.Context, toolUseID, name string, input []byte) anthropic.BetaToolResultBlockParam {
-	res, err := s.Call(ctx, name, input)
-	if IsUnknownTool(err) {
-		res = Result{Content: "Error: " + err.Error(), IsError: true}
-	} else if err != nil {
-		slog.ErrorContext(ctx, "tool call failed", "tool", name, "session", s.id, "err", err)
-		res = Result{Content: internalMessage, IsError: true}
-	}
+	res := s.Answer(ctx, name, input, slog.Default())
 	return anthropic.NewBetaToolResultTextBlockParam(toolUseID, res.Content, res.IsError)
 }
 

@@ -3,6 +3,7 @@ package tooladapter
 import (
 	"context"
 	"fmt"
+	"log/slog"
 )
 
 // Tool is a tool's definition as an agent sees it: its name, what it does, and the JSON
@@ -103,8 +104,9 @@ func Tools() []Tool {
 	}
 }
 
-// Call runs the tool with the given name on the raw JSON input of a tool call. It returns a
-// KindNotFound store error for an unknown name; any other error is internal.
+// Call runs the tool with the given name on the raw JSON input of a tool call. For an
+// unknown name it returns an error for which IsUnknownTool is true; any other error is
+// internal. Answer is the form for callers that must answer the model whatever happens.
 func (s *Session) Call(ctx context.Context, name string, raw []byte) (Result, error) {
 	var out string
 	var err error
@@ -128,6 +130,25 @@ func (s *Session) Call(ctx context.Context, name string, raw []byte) (Result, er
 	}
 	return finish(out, err)
 }
+
+// Answer runs a tool as Call does, for a caller that must answer the model whatever
+// happens (an agent loop, an MCP server): an unknown tool is an error result, and an
+// internal failure is logged to log and answered as an error result that does not show
+// its cause.
+func (s *Session) Answer(ctx context.Context, name string, raw []byte, log *slog.Logger) Result {
+	res, err := s.Call(ctx, name, raw)
+	switch {
+	case IsUnknownTool(err):
+		return Result{Content: "Error: " + err.Error(), IsError: true}
+	case err != nil:
+		log.ErrorContext(ctx, "tool call failed", "tool", name, "session", s.id, "err", err)
+		return Result{Content: internalMessage, IsError: true}
+	}
+	return res
+}
+
+// internalMessage is what the model reads when a tool failed inside gitmem.
+const internalMessage = "Error: gitmem could not complete this tool call because of an internal error; try again"
 
 func notFoundTool(name string) error {
 	return &unknownToolError{name: name}
