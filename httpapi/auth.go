@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"net"
 	"regexp"
 	"strings"
 
@@ -36,6 +37,12 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		anyKey, err := s.keys.AnyActive()
 		if err != nil {
 			return err
+		}
+		if !anyKey && !loopbackHost(c.Request().Host) {
+			// Without keys anyone who reaches gitmem may use it, which is safe only because
+			// it listens on loopback. A web page can still reach loopback through a name of
+			// its own that resolves there (DNS rebinding): such a request names that host.
+			return forbidden("without API keys gitmem answers only requests addressed to localhost or a loopback address, not to %q; create a key to serve other names", c.Request().Host)
 		}
 		if anyKey {
 			secret := c.Request().Header.Get("x-api-key")
@@ -91,4 +98,19 @@ func (cl caller) checkWrite() error {
 		return forbidden("this API key (%s) is read_only; writes need a read_write key", cl.key.ID)
 	}
 	return nil
+}
+
+// loopbackHost tells whether a request's Host names the local machine: localhost, or a
+// loopback IP address, with or without a port.
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

@@ -39,12 +39,10 @@ func (s *Server) mcpRoutes() {
 		return srv
 	}
 	opts := mcp.StreamableHTTPOptions{Stateless: true, MaxRequestBodyBytes: mcpBodyLimit, Logger: s.log.With("component", "mcp")}
-	// Without keys, gitmem serves loopback only and anyone who reaches it may call the tools:
-	// the SDK then refuses a Host header that is not loopback, against DNS rebinding. A
-	// request with a valid key needs no such guard, and may come through a proxy.
-	guarded := mcp.NewStreamableHTTPHandler(getServer, &opts)
+	// authenticate already refuses, without keys, a Host that is not loopback (DNS
+	// rebinding), for every route alike.
 	opts.DisableLocalhostProtection = true
-	keyed := mcp.NewStreamableHTTPHandler(getServer, &opts)
+	h := mcp.NewStreamableHTTPHandler(getServer, &opts)
 	s.e.Any(MCPPath, func(c echo.Context) error {
 		req := c.Request()
 		if req.Method == http.MethodPost {
@@ -56,10 +54,6 @@ func (s *Server) mcpRoutes() {
 		}
 		// Other methods need no tools: the stateless handler answers them (405: it keeps no
 		// sessions to stream from or delete).
-		h := guarded
-		if callerOf(c).key != nil {
-			h = keyed
-		}
 		h.ServeHTTP(c.Response(), req)
 		return nil
 	}, s.authenticate)

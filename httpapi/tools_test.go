@@ -144,3 +144,30 @@ func mustKeyID(t *testing.T, ts *testServer, name string) string {
 	t.Fatalf("no key %s", name)
 	return ""
 }
+
+// TestLoopbackHostWithoutKeys refuses, while no key exists, requests that name another host
+// than the loopback one: a page that rebinds its own name to 127.0.0.1 cannot use gitmem.
+func TestLoopbackHostWithoutKeys(t *testing.T) {
+	ts := startServer(t, Options{})
+	for host, want := range map[string]int{"evil.example": 403, "evil.example:7437": 403, "localhost:7437": 200,
+		"127.0.0.1": 200, "[::1]:7437": 200, "app.localhost": 200, "10.0.0.1": 403} {
+		req, _ := http.NewRequest("GET", ts.url+"/v1/memory_stores", nil)
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("Host %s: %d %s, want %d", host, resp.StatusCode, body, want)
+		}
+	}
+	if _, _, err := ts.keys.Create("k", apikeys.ReadWrite, ""); err != nil {
+		t.Fatal(err)
+	}
+	status, _ := request(t, "GET", ts.url+"/v1/memory_stores", "", "", "")
+	if status != 401 {
+		t.Errorf("with keys and no key sent: %d, want 401", status)
+	}
+}
