@@ -55,7 +55,7 @@ the store's name in lower case with each run of other characters made "-".
 The loop sends the task to the Messages API, runs the tool calls that Claude makes, sends the
 results back, and repeats until Claude ends its turn; after --max-turns requests it stops with
 an error. Claude's text goes to stdout; the session id and one line per tool call go to stderr.
-Context editing (clear_tool_uses_20250919) is on, with the memory tools' results kept.
+Context editing (clear_tool_uses_20250919) is on; it never clears the memory tool's results.
 
 Needs an API key in ANTHROPIC_API_KEY. The SDK also reads ANTHROPIC_BASE_URL, to send the
 requests elsewhere. The data directory stays open while the agent runs: stop "gitmem serve"
