@@ -98,7 +98,7 @@ func openCatalog(path string) (*bolt.DB, error) {
 }
 
 func ensureBuckets(tx *bolt.Tx) error {
-	for _, b := range [][]byte{bMeta, bMem, bPath, bVer, bVerID, bMemVer} {
+	for _, b := range [][]byte{bMeta, bMem, bPath, bVer, bVerID, bMemVer, bPushKey} {
 		if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 			return err
 		}
@@ -106,7 +106,8 @@ func ensureBuckets(tx *bolt.Tx) error {
 	return tx.Bucket(bMeta).Put(kFormat, []byte(catalogFormat))
 }
 
-// resetCatalog empties the catalog, for a rebuild from the first commit.
+// resetCatalog empties the catalog, for a rebuild from the first commit. It keeps the keys
+// that pushed commits (push.go), which history does not hold.
 func resetCatalog(tx *bolt.Tx) error {
 	for _, b := range [][]byte{bMeta, bMem, bPath, bVer, bVerID, bMemVer} {
 		if tx.Bucket(b) != nil {
@@ -333,7 +334,8 @@ func (c catTx) applyPlainCommit(or objectReader, commit *object.Commit, changes 
 			}
 		}
 	}
-	base := verRec{At: at.UnixMilli(), ActorType: actor.Type, ActorID: actor.ID, Name: actor.Name, Email: actor.Email}
+	base := verRec{At: at.UnixMilli(), ActorType: actor.Type, ActorID: actor.ID, Name: actor.Name, Email: actor.Email,
+		APIKey: c.pushKey(commit.Hash)}
 	for i, ch := range changes {
 		if paired[i] {
 			continue

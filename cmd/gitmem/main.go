@@ -9,6 +9,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/gitmem/gitmem/gitserve"
 )
 
 // commands are the subcommands; each file adds its own with register.
@@ -49,6 +51,7 @@ commands below.`,
 }
 
 func main() {
+	gitserve.RunHookIfAsked() // git runs this program as the push hook of gitmem serve
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := newRootCmd().ExecuteContext(ctx); err != nil {

@@ -87,6 +87,7 @@ func serve(ctx context.Context, a *app, log *slog.Logger, addr string, strict bo
 		}
 	}()
 	srv.EnableSearch(idx)
+	gitErr := srv.EnableGit(httpapi.GitOptions{})
 	url := "http://" + ln.Addr().String()
 	out := cmd.OutOrStdout()
 	fmt.Fprintf(out, "gitmem is serving %s/v1/memory_stores\n", url)
@@ -99,6 +100,11 @@ func serve(ctx context.Context, a *app, log *slog.Logger, addr string, strict bo
 	}
 	if strict {
 		fmt.Fprintf(out, "  mode:  --strict-create (POST .../memories creates only)\n")
+	}
+	if gitErr != nil {
+		fmt.Fprintf(out, "  git:   %v; everything else works\n", gitErr)
+	} else {
+		fmt.Fprintf(out, "  git:   git clone %s/git/<memstore_id>.git\n", url)
 	}
 	fmt.Fprintf(out, "  try:   curl -s %s/v1/memory_stores -H 'content-type: application/json' -d '{\"name\":\"notes\"}'\n", url)
 	hs := &http.Server{ReadHeaderTimeout: 10 * time.Second}

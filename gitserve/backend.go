@@ -1,0 +1,211 @@
+// Package gitserve serves a data directory's store repositories over git's smart HTTP
+// protocol by running `git http-backend` as a CGI program, and checks pushes with a
+// pre-receive hook that is this same program (see RunHookIfAsked and docs/git.md).
+//
+// It knows nothing of API keys: the caller (httpapi) authenticates, says whether the
+// request may push, and catches the store's catalog up after a push.
+package gitserve
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/cgi"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// ErrNoGit is New's error when the git program is not installed: git over HTTP is then off.
+var ErrNoGit = errors.New("git over HTTP is off because git is not installed (no git program in PATH)")
+
+// Options configure a Backend.
+type Options struct {
+	// StoresDir holds the bare repositories, <memstore_id>.git (GIT_PROJECT_ROOT).
+	StoresDir string
+	// HooksDir is where New writes the pre-receive hook (core.hooksPath); it is rewritten
+	// at each start.
+	HooksDir string
+	// HookProgram is the program the hook runs, with GITMEM_GIT_HOOK=pre-receive in its
+	// environment: a program that calls RunHookIfAsked first. Default: os.Executable().
+	HookProgram string
+	// Logger receives what git writes on stderr.
+	Logger *slog.Logger
+}
+
+// Backend runs git http-backend for the repositories of one data directory.
+type Backend struct {
+	git  string
+	opts Options
+}
+
+// New finds git and git http-backend and writes the hook. It returns ErrNoGit if git is
+// not installed.
+func New(opts Options) (*Backend, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	// git runs in StoresDir: every path it is given must be absolute.
+	var err error
+	if opts.StoresDir, err = filepath.Abs(opts.StoresDir); err != nil {
+		return nil, err
+	}
+	if opts.HooksDir, err = filepath.Abs(opts.HooksDir); err != nil {
+		return nil, err
+	}
+	git, err := exec.LookPath("git")
+	if err != nil {
+		return nil, ErrNoGit
+	}
+	if git, err = filepath.Abs(git); err != nil {
+		return nil, err
+	}
+	out, err := exec.Command(git, "--exec-path").Output()
+	if err != nil {
+		return nil, fmt.Errorf("git over HTTP is off: git --exec-path failed: %w", err)
+	}
+	if _, err := os.Stat(filepath.Join(strings.TrimSpace(string(out)), "git-http-backend")); err != nil {
+		return nil, fmt.Errorf("git over HTTP is off because this git has no http-backend (%w)", err)
+	}
+	if opts.HookProgram == "" {
+		if opts.HookProgram, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("git over HTTP is off: cannot find this program for the push hook: %w", err)
+		}
+	}
+	if err := writeHook(opts.HooksDir, opts.HookProgram); err != nil {
+		return nil, err
+	}
+	return &Backend{git: git, opts: opts}, nil
+}
+
+// writeHook writes HooksDir/pre-receive: a script that runs the program as the hook.
+func writeHook(dir, program string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("write git hook: %w", err)
+	}
+	quoted := "'" + strings.ReplaceAll(program, "'", `'\''`) + "'"
+	script := "#!/bin/sh\n# Written by gitmem serve at each start: gitmem checks every push to a store.\n" +
+		hookEnv + "=pre-receive\nexport " + hookEnv + "\nexec " + quoted + " \"$@\"\n"
+	tmp, err := os.CreateTemp(dir, ".pre-receive-")
+	if err != nil {
+		return fmt.Errorf("write git hook: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.WriteString(script); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write git hook: %w", err)
+	}
+	if err := tmp.Chmod(0o755); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write git hook: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write git hook: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), filepath.Join(dir, "pre-receive")); err != nil {
+		return fmt.Errorf("write git hook: %w", err)
+	}
+	return nil
+}
+
+// Request is one smart HTTP request for a store's repository, already authorized.
+type Request struct {
+	StoreID string
+	// Path is what follows /<memstore_id>.git/: info/refs, git-upload-pack or
+	// git-receive-pack.
+	Path string
+	// RemoteUser names the caller for git (REMOTE_USER): the API key id, or the local user.
+	RemoteUser string
+	// Push allows git-receive-pack.
+	Push bool
+	// Report, if set, is a file where an accepted push lists its commits, one a line.
+	Report string
+}
+
+var protocolHeader = regexp.MustCompile(`^[A-Za-z0-9=:._,-]{1,256}$`)
+
+// config is the git configuration of every request, passed in the environment
+// (GIT_CONFIG_COUNT), so that it holds for repositories of any age and needs no file.
+func (b *Backend) config(push bool) [][2]string {
+	return [][2]string{
+		{"core.hooksPath", b.opts.HooksDir},
+		// go-git reads these repositories: git must never repack them behind its back.
+		{"gc.auto", "0"},
+		{"receive.autogc", "false"},
+		{"core.logAllRefUpdates", "false"},
+		// Pushed objects and the ref are durable before the push is answered.
+		{"core.fsync", "objects,reference"},
+		// The hook refuses these first, with a message; these hold if it did not run.
+		{"receive.denyNonFastForwards", "true"},
+		{"receive.denyDeletes", "true"},
+		{"receive.fsckObjects", "true"},
+		// gitmem's writer holds main.lock for a few milliseconds; wait for it.
+		{"core.filesRefLockTimeout", "2000"},
+		{"http.uploadpack", "true"},
+		{"http.receivepack", strconv.FormatBool(push)},
+		{"uploadpack.allowFilter", "true"},
+	}
+}
+
+// ServeHTTP-like: Serve answers one request by running git http-backend.
+func (b *Backend) Serve(w http.ResponseWriter, r *http.Request, req Request) {
+	env := []string{
+		"GIT_PROJECT_ROOT=" + b.opts.StoresDir,
+		"GIT_HTTP_EXPORT_ALL=1",
+		"PATH_INFO=/" + req.StoreID + ".git/" + req.Path,
+		"REMOTE_USER=" + req.RemoteUser,
+		storeEnv + "=" + req.StoreID,
+		gitEnv + "=" + b.git,
+	}
+	if req.Report != "" {
+		env = append(env, reportEnv+"="+req.Report)
+	}
+	if p := r.Header.Get("Git-Protocol"); protocolHeader.MatchString(p) {
+		env = append(env, "GIT_PROTOCOL="+p)
+	}
+	cfg := b.config(req.Push)
+	env = append(env, "GIT_CONFIG_COUNT="+strconv.Itoa(len(cfg)))
+	for i, kv := range cfg {
+		env = append(env, fmt.Sprintf("GIT_CONFIG_KEY_%d=%s", i, kv[0]), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", i, kv[1]))
+	}
+	// The CGI environment gets every request header as HTTP_*: not the key.
+	r = r.Clone(r.Context())
+	r.Header.Del("Authorization")
+	r.Header.Del("X-Api-Key")
+	// git sends a large push with a chunked body, which net/http/cgi refuses: hand the body
+	// over without a length instead, and http-backend reads it to the end.
+	if len(r.TransferEncoding) > 0 {
+		r.TransferEncoding = nil
+		r.ContentLength = -1
+	}
+	h := &cgi.Handler{
+		Path:   b.git,
+		Args:   []string{"http-backend"},
+		Dir:    b.opts.StoresDir,
+		Env:    env,
+		Stderr: logWriter{b.opts.Logger, req.StoreID},
+	}
+	h.ServeHTTP(w, r)
+}
+
+// logWriter logs what git writes on stderr.
+type logWriter struct {
+	log   *slog.Logger
+	store string
+}
+
+func (l logWriter) Write(p []byte) (int, error) {
+	for _, line := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
+		if line != "" {
+			l.log.Warn("git http-backend", "store", l.store, "stderr", line)
+		}
+	}
+	return len(p), nil
+}
+
+var _ io.Writer = logWriter{}

@@ -1,0 +1,421 @@
+package gitserve
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/gitmem/gitmem/gitstore"
+)
+
+const (
+	mainRef  = "refs/heads/main"
+	zeroHash = "0000000000000000000000000000000000000000"
+)
+
+// update is one line of a pre-receive hook's input: a ref and its old and new values.
+type update struct{ old, new, ref string }
+
+// problem is one broken rule: where (a file or a ref), the rule, and the commit that brought it.
+type problem struct {
+	where, rule string
+	commit      string // short hash and subject, if a commit brought it
+}
+
+// checker checks a push against the rules of a memory store, reading the pushed objects
+// with git plumbing. It keeps what it checked, so that a file or folder that many pushed
+// commits share is checked once.
+type checker struct {
+	git     string
+	storeID string
+	objs    *objects
+
+	problems []problem
+	reported map[string]bool
+
+	commit  string          // the commit being checked, for the messages
+	trees   map[string]bool // tree hash + "\x00" + folder: checked
+	blobs   map[string]string
+	oldInfo *gitstore.StoreInfo // .gitmem/store.json on main before the push
+}
+
+func (c *checker) fail(where, rule string) {
+	key := where + "\x00" + rule
+	if c.reported[key] {
+		return
+	}
+	c.reported[key] = true
+	c.problems = append(c.problems, problem{where: where, rule: rule, commit: c.commit})
+}
+
+// maxCommits bounds how many commits one push may bring.
+const maxCommits = 100000
+
+// check checks the updates of one push. It returns the commits that the push adds to main
+// (oldest first) when every rule holds; otherwise c.problems says what is wrong.
+func (c *checker) check(updates []update) ([]string, error) {
+	var main *update
+	for i, u := range updates {
+		switch {
+		case u.ref != mainRef && strings.HasPrefix(u.ref, "refs/tags/"):
+			c.fail(u.ref, "only refs/heads/main may be pushed: a memory store keeps no tags")
+		case u.ref != mainRef:
+			c.fail(u.ref, "only refs/heads/main may be pushed: a memory store keeps its memories on main, "+
+				"and other branches are refused (to publish this work: git push origin HEAD:main)")
+		case u.new == zeroHash:
+			c.fail(u.ref, "deleting main is refused: it holds the store's memories")
+		default:
+			main = &updates[i]
+		}
+	}
+	if main == nil || len(c.problems) > 0 {
+		return nil, nil
+	}
+	cur, err := c.run("rev-parse", "--verify", "-q", mainRef)
+	if err != nil && !isExit(err, 1) {
+		return nil, err
+	}
+	if cur == "" {
+		cur = zeroHash
+	}
+	if cur != main.old {
+		c.fail(mainRef, fmt.Sprintf("main moved while you pushed (it is at %s now, your push was made on %s): "+
+			"run git pull --rebase and push again", short(cur), short(main.old)))
+		return nil, nil
+	}
+	if main.old != zeroHash {
+		if _, err := c.run("merge-base", "--is-ancestor", main.old, main.new); isExit(err, 1) {
+			c.fail(mainRef, fmt.Sprintf("not a fast-forward: main is at %s, which your push does not contain; "+
+				"force pushes are refused (run git pull --rebase and push again)", short(main.old)))
+			return nil, nil
+		} else if err != nil {
+			return nil, err
+		}
+		obj, err := c.objs.read(main.old+":"+gitstore.StoreFile, maxMeta)
+		if err != nil {
+			return nil, err
+		}
+		if !obj.missing && obj.data != nil {
+			if info, err := gitstore.ParseStoreFile(obj.data); err == nil {
+				c.oldInfo = &info
+				if info.ArchivedAt != nil {
+					c.fail(mainRef, fmt.Sprintf("memory store %s is archived and read-only", c.storeID))
+					return nil, nil
+				}
+			}
+		}
+	}
+	args := []string{"rev-list", "--topo-order", "--reverse", main.new}
+	if main.old != zeroHash {
+		args = append(args, "^"+main.old)
+	}
+	out, err := c.run(args...)
+	if err != nil {
+		return nil, err
+	}
+	commits := strings.Fields(out)
+	if len(commits) > maxCommits {
+		c.fail(mainRef, fmt.Sprintf("the push brings %d commits; the limit is %d", len(commits), maxCommits))
+		return nil, nil
+	}
+	for _, h := range commits {
+		if err := c.checkCommit(h); err != nil {
+			return nil, err
+		}
+	}
+	if len(c.problems) > 0 {
+		return nil, nil
+	}
+	return commits, nil
+}
+
+// checkCommit checks the tree of one pushed commit. What is the same, at the same path, as
+// in one of its parents was checked with that parent, or is already on main.
+func (c *checker) checkCommit(h string) error {
+	ci, err := c.objs.commit(h)
+	if err != nil {
+		return err
+	}
+	c.commit = short(h) + " " + strconv.Quote(truncate(ci.subject, 50))
+	var parents []string
+	for _, p := range ci.parents {
+		pc, err := c.objs.commit(p)
+		if err != nil {
+			return err
+		}
+		parents = append(parents, pc.tree)
+	}
+	return c.checkTree(ci.tree, parents, "")
+}
+
+// checkTree checks the folder at dir ("" for the root, else "a/b/") whose tree is h, against
+// the trees of the same folder in the parents (or "" where they have none).
+func (c *checker) checkTree(h string, parents []string, dir string) error {
+	key := h + "\x00" + dir
+	if c.trees[key] {
+		return nil
+	}
+	c.trees[key] = true
+	entries, err := c.objs.tree(h)
+	if err != nil {
+		return err
+	}
+	if len(entries) == 0 && dir != "" {
+		c.fail(display(dir), "an empty folder: git keeps no empty folders, so this tree was made by hand; remove it")
+		return nil
+	}
+	inParents := make([]map[string]entry, len(parents))
+	for i, p := range parents {
+		inParents[i] = map[string]entry{}
+		if p == "" {
+			continue
+		}
+		pes, err := c.objs.tree(p)
+		if err != nil {
+			return err
+		}
+		for _, e := range pes {
+			inParents[i][e.name] = e
+		}
+	}
+	unchanged := func(e entry) bool {
+		for _, m := range inParents {
+			if pe, ok := m[e.name]; ok && pe.mode == e.mode && pe.hash == e.hash {
+				return true
+			}
+		}
+		return false
+	}
+	if dir == "" {
+		hasMeta := false
+		for _, e := range entries {
+			if e.name == ".gitmem" {
+				hasMeta = true
+			}
+		}
+		if !hasMeta && c.oldInfo != nil {
+			c.fail("/"+gitstore.StoreFile, "removed: it holds the store's metadata (its id and name) and must stay")
+		}
+	}
+	for _, e := range entries {
+		path := dir + e.name
+		if unchanged(e) {
+			continue
+		}
+		if dir == "" && e.name == ".gitmem" {
+			if err := c.checkMeta(e, inParents); err != nil {
+				return err
+			}
+			continue
+		}
+		switch e.mode {
+		case "40000":
+			sub := make([]string, len(inParents))
+			for i, m := range inParents {
+				if pe, ok := m[e.name]; ok && pe.isTree() {
+					sub[i] = pe.hash
+				}
+			}
+			if err := c.checkTree(e.hash, sub, path+"/"); err != nil {
+				return err
+			}
+		case "100644":
+			if err := c.checkFile(path, e.hash); err != nil {
+				return err
+			}
+		case "100755":
+			c.fail(display(path), "an executable file (mode 100755): memories are plain files, mode 100644 only "+
+				"(git update-index --chmod=-x, or git config core.fileMode false)")
+		case "120000":
+			c.fail(display(path), "a symbolic link: memories are plain files, mode 100644 only")
+		case "160000":
+			c.fail(display(path), "a submodule (gitlink): memories are plain files, mode 100644 only")
+		default:
+			c.fail(display(path), fmt.Sprintf("a file of mode %s: memories are plain files, mode 100644 only", e.mode))
+		}
+	}
+	return nil
+}
+
+// checkFile checks one memory: its path and its content.
+func (c *checker) checkFile(path, blob string) error {
+	if err := gitstore.ValidatePath("/" + path); err != nil {
+		c.fail(display(path), ruleOf(err))
+	}
+	rule, ok := c.blobs[blob]
+	if !ok {
+		obj, err := c.objs.read(blob, gitstore.MaxContentBytes)
+		if err != nil {
+			return err
+		}
+		switch {
+		case obj.missing || obj.typ != "blob":
+			rule = "not a file (object " + short(blob) + " is missing or not a blob)"
+		case obj.data == nil:
+			rule = fmt.Sprintf("content is %d bytes; the limit is %d bytes", obj.size, gitstore.MaxContentBytes)
+		default:
+			if err := gitstore.ValidateContent(string(obj.data)); err != nil {
+				rule = ruleOf(err)
+			}
+		}
+		c.blobs[blob] = rule
+	}
+	if rule != "" {
+		c.fail(display(path), rule)
+	}
+	return nil
+}
+
+// checkMeta checks the .gitmem folder: nothing but store.json, and store.json valid
+// metadata of this store.
+func (c *checker) checkMeta(e entry, inParents []map[string]entry) error {
+	if !e.isTree() {
+		c.fail("/.gitmem", "reserved for the store's metadata: it must be a folder that holds store.json")
+		return nil
+	}
+	entries, err := c.objs.tree(e.hash)
+	if err != nil {
+		return err
+	}
+	var parentFiles []string
+	for _, m := range inParents {
+		if pe, ok := m[".gitmem"]; ok && pe.isTree() {
+			pes, err := c.objs.tree(pe.hash)
+			if err != nil {
+				return err
+			}
+			for _, x := range pes {
+				if x.name == "store.json" {
+					parentFiles = append(parentFiles, x.mode+" "+x.hash)
+				}
+			}
+		}
+	}
+	found := false
+	for _, x := range entries {
+		if x.name != "store.json" {
+			where := "/.gitmem/" + x.name
+			if x.isTree() {
+				where += "/"
+			}
+			c.fail(display(where), "nothing but store.json may be under /.gitmem/, which is reserved for the store's metadata")
+			continue
+		}
+		found = true
+		if x.mode != "100644" {
+			c.fail("/"+gitstore.StoreFile, "must be a plain file (mode 100644), not mode "+x.mode)
+			continue
+		}
+		same := false
+		for _, p := range parentFiles {
+			same = same || p == x.mode+" "+x.hash
+		}
+		if same {
+			continue
+		}
+		obj, err := c.objs.read(x.hash, gitstore.MaxContentBytes)
+		if err != nil {
+			return err
+		}
+		if obj.data == nil {
+			c.fail("/"+gitstore.StoreFile, fmt.Sprintf("is %d bytes; store metadata is far smaller", obj.size))
+			continue
+		}
+		info, err := gitstore.ParseStoreFile(obj.data)
+		switch {
+		case err != nil:
+			c.fail("/"+gitstore.StoreFile, ruleOf(err))
+		case info.ID != c.storeID:
+			c.fail("/"+gitstore.StoreFile, fmt.Sprintf("its id must stay %s, the id of this store (the push has %q)", c.storeID, info.ID))
+		case !sameTime(info.ArchivedAt, c.archivedAt()):
+			c.fail("/"+gitstore.StoreFile, "archived_at may not be changed by a push: archive a store through the API")
+		default:
+			if err := gitstore.ValidateStoreInfo(info); err != nil {
+				c.fail("/"+gitstore.StoreFile, ruleOf(err))
+			}
+		}
+	}
+	if !found && len(parentFiles) > 0 {
+		c.fail("/"+gitstore.StoreFile, "removed: it holds the store's metadata (its id and name) and must stay")
+	}
+	return nil
+}
+
+func (c *checker) archivedAt() *time.Time {
+	if c.oldInfo == nil {
+		return nil
+	}
+	return c.oldInfo.ArchivedAt
+}
+
+// run runs a git command in the hook's environment and returns its output, trimmed.
+func (c *checker) run(args ...string) (string, error) {
+	cmd := exec.Command(c.git, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil && !isExit(err, 1) {
+		return "", fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return strings.TrimSpace(string(out)), err
+}
+
+func isExit(err error, code int) bool {
+	var ee *exec.ExitError
+	return errors.As(err, &ee) && ee.ExitCode() == code
+}
+
+// ruleOf is the message of a gitstore error.
+func ruleOf(err error) string {
+	var ge *gitstore.Error
+	if errors.As(err, &ge) {
+		return ge.Message
+	}
+	return err.Error()
+}
+
+func short(h string) string {
+	if len(h) > 7 {
+		return h[:7]
+	}
+	return h
+}
+
+func truncate(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
+}
+
+// display shows a tree path as the memory path it would be, quoted if it holds bytes that a
+// terminal would not show as they are.
+func display(path string) string {
+	p := "/" + path
+	if strings.HasPrefix(path, "/") {
+		p = path
+	}
+	ok := utf8.ValidString(p)
+	for _, r := range p {
+		if !unicode.IsPrint(r) {
+			ok = false
+		}
+	}
+	if ok {
+		return p
+	}
+	return strconv.Quote(p)
+}
+
+func sameTime(a, b *time.Time) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return a.Equal(*b)
+}

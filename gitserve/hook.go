@@ -1,0 +1,105 @@
+package gitserve
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// Environment variables between the server, git http-backend and the hook.
+const (
+	hookEnv   = "GITMEM_GIT_HOOK"    // set by the hook script: run as this hook
+	storeEnv  = "GITMEM_STORE_ID"    // the store the push goes to
+	reportEnv = "GITMEM_PUSH_REPORT" // a file where an accepted push lists its commits
+	gitEnv    = "GITMEM_GIT"         // the git program the server runs
+)
+
+// RunHookIfAsked runs the git hook that the program was started as, by the script that New
+// writes, and exits; otherwise it returns at once. Call it first thing in main, and in
+// TestMain of the packages whose tests push through the server (their test binary is then
+// the hook).
+func RunHookIfAsked() {
+	name := os.Getenv(hookEnv)
+	if name == "" {
+		return
+	}
+	os.Exit(runHook(name, os.Stdin, os.Stderr))
+}
+
+// maxShown bounds the problems a refused push lists.
+const maxShown = 20
+
+// runHook is the pre-receive hook: it reads the ref updates of a push on stdin, checks them
+// and the objects they bring (still in git's quarantine directory) and refuses the push whole,
+// with exit status 1 and the reasons on stderr, which git shows the pusher as "remote: ...".
+func runHook(name string, stdin io.Reader, stderr io.Writer) int {
+	errw := bufio.NewWriter(stderr)
+	defer errw.Flush()
+	if name != "pre-receive" {
+		fmt.Fprintf(errw, "gitmem: unknown git hook %q\n", name)
+		return 1
+	}
+	git := os.Getenv(gitEnv)
+	if git == "" {
+		var err error
+		if git, err = exec.LookPath("git"); err != nil {
+			fmt.Fprintln(errw, "gitmem could not check this push (git is not in PATH); nothing was changed")
+			return 1
+		}
+	}
+	storeID := os.Getenv(storeEnv)
+	if storeID == "" {
+		wd, _ := os.Getwd()
+		storeID = strings.TrimSuffix(filepath.Base(wd), ".git")
+	}
+	var updates []update
+	sc := bufio.NewScanner(stdin)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 3 {
+			updates = append(updates, update{old: f[0], new: f[1], ref: f[2]})
+		}
+	}
+	objs, err := newObjects(git)
+	if err != nil {
+		fmt.Fprintf(errw, "gitmem could not check this push (%v); nothing was changed\n", err)
+		return 1
+	}
+	defer objs.close()
+	c := &checker{git: git, storeID: storeID, objs: objs, reported: map[string]bool{},
+		trees: map[string]bool{}, blobs: map[string]string{}}
+	commits, err := c.check(updates)
+	if err != nil {
+		fmt.Fprintf(errw, "gitmem could not check this push (%v); nothing was changed\n", err)
+		return 1
+	}
+	if len(c.problems) > 0 {
+		fmt.Fprintln(errw, "gitmem refused this push; nothing was changed:")
+		for i, p := range c.problems {
+			if i == maxShown {
+				fmt.Fprintf(errw, "  ... and %d more\n", len(c.problems)-maxShown)
+				break
+			}
+			line := "  " + p.where + ": " + p.rule
+			if p.commit != "" {
+				line += " (commit " + p.commit + ")"
+			}
+			fmt.Fprintln(errw, line)
+		}
+		if c.commit != "" {
+			fmt.Fprintln(errw, "Fix the commits (git commit --amend, or git rebase -i for older ones) and push again.")
+		}
+		return 1
+	}
+	if report := os.Getenv(reportEnv); report != "" {
+		if err := os.WriteFile(report, []byte(strings.Join(commits, "\n")), 0o600); err != nil {
+			fmt.Fprintf(errw, "gitmem could not record this push (%v); nothing was changed\n", err)
+			return 1
+		}
+	}
+	return 0
+}

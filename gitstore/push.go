@@ -1,0 +1,125 @@
+package gitstore
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	bolt "go.etcd.io/bbolt"
+)
+
+// This file serves git pushes over HTTP (httpapi/git.go, gitserve/): the checks of the
+// store's metadata that a pushed .gitmem/store.json must pass, and the record of which API key
+// pushed which commits.
+
+// StoreFile is the tree path of a store's metadata, as in a clone of its repository.
+const StoreFile = storeFile
+
+// ValidateStoreInfo checks store metadata against the rules of the API: a name of 1 to 255
+// characters, a description of at most 1,024, at most 16 metadata pairs of bounded size.
+func ValidateStoreInfo(info StoreInfo) error {
+	if err := validateStoreName(info.Name); err != nil {
+		return err
+	}
+	if err := validateDescription(info.Description); err != nil {
+		return err
+	}
+	return validateMetadata(info.Metadata)
+}
+
+// ParseStoreFile reads the content of .gitmem/store.json as the catalog does.
+func ParseStoreFile(raw []byte) (StoreInfo, error) {
+	var info StoreInfo
+	if err := json.Unmarshal(raw, &info); err != nil {
+		return info, invalidf("%s is not valid store metadata: %s", storeFile, err.Error())
+	}
+	return info, nil
+}
+
+// bPushKey maps a commit (20 bytes) to the API key that pushed it over HTTP. It is not derived
+// from history (a commit does not say who pushed it), so a rebuild of the catalog keeps it.
+var bPushKey = []byte("pushkey")
+
+// VersionMark returns a mark of the catalog's newest version: the versions that later commits
+// make come after it. Take it before a push, and give it to AttributePush after.
+func (s *Store) VersionMark() uint64 {
+	var n uint64
+	s.db.View(func(tx *bolt.Tx) error {
+		if raw := tx.Bucket(bMeta).Get(kSeq); len(raw) == 8 {
+			n = binary.BigEndian.Uint64(raw)
+		}
+		return nil
+	})
+	return n
+}
+
+// AttributePush catches the catalog up with main (after a push) and records keyID as the API
+// key behind the pushed commits: their versions made by people (user_actor, from the commit
+// author) then also match the api_key_id filter. The versions are those after mark (see
+// VersionMark) whose commit is one of commits, so commits that never reached main (a push
+// that lost the race for the ref) change nothing. The record survives a rebuild of the
+// catalog. It returns how many versions it attributed.
+func (s *Store) AttributePush(ctx context.Context, mark uint64, commits []string, keyID string) (int, error) {
+	set := map[string]bool{}
+	for _, c := range commits {
+		if _, ok := parseHash(c); ok {
+			set[c] = true
+		}
+	}
+	n := 0
+	err := s.runTask(ctx, func() error {
+		if err := s.catchUp(nil); err != nil {
+			return err
+		}
+		if keyID == "" || len(set) == 0 {
+			return nil
+		}
+		return s.db.Update(func(tx *bolt.Tx) error {
+			vb := tx.Bucket(bVer)
+			type update struct {
+				k []byte
+				v verRec
+			}
+			var updates []update
+			cur := vb.Cursor()
+			for k, raw := cur.Seek(seqKey(mark + 1)); k != nil; k, raw = cur.Next() {
+				var v verRec
+				if err := json.Unmarshal(raw, &v); err != nil {
+					return fmt.Errorf("decode catalog version %x: %w", k, err)
+				}
+				if set[v.Commit] && v.ActorType == UserActor && v.APIKey == "" {
+					v.APIKey = keyID
+					updates = append(updates, update{append([]byte(nil), k...), v})
+				}
+			}
+			pk := tx.Bucket(bPushKey)
+			for _, u := range updates {
+				b, err := json.Marshal(u.v)
+				if err != nil {
+					return err
+				}
+				if err := vb.Put(u.k, b); err != nil {
+					return err
+				}
+				h, _ := parseHash(u.v.Commit)
+				if err := pk.Put(h[:], []byte(keyID)); err != nil {
+					return err
+				}
+			}
+			n = len(updates)
+			return nil
+		})
+	})
+	return n, err
+}
+
+// pushKey returns the API key that pushed a commit, or "".
+func (c catTx) pushKey(h plumbing.Hash) string {
+	b := c.tx.Bucket(bPushKey)
+	if b == nil {
+		return ""
+	}
+	return string(b.Get(h[:]))
+}

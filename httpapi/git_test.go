@@ -1,0 +1,339 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gitmem/gitmem/apikeys"
+	"github.com/gitmem/gitmem/gitserve"
+	"github.com/gitmem/gitmem/gitstore"
+	"github.com/gitmem/gitmem/search"
+)
+
+// TestMain lets git run this test binary as the push hook of the servers the tests start
+// (the hook script runs the server's own executable, as gitmem serve does).
+func TestMain(m *testing.M) {
+	gitserve.RunHookIfAsked()
+	os.Exit(m.Run())
+}
+
+// gitSrv is a server with git over HTTP (and search) on loopback.
+type gitSrv struct {
+	url  string
+	data *gitstore.DataDir
+	keys *apikeys.Keys
+}
+
+func startGitServer(t testing.TB) *gitSrv {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	dir := t.TempDir()
+	d, err := gitstore.Open(context.Background(), dir, gitstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := apikeys.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if testing.Verbose() {
+		log = slog.Default()
+	}
+	srv := New(d, keys, Options{Logger: log})
+	idx := search.New(d, search.Options{Logger: log})
+	srv.EnableSearch(idx)
+	if err := srv.EnableGit(GitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		hs.Close()
+		idx.Close()
+		d.Close()
+	})
+	return &gitSrv{url: hs.URL, data: d, keys: keys}
+}
+
+// api sends a JSON request to the API and decodes the answer into out (if not nil).
+func (g *gitSrv) api(t testing.TB, method, path, key, body string, out any) int {
+	t.Helper()
+	req, err := http.NewRequest(method, g.url+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("content-type", "application/json")
+	if key != "" {
+		req.Header.Set("x-api-key", key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if out != nil && resp.StatusCode == 200 {
+		if err := json.Unmarshal(raw, out); err != nil {
+			t.Fatalf("%s %s: %v: %s", method, path, err, raw)
+		}
+	}
+	if resp.StatusCode != 200 && out != nil {
+		t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, raw)
+	}
+	return resp.StatusCode
+}
+
+func (g *gitSrv) createStore(t testing.TB, key, name string) string {
+	t.Helper()
+	var st struct{ ID string }
+	g.api(t, "POST", "/v1/memory_stores", key, fmt.Sprintf(`{"name":%q}`, name), &st)
+	return st.ID
+}
+
+func (g *gitSrv) write(t testing.TB, key, store, path, content string) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]string{"path": path, "content": content})
+	g.api(t, "POST", "/v1/memory_stores/"+store+"/memories", key, string(body), &struct{}{})
+}
+
+// gitMemoryJSON is a memory as the API answers it, with view=full.
+type gitMemoryJSON struct {
+	ID              string  `json:"id"`
+	Path            string  `json:"path"`
+	Content         *string `json:"content"`
+	MemoryVersionID string  `json:"memory_version_id"`
+}
+
+// read returns the content of the memory at path, and its current version, through the
+// API; ok is false if no memory lives there.
+func (g *gitSrv) read(t testing.TB, key, store, path string) (content, versionID string, ok bool) {
+	t.Helper()
+	page := ""
+	for {
+		var list struct {
+			Data     []gitMemoryJSON `json:"data"`
+			NextPage *string         `json:"next_page"`
+		}
+		g.api(t, "GET", "/v1/memory_stores/"+store+"/memories?limit=100&path_prefix="+
+			path[:strings.LastIndex(path, "/")+1]+page, key, "", &list)
+		for _, m := range list.Data {
+			if m.Path == path {
+				var mem gitMemoryJSON
+				g.api(t, "GET", "/v1/memory_stores/"+store+"/memories/"+m.ID, key, "", &mem)
+				if mem.Content == nil {
+					t.Fatalf("memory %s has no content", m.ID)
+				}
+				return *mem.Content, mem.MemoryVersionID, true
+			}
+		}
+		if list.NextPage == nil {
+			return "", "", false
+		}
+		page = "&page=" + *list.NextPage
+	}
+}
+
+func (g *gitSrv) repoURL(key, store string) string {
+	u := g.url + "/git/" + store + ".git"
+	if key != "" {
+		u = strings.Replace(u, "http://", "http://gitmem:"+key+"@", 1)
+	}
+	return u
+}
+
+// gitEnv is the environment of every git command of the tests: no user or system config,
+// never a prompt, and the person Ann Editor as author.
+func gitEnv() []string {
+	return append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0",
+		"GIT_ASKPASS=", "SSH_ASKPASS=",
+		"GIT_AUTHOR_NAME=Ann Editor", "GIT_AUTHOR_EMAIL=ann@example.com",
+		"GIT_COMMITTER_NAME=Ann Editor", "GIT_COMMITTER_EMAIL=ann@example.com")
+}
+
+// gitTry runs git in dir and returns its combined output and error.
+func gitTry(dir string, args ...string) (string, error) {
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = gitEnv()
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+// gitOK runs git in dir and fails the test if it fails.
+func gitOK(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	out, err := gitTry(dir, args...)
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// gitFails runs git in dir, fails the test if it succeeds, and returns its output.
+func gitFails(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	out, err := gitTry(dir, args...)
+	if err == nil {
+		t.Fatalf("git %s succeeded; it should fail\n%s", strings.Join(args, " "), out)
+	}
+	return out
+}
+
+func put(t testing.TB, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustHave(t testing.TB, what, text string, parts ...string) {
+	t.Helper()
+	for _, p := range parts {
+		if !strings.Contains(text, p) {
+			t.Errorf("%s: %q missing from:\n%s", what, p, text)
+		}
+	}
+}
+
+func (g *gitSrv) head(t testing.TB, store string) string {
+	t.Helper()
+	st, err := g.data.Store(context.Background(), store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(gitOK(t, st.RepoPath(), "rev-parse", "refs/heads/main"))
+}
+
+func (g *gitSrv) fsck(t testing.TB, store string) {
+	t.Helper()
+	st, err := g.data.Store(context.Background(), store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gitOK(t, st.RepoPath(), "fsck", "--full", "--strict", "--no-progress")
+}
+
+// TestGitCloneEditPush is a person's round trip: clone over HTTP (protocol v2 and v0),
+// commit, push; the API and search show the change before the push returns, as a version
+// by the commit's author; API writes reach the clone with fetch and pull.
+func TestGitCloneEditPush(t *testing.T) {
+	g := startGitServer(t)
+	store := g.createStore(t, "", "notes")
+	g.write(t, "", store, "/prefs/style.md", "Prefers tabs\n")
+	work := t.TempDir()
+
+	for _, v := range []string{"2", "0"} {
+		out := gitOK(t, work, "-c", "protocol.version="+v, "clone", g.repoURL("", store), "v"+v)
+		mustHave(t, "clone v"+v, out, "Cloning into")
+		b, err := os.ReadFile(filepath.Join(work, "v"+v, "prefs/style.md"))
+		if err != nil || string(b) != "Prefers tabs\n" {
+			t.Fatalf("clone v%s: prefs/style.md = %q, %v", v, b, err)
+		}
+	}
+	wt := filepath.Join(work, "v2")
+	put(t, filepath.Join(wt, "prefs/style.md"), "Prefers spaces\n")
+	put(t, filepath.Join(wt, "people/bob.md"), "Bob likes zucchini bread\n")
+	gitOK(t, wt, "add", "-A")
+	gitOK(t, wt, "commit", "-qm", "spaces, and Bob")
+	out := gitOK(t, wt, "push")
+	mustHave(t, "push", out, "main -> main")
+
+	// Before the push returned, the catalog and the search index caught up.
+	content, verID, ok := g.read(t, "", store, "/prefs/style.md")
+	if !ok || content != "Prefers spaces\n" {
+		t.Fatalf("after push: /prefs/style.md = %q, %v", content, ok)
+	}
+	var ver struct {
+		Operation string `json:"operation"`
+		CreatedBy struct {
+			Type   string `json:"type"`
+			UserID string `json:"user_id"`
+		} `json:"created_by"`
+	}
+	g.api(t, "GET", "/v1/memory_stores/"+store+"/memory_versions/"+verID, "", "", &ver)
+	if ver.Operation != "modified" || ver.CreatedBy.Type != "user_actor" || !strings.HasPrefix(ver.CreatedBy.UserID, "user_") {
+		t.Errorf("version of the push: %+v", ver)
+	}
+	st, _ := g.data.Store(context.Background(), store)
+	v, err := st.Version(context.Background(), verID, false)
+	if err != nil || v.CreatedBy.Name != "Ann Editor" || v.CreatedBy.Email != "ann@example.com" {
+		t.Errorf("version's actor %+v, %v: want Ann Editor <ann@example.com>", v.CreatedBy, err)
+	}
+	var found struct {
+		Data []struct {
+			Path string `json:"path"`
+		} `json:"data"`
+	}
+	g.api(t, "GET", "/v1/memory_stores/"+store+"/search?q=zucchini", "", "", &found)
+	if len(found.Data) != 1 || found.Data[0].Path != "/people/bob.md" {
+		t.Errorf("search after push: %+v", found)
+	}
+
+	// An API write reaches the other clone by fetch, and this one by pull.
+	g.write(t, "", store, "/prefs/food.md", "Likes soup\n")
+	v0 := filepath.Join(work, "v0")
+	gitOK(t, v0, "fetch", "-q")
+	mustHave(t, "fetch", gitOK(t, v0, "log", "--format=%s", "origin/main"), "create /prefs/food.md", "spaces, and Bob")
+	gitOK(t, wt, "pull", "-q", "--rebase")
+	if b, _ := os.ReadFile(filepath.Join(wt, "prefs/food.md")); string(b) != "Likes soup\n" {
+		t.Errorf("after pull: prefs/food.md = %q", b)
+	}
+	// The clone that fetched can rebase and push on top.
+	gitOK(t, v0, "pull", "-q", "--rebase")
+	put(t, filepath.Join(v0, "prefs/food.md"), "Likes soup and bread\n")
+	gitOK(t, v0, "commit", "-qam", "bread")
+	gitOK(t, v0, "push", "-q")
+	if c, _, _ := g.read(t, "", store, "/prefs/food.md"); c != "Likes soup and bread\n" {
+		t.Errorf("second push: %q", c)
+	}
+	g.fsck(t, store)
+}
+
+// TestGitShallowCloneAndBigPush clones with --depth 1, pushes from the shallow clone, and
+// pushes more than git sends in one piece (a chunked request body).
+func TestGitShallowCloneAndBigPush(t *testing.T) {
+	g := startGitServer(t)
+	store := g.createStore(t, "", "notes")
+	for i := range 5 {
+		g.write(t, "", store, fmt.Sprintf("/n/%d.md", i), fmt.Sprintf("note %d\n", i))
+	}
+	work := t.TempDir()
+	gitOK(t, work, "clone", "-q", "--depth", "1", g.repoURL("", store), "shallow")
+	wt := filepath.Join(work, "shallow")
+	if n := strings.TrimSpace(gitOK(t, wt, "rev-list", "--count", "HEAD")); n != "1" {
+		t.Errorf("shallow clone has %s commits, want 1", n)
+	}
+	// About 3 MB of text that does not compress: git sends it chunked.
+	rnd := make([]byte, 60000)
+	for i := range 40 {
+		for j := range rnd {
+			rnd[j] = "abcdefghijklmnopqrstuvwxyz0123456789 \n"[(i*7919+j*j*31+j*104729/(i+1))%38]
+		}
+		put(t, filepath.Join(wt, fmt.Sprintf("big/%02d.md", i)), fmt.Sprintf("%d %x\n%s", i, i*i, rnd))
+	}
+	gitOK(t, wt, "add", "-A")
+	gitOK(t, wt, "commit", "-qm", "forty big notes")
+	gitOK(t, wt, "-c", "http.postBuffer=65536", "push", "-q")
+	if c, _, ok := g.read(t, "", store, "/big/39.md"); !ok || !strings.HasPrefix(c, "39 5f1\n") {
+		t.Errorf("after big push: /big/39.md ok=%v, starts %q", ok, c[:min(10, len(c))])
+	}
+	g.fsck(t, store)
+}
