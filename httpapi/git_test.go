@@ -184,6 +184,20 @@ func gitOK(t testing.TB, dir string, args ...string) string {
 	return out
 }
 
+// gitIn runs git in dir with stdin and returns its output, trimmed.
+func gitIn(t testing.TB, dir, stdin string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = gitEnv()
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
 // gitFails runs git in dir, fails the test if it succeeds, and returns its output.
 func gitFails(t testing.TB, dir string, args ...string) string {
 	t.Helper()
@@ -335,5 +349,202 @@ func TestGitShallowCloneAndBigPush(t *testing.T) {
 	if c, _, ok := g.read(t, "", store, "/big/39.md"); !ok || !strings.HasPrefix(c, "39 5f1\n") {
 		t.Errorf("after big push: /big/39.md ok=%v, starts %q", ok, c[:min(10, len(c))])
 	}
+	g.fsck(t, store)
+}
+
+// TestGitPushRules pushes every kind of change that a store refuses: each push is refused
+// whole, git shows the pusher the file and the rule, and main does not move.
+func TestGitPushRules(t *testing.T) {
+	g := startGitServer(t)
+	store := g.createStore(t, "", "notes")
+	g.write(t, "", store, "/a.md", "a\n")
+	work := t.TempDir()
+	gitOK(t, work, "clone", "-q", g.repoURL("", store), "c")
+	wt := filepath.Join(work, "c")
+	storeJSON, err := os.ReadFile(filepath.Join(wt, ".gitmem/store.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info map[string]any
+	if err := json.Unmarshal(storeJSON, &info); err != nil {
+		t.Fatal(err)
+	}
+	withInfo := func(change func(m map[string]any)) string {
+		m := map[string]any{}
+		for k, v := range info {
+			m[k] = v
+		}
+		change(m)
+		b, _ := json.MarshalIndent(m, "", "  ")
+		return string(b) + "\n"
+	}
+	deep := strings.Repeat("d/", 20) + "x.md"
+
+	cases := []struct {
+		name string
+		edit func()                 // changes the work tree; a commit of everything follows
+		push []string               // the push command (default: push origin main)
+		want []string               // in git's output, after "remote: "
+		raw  func() (string, error) // instead of edit+commit+push
+		fsck bool                   // refused by git's own object checks, before the hook
+	}{
+		{name: "not UTF-8", edit: func() { put(t, filepath.Join(wt, "bad.md"), "ok \xff\xfe") },
+			want: []string{"/bad.md: content is not valid UTF-8 (first bad byte at offset 3)"}},
+		{name: "too big", edit: func() { put(t, filepath.Join(wt, "big.md"), strings.Repeat("a", 102401)) },
+			want: []string{"/big.md: content is 102401 bytes; the limit is 102400 bytes"}},
+		{name: "not NFC", edit: func() { put(t, filepath.Join(wt, "cafe\u0301.md"), "x") },
+			want: []string{"/cafe\u0301.md: path \"/cafe\u0301.md\" is not in Unicode normal form C (NFC)"}},
+		{name: "control character", edit: func() { put(t, filepath.Join(wt, "tab\there.md"), "x") },
+			want: []string{`"/tab\there.md"`, "has a control character (U+0009)"}},
+		{name: "too deep", edit: func() { put(t, filepath.Join(wt, deep), "x") },
+			want: []string{"/" + deep + `: path "/` + deep + `" has 21 segments; the limit is 20`}},
+		{name: "git's reserved name", raw: func() (string, error) {
+			// git add refuses such a name; plumbing makes it, and git's fsck on receive refuses it.
+			blob := strings.TrimSpace(gitOK(t, wt, "rev-parse", "HEAD:a.md"))
+			sub := gitIn(t, wt, "100644 blob "+blob+"\tconfig\n", "mktree")
+			root := gitIn(t, wt, gitOK(t, wt, "ls-tree", "HEAD")+"040000 tree "+sub+"\t.GIT\n", "mktree")
+			commit := strings.TrimSpace(gitOK(t, wt, "commit-tree", root, "-p", "HEAD", "-m", "dot git"))
+			return gitTry(wt, "push", "origin", commit+":refs/heads/main")
+		}, fsck: true, want: []string{"hasDotgit", "unpack failed"}},
+		{name: "symlink", edit: func() {
+			if err := os.Symlink("a.md", filepath.Join(wt, "link.md")); err != nil {
+				t.Fatal(err)
+			}
+		}, want: []string{"/link.md: a symbolic link: memories are plain files, mode 100644 only"}},
+		{name: "submodule", raw: func() (string, error) {
+			head := strings.TrimSpace(gitOK(t, wt, "rev-parse", "HEAD"))
+			gitOK(t, wt, "update-index", "--add", "--cacheinfo", "160000,"+head+",sub")
+			gitOK(t, wt, "commit", "-qm", "submodule")
+			return gitTry(wt, "push", "origin", "main")
+		}, want: []string{"/sub: a submodule (gitlink): memories are plain files, mode 100644 only"}},
+		{name: "executable", edit: func() {
+			put(t, filepath.Join(wt, "run.md"), "#!/bin/sh\n")
+			os.Chmod(filepath.Join(wt, "run.md"), 0o755)
+		}, want: []string{"/run.md: an executable file (mode 100755)"}},
+		{name: "more under .gitmem", edit: func() { put(t, filepath.Join(wt, ".gitmem/notes.md"), "x") },
+			want: []string{"/.gitmem/notes.md: nothing but store.json may be under /.gitmem/"}},
+		{name: "store.json removed", edit: func() { os.Remove(filepath.Join(wt, ".gitmem/store.json")) },
+			want: []string{"/.gitmem/store.json: removed: it holds the store's metadata"}},
+		{name: "store.json not JSON", edit: func() { put(t, filepath.Join(wt, ".gitmem/store.json"), "{name: x}") },
+			want: []string{"/.gitmem/store.json: .gitmem/store.json is not valid store metadata"}},
+		{name: "store id changed", edit: func() {
+			put(t, filepath.Join(wt, ".gitmem/store.json"), withInfo(func(m map[string]any) { m["id"] = "memstore_01M83BB1KXF10C9EEWAJM0FBRY" }))
+		}, want: []string{"/.gitmem/store.json: its id must stay " + store}},
+		{name: "store name empty", edit: func() {
+			put(t, filepath.Join(wt, ".gitmem/store.json"), withInfo(func(m map[string]any) { m["name"] = "" }))
+		}, want: []string{"/.gitmem/store.json: name is required"}},
+		{name: "archived by push", edit: func() {
+			put(t, filepath.Join(wt, ".gitmem/store.json"), withInfo(func(m map[string]any) { m["archived_at"] = "2026-01-01T00:00:00Z" }))
+		}, want: []string{"/.gitmem/store.json: archived_at may not be changed by a push"}},
+		{name: "bad file in an older commit of the push", raw: func() (string, error) {
+			put(t, filepath.Join(wt, "bad.md"), "\xff")
+			gitOK(t, wt, "add", "-A")
+			gitOK(t, wt, "commit", "-qm", "oops")
+			os.Remove(filepath.Join(wt, "bad.md"))
+			put(t, filepath.Join(wt, "good.md"), "fine\n")
+			gitOK(t, wt, "add", "-A")
+			gitOK(t, wt, "commit", "-qm", "fixed")
+			return gitTry(wt, "push", "origin", "main")
+		}, want: []string{`/bad.md: content is not valid UTF-8 (first bad byte at offset 0) (commit `, ` "oops")`}},
+		{name: "second branch", push: []string{"push", "origin", "main:refs/heads/feature"},
+			edit: func() { put(t, filepath.Join(wt, "f.md"), "f\n") },
+			want: []string{"refs/heads/feature: only refs/heads/main may be pushed"}},
+		{name: "tag", raw: func() (string, error) {
+			gitOK(t, wt, "tag", "v1")
+			defer gitOK(t, wt, "tag", "-d", "v1")
+			return gitTry(wt, "push", "origin", "v1")
+		}, want: []string{"refs/tags/v1: only refs/heads/main may be pushed: a memory store keeps no tags"}},
+		{name: "delete main", raw: func() (string, error) { return gitTry(wt, "push", "origin", ":main") },
+			want: []string{"refs/heads/main: deleting main is refused"}},
+		{name: "force push", raw: func() (string, error) {
+			put(t, filepath.Join(wt, "f.md"), "f\n")
+			gitOK(t, wt, "add", "-A")
+			gitOK(t, wt, "commit", "-qm", "f")
+			gitOK(t, wt, "push", "-q")
+			gitOK(t, wt, "reset", "-q", "--hard", "HEAD~1")
+			put(t, filepath.Join(wt, "g.md"), "g\n")
+			gitOK(t, wt, "add", "-A")
+			gitOK(t, wt, "commit", "-qm", "g")
+			return gitTry(wt, "push", "--force", "origin", "main")
+		}, want: []string{"refs/heads/main: not a fast-forward", "force pushes are refused"}},
+	}
+	for _, c := range cases {
+		t.Run(strings.ReplaceAll(c.name, " ", "_"), func(t *testing.T) {
+			gitOK(t, wt, "fetch", "-q")
+			gitOK(t, wt, "reset", "-q", "--hard", "origin/main")
+			gitOK(t, wt, "clean", "-qfdx")
+			before := g.head(t, store)
+			var out string
+			var err error
+			if c.raw != nil {
+				out, err = c.raw()
+				before = g.head(t, store) // the force push case pushed first
+				if c.name == "force push" {
+					before = strings.TrimSpace(gitOK(t, wt, "rev-parse", "origin/main"))
+				}
+			} else {
+				c.edit()
+				gitOK(t, wt, "add", "-A")
+				gitOK(t, wt, "commit", "-qm", c.name)
+				push := c.push
+				if push == nil {
+					push = []string{"push", "origin", "main"}
+				}
+				out, err = gitTry(wt, push...)
+			}
+			if err == nil {
+				t.Fatalf("push succeeded:\n%s", out)
+			}
+			if c.fsck {
+				mustHave(t, c.name, out, c.want...)
+			} else {
+				mustHave(t, c.name, out, "remote: gitmem refused this push; nothing was changed:", "(pre-receive hook declined)")
+				mustHave(t, c.name, out, "remote:   "+c.want[0])
+				mustHave(t, c.name, out, c.want[1:]...)
+			}
+			if after := g.head(t, store); after != before {
+				t.Errorf("main moved from %s to %s", before, after)
+			}
+			if testing.Verbose() {
+				t.Log(out)
+			}
+		})
+	}
+
+	// A push made on an old main: git itself says to fetch first.
+	gitOK(t, wt, "fetch", "-q")
+	gitOK(t, wt, "reset", "-q", "--hard", "origin/main")
+	g.write(t, "", store, "/api.md", "from the API\n")
+	put(t, filepath.Join(wt, "mine.md"), "mine\n")
+	gitOK(t, wt, "add", "-A")
+	gitOK(t, wt, "commit", "-qm", "mine")
+	mustHave(t, "stale push", gitFails(t, wt, "push", "origin", "main"), "rejected", "fetch first")
+	gitOK(t, wt, "pull", "-q", "--rebase")
+
+	// What the rules allow passes: content of exactly the limit, a new name in store.json.
+	put(t, filepath.Join(wt, "max.md"), strings.Repeat("é", 51200))
+	put(t, filepath.Join(wt, ".gitmem/store.json"), withInfo(func(m map[string]any) { m["name"] = "renamed by a person" }))
+	gitOK(t, wt, "add", "-A")
+	gitOK(t, wt, "commit", "-qm", "max and rename")
+	gitOK(t, wt, "push", "-q", "origin", "main")
+	if c, _, ok := g.read(t, "", store, "/max.md"); !ok || len(c) != 102400 {
+		t.Errorf("/max.md: ok=%v, %d bytes", ok, len(c))
+	}
+	var st struct{ Name string }
+	g.api(t, "GET", "/v1/memory_stores/"+store, "", "", &st)
+	if st.Name != "renamed by a person" {
+		t.Errorf("store name after push: %q", st.Name)
+	}
+	if c, _, _ := g.read(t, "", store, "/mine.md"); c != "mine\n" {
+		t.Errorf("/mine.md = %q", c)
+	}
+
+	// An archived store takes no push.
+	g.api(t, "POST", "/v1/memory_stores/"+store+"/archive", "", "", &struct{}{})
+	gitOK(t, wt, "pull", "-q", "--rebase")
+	put(t, filepath.Join(wt, "late.md"), "late\n")
+	gitOK(t, wt, "add", "-A")
+	gitOK(t, wt, "commit", "-qm", "late")
+	mustHave(t, "archived", gitFails(t, wt, "push", "origin", "main"), "remote:   refs/heads/main: memory store "+store+" is archived and read-only")
 	g.fsck(t, store)
 }
