@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gitmem/gitmem/apikeys"
 	"github.com/gitmem/gitmem/gitserve"
@@ -37,6 +38,11 @@ type gitSrv struct {
 
 func startGitServer(t testing.TB) *gitSrv {
 	t.Helper()
+	return startGitServerWith(t, GitOptions{})
+}
+
+func startGitServerWith(t testing.TB, opts GitOptions) *gitSrv {
+	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed")
 	}
@@ -56,7 +62,7 @@ func startGitServer(t testing.TB) *gitSrv {
 	srv := New(d, keys, Options{Logger: log})
 	idx := search.New(d, search.Options{Logger: log})
 	srv.EnableSearch(idx)
-	if err := srv.EnableGit(GitOptions{}); err != nil {
+	if err := srv.EnableGit(opts); err != nil {
 		t.Fatal(err)
 	}
 	hs := httptest.NewServer(srv)
@@ -547,4 +553,362 @@ func TestGitPushRules(t *testing.T) {
 	gitOK(t, wt, "commit", "-qm", "late")
 	mustHave(t, "archived", gitFails(t, wt, "push", "origin", "main"), "remote:   refs/heads/main: memory store "+store+" is archived and read-only")
 	g.fsck(t, store)
+}
+
+// TestGitKeys: once keys exist, git needs one as the basic auth password; read_only keys
+// clone and fetch but never push; a key limited to a store reaches only that store; a push
+// is attributed to its key as well as to the commit's author.
+func TestGitKeys(t *testing.T) {
+	g := startGitServer(t)
+	rw, rwSecret, err := g.keys.Create("laptop", apikeys.ReadWrite, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := g.createStore(t, rwSecret, "notes")
+	other := g.createStore(t, rwSecret, "other")
+	g.write(t, rwSecret, store, "/a.md", "a\n")
+	_, roSecret, _ := g.keys.Create("dashboard", apikeys.ReadOnly, "")
+	_, limitedSecret, _ := g.keys.Create("one store", apikeys.ReadWrite, other)
+	work := t.TempDir()
+
+	// No key: 401 with a basic challenge, so git asks its credential helper (here: nobody).
+	resp, err := http.Get(g.url + "/git/" + store + ".git/info/refs?service=git-upload-pack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 401 || resp.Header.Get("WWW-Authenticate") != `Basic realm="gitmem"` {
+		t.Errorf("no key: %d %q %s", resp.StatusCode, resp.Header.Get("WWW-Authenticate"), body)
+	}
+	mustHave(t, "no key", string(body), "gitmem needs an API key: give it as the password")
+	mustHave(t, "clone without a key", gitFails(t, work, "clone", g.repoURL("", store), "nokey"), "terminal prompts disabled")
+	mustHave(t, "clone with a wrong key", gitFails(t, work, "clone", g.repoURL("gitmem_wrong", store), "wrong"), "Authentication failed")
+	// The key also works as x-api-key or Bearer, for tools other than git.
+	for _, h := range [][2]string{{"x-api-key", rwSecret}, {"Authorization", "Bearer " + rwSecret}} {
+		req, _ := http.NewRequest("GET", g.url+"/git/"+store+".git/info/refs?service=git-upload-pack", nil)
+		req.Header.Set(h[0], h[1])
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/x-git-upload-pack-advertisement" {
+			t.Errorf("%s: %d %s", h[0], resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+	}
+
+	// A read_only key clones and fetches; its push is refused before anything is sent.
+	gitOK(t, work, "clone", "-q", g.repoURL(roSecret, store), "ro")
+	ro := filepath.Join(work, "ro")
+	gitOK(t, ro, "fetch", "-q")
+	put(t, filepath.Join(ro, "b.md"), "b\n")
+	gitOK(t, ro, "add", "-A")
+	gitOK(t, ro, "commit", "-qm", "b")
+	before := g.head(t, store)
+	mustHave(t, "read_only push", gitFails(t, ro, "push", "origin", "main"),
+		"remote: this API key (apikey_", ") is read_only: it may clone and fetch, but a push needs a read_write key", "403")
+	if g.head(t, store) != before {
+		t.Error("a read_only key moved main")
+	}
+	// Both requests of a push are refused, also when sent by hand.
+	for _, r := range []struct{ method, path string }{
+		{"GET", "/info/refs?service=git-receive-pack"}, {"POST", "/git-receive-pack"}} {
+		req, _ := http.NewRequest(r.method, g.url+"/git/"+store+".git"+r.path, strings.NewReader("0000"))
+		req.SetBasicAuth("x", roSecret)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 403 {
+			t.Errorf("read_only %s %s: %d", r.method, r.path, resp.StatusCode)
+		}
+	}
+
+	// A key limited to another store reaches only that one.
+	mustHave(t, "limited key", gitFails(t, work, "clone", g.repoURL(limitedSecret, store), "limited"),
+		"remote: this API key (apikey_", "is limited to memory store "+other, "403")
+	gitOK(t, work, "clone", "-q", g.repoURL(limitedSecret, other), "limited")
+
+	// Unknown store, and not git at all.
+	mustHave(t, "unknown store", gitFails(t, work, "clone", g.repoURL(rwSecret, "memstore_01M83BB1KXF10C9EEWAJM0FBRY"), "unknown"),
+		"remote: memory store memstore_01M83BB1KXF10C9EEWAJM0FBRY not found", "not found")
+	if code := g.api(t, "GET", "/git/"+store+".git/objects/info/packs", rwSecret, "", nil); code != 404 {
+		t.Errorf("dumb protocol: %d", code)
+	}
+
+	// A read_write key pushes; the versions are the author's and the key's.
+	put(t, filepath.Join(ro, "b.md"), "b by Ann\n")
+	gitOK(t, ro, "commit", "-qam", "b by Ann")
+	gitOK(t, ro, "push", "-q", g.repoURL(rwSecret, store), "main")
+	var vers struct {
+		Data []struct {
+			Path      string `json:"path"`
+			CreatedBy struct {
+				Type string `json:"type"`
+			} `json:"created_by"`
+		} `json:"data"`
+	}
+	g.api(t, "GET", "/v1/memory_stores/"+store+"/memory_versions?api_key_id="+rw.ID, rwSecret, "", &vers)
+	var pushed []string
+	for _, v := range vers.Data {
+		if v.CreatedBy.Type == "user_actor" {
+			pushed = append(pushed, v.Path)
+		}
+	}
+	if strings.Join(pushed, ",") != "/b.md,/b.md" {
+		t.Errorf("versions of the push by key %s: %v (all: %+v)", rw.ID, pushed, vers.Data)
+	}
+	// The attribution is kept when the catalog is rebuilt from history.
+	if err := g.data.Reindex(context.Background(), store, nil); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := g.data.Store(context.Background(), store)
+	page, err := st.Versions(context.Background(), gitstore.VersionFilter{APIKeyID: rw.ID, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, v := range page.Versions {
+		if v.CreatedBy.Type == gitstore.UserActor {
+			n++
+			if v.CreatedBy.Email != "ann@example.com" || v.CreatedBy.APIKeyID != rw.ID {
+				t.Errorf("after reindex: %+v", v.CreatedBy)
+			}
+		}
+	}
+	if n != 2 {
+		t.Errorf("after reindex, %d pushed versions match the key, want 2", n)
+	}
+	g.fsck(t, store)
+}
+
+// TestGitPushesDuringAPIWrites pushes from two clones while API writers write to the same
+// store. Whoever moves main second loses cleanly: the API writer rebuilds its group on the
+// push, a push made on an old main is refused and pushed again after git pull --rebase. No
+// answered write is lost, every accepted push is in main as pushed, and git fsck is clean.
+func TestGitPushesDuringAPIWrites(t *testing.T) {
+	g := startGitServer(t)
+	store := g.createStore(t, "", "busy")
+	work := t.TempDir()
+	const writers, writes, pushers, pushes = 4, 25, 2, 5
+
+	type written struct{ path, content string }
+	results := make(chan []written, writers)
+	errs := make(chan error, writers*writes)
+	for w := range writers {
+		go func() {
+			var ok []written
+			defer func() { results <- ok }()
+			for i := 0; i < writes; i++ {
+				path, content := fmt.Sprintf("/api/w%d/%d.md", w, i), fmt.Sprintf("writer %d, write %d\n", w, i)
+				body, _ := json.Marshal(map[string]string{"path": path, "content": content})
+				resp, err := http.Post(g.url+"/v1/memory_stores/"+store+"/memories", "application/json", bytes.NewReader(body))
+				if err != nil {
+					errs <- err
+					continue
+				}
+				raw, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					errs <- fmt.Errorf("write %s: %d %s", path, resp.StatusCode, raw)
+					continue
+				}
+				ok = append(ok, written{path, content})
+			}
+		}()
+	}
+
+	type pushed struct {
+		commit, path, content string
+	}
+	pushedc := make(chan []pushed, pushers)
+	reasons := make(chan string, pushers*pushes*21)
+	refused := make(chan int, pushers)
+	for p := range pushers {
+		dir := filepath.Join(work, fmt.Sprintf("p%d", p))
+		gitOK(t, work, "clone", "-q", g.repoURL("", store), dir)
+		go func() {
+			var ok []pushed
+			retries := 0
+			defer func() { pushedc <- ok; refused <- retries }()
+			for i := 0; i < pushes; i++ {
+				path, content := fmt.Sprintf("git/p%d/%d.md", p, i), fmt.Sprintf("pusher %d, push %d\n", p, i)
+				put(t, filepath.Join(dir, path), content)
+				if out, err := gitTry(dir, "add", "-A"); err != nil {
+					t.Errorf("git add: %v\n%s", err, out)
+					return
+				}
+				if out, err := gitTry(dir, "commit", "-qm", "push "+path); err != nil {
+					t.Errorf("git commit: %v\n%s", err, out)
+					return
+				}
+				for attempt := 0; ; attempt++ {
+					out, err := gitTry(dir, "push", "-q", "origin", "main")
+					if err == nil {
+						break
+					}
+					if !strings.Contains(out, "fetch first") && !strings.Contains(out, "main moved while you pushed") &&
+						!strings.Contains(out, "failed to update ref") && !strings.Contains(out, "non-fast-forward") {
+						t.Errorf("push refused for another reason:\n%s", out)
+						return
+					}
+					if attempt == 20 {
+						t.Errorf("push still refused after %d attempts:\n%s", attempt, out)
+						return
+					}
+					retries++
+					for _, why := range []string{"fetch first", "main moved while you pushed", "failed to update ref", "non-fast-forward"} {
+						if strings.Contains(out, why) {
+							reasons <- why
+							break
+						}
+					}
+					if out, err := gitTry(dir, "pull", "-q", "--rebase", "origin", "main"); err != nil {
+						t.Errorf("git pull --rebase: %v\n%s", err, out)
+						return
+					}
+				}
+				head, _ := gitTry(dir, "rev-parse", "HEAD")
+				ok = append(ok, pushed{strings.TrimSpace(head), "/" + path, content})
+			}
+		}()
+	}
+	var apiWrites []written
+	for range writers {
+		apiWrites = append(apiWrites, <-results...)
+	}
+	var gitPushes []pushed
+	retries := 0
+	for range pushers {
+		gitPushes = append(gitPushes, <-pushedc...)
+		retries += <-refused
+	}
+	close(errs)
+	close(reasons)
+	why := map[string]int{}
+	for r := range reasons {
+		why[r]++
+	}
+	for err := range errs {
+		t.Errorf("API write failed: %v", err)
+	}
+	t.Logf("%d API writes, %d pushes (%d pushes refused and made again after git pull --rebase: %v)", len(apiWrites), len(gitPushes), retries, why)
+	if len(apiWrites) != writers*writes || len(gitPushes) != pushers*pushes {
+		t.Fatalf("%d of %d API writes and %d of %d pushes went through", len(apiWrites), writers*writes, len(gitPushes), pushers*pushes)
+	}
+
+	// Every answered write and every push is there, through the API and in main.
+	st, _ := g.data.Store(context.Background(), store)
+	repo := st.RepoPath()
+	for _, w := range apiWrites {
+		if c, _, ok := g.read(t, "", store, w.path); !ok || c != w.content {
+			t.Errorf("API write %s: read %q, %v", w.path, c, ok)
+		}
+		if c := gitOK(t, repo, "show", "main:"+w.path[1:]); c != w.content {
+			t.Errorf("API write %s: main has %q", w.path, c)
+		}
+	}
+	for _, p := range gitPushes {
+		if _, err := gitTry(repo, "merge-base", "--is-ancestor", p.commit, "main"); err != nil {
+			t.Errorf("pushed commit %s is not in main", p.commit)
+		}
+		if c, _, ok := g.read(t, "", store, p.path); !ok || c != p.content {
+			t.Errorf("push %s: read %q, %v", p.path, c, ok)
+		}
+	}
+	// One version per write and per pushed file: nothing applied twice, nothing missed.
+	var total int
+	for f := (gitstore.VersionFilter{Limit: 100}); ; {
+		page, err := st.Versions(context.Background(), f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += len(page.Versions)
+		if f.Cursor = page.NextCursor; f.Cursor == "" {
+			break
+		}
+	}
+	if want := writers*writes + pushers*pushes; total != want {
+		t.Errorf("%d versions, want %d", total, want)
+	}
+	g.fsck(t, store)
+}
+
+// TestGitPushLosesRaceToAPIWrite: the hook has accepted a push, and before git moves main an
+// API write moves it. git's update of the ref, a compare-and-swap on main.lock like gitmem's,
+// fails: the push is refused whole, the write stays, and the pusher pulls and pushes again.
+func TestGitPushLosesRaceToAPIWrite(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	syncDir := t.TempDir()
+	// The hook checks the push, then waits for the test before git goes on to move main.
+	wrapper := filepath.Join(syncDir, "slow-hook")
+	put(t, wrapper, fmt.Sprintf("#!/bin/sh\n'%s' \"$@\"\nrc=$?\ntouch '%s/checked'\n"+
+		"while [ ! -e '%s/go' ]; do sleep 0.01; done\nexit $rc\n", self, syncDir, syncDir))
+	os.Chmod(wrapper, 0o755)
+	g := startGitServerWith(t, GitOptions{HookProgram: wrapper})
+	store := g.createStore(t, "", "race")
+	work := t.TempDir()
+	gitOK(t, work, "clone", "-q", g.repoURL("", store), "c")
+	wt := filepath.Join(work, "c")
+	put(t, filepath.Join(wt, "mine.md"), "mine\n")
+	gitOK(t, wt, "add", "-A")
+	gitOK(t, wt, "commit", "-qm", "mine")
+	mine := strings.TrimSpace(gitOK(t, wt, "rev-parse", "HEAD"))
+
+	type result struct {
+		out string
+		err error
+	}
+	pushed := make(chan result, 1)
+	go func() {
+		out, err := gitTry(wt, "push", "origin", "main")
+		pushed <- result{out, err}
+	}()
+	for {
+		if _, err := os.Stat(filepath.Join(syncDir, "checked")); err == nil {
+			break
+		}
+		select {
+		case r := <-pushed:
+			t.Fatalf("push ended before its hook: %v\n%s", r.err, r.out)
+		default:
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	g.write(t, "", store, "/api.md", "from the API\n") // answered: it moved main
+	apiHead := g.head(t, store)
+	put(t, filepath.Join(syncDir, "go"), "")
+	r := <-pushed
+	if r.err == nil {
+		t.Fatalf("push went through over an answered write:\n%s", r.out)
+	}
+	mustHave(t, "push that lost", r.out, "[remote rejected] main -> main")
+	if g.head(t, store) != apiHead {
+		t.Errorf("main moved after the refused push")
+	}
+	st, _ := g.data.Store(context.Background(), store)
+	if _, err := gitTry(st.RepoPath(), "merge-base", "--is-ancestor", mine, "main"); err == nil {
+		t.Error("the refused push's commit is in main")
+	}
+	if c, _, ok := g.read(t, "", store, "/api.md"); !ok || c != "from the API\n" {
+		t.Errorf("the API write: %q %v", c, ok)
+	}
+	if _, _, ok := g.read(t, "", store, "/mine.md"); ok {
+		t.Error("the refused push's file is readable")
+	}
+	g.fsck(t, store)
+	// The pusher does what git tells them.
+	gitOK(t, wt, "pull", "-q", "--rebase")
+	gitOK(t, wt, "push", "-q", "origin", "main")
+	if c, _, ok := g.read(t, "", store, "/mine.md"); !ok || c != "mine\n" {
+		t.Errorf("after pull --rebase and push: %q %v", c, ok)
+	}
+	if testing.Verbose() {
+		t.Log(r.out)
+	}
 }
