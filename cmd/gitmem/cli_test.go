@@ -140,7 +140,10 @@ func TestMemoriesEndToEnd(t *testing.T) {
 		t.Errorf("log /code.md: got %s, want %s", got, want)
 	}
 	mustContain(t, "log", c.ok("", "log", "prefs", "--limit", "2"), "OPERATION", "deleted", "/code.md")
-	mustContain(t, "reindex", c.ok("", "reindex", "prefs"), "reindexed memstore_", "6 commits")
+	mustContain(t, "reindex", c.ok("", "reindex", "prefs"), "reindexed memstore_", "6 commits", "rebuilt the search index of memstore_")
+	if out := c.ok("", "reindex", "prefs", "--only", "search"); strings.Contains(out, "reindexed") || !strings.Contains(out, "rebuilt the search index") {
+		t.Errorf("reindex --only search: %q", out)
+	}
 	if got := c.ok("", "log", "prefs", "/code.md", "--json"); !strings.Contains(got, versions[0]["id"].(string)) {
 		t.Errorf("version ids changed by reindex: %s", got)
 	}

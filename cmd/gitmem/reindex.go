@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -10,57 +11,92 @@ import (
 	"golang.org/x/term"
 
 	"github.com/gitmem/gitmem/gitstore"
+	"github.com/gitmem/gitmem/search"
 )
 
 func init() { register(newReindexCmd) }
 
 func newReindexCmd(a *app) *cobra.Command {
-	return &cobra.Command{
+	var only string
+	cmd := &cobra.Command{
 		Use:   "reindex STORE",
-		Short: "Rebuild a store's catalog from its git history",
-		Long: `The catalog (memory ids, paths and versions) is derived from the history of main and kept
-outside the repository. reindex throws it away and reads the whole history again.`,
+		Short: "Rebuild a store's catalog and search index from its git history",
+		Long: `The catalog (memory ids, paths and versions) and the search index are derived from the
+history of main and kept outside the repository. reindex throws them away and builds them again:
+the catalog from the whole history, then the search index from the memories at the head.`,
+		Example: `  gitmem reindex prefs
+  gitmem reindex prefs --only search`,
 		Args: exactArgs("STORE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if only != "" && only != "catalog" && only != "search" {
+				return fmt.Errorf("--only %q: use catalog or search", only)
+			}
 			return a.withData(cmd.Context(), func(d *gitstore.DataDir) error {
 				s, err := findStore(cmd.Context(), d, args[0])
 				if err != nil {
 					return err
 				}
-				start := time.Now()
-				var bar *progressbar.ProgressBar
-				commits := 0
-				progress := func(done, total int) {
-					commits = total
-					if bar == nil && isTerminal(os.Stderr) {
-						bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(os.Stderr),
-							progressbar.OptionSetDescription("reading history"), progressbar.OptionShowCount(),
-							progressbar.OptionSetItsString("commits"), progressbar.OptionShowIts(),
-							progressbar.OptionClearOnFinish())
+				out := cmd.OutOrStdout()
+				if only != "search" {
+					start := time.Now()
+					progress, done := progressBar(cmd.ErrOrStderr(), "reading history", "commits")
+					err := d.Reindex(cmd.Context(), s.ID(), progress)
+					commits := done()
+					if err != nil {
+						return err
 					}
-					if bar != nil {
-						bar.Set(done)
+					page, err := s.Versions(cmd.Context(), gitstore.VersionFilter{Limit: 1})
+					if err != nil {
+						return err
 					}
+					latest := "none"
+					if len(page.Versions) > 0 {
+						latest = page.Versions[0].ID
+					}
+					fmt.Fprintf(out, "reindexed %s: %d commits in %s; head %s, latest version %s\n",
+						s.ID(), commits, time.Since(start).Round(time.Millisecond), s.Head(), latest)
 				}
-				if err := d.Reindex(cmd.Context(), s.ID(), progress); err != nil {
-					return err
+				if only != "catalog" {
+					start := time.Now()
+					progress, done := progressBar(cmd.ErrOrStderr(), "indexing memories", "memories")
+					err := search.Reindex(cmd.Context(), d, s.ID(), progress)
+					memories := done()
+					if err != nil {
+						return err
+					}
+					fmt.Fprintf(out, "rebuilt the search index of %s: %d memories in %s\n",
+						s.ID(), memories, time.Since(start).Round(time.Millisecond))
 				}
-				if bar != nil {
-					bar.Finish()
-				}
-				page, err := s.Versions(cmd.Context(), gitstore.VersionFilter{Limit: 1})
-				if err != nil {
-					return err
-				}
-				latest := "none"
-				if len(page.Versions) > 0 {
-					latest = page.Versions[0].ID
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "reindexed %s: %d commits in %s; head %s, latest version %s\n",
-					s.ID(), commits, time.Since(start).Round(time.Millisecond), s.Head(), latest)
 				return nil
 			})
 		},
+	}
+	cmd.Flags().StringVar(&only, "only", "", "rebuild only the `catalog` or only the `search` index")
+	return cmd
+}
+
+// progressBar returns a progress callback that draws a bar on w if it is a terminal, and a
+// function that finishes the bar and returns the last total it was told.
+func progressBar(w io.Writer, description, unit string) (gitstore.Progress, func() int) {
+	var bar *progressbar.ProgressBar
+	last := 0
+	progress := func(done, total int) {
+		last = total
+		if f, ok := w.(*os.File); bar == nil && ok && isTerminal(f) {
+			bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(w),
+				progressbar.OptionSetDescription(description), progressbar.OptionShowCount(),
+				progressbar.OptionSetItsString(unit), progressbar.OptionShowIts(),
+				progressbar.OptionClearOnFinish())
+		}
+		if bar != nil {
+			bar.Set(done)
+		}
+	}
+	return progress, func() int {
+		if bar != nil {
+			bar.Finish()
+		}
+		return last
 	}
 }
 
