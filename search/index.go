@@ -46,6 +46,7 @@ type storeIndex struct {
 
 	wake     chan struct{}       // a search asks the indexer to catch up now
 	rebuilds chan rebuildRequest // Rebuild asks it to start over
+	first    *rebuildRequest     // a rebuild to begin with, instead of a catch-up; set before run
 	stopped  chan struct{}       // closed when run returns
 
 	// The indexer goroutine's own state.
@@ -72,6 +73,12 @@ func newStoreIndex(s *Service, st *gitstore.Store) *storeIndex {
 func (x *storeIndex) run(ctx context.Context) {
 	defer close(x.stopped)
 	log := x.svc.log.With("store", x.st.ID())
+	if r := x.first; r != nil {
+		// Not a catch-up first: that would build a missing or damaged index only for the
+		// rebuild to throw it away.
+		x.first = nil
+		x.startOver(ctx, *r)
+	}
 	var backoff time.Duration
 	for {
 		moved := x.st.Moved() // before reading the head, so that no move goes unnoticed
@@ -101,13 +108,7 @@ func (x *storeIndex) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case r := <-x.rebuilds:
-			x.onProgress = r.progress
-			err := x.reset()
-			if err == nil {
-				err = x.catchUp(ctx)
-			}
-			x.onProgress = nil
-			r.done <- err
+			x.startOver(ctx, r)
 		case <-x.wake:
 		case <-retry:
 		case <-moved:
@@ -121,6 +122,17 @@ func (x *storeIndex) run(ctx context.Context) {
 			t.Stop()
 		}
 	}
+}
+
+// startOver throws the index away and builds it from the store's head, for a rebuild request.
+func (x *storeIndex) startOver(ctx context.Context, r rebuildRequest) {
+	x.onProgress = r.progress
+	err := x.reset()
+	if err == nil {
+		err = x.catchUp(ctx)
+	}
+	x.onProgress = nil
+	r.done <- err
 }
 
 // finish records the outcome of the catch-up that served the searches up to gen.
@@ -183,9 +195,8 @@ func (x *storeIndex) waitFresh(ctx context.Context) error {
 	}
 }
 
-// rebuild has the indexer build the index again from nothing, and waits for it.
-func (x *storeIndex) rebuild(ctx context.Context, progress gitstore.Progress) error {
-	r := rebuildRequest{progress: progress, done: make(chan error, 1)}
+// rebuild has the running indexer build the index again from nothing, and waits for it.
+func (x *storeIndex) rebuild(ctx context.Context, r rebuildRequest) error {
 	select {
 	case x.rebuilds <- r:
 	case <-x.stopped:
@@ -193,6 +204,11 @@ func (x *storeIndex) rebuild(ctx context.Context, progress gitstore.Progress) er
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	return x.awaitRebuild(r)
+}
+
+// awaitRebuild waits for the outcome of a rebuild request.
+func (x *storeIndex) awaitRebuild(r rebuildRequest) error {
 	select {
 	case err := <-r.done:
 		return err

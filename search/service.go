@@ -157,22 +157,30 @@ func (s *Service) WatchAll(ctx context.Context) error {
 
 // index returns the index of a store, starting its indexer on first use.
 func (s *Service) index(ctx context.Context, storeID string) (*storeIndex, error) {
+	x, _, err := s.start(ctx, storeID, nil)
+	return x, err
+}
+
+// start returns the index of a store and whether this call started its indexer. An indexer
+// that it starts begins with the rebuild first, if not nil, instead of a catch-up.
+func (s *Service) start(ctx context.Context, storeID string, first *rebuildRequest) (*storeIndex, bool, error) {
 	st, err := s.data.Store(ctx, storeID)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return nil, errClosed
+		return nil, false, errClosed
 	}
 	if x, ok := s.indexes[storeID]; ok {
-		return x, nil
+		return x, false, nil
 	}
 	x := newStoreIndex(s, st)
+	x.first = first
 	s.indexes[storeID] = x
 	go x.run(s.ctx)
-	return x, nil
+	return x, true, nil
 }
 
 // forget drops a store's index after its store was deleted.
@@ -200,11 +208,15 @@ func (s *Service) Search(ctx context.Context, storeID string, req Request) (*Res
 // if not nil, is told how many memories are indexed of how many. Searches meanwhile wait
 // for it, up to Options.RebuildWait, and then answer an *UnavailableError.
 func (s *Service) Rebuild(ctx context.Context, storeID string, progress gitstore.Progress) error {
-	x, err := s.index(ctx, storeID)
+	r := rebuildRequest{progress: progress, done: make(chan error, 1)}
+	x, started, err := s.start(ctx, storeID, &r)
 	if err != nil {
 		return err
 	}
-	return x.rebuild(ctx, progress)
+	if started {
+		return x.awaitRebuild(r) // the store's first use: its indexer begins with r
+	}
+	return x.rebuild(ctx, r)
 }
 
 // Reindex rebuilds the search index of one store of a data directory from nothing, for
