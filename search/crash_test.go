@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // The kill test re-runs the test binary as a child that indexes a store and reports each
@@ -93,7 +94,9 @@ func killChild(t *testing.T, dir, storeID string) (finished bool) {
 // verify checks that a fresh process finds exactly the memories of want.
 func verify(t *testing.T, dir, storeID string, want memoryState) {
 	t.Helper()
-	f := openFixture(t, dir, storeID, Options{})
+	// The index may have to be built again from nothing, which takes a while under the race
+	// detector: wait for it rather than take the "being rebuilt" answer.
+	f := openFixture(t, dir, storeID, Options{RebuildWait: 5 * time.Minute})
 	defer f.close()
 	counts := map[string]int{}
 	for _, gen := range want {
