@@ -143,6 +143,13 @@ func (c *checker) checkCommit(h string) error {
 		return err
 	}
 	c.commit = short(h) + " " + strconv.Quote(truncate(ci.subject, 50))
+	if keys := gitstore.GitmemTrailers(ci.message); len(keys) > 0 {
+		where := "commit " + c.commit
+		c.commit = ""
+		c.fail(where, "its message has gitmem's own trailers ("+strings.Join(keys, ", ")+"), which name the API key or "+
+			"session and the ids of a version: only gitmem writes them; remove them (git commit --amend, or git rebase -i and reword)")
+		c.commit = where[len("commit "):]
+	}
 	var parents []string
 	for _, p := range ci.parents {
 		pc, err := c.objs.commit(p)

@@ -104,6 +104,7 @@ type commitInfo struct {
 	tree    string
 	parents []string
 	subject string
+	message string
 }
 
 func (o *objects) commit(h string) (commitInfo, error) {
@@ -123,7 +124,8 @@ func (o *objects) commit(h string) (commitInfo, error) {
 			c.parents = append(c.parents, v)
 		}
 	}
-	c.subject, _, _ = strings.Cut(string(body), "\n")
+	c.message = string(body)
+	c.subject, _, _ = strings.Cut(c.message, "\n")
 	if c.tree == "" {
 		return commitInfo{}, fmt.Errorf("commit %s has no tree", h)
 	}

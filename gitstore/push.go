@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	bolt "go.etcd.io/bbolt"
@@ -36,6 +37,19 @@ func ParseStoreFile(raw []byte) (StoreInfo, error) {
 		return info, invalidf("%s is not valid store metadata: %s", storeFile, err.Error())
 	}
 	return info, nil
+}
+
+// GitmemTrailers returns the keys of the trailers in a commit message that gitmem writes
+// and the catalog reads (Gitmem-Version, Gitmem-Actor, ...), as the catalog finds them. A
+// commit that has them is read as gitmem's own, with the actor and ids they name.
+func GitmemTrailers(message string) []string {
+	var keys []string
+	for _, kv := range parseTrailers(message) {
+		if len(kv.Key) > 7 && strings.EqualFold(kv.Key[:7], "Gitmem-") {
+			keys = append(keys, kv.Key)
+		}
+	}
+	return keys
 }
 
 // bPushKey maps a commit (20 bytes) to the API key that pushed it over HTTP. It is not derived

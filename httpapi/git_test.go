@@ -452,6 +452,14 @@ func TestGitPushRules(t *testing.T) {
 			gitOK(t, wt, "commit", "-qm", "fixed")
 			return gitTry(wt, "push", "origin", "main")
 		}, want: []string{`/bad.md: content is not valid UTF-8 (first bad byte at offset 0) (commit `, ` "oops")`}},
+		{name: "gitmem's trailers", raw: func() (string, error) {
+			// A person cherry-picks a commit that gitmem made: its trailers would name the
+			// key and reuse the version id.
+			put(t, filepath.Join(wt, "a.md"), "a again\n")
+			gitOK(t, wt, "commit", "-qam", "update /a.md\n\nGitmem-Memory: mem_01M83BB1MHEPMYWGYCH17K0HMM\n"+
+				"Gitmem-Version: memver_01M83BB1MHEPMYWGYCH4JPM9TT\nGitmem-Operation: modified\nGitmem-Actor: api_actor apikey_01M83EQW76530MXJ2NYMV3BFCX")
+			return gitTry(wt, "push", "origin", "main")
+		}, want: []string{`commit `, `"update /a.md": its message has gitmem's own trailers (Gitmem-Memory, Gitmem-Version, Gitmem-Operation, Gitmem-Actor)`}},
 		{name: "second branch", push: []string{"push", "origin", "main:refs/heads/feature"},
 			edit: func() { put(t, filepath.Join(wt, "f.md"), "f\n") },
 			want: []string{"refs/heads/feature: only refs/heads/main may be pushed"}},
