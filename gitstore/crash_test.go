@@ -112,8 +112,15 @@ func TestCrash(t *testing.T) {
 			}
 			close(lines)
 		}()
-		// Let it write for a while, then kill it in the middle of whatever it does.
-		deadline := time.After(time.Duration(150+rng.Intn(450)) * time.Millisecond)
+		// Once it writes, let it write for a while, then kill it in the middle of whatever
+		// it does; one round in four, kill it early, maybe while it opens the store and
+		// repairs what the last kill left.
+		var deadline <-chan time.Time
+		early := rng.Intn(4) == 0
+		if early {
+			deadline = time.After(time.Duration(rng.Intn(300)) * time.Millisecond)
+		}
+		giveUp := time.After(time.Minute)
 		acked := 0
 	read:
 		for {
@@ -128,14 +135,19 @@ func TestCrash(t *testing.T) {
 				}
 				last[f[1]] = ack{version: f[2], content: strings.ReplaceAll(f[3], "_", " ")}
 				versions = append(versions, f[2])
-				acked++
+				if acked++; acked == 1 && !early {
+					deadline = time.After(time.Duration(150+rng.Intn(450)) * time.Millisecond)
+				}
+			case <-giveUp:
+				cmd.Process.Signal(syscall.SIGKILL)
+				giveUp = nil
 			case <-deadline:
 				cmd.Process.Signal(syscall.SIGKILL)
 				deadline = nil
 			}
 		}
 		cmd.Wait()
-		if acked == 0 {
+		if acked == 0 && !early {
 			t.Fatalf("round %d: the child acknowledged no write", round)
 		}
 
