@@ -78,6 +78,11 @@ func (s *Server) serveGit(c echo.Context, backend *gitserve.Backend) error {
 	if err != nil {
 		return err
 	}
+	if !anyKey && !loopbackHost(r.Host) {
+		// As on every route: a web page can reach loopback through a name of its own.
+		return gitError(c, http.StatusForbidden, "without API keys gitmem answers only requests addressed to localhost "+
+			"or a loopback address, not to %q; create a key to serve other names", r.Host)
+	}
 	if anyKey {
 		_, secret, _ := r.BasicAuth()
 		if secret == "" {

@@ -3,8 +3,11 @@ package httpapi
 import (
 	"context"
 	"fmt"
+	"net/http/cgi"
+	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -25,8 +28,9 @@ import (
 //   - push: a push of one changed file until the API returns it and a search finds it (the
 //     push returns once the catalog and the search index have caught up), against a git
 //     push of the same kind of commit to a bare copy of the store over file:// (git alone: no
-//     HTTP, no hook, no catalog); and the same change as one API write (POST), as an agent
-//     makes it.
+//     HTTP, no hook, no catalog), against the same push to git http-backend alone (behind
+//     net/http/cgi, with no hook, fsync or catalog), and the same change as one API write
+//     (POST), as an agent makes it.
 //
 //     go test ./httpapi -run '^$' -bench BenchmarkGit -benchtime 5x
 func BenchmarkGit(b *testing.B) {
@@ -106,6 +110,17 @@ func BenchmarkGit(b *testing.B) {
 	gitOK(b, work, "clone", "-q", "--bare", "file://"+st.RepoPath(), bare)
 	local := filepath.Join(work, "local")
 	gitOK(b, work, "clone", "-q", "file://"+bare, local)
+	// git http-backend alone, behind net/http/cgi, on a second bare copy: no hook, no fsync,
+	// no catalog.
+	gitPath, _ := exec.LookPath("git")
+	plainRoot := filepath.Join(work, "plain")
+	gitOK(b, work, "clone", "-q", "--bare", "file://"+st.RepoPath(), filepath.Join(plainRoot, "copy.git"))
+	plain := httptest.NewServer(&cgi.Handler{Path: gitPath, Args: []string{"http-backend"}, Root: "/git",
+		Env: []string{"GIT_PROJECT_ROOT=" + plainRoot, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_COUNT=1",
+			"GIT_CONFIG_KEY_0=http.receivepack", "GIT_CONFIG_VALUE_0=true"}})
+	defer plain.Close()
+	plainWT := filepath.Join(work, "plainwt")
+	gitOK(b, work, "clone", "-q", plain.URL+"/git/copy.git", plainWT)
 	edit := func(dir string, i int) string {
 		word := fmt.Sprintf("zebra%dx%d", time.Now().UnixNano()%1e9, i)
 		put(b, filepath.Join(dir, "projects/p0042/notes/n04242.md"), "memory 4242, edited by a person: "+word+"\n")
@@ -116,12 +131,13 @@ func BenchmarkGit(b *testing.B) {
 	// Each iteration: a push over HTTP until the API reads it and search finds it, a push
 	// of the same kind to the bare copy over file://, and the change as one API write.
 	b.Run("push", func(b *testing.B) {
-		var pushing, reading, searching, viaFile, viaAPI time.Duration
+		var pushing, reading, searching, viaFile, viaAPI, viaPlain time.Duration
 		for i := 0; i < b.N; i++ {
 			b.StopTimer()
 			gitOK(b, wt, "pull", "-q", "--rebase") // the API write of the last iteration
 			word := edit(wt, i)
 			edit(local, i)
+			edit(plainWT, i)
 			b.StartTimer()
 			t0 := time.Now()
 			gitOK(b, wt, "push", "-q", "origin", "main")
@@ -139,8 +155,10 @@ func BenchmarkGit(b *testing.B) {
 			gitOK(b, local, "push", "-q", "origin", "main")
 			t4 := time.Now()
 			g.write(b, "", store, "/projects/p0042/notes/n04243.md", fmt.Sprintf("memory 4243, edited by an agent %d\n", i))
+			t5 := time.Now()
+			gitOK(b, plainWT, "push", "-q", "origin", "main")
 			pushing, reading, searching = pushing+t1.Sub(t0), reading+t2.Sub(t1), searching+t3.Sub(t2)
-			viaFile, viaAPI = viaFile+t4.Sub(t3), viaAPI+time.Since(t4)
+			viaFile, viaAPI, viaPlain = viaFile+t4.Sub(t3), viaAPI+t5.Sub(t4), viaPlain+time.Since(t5)
 		}
 		b.ReportMetric(ms(pushing+reading+searching, b.N), "http-ms/op")
 		b.ReportMetric(ms(pushing, b.N), "push-ms/op")
@@ -148,6 +166,8 @@ func BenchmarkGit(b *testing.B) {
 		b.ReportMetric(ms(searching, b.N), "search-ms/op")
 		b.ReportMetric(ms(viaFile, b.N), "file-ms/op")
 		b.ReportMetric(ms(viaAPI, b.N), "api-write-ms/op")
+		b.ReportMetric(ms(viaPlain, b.N), "plain-http-ms/op")
 		b.ReportMetric(float64(pushing+reading+searching)/float64(viaFile), "http/file")
+		b.ReportMetric(float64(pushing+reading+searching)/float64(viaPlain), "http/plain")
 	})
 }

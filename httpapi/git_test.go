@@ -260,9 +260,14 @@ func TestGitCloneEditPush(t *testing.T) {
 	g.write(t, "", store, "/prefs/style.md", "Prefers tabs\n")
 	work := t.TempDir()
 
-	for _, v := range []string{"2", "0"} {
-		out := gitOK(t, work, "-c", "protocol.version="+v, "clone", g.repoURL("", store), "v"+v)
-		mustHave(t, "clone v"+v, out, "Cloning into")
+	for v, says := range map[string]string{"2": "git< version 2", "0": "git< # service=git-upload-pack"} {
+		cmd := exec.Command("git", "-c", "protocol.version="+v, "clone", g.repoURL("", store), "v"+v)
+		cmd.Dir, cmd.Env = work, append(gitEnv(), "GIT_TRACE_PACKET=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("clone with protocol v%s: %v\n%s", v, err, out)
+		}
+		mustHave(t, "clone v"+v, string(out), "Cloning into", says)
 		b, err := os.ReadFile(filepath.Join(work, "v"+v, "prefs/style.md"))
 		if err != nil || string(b) != "Prefers tabs\n" {
 			t.Fatalf("clone v%s: prefs/style.md = %q, %v", v, b, err)
@@ -305,6 +310,15 @@ func TestGitCloneEditPush(t *testing.T) {
 	g.api(t, "GET", "/v1/memory_stores/"+store+"/search?q=zucchini", "", "", &found)
 	if len(found.Data) != 1 || found.Data[0].Path != "/people/bob.md" {
 		t.Errorf("search after push: %+v", found)
+	}
+
+	// Without keys, only requests addressed to loopback are answered (DNS rebinding).
+	req, _ := http.NewRequest("GET", g.url+"/git/"+store+".git/info/refs?service=git-upload-pack", nil)
+	req.Host = "rebind.example:80"
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 403 {
+		t.Errorf("request for another host without keys: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
 	}
 
 	// An API write reaches the other clone by fetch, and this one by pull.
