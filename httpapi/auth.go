@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net"
+	"net/http"
 	"regexp"
 	"strings"
 
@@ -33,36 +34,10 @@ const callerKey = "gitmem.caller"
 // user.
 func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		cl := caller{actor: LocalUser}
-		anyKey, err := s.keys.AnyActive()
+		cl, err := s.identify(c.Request(), headerSecret(c.Request()),
+			"missing API key: send it in the x-api-key header, or as Authorization: Bearer <key>")
 		if err != nil {
 			return err
-		}
-		if !anyKey && !loopbackHost(c.Request().Host) {
-			// Without keys anyone who reaches gitmem may use it, which is safe only because
-			// it listens on loopback. A web page can still reach loopback through a name of
-			// its own that resolves there (DNS rebinding): such a request names that host.
-			return forbidden("without API keys gitmem answers only requests addressed to localhost or a loopback address, not to %q; create a key to serve other names", c.Request().Host)
-		}
-		if anyKey {
-			secret := c.Request().Header.Get("x-api-key")
-			if secret == "" {
-				if auth := c.Request().Header.Get("Authorization"); strings.HasPrefix(auth, "Bearer ") {
-					secret = strings.TrimSpace(strings.TrimPrefix(auth, "Bearer "))
-				}
-			}
-			if secret == "" {
-				return unauthorized("missing API key: send it in the x-api-key header, or as Authorization: Bearer <key>")
-			}
-			key, ok, err := s.keys.Authenticate(secret)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				return unauthorized("invalid API key: no active key has this secret (it may have been revoked)")
-			}
-			cl.key = &key
-			cl.actor = gitstore.Actor{Type: gitstore.APIActor, ID: key.ID, Name: key.Name}
 		}
 		if sid := c.Request().Header.Get(SessionHeader); sid != "" {
 			if !sessionID.MatchString(sid) {
@@ -77,6 +52,50 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		c.Set(callerKey, cl)
 		return next(c)
 	}
+}
+
+// identify finds the caller of a request that brought secret ("" for none): the local user
+// while no key exists (for requests addressed to loopback only), else the key with that
+// secret. missing is the message of the 401 when a key is needed and secret is "".
+func (s *Server) identify(r *http.Request, secret, missing string) (caller, error) {
+	cl := caller{actor: LocalUser}
+	anyKey, err := s.keys.AnyActive()
+	if err != nil {
+		return cl, err
+	}
+	if !anyKey && !loopbackHost(r.Host) {
+		// Without keys anyone who reaches gitmem may use it, which is safe only because
+		// it listens on loopback. A web page can still reach loopback through a name of
+		// its own that resolves there (DNS rebinding): such a request names that host.
+		return cl, forbidden("without API keys gitmem answers only requests addressed to localhost or a loopback address, not to %q; create a key to serve other names", r.Host)
+	}
+	if !anyKey {
+		return cl, nil
+	}
+	if secret == "" {
+		return cl, unauthorized(missing)
+	}
+	key, ok, err := s.keys.Authenticate(secret)
+	if err != nil {
+		return cl, err
+	}
+	if !ok {
+		return cl, unauthorized("invalid API key: no active key has this secret (it may have been revoked)")
+	}
+	cl.key = &key
+	cl.actor = gitstore.Actor{Type: gitstore.APIActor, ID: key.ID, Name: key.Name}
+	return cl, nil
+}
+
+// headerSecret is the key a request sends as x-api-key or Authorization: Bearer, or "".
+func headerSecret(r *http.Request) string {
+	if secret := r.Header.Get("x-api-key"); secret != "" {
+		return secret
+	}
+	if auth := r.Header.Get("Authorization"); strings.HasPrefix(auth, "Bearer ") {
+		return strings.TrimSpace(strings.TrimPrefix(auth, "Bearer "))
+	}
+	return ""
 }
 
 func callerOf(c echo.Context) caller {

@@ -72,42 +72,23 @@ func (s *Server) serveGit(c echo.Context, backend *gitserve.Backend) error {
 		return gitError(c, http.StatusNotFound, "not a git smart HTTP request: a store's repository is /git/{memstore_id}.git")
 	}
 
-	// Authenticate: the key is the basic auth password (any user name), as git sends it.
-	cl := caller{actor: LocalUser}
-	anyKey, err := s.keys.AnyActive()
+	// The key is the basic auth password (any user name), as git sends it.
+	_, secret, _ := r.BasicAuth()
+	if secret == "" {
+		secret = headerSecret(r)
+	}
+	cl, err := s.identify(r, secret, fmt.Sprintf("gitmem needs an API key: give it as the password (any user name), "+
+		"e.g. git clone http://gitmem:KEY@host/git/%s.git, or from a credential helper", id))
 	if err != nil {
-		return err
-	}
-	if !anyKey && !loopbackHost(r.Host) {
-		// As on every route: a web page can reach loopback through a name of its own.
-		return gitError(c, http.StatusForbidden, "without API keys gitmem answers only requests addressed to localhost "+
-			"or a loopback address, not to %q; create a key to serve other names", r.Host)
-	}
-	if anyKey {
-		_, secret, _ := r.BasicAuth()
-		if secret == "" {
-			secret = r.Header.Get("x-api-key")
-		}
-		if secret == "" {
-			if auth := r.Header.Get("Authorization"); strings.HasPrefix(auth, "Bearer ") {
-				secret = strings.TrimSpace(strings.TrimPrefix(auth, "Bearer "))
-			}
-		}
-		if secret == "" {
+		ae := errorFor(err)
+		if ae.status == http.StatusUnauthorized {
+			// git asks its credential helper (or the terminal) on this challenge.
 			c.Response().Header().Set("WWW-Authenticate", gitRealm)
-			return gitError(c, http.StatusUnauthorized, "gitmem needs an API key: give it as the password (any user name), "+
-				"e.g. git clone http://gitmem:KEY@host/git/%s.git, or from a credential helper", id)
 		}
-		key, ok, err := s.keys.Authenticate(secret)
-		if err != nil {
+		if ae.status == http.StatusInternalServerError {
 			return err
 		}
-		if !ok {
-			c.Response().Header().Set("WWW-Authenticate", gitRealm)
-			return gitError(c, http.StatusUnauthorized, "invalid API key: no active key has this secret (it may have been revoked)")
-		}
-		cl.key = &key
-		cl.actor = gitstore.Actor{Type: gitstore.APIActor, ID: key.ID, Name: key.Name}
+		return gitError(c, ae.status, "%s", ae.message)
 	}
 	if err := cl.checkStore(id); err != nil {
 		return gitError(c, http.StatusForbidden, "%s", errorFor(err).message)
