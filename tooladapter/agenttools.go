@@ -295,36 +295,24 @@ func (s *Session) editTool(ctx context.Context, raw []byte) (string, error) {
 	if oldStr == "" {
 		return "", toolErrorf("old_string is empty: give the exact text to replace, copied from %s", t.shown)
 	}
-	if err := t.mount.writable(t.shown); err != nil {
-		return "", err
-	}
 	var n, line int
-	var next string
-	_, err = t.mount.store.UpdateMemory(ctx, gitstore.UpdateInput{FromPath: t.path, Actor: s.actor,
-		Edit: func(cur string) (string, error) {
-			n = strings.Count(cur, oldStr)
-			at := strings.Index(cur, oldStr)
-			switch {
-			case n == 0:
-				return "", toolErrorf("old_string was not found in %s; read it with memory_read and copy the text exactly, without the line numbers", t.shown)
-			case n > 1 && !all:
-				return "", toolErrorf("old_string occurs %d times in %s (at lines %s); add surrounding text to make it unique, or set replace_all",
-					n, t.shown, occurrenceLines(cur, oldStr))
-			}
-			line = strings.Count(cur[:at], "\n")
-			next = strings.ReplaceAll(cur, oldStr, newStr)
-			if !all {
-				next = cur[:at] + newStr + cur[at+len(oldStr):]
-			}
-			return next, nil
-		}})
-	switch gitstore.ErrorKind(err) {
-	case "":
-	case gitstore.KindNotFound:
-		return "", missingMemory(ctx, t)
-	case gitstore.KindInvalid:
-		return "", toolErrorf("Cannot edit %s: %s", t.shown, storeMessage(err))
-	default:
+	next, err := s.edit(ctx, t, func(cur string) (string, error) {
+		n = strings.Count(cur, oldStr)
+		at := strings.Index(cur, oldStr)
+		switch {
+		case n == 0:
+			return "", toolErrorf("old_string was not found in %s; read it with memory_read and copy the text exactly, without the line numbers", t.shown)
+		case n > 1 && !all:
+			return "", toolErrorf("old_string occurs %d times in %s (at lines %s); add surrounding text to make it unique, or set replace_all",
+				n, t.shown, occurrenceLines(cur, oldStr))
+		}
+		line = strings.Count(cur[:at], "\n")
+		if all {
+			return strings.ReplaceAll(cur, oldStr, newStr), nil
+		}
+		return cur[:at] + newStr + cur[at+len(oldStr):], nil
+	}, missingMemory)
+	if err != nil {
 		return "", err
 	}
 	replaced := 1

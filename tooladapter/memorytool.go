@@ -151,7 +151,7 @@ func (s *Session) strReplace(ctx context.Context, in input) (string, error) {
 		out, at, err := replaceOnce(cur, oldStr, newStr, t.shown)
 		line = strings.Count(cur[:max(at, 0)], "\n")
 		return out, err
-	})
+	}, notAFile)
 	if err != nil {
 		return "", err
 	}
@@ -209,7 +209,7 @@ func (s *Session) insert(ctx context.Context, in input) (string, error) {
 		text := strings.TrimSuffix(text, "\n")
 		lines = append(lines[:at], append([]string{text}, lines[at:]...)...)
 		return strings.Join(lines, "\n"), nil
-	})
+	}, notAFile)
 	if err != nil {
 		return "", err
 	}
@@ -217,8 +217,9 @@ func (s *Session) insert(ctx context.Context, in input) (string, error) {
 }
 
 // edit changes the content of the memory at t with fn, atomically: fn runs in the store's
-// writer on the current content. It returns the new content.
-func (s *Session) edit(ctx context.Context, t target, fn func(string) (string, error)) (string, error) {
+// writer on the current content. It returns the new content. missing explains why there is
+// no memory at t, in the words of the tool that edits.
+func (s *Session) edit(ctx context.Context, t target, fn func(string) (string, error), missing func(context.Context, target) error) (string, error) {
 	if t.isSessionRoot() || t.isStoreRoot() {
 		return "", toolErrorf("The path %s is not a file.", t.shown)
 	}
@@ -236,18 +237,23 @@ func (s *Session) edit(ctx context.Context, t target, fn func(string) (string, e
 	case "":
 		return next, nil
 	case gitstore.KindNotFound:
-		folder, ferr := t.mount.isFolder(ctx, t.path)
-		if ferr != nil {
-			return "", ferr
-		}
-		if folder {
-			return "", toolErrorf("The path %s is not a file.", t.shown)
-		}
-		return "", notExist(t)
+		return "", missing(ctx, t)
 	case gitstore.KindInvalid:
 		return "", toolErrorf("Cannot edit %s: %s", t.shown, storeMessage(err))
 	}
 	return "", err
+}
+
+// notAFile explains, in the memory tool's words, why there is no file at t to edit.
+func notAFile(ctx context.Context, t target) error {
+	folder, err := t.mount.isFolder(ctx, t.path)
+	if err != nil {
+		return err
+	}
+	if folder {
+		return toolErrorf("The path %s is not a file.", t.shown)
+	}
+	return notExist(t)
 }
 
 func (s *Session) delete(ctx context.Context, in input) (string, error) {
