@@ -35,8 +35,11 @@ func BenchmarkMemoryTool(b *testing.B) {
 		})
 	})
 	b.Run("str_replace", func(b *testing.B) {
+		// Each memory goes from "line two" to "line 2" and back, so that every call changes it.
+		words := []string{"line two", "line 2"}
 		run(b, func(i int) string {
-			return fmt.Sprintf(`{"command":"str_replace","path":"/memories/projects/p07/note%03d.md","old_str":"line two","new_str":"line two"}`, 7+50*(i%20))
+			return fmt.Sprintf(`{"command":"str_replace","path":"/memories/projects/p07/note%03d.md","old_str":%q,"new_str":%q}`,
+				7+50*(i%20), words[i/20%2], words[(i/20+1)%2])
 		})
 	})
 	b.Run("insert", func(b *testing.B) {
