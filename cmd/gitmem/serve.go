@@ -106,6 +106,8 @@ func serve(ctx context.Context, a *app, log *slog.Logger, addr string, strict bo
 	} else {
 		fmt.Fprintf(out, "  git:   git clone %s/git/<memstore_id>.git\n", url)
 	}
+	fmt.Fprintf(out, "  tools: %s/v1/memory_stores/<memstore_id>/tools (the memory tool and agent tools)\n", url)
+	fmt.Fprintf(out, "  mcp:   %s/mcp?store=<memstore_id>\n", url)
 	fmt.Fprintf(out, "  try:   curl -s %s/v1/memory_stores -H 'content-type: application/json' -d '{\"name\":\"notes\"}'\n", url)
 	hs := &http.Server{ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
