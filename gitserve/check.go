@@ -33,8 +33,12 @@ type problem struct {
 // commits share is checked once.
 type checker struct {
 	git     string
+	env     []string // the environment of the git commands; nil: the hook's own
 	storeID string
 	objs    *objects
+	// importing checks a whole history that gitmem made elsewhere (CheckImport): its
+	// commits may carry gitmem's trailers and may archive the store.
+	importing bool
 
 	problems []problem
 	reported map[string]bool
@@ -143,7 +147,7 @@ func (c *checker) checkCommit(h string) error {
 		return err
 	}
 	c.commit = short(h) + " " + strconv.Quote(truncate(ci.subject, 50))
-	if keys := gitstore.GitmemTrailers(ci.message); len(keys) > 0 {
+	if keys := gitstore.GitmemTrailers(ci.message); len(keys) > 0 && !c.importing {
 		where := "commit " + c.commit
 		c.commit = ""
 		c.fail(where, "its message has gitmem's own trailers ("+strings.Join(keys, ", ")+"), which name the API key or "+
@@ -206,7 +210,12 @@ func (c *checker) checkTree(h string, parents []string, dir string) error {
 				hasMeta = true
 			}
 		}
-		if !hasMeta && c.oldInfo != nil {
+		inParent := false
+		for _, m := range inParents {
+			_, ok := m[".gitmem"]
+			inParent = inParent || ok
+		}
+		if !hasMeta && (c.oldInfo != nil || inParent) {
 			c.fail("/"+gitstore.StoreFile, "removed: it holds the store's metadata (its id and name) and must stay")
 		}
 	}
@@ -340,7 +349,7 @@ func (c *checker) checkMeta(e entry, inParents []map[string]entry) error {
 			c.fail("/"+gitstore.StoreFile, ruleOf(err))
 		case info.ID != c.storeID:
 			c.fail("/"+gitstore.StoreFile, fmt.Sprintf("its id must stay %s, the id of this store (the push has %q)", c.storeID, info.ID))
-		case !sameTime(info.ArchivedAt, c.archivedAt()):
+		case !c.importing && !sameTime(info.ArchivedAt, c.archivedAt()):
 			c.fail("/"+gitstore.StoreFile, "archived_at may not be changed by a push: archive a store through the API")
 		default:
 			if err := gitstore.ValidateStoreInfo(info); err != nil {
@@ -364,6 +373,7 @@ func (c *checker) archivedAt() *time.Time {
 // run runs a git command in the hook's environment and returns its output, trimmed.
 func (c *checker) run(args ...string) (string, error) {
 	cmd := exec.Command(c.git, args...)
+	cmd.Env = c.env
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

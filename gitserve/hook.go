@@ -33,6 +33,24 @@ func RunHookIfAsked() {
 // maxShown bounds the problems a refused push lists.
 const maxShown = 20
 
+// lines are the problems as the pusher or importer reads them, one line each (without
+// indentation): up to maxShown, then how many more.
+func (c *checker) lines() []string {
+	var out []string
+	for i, p := range c.problems {
+		if i == maxShown {
+			out = append(out, fmt.Sprintf("... and %d more", len(c.problems)-maxShown))
+			break
+		}
+		line := p.where + ": " + p.rule
+		if p.commit != "" {
+			line += " (commit " + p.commit + ")"
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
 // runHook is the pre-receive hook: it reads the ref updates of a push on stdin, checks them
 // and the objects they bring (still in git's quarantine directory) and refuses the push whole,
 // with exit status 1 and the reasons on stderr, which git shows the pusher as "remote: ...".
@@ -64,7 +82,7 @@ func runHook(name string, stdin io.Reader, stderr io.Writer) int {
 			updates = append(updates, update{old: f[0], new: f[1], ref: f[2]})
 		}
 	}
-	objs, err := newObjects(git)
+	objs, err := newObjects(git, nil)
 	if err != nil {
 		fmt.Fprintf(errw, "gitmem could not check this push (%v); nothing was changed\n", err)
 		return 1
@@ -79,16 +97,8 @@ func runHook(name string, stdin io.Reader, stderr io.Writer) int {
 	}
 	if len(c.problems) > 0 {
 		fmt.Fprintln(errw, "gitmem refused this push; nothing was changed:")
-		for i, p := range c.problems {
-			if i == maxShown {
-				fmt.Fprintf(errw, "  ... and %d more\n", len(c.problems)-maxShown)
-				break
-			}
-			line := "  " + p.where + ": " + p.rule
-			if p.commit != "" {
-				line += " (commit " + p.commit + ")"
-			}
-			fmt.Fprintln(errw, line)
+		for _, line := range c.lines() {
+			fmt.Fprintln(errw, "  "+line)
 		}
 		if c.commit != "" {
 			fmt.Fprintln(errw, "Fix the commits (git commit --amend, or git rebase -i for older ones) and push again.")

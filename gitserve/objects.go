@@ -21,8 +21,9 @@ type objects struct {
 	out *bufio.Reader
 }
 
-func newObjects(git string) (*objects, error) {
+func newObjects(git string, env []string) (*objects, error) {
 	cmd := exec.Command(git, "cat-file", "--batch")
+	cmd.Env = env // nil: the hook's own environment
 	cmd.Stderr = os.Stderr
 	w, err := cmd.StdinPipe()
 	if err != nil {

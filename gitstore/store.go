@@ -42,6 +42,12 @@ type Store struct {
 }
 
 func openStore(id, repoPath, catalogPath string, opts Options) (*Store, error) {
+	return openStoreProgress(id, repoPath, catalogPath, opts, nil)
+}
+
+// openStoreProgress opens a store and tells progress how far the catalog's catch-up with
+// main is (all of history, for a new catalog).
+func openStoreProgress(id, repoPath, catalogPath string, opts Options, progress Progress) (*Store, error) {
 	r, err := openRepo(repoPath)
 	if err != nil {
 		return nil, err
@@ -61,7 +67,7 @@ func openStore(id, repoPath, catalogPath string, opts Options) (*Store, error) {
 	s := &Store{id: id, opts: opts, log: opts.Logger, repo: r, db: db,
 		reqs: make(chan *request, maxGroup), quit: make(chan struct{}), done: make(chan struct{}),
 		trees: map[plumbing.Hash][]object.TreeEntry{}}
-	if err := s.catchUp(nil); err != nil {
+	if err := s.catchUp(progress); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", id, err)
 	}

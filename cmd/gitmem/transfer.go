@@ -1,0 +1,220 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gitmem/gitmem/gitserve"
+	"github.com/gitmem/gitmem/gitstore"
+)
+
+func init() {
+	register(newExportCmd)
+	register(newImportCmd)
+}
+
+// needGit finds the git program, or says that the command needs it.
+func needGit(what string) (string, error) {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		return "", fmt.Errorf("%s needs the git program, which is not installed (no git in PATH)", what)
+	}
+	return git, nil
+}
+
+// runGit runs git on the bare repository dir (GIT_DIR) from the current directory, so that
+// relative paths in args are the user's. Its stderr goes to stderr and, for the error, to a
+// buffer.
+func runGit(git, dir string, stdout, stderr io.Writer, args ...string) error {
+	cmd := exec.Command(git, args...)
+	cmd.Env = append(os.Environ(), "GIT_DIR="+dir)
+	cmd.Stdin = os.Stdin // a credential prompt, for a fetch over http(s) or ssh
+	var errBuf bytes.Buffer
+	cmd.Stdout = stdout
+	cmd.Stderr = io.MultiWriter(stderr, &errBuf)
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(errBuf.String())
+		if msg == "" {
+			msg = err.Error()
+		}
+		return fmt.Errorf("git %s: %s", args[0], msg)
+	}
+	return nil
+}
+
+func gitOutput(git, dir string, args ...string) (string, error) {
+	var out bytes.Buffer
+	err := runGit(git, dir, &out, io.Discard, args...)
+	return strings.TrimSpace(out.String()), err
+}
+
+func newExportCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "export STORE FILE|-",
+		Short: "Write a store's whole history to a git bundle",
+		Long: `Writes the store's repository (main, with its full history) to FILE as a git bundle, or to
+standard output for "-". "gitmem import FILE" makes the same store from it elsewhere, with the
+same ids and versions; "git clone FILE" makes a working copy of it for a person.
+
+Needs the git program.`,
+		Example: `  gitmem export prefs prefs.bundle
+  gitmem export prefs - | ssh backup 'cat > prefs.bundle'
+  git clone prefs.bundle prefs`,
+		Args: exactArgs("STORE", "FILE|-"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			git, err := needGit("export")
+			if err != nil {
+				return err
+			}
+			return a.withStore(cmd.Context(), args[0], func(s *gitstore.Store) error {
+				info, err := s.Info(cmd.Context())
+				if err != nil {
+					return err
+				}
+				repo := s.RepoPath()
+				count, err := gitOutput(git, repo, "rev-list", "--count", "refs/heads/main")
+				if err != nil {
+					return err
+				}
+				file, out, report := args[1], io.Writer(io.Discard), cmd.OutOrStdout()
+				if file == "-" {
+					out, report = cmd.OutOrStdout(), cmd.ErrOrStderr()
+				}
+				// HEAD too, so that git clone of the bundle checks main out.
+				if err := runGit(git, repo, out, cmd.ErrOrStderr(), "bundle", "create", "--quiet", file, "HEAD", "refs/heads/main"); err != nil {
+					return err
+				}
+				size := ""
+				if fi, err := os.Stat(file); err == nil && file != "-" {
+					size = fmt.Sprintf(", %d bytes", fi.Size())
+				}
+				where := file
+				if file == "-" {
+					where = "standard output"
+				}
+				fmt.Fprintf(report, "exported store %s (%s) to %s: %s commits, head %s%s\n",
+					info.ID, info.Name, where, count, shortHash(s.Head()), size)
+				return nil
+			})
+		},
+	}
+}
+
+func shortHash(h string) string {
+	if len(h) > 7 {
+		return h[:7]
+	}
+	return h
+}
+
+func newImportCmd(a *app) *cobra.Command {
+	var name, dir string
+	var overwrite, create bool
+	cmd := &cobra.Command{
+		Use:   "import FILE|URL  |  import --dir DIR STORE",
+		Short: "Create a store from a bundle or a git remote, or load a folder of files into a store",
+		Long: `gitmem import FILE|URL creates a store from a git bundle (made by "gitmem export") or from any
+git remote that holds a store's history: a path, file://, http(s):// (such as another gitmem's
+/git/<memstore_id>.git) or ssh. The new store has the same id (from .gitmem/store.json), the same
+history, and so the same memory and version ids. The history is fetched into a temporary
+repository and checked with the rules of a push (every file in every commit a valid memory,
+.gitmem/store.json valid) before anything becomes visible; a store with the same id must not
+exist. Needs the git program.
+
+gitmem import --dir DIR STORE writes every regular file below DIR into the existing STORE (by
+id or name) as the memory at the same relative path, one version per file. It checks every file
+first (UTF-8, at most 102,400 bytes, a valid memory path, no symbolic links) and writes nothing
+if any fails. A memory that exists with the same content is left alone; one with different
+content is refused unless --overwrite is given, which makes a new version of it. DIR/.git is
+skipped.`,
+		Example: `  gitmem import prefs.bundle
+  gitmem import http://gitmem.example:7437/git/memstore_01M83BB1KXF10C9EEWAJM0FBRY.git
+  gitmem import --dir ./notes prefs`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if dir != "" {
+				if len(args) != 1 {
+					return fmt.Errorf("usage: gitmem import --dir DIR STORE")
+				}
+				if name != "" {
+					return fmt.Errorf("--name is for an import from a bundle or a remote")
+				}
+				return a.importDir(cmd, dir, args[0], overwrite, create)
+			}
+			if overwrite || create {
+				return fmt.Errorf("--overwrite and --create are for an import with --dir")
+			}
+			if len(args) != 1 {
+				return fmt.Errorf("usage: gitmem import FILE|URL, or gitmem import --dir DIR STORE")
+			}
+			return a.importHistory(cmd, args[0], name)
+		},
+	}
+	cmd.Flags().StringVar(&name, "name", "", "rename the imported store (one more commit of its metadata)")
+	cmd.Flags().StringVar(&dir, "dir", "", "load the files below this folder into STORE")
+	cmd.Flags().BoolVar(&overwrite, "overwrite", false, "with --dir: replace memories whose content differs")
+	cmd.Flags().BoolVar(&create, "create", false, "with --dir: create STORE (named so) if no store has that id or name")
+	return cmd
+}
+
+func (a *app) importHistory(cmd *cobra.Command, source, name string) error {
+	git, err := needGit("import")
+	if err != nil {
+		return err
+	}
+	if name != "" {
+		// Checked before anything is fetched; UpdateInfo checks it again.
+		if strings.TrimSpace(name) == "" {
+			return fmt.Errorf("--name is empty")
+		}
+	}
+	ctx := cmd.Context()
+	return a.withData(ctx, func(d *gitstore.DataDir) error {
+		tmp, err := d.PrepareImport()
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp) // gone already once adopted
+		if err := runGit(git, tmp, io.Discard, cmd.ErrOrStderr(), "-c", "transfer.fsckObjects=true",
+			"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", source, "+refs/heads/main:refs/heads/main"); err != nil {
+			return fmt.Errorf("could not fetch main from %s; nothing was imported (%w)", source, err)
+		}
+		id, problems, err := gitserve.CheckImport(git, tmp)
+		if err != nil {
+			return fmt.Errorf("could not check the history from %s; nothing was imported (%w)", source, err)
+		}
+		if len(problems) > 0 {
+			return fmt.Errorf("refused to import %s; nothing was imported:\n  %s", source, strings.Join(problems, "\n  "))
+		}
+		progress, done := progressBar(cmd.ErrOrStderr(), "reading history", "commits")
+		s, err := d.ImportStore(ctx, tmp, progress)
+		commits := done()
+		if err != nil {
+			if gitstore.IsKind(err, gitstore.KindConflict) || gitstore.IsKind(err, gitstore.KindInvalid) {
+				return fmt.Errorf("%w; nothing was imported", err)
+			}
+			return err
+		}
+		if name != "" {
+			if _, err := s.UpdateInfo(ctx, gitstore.StorePatch{Name: &name, Actor: cliActor()}); err != nil {
+				return fmt.Errorf("imported store %s, but could not rename it: %w", id, err)
+			}
+		}
+		info, err := s.Info(ctx)
+		if err != nil {
+			return err
+		}
+		mems, err := allMemories(ctx, s, gitstore.ListOptions{})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "imported store %s (%s) from %s: %d memories, %d versions, %d commits; head %s\n",
+			info.ID, info.Name, source, len(mems), s.VersionMark(), commits, shortHash(s.Head()))
+		return nil
+	})
+}
