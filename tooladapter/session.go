@@ -143,9 +143,6 @@ func NewSession(ctx context.Context, opts Options) (*Session, error) {
 // ID returns the session's id.
 func (s *Session) ID() string { return s.id }
 
-// Actor returns who the session's writes are recorded as.
-func (s *Session) Actor() gitstore.Actor { return s.actor }
-
 var slugRuns = regexp.MustCompile(`[^\p{L}\p{N}]+`)
 
 // Slug turns a store's name into its folder below /memories: lower case, with each run of
