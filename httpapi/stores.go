@@ -26,6 +26,7 @@ func (s *Server) storeRoutes(g *echo.Group) {
 	g.GET("/memory_stores/:store/memory_versions", s.listVersions)
 	g.GET("/memory_stores/:store/memory_versions/:version", s.getVersion)
 	g.POST("/memory_stores/:store/memory_versions/:version/redact", s.redactVersion)
+	s.historyRoutes(g)
 }
 
 // store opens the store of the request, checking that the caller may use it (and write
