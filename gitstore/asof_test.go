@@ -1,0 +1,240 @@
+package gitstore
+
+import (
+	"context"
+	"math/rand"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// stepClock is a clock that moves on by a few milliseconds each time it is read, so that
+// every version has its own time and the tests know the times between them.
+type stepClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *stepClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(3 * time.Millisecond)
+	return c.t
+}
+
+func (c *stepClock) last() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+// pointInTime is the model's state after one step, and where the store was then.
+type pointInTime struct {
+	time   time.Time // the clock after the step: no version of the next step is this old
+	commit string
+	mems   map[string]modelMem // live memories by id
+}
+
+func (p pointInTime) model() *model {
+	m := newModel()
+	for id, mem := range p.mems {
+		mem := mem
+		m.mems[id] = &mem
+		m.byPath[mem.path] = id
+	}
+	return m
+}
+
+// TestAsOfModel makes a random history through the store API, keeps the model's state after
+// every step, and then reads the store as of many points of that history, by time and by
+// commit, checking each against the model's state then.
+func TestAsOfModel(t *testing.T) {
+	ctx := context.Background()
+	clock := &stepClock{t: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)}
+	d := newTestDataDir(t, Options{Clock: clock.now, MaxPacks: 4})
+	s, err := d.CreateStore(ctx, CreateStoreInput{Name: "asof", Actor: apiActor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewSource(seed))
+	m := newModel()
+	everID := map[string]bool{}
+	points := []pointInTime{{time: clock.last(), commit: s.Head(), mems: map[string]modelMem{}}}
+	steps := 400
+	if testing.Short() {
+		steps = 150
+	}
+	for i := 0; i < steps; i++ {
+		step(t, ctx, rng, s, m, i)
+		p := pointInTime{time: clock.last(), commit: s.Head(), mems: map[string]modelMem{}}
+		for id, mem := range m.mems {
+			p.mems[id] = *mem
+			everID[id] = true
+		}
+		points = append(points, p)
+	}
+
+	check := func(what string, snap *Snapshot, p pointInTime) {
+		t.Helper()
+		for id, want := range p.mems {
+			got, err := snap.Get(ctx, id, true)
+			if err != nil {
+				t.Fatalf("%s: get %s (%s): %v", what, id, want.path, err)
+			}
+			if got.Path != want.path || *got.Content != want.content || got.VersionID != want.version ||
+				got.ContentSHA256 != sha256Hex(want.content) || got.SizeBytes != len(want.content) {
+				t.Fatalf("%s: memory %s: got %+v %q, want %+v", what, id, got, *got.Content, want)
+			}
+			byPath, err := snap.GetByPath(ctx, want.path, false)
+			if err != nil || byPath.ID != id || byPath.VersionID != want.version || byPath.Content != nil {
+				t.Fatalf("%s: get by path %s: %+v, %v; want memory %s", what, want.path, byPath, err, id)
+			}
+		}
+		for id := range everID {
+			if _, live := p.mems[id]; !live {
+				if _, err := snap.Get(ctx, id, false); !IsKind(err, KindNotFound) {
+					t.Fatalf("%s: get %s, not live then: %v, want not found", what, id, err)
+				}
+			}
+		}
+		pm := p.model()
+		for _, path := range modelPaths {
+			if _, live := pm.byPath[path]; !live {
+				if _, err := snap.GetByPath(ctx, path, false); !IsKind(err, KindNotFound) {
+					t.Fatalf("%s: get by path %s, free then: %v, want not found", what, path, err)
+				}
+			}
+		}
+		for _, prefix := range []string{"", "/a/", "/d/", "/p/", "/p/q/", "/nothing/"} {
+			for _, depth := range []int{0, 1} {
+				got := listSnapshot(t, ctx, snap, prefix, depth, 3)
+				want := modelList(pm, prefix, depth)
+				if strings.Join(got, " ") != strings.Join(want, " ") {
+					t.Fatalf("%s: list %q depth %d:\n got %v\nwant %v", what, prefix, depth, got, want)
+				}
+			}
+		}
+	}
+
+	for n := 0; n < 60; n++ {
+		i := rng.Intn(len(points))
+		if n == 0 {
+			i = len(points) - 1
+		}
+		p := points[i]
+		// By time: the clock after the step, or any time before the next step's first read of it.
+		at := p.time
+		if n%2 == 1 {
+			at = at.Add(time.Duration(rng.Intn(3000)) * time.Microsecond)
+		}
+		snap, err := s.At(ctx, at.Format(time.RFC3339Nano))
+		if err != nil {
+			t.Fatalf("at %s: %v", at, err)
+		}
+		check("after step "+itoa(i-1)+" by time", snap, p)
+		// By commit, full or abbreviated.
+		hash := p.commit
+		if n%3 == 0 {
+			hash = strings.ToUpper(hash[:7+rng.Intn(10)])
+		}
+		if snap, err = s.At(ctx, hash); err != nil {
+			t.Fatalf("at %s: %v", hash, err)
+		}
+		if snap.Commit != p.commit {
+			t.Fatalf("at %s: snapshot of commit %s, want %s", hash, snap.Commit, p.commit)
+		}
+		check("after step "+itoa(i-1)+" by commit", snap, p)
+	}
+
+	// Before the store existed: nothing. In the future: the current state, times included.
+	snap, err := s.At(ctx, "2000-01-01T00:00:00Z")
+	if err != nil || snap.Commit != "" {
+		t.Fatalf("at 2000: %+v, %v", snap, err)
+	}
+	check("before the store", snap, pointInTime{mems: map[string]modelMem{}})
+	snap, err = s.AtTime(ctx, time.Now().Add(24*365*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("in the future", snap, points[len(points)-1])
+	for id := range m.mems {
+		now, err := s.Get(ctx, id, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		then, err := snap.Get(ctx, id, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *now.Content != *then.Content || now.CreatedAt != then.CreatedAt || now.UpdatedAt != then.UpdatedAt {
+			t.Fatalf("memory %s now %+v, in the future %+v", id, now, then)
+		}
+		now.Content, then.Content = nil, nil
+		if now != then {
+			t.Fatalf("memory %s now %+v, in the future %+v", id, now, then)
+		}
+	}
+}
+
+func itoa(i int) string {
+	if i < 0 {
+		return "none"
+	}
+	return strconv.Itoa(i)
+}
+
+func listSnapshot(t *testing.T, ctx context.Context, snap *Snapshot, prefix string, depth, limit int) []string {
+	t.Helper()
+	var out []string
+	opts := ListOptions{PathPrefix: prefix, Depth: depth, Limit: limit}
+	for {
+		page, err := snap.List(ctx, opts)
+		if err != nil {
+			t.Fatalf("list %q: %v", prefix, err)
+		}
+		for _, it := range page.Items {
+			if it.Memory != nil {
+				out = append(out, it.Memory.Path)
+			} else {
+				out = append(out, it.Prefix)
+			}
+		}
+		if page.NextCursor == "" {
+			return out
+		}
+		opts.Cursor = page.NextCursor
+	}
+}
+
+func TestAsOfErrors(t *testing.T) {
+	ctx := context.Background()
+	s := newTestStore(t)
+	first := mustWrite(t, s, "/x.md", "one", apiActor)
+	mustWrite(t, s, "/x.md", "two", apiActor)
+	for _, at := range []string{"", "yesterday", "2025-01-02", "2025-01-02 10:00:00", "abc", "12345g7", "abcdef"} {
+		if _, err := s.At(ctx, at); !IsKind(err, KindInvalid) || !strings.Contains(err.Error(), "RFC 3339") {
+			t.Errorf("at %q: %v, want an invalid request naming the forms", at, err)
+		}
+	}
+	if _, err := s.At(ctx, "0000000"); !IsKind(err, KindInvalid) || !strings.Contains(err.Error(), "history") {
+		t.Errorf("at an unknown commit: %v, want an invalid request", err)
+	}
+	snap, err := s.At(ctx, first.Version.Commit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := snap.GetByPath(ctx, "/x.md", true)
+	if err != nil || *m.Content != "one" || m.VersionID != first.Version.ID {
+		t.Fatalf("as of the first commit: %+v, %v", m, err)
+	}
+	if _, err := snap.List(ctx, ListOptions{PathPrefix: "bad"}); !IsKind(err, KindInvalid) {
+		t.Fatalf("list with a bad prefix: %v", err)
+	}
+	if _, err := snap.List(ctx, ListOptions{Limit: 5000}); !IsKind(err, KindInvalid) {
+		t.Fatalf("list with a bad limit: %v", err)
+	}
+}
