@@ -106,7 +106,11 @@ func (s *Server) listMemories(c echo.Context) error {
 	if opts.Depth, err = queryInt(c, "depth", 0, 0, gitstore.MaxPathSegments); err != nil {
 		return err
 	}
-	p, err := st.List(c.Request().Context(), opts)
+	rd, err := reader(c, st)
+	if err != nil {
+		return err
+	}
+	p, err := rd.List(c.Request().Context(), opts)
 	if err != nil {
 		return err
 	}
@@ -126,7 +130,11 @@ func (s *Server) getMemory(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	m, err := st.Get(c.Request().Context(), c.Param("memory"), full)
+	rd, err := reader(c, st)
+	if err != nil {
+		return err
+	}
+	m, err := rd.Get(c.Request().Context(), c.Param("memory"), full)
 	if err != nil {
 		return err
 	}
