@@ -86,14 +86,20 @@ func readContent(cmd *cobra.Command, args []string) (string, error) {
 }
 
 func newCatCmd(a *app) *cobra.Command {
-	return &cobra.Command{
-		Use:     "cat STORE PATH",
-		Short:   "Print the content of a memory",
-		Example: `  gitmem cat prefs /style.md`,
-		Args:    exactArgs("STORE", "PATH"),
+	var at string
+	cmd := &cobra.Command{
+		Use:   "cat STORE PATH",
+		Short: "Print the content of a memory",
+		Example: `  gitmem cat prefs /style.md
+  gitmem cat prefs /style.md --at 2025-01-02T15:04:05Z`,
+		Args: exactArgs("STORE", "PATH"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withStore(cmd.Context(), args[0], func(s *gitstore.Store) error {
-				m, err := getMemory(cmd, s, args[1])
+				rd, err := readerAt(cmd.Context(), s, at)
+				if err != nil {
+					return err
+				}
+				m, err := getMemoryIn(cmd.Context(), rd, args[1])
 				if err != nil {
 					return err
 				}
@@ -102,14 +108,8 @@ func newCatCmd(a *app) *cobra.Command {
 			})
 		},
 	}
-}
-
-// getMemory finds a memory by path, or by id for arguments that look like one.
-func getMemory(cmd *cobra.Command, s *gitstore.Store, ref string) (gitstore.Memory, error) {
-	if strings.HasPrefix(ref, gitstore.MemoryPrefix) {
-		return s.Get(cmd.Context(), ref, true)
-	}
-	return s.GetByPath(cmd.Context(), ref, true)
+	cmd.Flags().StringVar(&at, "at", "", atUsage)
+	return cmd
 }
 
 func newRmCmd(a *app) *cobra.Command {
@@ -159,6 +159,7 @@ func newMvCmd(a *app) *cobra.Command {
 
 func newLsCmd(a *app) *cobra.Command {
 	var recursive, long, asJSON bool
+	var at string
 	cmd := &cobra.Command{
 		Use:   "ls STORE [PREFIX]",
 		Short: "List memories below a prefix (one level; -R for all)",
@@ -177,7 +178,11 @@ func newLsCmd(a *app) *cobra.Command {
 				}
 			}
 			return a.withStore(cmd.Context(), args[0], func(s *gitstore.Store) error {
-				items, err := allMemories(cmd.Context(), s, opts)
+				rd, err := readerAt(cmd.Context(), s, at)
+				if err != nil {
+					return err
+				}
+				items, err := allMemoriesIn(cmd.Context(), rd, opts)
 				if err != nil {
 					return err
 				}
@@ -213,6 +218,7 @@ func newLsCmd(a *app) *cobra.Command {
 	cmd.Flags().BoolVarP(&recursive, "recursive", "R", false, "list every memory below the prefix")
 	cmd.Flags().BoolVarP(&long, "long", "l", false, "show size, update time and id")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the listing as JSON")
+	cmd.Flags().StringVar(&at, "at", "", atUsage)
 	return cmd
 }
 
