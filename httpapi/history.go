@@ -14,6 +14,7 @@ func (s *Server) historyRoutes(g *echo.Group) {
 	g.POST("/memory_stores/:store/memory_versions/:version/restore", s.restoreVersion)
 	g.GET("/memory_stores/:store/memories/:memory/diff", s.diffMemory)
 	g.GET("/memory_stores/:store/memories/:memory/blame", s.blameMemory)
+	g.POST("/memory_stores/:store/revert", s.revertStore) // revert.go
 }
 
 // restoreVersion makes a new version of the version's memory with the version's content and
