@@ -1,0 +1,77 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gitmem/gitmem/gitstore"
+)
+
+func init() { register(newGCCmd) }
+
+func newGCCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "gc [STORE]",
+		Short: "Repack a store's git objects (all stores without STORE)",
+		Long: `Packs every object of the store's repository into one pack with fresh deltas (git repack
+-a -f), removes the old packs and the loose objects now packed, and prunes unreachable loose
+objects older than ten minutes. It needs the git program. A running server does the same
+on POST /v1/memory_stores/{id}/gc.`,
+		Example: `  gitmem gc prefs
+  gitmem gc`,
+		Args: rangeArgs(nil, "STORE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := needGit("gitmem gc"); err != nil {
+				return err
+			}
+			return a.withData(cmd.Context(), func(d *gitstore.DataDir) error {
+				var ids []string
+				if len(args) == 1 {
+					s, err := findStore(cmd.Context(), d, args[0])
+					if err != nil {
+						return err
+					}
+					ids = append(ids, s.ID())
+				} else {
+					infos, err := allStores(cmd.Context(), d, true)
+					if err != nil {
+						return err
+					}
+					for _, info := range infos {
+						ids = append(ids, info.ID)
+					}
+				}
+				out := cmd.OutOrStdout()
+				for _, id := range ids {
+					s, err := d.Store(cmd.Context(), id)
+					if err != nil {
+						return err
+					}
+					res, err := s.GC(cmd.Context())
+					if err != nil {
+						return fmt.Errorf("gc %s: %w", id, err)
+					}
+					fmt.Fprintf(out, "%s: %s in %d packs and %d loose objects -> %s in %d pack(s) and %d loose objects (%s)\n",
+						id, humanBytes(res.Before.Bytes()), res.Before.Packs, res.Before.LooseObjects,
+						humanBytes(res.After.Bytes()), res.After.Packs, res.After.LooseObjects, res.Took.Round(1e6))
+					if res.KeptOldPacks {
+						fmt.Fprintf(out, "%s: main moved during gc (a push); the old packs were kept: run gc again\n", id)
+					}
+				}
+				return nil
+			})
+		},
+	}
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	default:
+		return fmt.Sprintf("%d B", n)
+	}
+}
