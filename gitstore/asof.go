@@ -45,7 +45,7 @@ func (s *Store) At(ctx context.Context, at string) (*Snapshot, error) {
 	if isHexPrefix(at) {
 		return s.AtCommit(ctx, at)
 	}
-	return nil, invalidf("at %q is neither %s", at, AtFormHint)
+	return nil, invalidf("at %q must be %s", at, AtFormHint)
 }
 
 func isHexPrefix(s string) bool {
