@@ -393,28 +393,11 @@ type treeFile struct {
 // List lists the memories of the snapshot below opts.PathPrefix in path order, one page at
 // a time, as Store.List does.
 func (sn *Snapshot) List(ctx context.Context, opts ListOptions) (ListPage, error) {
-	if err := ValidatePathPrefix(opts.PathPrefix); err != nil {
-		return ListPage{}, err
-	}
-	if opts.Depth < 0 {
-		return ListPage{}, invalidf("depth must be 0 (all) or a positive number of levels, got %d", opts.Depth)
-	}
-	limit, err := checkLimit(opts.Limit, 20, 1000)
+	limit, prefix, rawAfter, err := opts.listing()
 	if err != nil {
 		return ListPage{}, err
 	}
-	prefix := opts.PathPrefix
-	if prefix == "" {
-		prefix = "/"
-	}
-	var after string
-	if opts.Cursor != "" {
-		raw, err := decodeCursor('p', opts.Cursor)
-		if err != nil {
-			return ListPage{}, err
-		}
-		after = string(raw)
-	}
+	after := string(rawAfter)
 	var files []treeFile
 	if !sn.tree.IsZero() {
 		dir := strings.TrimSuffix(prefix, "/")

@@ -400,27 +400,35 @@ func checkLimit(limit, def, max int) (int, error) {
 	return limit, nil
 }
 
-// List lists memories below opts.PathPrefix in path order, one page at a time.
-func (s *Store) List(ctx context.Context, opts ListOptions) (ListPage, error) {
+// listing checks a listing's options and returns its page size, its prefix ("/" for all)
+// and the path its cursor says to continue after (nil on the first page).
+func (opts ListOptions) listing() (limit int, prefix string, after []byte, err error) {
 	if err := ValidatePathPrefix(opts.PathPrefix); err != nil {
-		return ListPage{}, err
+		return 0, "", nil, err
 	}
 	if opts.Depth < 0 {
-		return ListPage{}, invalidf("depth must be 0 (all) or a positive number of levels, got %d", opts.Depth)
+		return 0, "", nil, invalidf("depth must be 0 (all) or a positive number of levels, got %d", opts.Depth)
 	}
-	limit, err := checkLimit(opts.Limit, 20, 1000)
-	if err != nil {
-		return ListPage{}, err
+	if limit, err = checkLimit(opts.Limit, 20, 1000); err != nil {
+		return 0, "", nil, err
 	}
-	prefix := opts.PathPrefix
+	prefix = opts.PathPrefix
 	if prefix == "" {
 		prefix = "/"
 	}
-	var after []byte
 	if opts.Cursor != "" {
 		if after, err = decodeCursor('p', opts.Cursor); err != nil {
-			return ListPage{}, err
+			return 0, "", nil, err
 		}
+	}
+	return limit, prefix, after, nil
+}
+
+// List lists memories below opts.PathPrefix in path order, one page at a time.
+func (s *Store) List(ctx context.Context, opts ListOptions) (ListPage, error) {
+	limit, prefix, after, err := opts.listing()
+	if err != nil {
+		return ListPage{}, err
 	}
 	var page ListPage
 	err = s.view(ctx, func(ct catTx) error {
