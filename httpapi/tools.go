@@ -65,7 +65,8 @@ func (s *Server) callTool(c echo.Context) error {
 
 // toolSession binds the tools to stores for one request's caller: a read_only key sees
 // every store read-only whatever the attachment asks, and writes are recorded as the
-// caller's actor (its key, or the session it names).
+// caller's actor (its key, or the session it names). With ?at= (a time or a commit) the
+// tools read the stores as they were then, and change nothing.
 func (s *Server) toolSession(c echo.Context, cl caller, stores ...tooladapter.Attachment) (*tooladapter.Session, error) {
 	readOnlyKey := cl.key != nil && cl.key.Access == apikeys.ReadOnly
 	for i := range stores {
@@ -73,6 +74,6 @@ func (s *Server) toolSession(c echo.Context, cl caller, stores ...tooladapter.At
 			stores[i].Access = tooladapter.ReadOnly
 		}
 	}
-	opts := tooladapter.Options{Actor: &cl.actor, Search: s.search, ID: cl.actor.SessionID(), Stores: stores}
+	opts := tooladapter.Options{Actor: &cl.actor, Search: s.search, ID: cl.actor.SessionID(), Stores: stores, At: c.QueryParam("at")}
 	return tooladapter.NewSession(c.Request().Context(), opts)
 }

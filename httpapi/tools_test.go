@@ -171,3 +171,32 @@ func TestLoopbackHostWithoutKeys(t *testing.T) {
 		t.Errorf("with keys and no key sent: %d, want 401", status)
 	}
 }
+
+// TestToolRouteAt views a store as it was with ?at=, and is refused a change there.
+func TestToolRouteAt(t *testing.T) {
+	ts := startServer(t, Options{})
+	ctx := context.Background()
+	st, err := ts.data.CreateStore(ctx, gitstore.CreateStoreInput{Name: "notes", Actor: LocalUser})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := ts.url + "/v1/memory_stores/" + st.ID() + "/tools/memory"
+	request(t, "POST", base, "", "", `{"command":"create","path":"/memories/a.md","file_text":"one"}`)
+	then := st.Head()
+	request(t, "POST", base, "", "", `{"command":"str_replace","path":"/memories/a.md","old_str":"one","new_str":"two"}`)
+	_, body := request(t, "POST", base+"?at="+then[:10], "", "", `{"command":"view","path":"/memories/a.md"}`)
+	if body["content"] != "Here's the content of /memories/a.md with line numbers:\n     1\tone" {
+		t.Errorf("view at %s: %v", then, body)
+	}
+	_, body = request(t, "POST", base+"?at="+then[:10], "", "", `{"command":"delete","path":"/memories/a.md"}`)
+	if body["is_error"] != true || !strings.Contains(body["content"].(string), "cannot be changed: this session reads the memory store") {
+		t.Errorf("delete in the past: %v", body)
+	}
+	status, body := request(t, "POST", base+"?at=last+week", "", "", `{"command":"view","path":"/memories"}`)
+	if status != 400 {
+		t.Errorf("bad at: %d %v", status, body)
+	}
+	if got := storeFiles(t, st)["a.md"]; got != "two" {
+		t.Errorf("a.md = %q", got)
+	}
+}

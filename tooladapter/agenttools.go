@@ -64,7 +64,7 @@ func (s *Session) list(ctx context.Context, raw []byte) (string, error) {
 			}
 			d = max(depth-1, 0)
 		}
-		page, err := m.store.List(ctx, gitstore.ListOptions{PathPrefix: t.prefix(), Depth: d, Limit: limit - len(lines) + 1})
+		page, err := m.reads.List(ctx, gitstore.ListOptions{PathPrefix: t.prefix(), Depth: d, Limit: limit - len(lines) + 1})
 		if err != nil {
 			return "", err
 		}
@@ -128,6 +128,9 @@ func (s *Session) searchTool(ctx context.Context, raw []byte) (string, error) {
 	}
 	if s.search == nil {
 		return "", toolErrorf("Search is not available here: this gitmem runs without a search index. Use memory_list and memory_read instead")
+	}
+	if at := s.mounts[0].at; at != "" {
+		return "", toolErrorf("Search reads the stores as they are now, not as they were at %s. Use memory_list and memory_read instead", at)
 	}
 	mounts := s.mounts
 	if t.mount != nil {

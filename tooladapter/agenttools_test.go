@@ -259,3 +259,36 @@ func TestSlug(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionAt reads the store as it was, through the memory tool and the agent tools, and
+// changes nothing.
+func TestSessionAt(t *testing.T) {
+	ctx := context.Background()
+	s, st := newTestSession(t, map[string]string{"plan.md": "first plan"})
+	before := st.Head()
+	call(t, s, MemoryToolName, map[string]any{"command": "str_replace", "path": "/memories/plan.md", "old_str": "first", "new_str": "second"})
+	call(t, s, MemoryToolName, map[string]any{"command": "create", "path": "/memories/later.md", "file_text": "later"})
+	past, err := NewSession(ctx, Options{Stores: []Attachment{{Store: st}}, At: before})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ tool, in, want string }{
+		{MemoryToolName, `{"command":"view","path":"/memories/plan.md"}`, "Here's the content of /memories/plan.md with line numbers:\n     1\tfirst plan"},
+		{MemoryToolName, `{"command":"view","path":"/memories"}`, "Here're the files and directories up to 2 levels deep in /memories, excluding hidden items and node_modules:\n10B\t/memories\n10B\t/memories/plan.md"},
+		{MemoryToolName, `{"command":"view","path":"/memories/later.md"}`, "Error: The path /memories/later.md does not exist. Please provide a valid path."},
+		{ReadTool, `{"path":"/memories/plan.md"}`, "Here's the content of /memories/plan.md with line numbers:\n     1\tfirst plan"},
+		{MemoryToolName, `{"command":"create","path":"/memories/x.md","file_text":"x"}`,
+			`Error: /memories/x.md cannot be changed: this session reads the memory store "test" as it was at ` + before},
+		{SearchTool, `{"query":"plan"}`, "Error: Search is not available here: this gitmem runs without a search index. Use memory_list and memory_read instead"},
+	} {
+		if res := call(t, past, tc.tool, []byte(tc.in)); dates.ReplaceAllString(res.Content, "D") != tc.want {
+			t.Errorf("%s %s:\ngot  %q\nwant %q", tc.tool, tc.in, res.Content, tc.want)
+		}
+	}
+	if got := files(t, st); got["plan.md"] != "second plan" || got["later.md"] != "later" || len(got) != 2 {
+		t.Errorf("the store after reading the past: %q", got)
+	}
+	if _, err := NewSession(ctx, Options{Stores: []Attachment{{Store: st}}, At: "yesterday"}); !gitstore.IsKind(err, gitstore.KindInvalid) {
+		t.Errorf("a bad at: %v", err)
+	}
+}

@@ -62,11 +62,23 @@ type Options struct {
 	Stores []Attachment
 	// Search answers memory_search; without it, memory_search says that search is off.
 	Search *search.Service
+	// At, if set, binds the tools to the stores as they were at that time (RFC 3339) or
+	// commit, read-only: the views and reads of a session that looks back.
+	At string
+}
+
+// reader is what the tools read a store through: the store itself, or a snapshot of it
+// as of a time or commit.
+type reader interface {
+	GetByPath(ctx context.Context, path string, withContent bool) (gitstore.Memory, error)
+	List(ctx context.Context, opts gitstore.ListOptions) (gitstore.ListPage, error)
 }
 
 // mount is an attached store as the tools see it.
 type mount struct {
 	store  *gitstore.Store
+	reads  reader // the store, or its snapshot for a session with Options.At
+	at     string // Options.At, for messages
 	info   gitstore.StoreInfo
 	slug   string // the folder below /memories, "" when it is the only store
 	access Access
@@ -123,7 +135,15 @@ func NewSession(ctx context.Context, opts Options) (*Session, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.mounts = append(s.mounts, mount{store: a.Store, info: info, access: a.Access, prompt: a.Prompt})
+		m := mount{store: a.Store, reads: a.Store, info: info, access: a.Access, prompt: a.Prompt}
+		if opts.At != "" {
+			snap, err := a.Store.At(ctx, opts.At)
+			if err != nil {
+				return nil, err
+			}
+			m.reads, m.at, m.access = snap, opts.At, ReadOnly
+		}
+		s.mounts = append(s.mounts, m)
 	}
 	if len(s.mounts) > 1 {
 		slugs := map[string]bool{}
@@ -175,7 +195,10 @@ func (m mount) root() string {
 
 // writable refuses a change to a read-only store; shown is the path as the model gave it.
 func (m mount) writable(shown string) error {
-	if m.access == ReadOnly {
+	switch {
+	case m.at != "":
+		return toolErrorf("%s cannot be changed: this session reads the memory store %q as it was at %s", shown, m.info.Name, m.at)
+	case m.access == ReadOnly:
 		return toolErrorf("%s is in the memory store %q, which this session may read but not change", shown, m.info.Name)
 	}
 	return nil
