@@ -111,7 +111,7 @@ func TestAsOfModel(t *testing.T) {
 		}
 		for _, prefix := range []string{"", "/a/", "/d/", "/p/", "/p/q/", "/nothing/"} {
 			for _, depth := range []int{0, 1} {
-				got := listSnapshot(t, ctx, snap, prefix, depth, 3)
+				got := listAll(t, ctx, snap, prefix, depth, 3)
 				want := modelList(pm, prefix, depth)
 				if strings.Join(got, " ") != strings.Join(want, " ") {
 					t.Fatalf("%s: list %q depth %d:\n got %v\nwant %v", what, prefix, depth, got, want)
@@ -185,29 +185,6 @@ func itoa(i int) string {
 		return "none"
 	}
 	return strconv.Itoa(i)
-}
-
-func listSnapshot(t *testing.T, ctx context.Context, snap *Snapshot, prefix string, depth, limit int) []string {
-	t.Helper()
-	var out []string
-	opts := ListOptions{PathPrefix: prefix, Depth: depth, Limit: limit}
-	for {
-		page, err := snap.List(ctx, opts)
-		if err != nil {
-			t.Fatalf("list %q: %v", prefix, err)
-		}
-		for _, it := range page.Items {
-			if it.Memory != nil {
-				out = append(out, it.Memory.Path)
-			} else {
-				out = append(out, it.Prefix)
-			}
-		}
-		if page.NextCursor == "" {
-			return out
-		}
-		opts.Cursor = page.NextCursor
-	}
 }
 
 func TestAsOfErrors(t *testing.T) {

@@ -382,7 +382,13 @@ func compareAll(t *testing.T, ctx context.Context, s *Store, m *model) {
 	}
 }
 
-func listAll(t *testing.T, ctx context.Context, s *Store, prefix string, depth, limit int) []string {
+// lister is a Store or a Snapshot.
+type lister interface {
+	List(ctx context.Context, opts ListOptions) (ListPage, error)
+}
+
+// listAll lists every path (and, with depth, prefix) below prefix, page by page.
+func listAll(t *testing.T, ctx context.Context, s lister, prefix string, depth, limit int) []string {
 	t.Helper()
 	var out []string
 	opts := ListOptions{PathPrefix: prefix, Depth: depth, Limit: limit}

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
@@ -24,24 +23,13 @@ import (
 // parent's are dropped), and returns stdout, stderr and the exit code.
 func (c *cli) runAgentCLI(env []string, args ...string) (string, string, int) {
 	c.t.Helper()
-	cmd := exec.Command(binary, append([]string{"--data", c.data}, args...)...)
+	var kept []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "ANTHROPIC_") {
-			cmd.Env = append(cmd.Env, kv)
+			kept = append(kept, kv)
 		}
 	}
-	cmd.Env = append(cmd.Env, "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
-	cmd.Env = append(cmd.Env, env...)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		c.t.Fatalf("run gitmem %v: %v", args, err)
-	}
-	return out.String(), errOut.String(), code
+	return c.runEnv(append(kept, env...), "", args...)
 }
 
 // toolResult is a tool_result block that a request must carry.

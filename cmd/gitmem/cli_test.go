@@ -42,9 +42,16 @@ func newCLI(t *testing.T) *cli {
 // run runs gitmem with args and stdin, and returns stdout, stderr and the exit code.
 func (c *cli) run(stdin string, args ...string) (string, string, int) {
 	c.t.Helper()
+	return c.runEnv(os.Environ(), stdin, args...)
+}
+
+// runEnv runs gitmem in the environment env (with git's own configuration files left out),
+// and returns stdout, stderr and the exit code.
+func (c *cli) runEnv(env []string, stdin string, args ...string) (string, string, int) {
+	c.t.Helper()
 	cmd := exec.Command(binary, append([]string{"--data", c.data}, args...)...)
 	cmd.Stdin = strings.NewReader(stdin)
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+	cmd.Env = append(env, "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
