@@ -16,6 +16,8 @@ const (
 	MemoryPrefix  = "mem_"
 	VersionPrefix = "memver_"
 	UserPrefix    = "user_"
+	// ServiceAccountPrefix names service accounts, of which gitmem itself is one.
+	ServiceAccountPrefix = "svac_"
 )
 
 // idSource mints time-ordered random ids. Ids minted by one process are strictly

@@ -105,3 +105,8 @@ func userActor(name, email string) Actor {
 	id := hashedID(UserPrefix, "user", strings.ToLower(email))
 	return Actor{Type: UserActor, ID: id, Name: name, Email: email}
 }
+
+// SystemActor is gitmem itself, as the author of the changes that no caller asked for: the
+// merges of sync, the deletes of expiry. Its id is the same on every replica.
+var SystemActor = Actor{Type: ServiceAccountActor, ID: hashedID(ServiceAccountPrefix, "gitmem", "system"),
+	Name: "gitmem", Email: "gitmem@gitmem"}
