@@ -205,9 +205,13 @@ func (m *merger) mergeBase() (plumbing.Hash, error) {
 
 // gitOut runs git in the store's repository and returns its standard output.
 func (m *merger) gitOut(stdin []byte, args ...string) ([]byte, error) {
+	dir, err := filepath.Abs(m.s.repo.path)
+	if err != nil {
+		return nil, err
+	}
 	cmd := exec.CommandContext(m.ctx, m.git, args...)
-	cmd.Env = append(os.Environ(), "GIT_DIR="+m.s.repo.path, "GIT_LITERAL_PATHSPECS=1")
-	cmd.Dir = m.s.repo.path
+	cmd.Env = append(os.Environ(), "GIT_DIR="+dir, "GIT_LITERAL_PATHSPECS=1")
+	cmd.Dir = dir
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}
