@@ -10,7 +10,9 @@ import (
 
 // Loop syncs the stores of a data directory with their remotes while a server runs: a
 // while after writes (once main has been still for AfterWrite, so a burst of writes is
-// one sync), on an interval, and after a failure not before the backoff has passed.
+// one sync, and at the latest 5 x AfterWrite after the first write that the remote lacks,
+// so a steady stream of writes still syncs), on an interval, and after a failure not
+// before the backoff has passed.
 type Loop struct {
 	Syncer *Syncer
 	Data   *gitstore.DataDir
@@ -55,6 +57,7 @@ func (l *Loop) Run(ctx context.Context) {
 type headSeen struct {
 	head  string
 	since time.Time
+	first time.Time // of the changes since the last sync that succeeded
 }
 
 // round syncs every remote that is due.
@@ -75,7 +78,11 @@ func (l *Loop) round(ctx context.Context, seen map[string]headSeen) {
 		now := l.Syncer.now()
 		head := s.Head()
 		if h := seen[id]; h.head != head {
-			seen[id] = headSeen{head: head, since: now}
+			if h.first.IsZero() {
+				h.first = now
+			}
+			h.head, h.since = head, now
+			seen[id] = h
 		}
 		remotes, err := Remotes(l.Syncer.DataDir, id)
 		if err != nil {
@@ -92,7 +99,9 @@ func (l *Loop) round(ctx context.Context, seen map[string]headSeen) {
 			if now.Before(st.NextTry) {
 				continue // backing off
 			}
-			written := l.AfterWrite > 0 && head != st.RemoteHead && now.Sub(seen[id].since) >= l.AfterWrite
+			h := seen[id]
+			written := l.AfterWrite > 0 && head != st.RemoteHead &&
+				(now.Sub(h.since) >= l.AfterWrite || now.Sub(h.first) >= 5*l.AfterWrite)
 			interval := l.Interval > 0 && now.Sub(st.LastTry) >= l.Interval
 			if !written && !interval {
 				continue
@@ -100,6 +109,8 @@ func (l *Loop) round(ctx context.Context, seen map[string]headSeen) {
 			sctx, cancel := context.WithTimeout(ctx, l.Timeout)
 			res, err := l.Syncer.Sync(sctx, s, r)
 			cancel()
+			h.first = time.Time{}
+			seen[id] = h
 			if err != nil {
 				if ctx.Err() == nil {
 					l.Log.Warn("sync failed", "store", id, "remote", r.Name, "err", err)
