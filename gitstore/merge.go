@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -210,6 +211,9 @@ func (m *merger) gitOut(stdin []byte, args ...string) ([]byte, error) {
 		return nil, err
 	}
 	cmd := exec.CommandContext(m.ctx, m.git, args...)
+	// Stopped with SIGTERM, git removes its lock files (a ref's .lock) on the way out.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 10 * time.Second
 	cmd.Env = append(os.Environ(), "GIT_DIR="+dir, "GIT_LITERAL_PATHSPECS=1")
 	cmd.Dir = dir
 	if stdin != nil {
@@ -242,6 +246,14 @@ func (m *merger) merge(theirsCommit *object.Commit, chain []*object.Commit) erro
 	dT, err := memoryChanges(b, baseCommit.TreeHash, theirsCommit.TreeHash)
 	if err != nil {
 		return b.fail(err)
+	}
+	// A merge on either side may have made versions without changing content (a conflict
+	// that kept the remote's content): the paths its trailers name count as changed too.
+	if err := m.addMergedPaths(dO, baseCommit.TreeHash, b.root, m.ours); err != nil {
+		return err
+	}
+	if err := m.addMergedPaths(dT, baseCommit.TreeHash, theirsCommit.TreeHash, m.theirs); err != nil {
+		return err
 	}
 	m.res.FromHere, m.res.FromRemote = len(dO), len(dT)
 	// The store's metadata: ours if only we changed it, else the remote's.
@@ -287,6 +299,45 @@ func (m *merger) merge(theirsCommit *object.Commit, chain []*object.Commit) erro
 		return b.fail(err)
 	}
 	b.head, b.root = commit.Hash, commit.TreeHash
+	return nil
+}
+
+// addMergedPaths adds to changes the paths named by the trailers of the merges that gitmem
+// made between the merge base and side (whose tree is tree).
+func (m *merger) addMergedPaths(changes map[string]fileChange, baseTree, tree, side plumbing.Hash) error {
+	out, err := m.gitOut(nil, "log", "--merges", "--format=%x00%B", m.base.String()+".."+side.String())
+	if err != nil {
+		return m.b.fail(err)
+	}
+	for _, msg := range strings.Split(string(out), "\x00") {
+		for _, kv := range parseTrailers(msg) {
+			var path string
+			switch {
+			case strings.EqualFold(kv.Key, trailerMergeLive):
+				if f := strings.SplitN(kv.Value, " ", 4); len(f) == 4 {
+					path = f[3]
+				}
+			case strings.EqualFold(kv.Key, trailerMergeGone):
+				if f := strings.SplitN(kv.Value, " ", 3); len(f) == 3 {
+					path = f[2]
+				}
+			case strings.EqualFold(kv.Key, trailerMergeFree) && kv.Value != "-":
+				path = kv.Value
+			}
+			if _, ok := changes[path]; ok || path == "" {
+				continue
+			}
+			from, err := m.fileIn(baseTree, path)
+			if err != nil {
+				return err
+			}
+			to, err := m.fileIn(tree, path)
+			if err != nil {
+				return err
+			}
+			changes[path] = fileChange{Path: path, From: from, To: to}
+		}
+	}
 	return nil
 }
 
@@ -380,6 +431,13 @@ func (m *merger) both(path string, o, t fileChange, dT map[string]fileChange) er
 	switch {
 	case ours.IsZero() && theirs.IsZero(): // deleted (or moved away) on both sides
 		return m.bothGone(path, dT)
+	case base.IsZero() && (ours.IsZero() || theirs.IsZero()):
+		// Created on one side; the other only freed the path (a merge's trailers): the
+		// memory lives there whichever side the catalog applies last.
+		if theirs.IsZero() {
+			return m.set(path, ours)
+		}
+		return nil
 	case ours.IsZero(): // we deleted (or moved) it, the remote changed it
 		mem, _, err := m.lastChange(m.base, path)
 		if err != nil {
@@ -811,7 +869,6 @@ func (c catTx) applyMerge(or objectReader, commit *object.Commit) error {
 	}
 	t := parseTrailers(commit.Message)
 	actor, _ := actorFromTrailers(t, commit.Author.Name, commit.Author.Email)
-	at := commit.Author.When.UnixMilli()
 	for _, kv := range t {
 		if strings.EqualFold(kv.Key, trailerMergeFree) && kv.Value != "-" {
 			if err := c.tx.Bucket(bPath).Delete([]byte(kv.Value)); err != nil {
@@ -859,7 +916,11 @@ func (c catTx) applyMerge(or objectReader, commit *object.Commit) error {
 		if blob.IsZero() {
 			return fmt.Errorf("merge %s: %s names %s, which its tree does not have", commit.Hash, trailerMergeLive, f[3])
 		}
-		v := verRec{ID: f[1], Memory: f[0], Op: Operation(f[2]), Path: f[3], At: at,
+		when, ok := idTime(f[1])
+		if !ok {
+			when = commit.Author.When
+		}
+		v := verRec{ID: f[1], Memory: f[0], Op: Operation(f[2]), Path: f[3], At: when.UnixMilli(),
 			ActorType: actor.Type, ActorID: actor.ID, Name: actor.Name, Email: actor.Email}
 		if err := c.record(or, commit, v, blob); err != nil {
 			return err

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gitmem/gitmem/gitstore"
@@ -233,6 +234,9 @@ func newGit(repo string) (*gitCmd, error) {
 
 func (g *gitCmd) out(ctx context.Context, stdin []byte, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, g.git, args...)
+	// Stopped with SIGTERM, git removes its lock files (a ref's .lock) on the way out.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 10 * time.Second
 	// GIT_TERMINAL_PROMPT=0 and no askpass: a remote that wants a password fails at once,
 	// with git's message, instead of waiting for a person at a prompt.
 	cmd.Env = append(os.Environ(), "GIT_DIR="+g.repo, "GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=", "SSH_ASKPASS=",
@@ -273,6 +277,9 @@ func (e *gitError) Unwrap() error { return e.err }
 // fetch fetches the remote's main into its tracking ref and returns it; empty is set if the
 // remote has no main (a new, empty repository).
 func (g *gitCmd) fetch(ctx context.Context, r Remote) (head string, empty bool, err error) {
+	// Only the process that holds the data directory syncs, one remote at a time: a lock
+	// on the tracking ref is left by a crash, and would refuse every fetch.
+	os.Remove(filepath.Join(g.repo, trackingRef(r.Name)+".lock"))
 	_, err = g.out(ctx, nil, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-auto-gc",
 		"--", r.URL, "+refs/heads/main:"+trackingRef(r.Name))
 	if err != nil {

@@ -261,7 +261,7 @@ func TestTwoServers(t *testing.T) {
 	// Both catalogs agree on every memory and every version.
 	stateA, stateB := catalogState(t, sa), catalogState(t, sb)
 	if stateA != stateB {
-		t.Fatalf("the catalogs differ:\n%s\n\n%s", stateA, stateB)
+		t.Fatalf("the catalogs differ:\n%s", lineDiff(stateA, stateB))
 	}
 	// Every conflict that a merge recorded is a live memory on both sides: the writers never
 	// write conflict paths, so none went away.
@@ -333,4 +333,29 @@ func catalogState(t *testing.T, s *gitstore.Store) string {
 	}
 	sort.Strings(lines)
 	return strings.Join(lines, "\n")
+}
+
+// lineDiff lists the lines that only one of two texts has.
+func lineDiff(a, b string) string {
+	in := func(s string) map[string]bool {
+		m := map[string]bool{}
+		for _, l := range strings.Split(s, "\n") {
+			m[l] = true
+		}
+		return m
+	}
+	ia, ib := in(a), in(b)
+	var out []string
+	for l := range ia {
+		if !ib[l] {
+			out = append(out, "only a: "+l)
+		}
+	}
+	for l := range ib {
+		if !ia[l] {
+			out = append(out, "only b: "+l)
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, "\n")
 }
