@@ -249,6 +249,12 @@ func (g *gitCmd) out(ctx context.Context, stdin []byte, args ...string) (string,
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		msg := strings.TrimSpace(stderr.String())
+		// push --porcelain says why a ref was rejected on stdout: "!	src:dst	[rejected] (why)".
+		for _, line := range strings.Split(stdout.String(), "\n") {
+			if strings.HasPrefix(line, "!") {
+				msg = strings.TrimSpace(strings.Join(strings.Fields(line[1:]), " ") + "\n" + msg)
+			}
+		}
 		if msg == "" {
 			msg = err.Error()
 		}

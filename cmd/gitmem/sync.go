@@ -63,9 +63,6 @@ It needs the git program. "gitmem serve" does the same after writes and on an in
 					res, err := y.Sync(cmd.Context(), s, r)
 					if err != nil {
 						failed = append(failed, fmt.Errorf("sync with %s: %w", r.Name, err))
-						if !asJSON {
-							fmt.Fprintf(cmd.ErrOrStderr(), "%s: failed: %v\n", r.Name, err)
-						}
 						continue
 					}
 					results = append(results, res)
