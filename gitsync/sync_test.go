@@ -12,23 +12,16 @@ import (
 // main, but only while the remote's main is the one last seen: over a main that another
 // replica moved meanwhile it is refused.
 func TestForcePush(t *testing.T) {
-	needGit(t)
 	ctx := context.Background()
-	remote := filepath.Join(t.TempDir(), "remote.git")
-	git(t, filepath.Dir(remote), "init", "-q", "--bare", "-b", "main", remote)
-	a := startServer(t, "a", nil)
-	var st struct{ ID string }
-	if err := a.post("/v1/memory_stores", map[string]string{"name": "team"}, &st); err != nil {
+	remote, a, id := serverWithRemote(t)
+	if _, err := a.write(id, "/secret.md", "a secret\n"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.write(st.ID, "/secret.md", "a secret\n"); err != nil {
-		t.Fatal(err)
-	}
-	r, err := Add(a.dir, st.ID, "team", "origin", remote, time.Now())
+	r, err := Add(a.dir, id, "team", "origin", remote, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := a.store(t, st.ID)
+	s := a.store(t, id)
 	if _, err := a.y.Sync(ctx, s, r); err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +56,7 @@ func TestForcePush(t *testing.T) {
 	if got := strings.TrimSpace(git(t, remote, "rev-parse", "main")); got != rewritten {
 		t.Fatalf("remote main %s, want %s", got, rewritten)
 	}
-	states, _ := States(a.dir, st.ID)
+	states, _ := States(a.dir, id)
 	if states["origin"].RemoteHead != rewritten || states["origin"].LastError != "" {
 		t.Fatalf("state after force-push: %+v", states["origin"])
 	}

@@ -143,23 +143,29 @@ func git(t *testing.T, dir string, args ...string) string {
 	return string(out)
 }
 
+// serverWithRemote starts a server with a store "team" and makes an empty bare repository
+// for it to sync with.
+func serverWithRemote(t *testing.T) (remote string, a *server, storeID string) {
+	t.Helper()
+	needGit(t)
+	remote = filepath.Join(t.TempDir(), "remote.git")
+	git(t, filepath.Dir(remote), "init", "-q", "--bare", "-b", "main", remote)
+	a = startServer(t, "a", nil)
+	var st struct{ ID string }
+	if err := a.post("/v1/memory_stores", map[string]string{"name": "team"}, &st); err != nil {
+		t.Fatal(err)
+	}
+	return remote, a, st.ID
+}
+
 // TestTwoServers runs two servers whose copies of one store sync through one bare
 // repository while writers on both sides write, concurrently, memories of their own and
 // memories that both write. Afterwards both hold the same main, every answered write is a
 // version on both sides, every overlap is a conflict memory, and the memory and version
 // ids agree.
 func TestTwoServers(t *testing.T) {
-	needGit(t)
 	ctx := context.Background()
-	remote := filepath.Join(t.TempDir(), "remote.git")
-	git(t, filepath.Dir(remote), "init", "-q", "--bare", "-b", "main", remote)
-
-	a := startServer(t, "a", nil)
-	var st struct{ ID string }
-	if err := a.post("/v1/memory_stores", map[string]string{"name": "team"}, &st); err != nil {
-		t.Fatal(err)
-	}
-	id := st.ID
+	remote, a, id := serverWithRemote(t)
 	for k := range 4 {
 		if _, err := a.write(id, fmt.Sprintf("/shared/%d.md", k), "start\n"); err != nil {
 			t.Fatal(err)
