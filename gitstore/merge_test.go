@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -11,7 +12,7 @@ import (
 
 // replicaPair is a store and a replica of it in another data directory, imported from its
 // repository, as a second server gets a store that syncs with the first.
-func replicaPair(t *testing.T) (a, b *Store) {
+func replicaPair(t testing.TB) (a, b *Store) {
 	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed")
@@ -31,10 +32,20 @@ func replicaPair(t *testing.T) (a, b *Store) {
 }
 
 // pull fetches from's main into to's repository and integrates it, as sync does.
-func pull(t *testing.T, to, from *Store) MergeResult {
+func pull(t testing.TB, to, from *Store) MergeResult {
+	t.Helper()
+	return integrate(t, to, fetch(t, to, from))
+}
+
+// fetch fetches from's main into to's repository, as sync does, and returns it.
+func fetch(t testing.TB, to, from *Store) string {
 	t.Helper()
 	gitIn(t, to.RepoPath(), "fetch", "-q", from.RepoPath(), "+refs/heads/main:refs/remotes/peer/main")
-	head := strings.TrimSpace(gitIn(t, to.RepoPath(), "rev-parse", "refs/remotes/peer/main"))
+	return strings.TrimSpace(gitIn(t, to.RepoPath(), "rev-parse", "refs/remotes/peer/main"))
+}
+
+func integrate(t testing.TB, to *Store, head string) MergeResult {
+	t.Helper()
 	res, err := to.Integrate(context.Background(), "peer", head)
 	if err != nil {
 		t.Fatalf("integrate: %v", err)
@@ -189,5 +200,90 @@ func TestMergeUnrelated(t *testing.T) {
 	}
 	if a.Head() != before {
 		t.Fatal("main moved")
+	}
+}
+
+// TestMergePlainCommits: commits made with plain git on one side (a rename, an edit, a new
+// file) merge with the other side's API writes, and both replicas derive the same ids.
+func TestMergePlainCommits(t *testing.T) {
+	ctx := context.Background()
+	a, b := replicaPair(t)
+	mustWrite(t, a, "/notes/p.md", "first\nsecond\nthird\n", apiActor)
+	mustWrite(t, a, "/notes/old.md", "moved by a person\n", apiActor)
+	pull(t, b, a)
+
+	wt := filepath.Join(t.TempDir(), "clone")
+	gitIn(t, ".", "clone", "-q", b.RepoPath(), wt)
+	writeFile(t, filepath.Join(wt, "notes/p.md"), "first\nsecond\nthird, edited with git\n")
+	writeFile(t, filepath.Join(wt, "notes/q.md"), "new with git\n")
+	gitIn(t, wt, "mv", "notes/old.md", "notes/new.md")
+	gitIn(t, wt, "add", "-A")
+	gitIn(t, wt, "commit", "-qm", "edit, add, move")
+	gitIn(t, wt, "push", "-q", "origin", "main")
+	mustWrite(t, a, "/notes/p.md", "FIRST\nsecond\nthird\n", apiActor)
+	mustWrite(t, a, "/notes/old.md", "moved by a person, and changed by a\n", apiActor)
+
+	res := pull(t, a, b)
+	if res.Outcome != Merged || len(res.Conflicts) != 0 || len(res.TextMerged) != 2 {
+		t.Fatalf("merge: %+v", res)
+	}
+	pull(t, b, a)
+	sa, sb := stateOf(t, a), stateOf(t, b)
+	if sa != sb {
+		t.Fatalf("the replicas differ:\n%s\n\n%s", sa, sb)
+	}
+	for _, want := range []string{`/notes/p.md`, `"FIRST\nsecond\nthird, edited with git\n"`,
+		`/notes/new.md`, `"moved by a person, and changed by a\n"`, `/notes/q.md`} {
+		if !strings.Contains(sa, want) {
+			t.Errorf("merged state lacks %s:\n%s", want, sa)
+		}
+	}
+	for _, s := range []*Store{a, b} {
+		if err := s.runTask(ctx, func() error { return s.rebuild(nil) }); err != nil {
+			t.Fatal(err)
+		}
+		if got := stateOf(t, s); got != sa {
+			t.Fatalf("rebuilt catalog differs:\n%s\n\nwant\n%s", got, sa)
+		}
+	}
+}
+
+// BenchmarkMerge measures the merge of one change on each side into a store of n memories
+// (fetched already; Integrate alone), against one write to the same store as the baseline.
+//
+//	go test ./gitstore -run '^$' -bench BenchmarkMerge -benchtime 20x
+func BenchmarkMerge(b *testing.B) {
+	for _, n := range []int{100, 10000} {
+		b.Run(fmt.Sprintf("memories=%d", n), func(b *testing.B) {
+			x, y := replicaPair(b)
+			fill(b, x, n, benchPath)
+			pull(b, y, x)
+			b.Run("write", func(b *testing.B) {
+				for i := 0; i < b.N; i++ {
+					k := (i * 7919) % n
+					if _, err := x.Write(context.Background(), WriteInput{Path: benchPath(k), Content: benchContent(k + i + 1), Actor: apiActor}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+			pull(b, y, x)
+			round := 0 // across the runs of the sub-benchmark, so that every write changes something
+			b.Run("merge", func(b *testing.B) {
+				for i := 0; i < b.N; i++ {
+					b.StopTimer()
+					round++
+					mustWrite(b, x, fmt.Sprintf("/x/%d.md", round), "from x\n", apiActor)
+					mustWrite(b, y, fmt.Sprintf("/y/%d.md", round), "from y\n", apiActor)
+					head := fetch(b, x, y)
+					b.StartTimer()
+					if res := integrate(b, x, head); res.Outcome != Merged {
+						b.Fatalf("outcome %s", res.Outcome)
+					}
+					b.StopTimer()
+					pull(b, y, x)
+					b.StartTimer()
+				}
+			})
+		})
 	}
 }
