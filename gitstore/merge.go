@@ -658,7 +658,13 @@ func (m *merger) movedIn(mem string, dT map[string]fileChange) (string, error) {
 	return "", nil
 }
 
+// addLive records that memory mem lives at path after the merge, with a new version. A
+// path whose memory history does not name (a file the catalog never read as a memory) gets
+// no record.
 func (m *merger) addLive(mem string, op Operation, path string) {
+	if mem == "" {
+		return
+	}
 	m.live = append(m.live, mergeLive{mem: mem, ver: NewID(VersionPrefix, m.when), op: string(op), path: path})
 }
 
