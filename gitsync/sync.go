@@ -109,7 +109,9 @@ func (y *Syncer) now() time.Time {
 // times. It records the outcome in the store's sync state.
 func (y *Syncer) Sync(ctx context.Context, s *gitstore.Store, r Remote) (Result, error) {
 	res, err := y.sync(ctx, s, r)
-	y.record(s.ID(), r.Name, res, err)
+	if rerr := y.record(s.ID(), r.Name, res, err); err == nil {
+		err = rerr
+	}
 	return res, err
 }
 
@@ -163,7 +165,7 @@ func Backoff(failures int) time.Duration {
 }
 
 // record writes the outcome of a sync into the store's sync state.
-func (y *Syncer) record(storeID, remote string, res Result, err error) {
+func (y *Syncer) record(storeID, remote string, res Result, err error) error {
 	y.mu.Lock()
 	defer y.mu.Unlock()
 	states, rerr := States(y.DataDir, storeID)
@@ -182,7 +184,10 @@ func (y *Syncer) record(storeID, remote string, res Result, err error) {
 		st.LastSync, st.RemoteHead, st.Summary = now, res.RemoteHead, res.Summary()
 	}
 	states[remote] = st
-	writeJSON(statePath(y.DataDir, storeID), states)
+	if err := writeJSON(statePath(y.DataDir, storeID), states); err != nil {
+		return fmt.Errorf("record the sync state: %w", err)
+	}
+	return nil
 }
 
 // ForcePush pushes the store's main to each of its remotes with --force-with-lease: it
@@ -203,7 +208,9 @@ func (y *Syncer) ForcePush(ctx context.Context, s *gitstore.Store) ([]string, er
 		lease, _ := g.out(ctx, nil, "rev-parse", "-q", "--verify", trackingRef(r.Name))
 		main := s.Head()
 		err := g.pushLease(ctx, r, main, strings.TrimSpace(lease))
-		y.record(s.ID(), r.Name, Result{Remote: r.Name, Pushed: err == nil, RemoteHead: main}, err)
+		if rerr := y.record(s.ID(), r.Name, Result{Remote: r.Name, Pushed: err == nil, RemoteHead: main}, err); err == nil {
+			err = rerr
+		}
 		if err != nil {
 			return pushed, err
 		}
@@ -219,6 +226,7 @@ func trackingRef(remote string) string { return "refs/remotes/" + remote + "/mai
 // gitCmd runs the git program on a store's repository, never prompting.
 type gitCmd struct {
 	git, repo string
+	env       []string
 }
 
 func newGit(repo string) (*gitCmd, error) {
@@ -229,7 +237,13 @@ func newGit(repo string) (*gitCmd, error) {
 	if repo, err = filepath.Abs(repo); err != nil {
 		return nil, err
 	}
-	return &gitCmd{git: git, repo: repo}, nil
+	// GIT_TERMINAL_PROMPT=0 and no askpass: a remote that wants a password fails at once,
+	// with git's message, instead of waiting for a person at a prompt.
+	env := append(os.Environ(), "GIT_DIR="+repo, "GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=", "SSH_ASKPASS=")
+	if batchSSH(git) {
+		env = append(env, "GIT_SSH_COMMAND=ssh -o BatchMode=yes")
+	}
+	return &gitCmd{git: git, repo: repo, env: env}, nil
 }
 
 func (g *gitCmd) out(ctx context.Context, stdin []byte, args ...string) (string, error) {
@@ -237,10 +251,7 @@ func (g *gitCmd) out(ctx context.Context, stdin []byte, args ...string) (string,
 	// Stopped with SIGTERM, git removes its lock files (a ref's .lock) on the way out.
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 10 * time.Second
-	// GIT_TERMINAL_PROMPT=0 and no askpass: a remote that wants a password fails at once,
-	// with git's message, instead of waiting for a person at a prompt.
-	cmd.Env = append(os.Environ(), "GIT_DIR="+g.repo, "GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=", "SSH_ASKPASS=",
-		"GIT_SSH_COMMAND="+sshCommand())
+	cmd.Env = g.env
 	cmd.Dir = g.repo
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
@@ -263,12 +274,14 @@ func (g *gitCmd) out(ctx context.Context, stdin []byte, args ...string) (string,
 	return stdout.String(), nil
 }
 
-// sshCommand is ssh that never asks a question: a key from the agent or ~/.ssh, or fail.
-func sshCommand() string {
-	if c := os.Getenv("GIT_SSH_COMMAND"); c != "" {
-		return c
+// batchSSH reports whether git's ssh should be made one that never asks a question (a key
+// from the agent or ~/.ssh, or fail): unless the user chose their own ssh command.
+func batchSSH(git string) bool {
+	if os.Getenv("GIT_SSH_COMMAND") != "" || os.Getenv("GIT_SSH") != "" {
+		return false
 	}
-	return "ssh -o BatchMode=yes"
+	out, _ := exec.Command(git, "config", "--get", "core.sshCommand").Output()
+	return strings.TrimSpace(string(out)) == ""
 }
 
 type gitError struct {
@@ -286,7 +299,9 @@ func (g *gitCmd) fetch(ctx context.Context, r Remote) (head string, empty bool, 
 	// Only the process that holds the data directory syncs, one remote at a time: a lock
 	// on the tracking ref is left by a crash, and would refuse every fetch.
 	os.Remove(filepath.Join(g.repo, trackingRef(r.Name)+".lock"))
-	_, err = g.out(ctx, nil, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-auto-gc",
+	// core.fsync: the merge that main moves to next refers to these objects, so they are on
+	// disk before it is (git's default does not fsync them).
+	_, err = g.out(ctx, nil, "-c", "core.fsync=objects,reference", "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-auto-gc",
 		"--", r.URL, "+refs/heads/main:"+trackingRef(r.Name))
 	if err != nil {
 		if strings.Contains(err.Error(), "couldn't find remote ref") {
