@@ -61,3 +61,32 @@ func TestForcePush(t *testing.T) {
 		t.Fatalf("state after force-push: %+v", states["origin"])
 	}
 }
+
+// TestGitmemServerAsRemote: a store imported from a gitmem server's /git/ route syncs from
+// it, but the push of gitmem's own commits is refused by that server's push rules, and the
+// sync says so and what to use instead.
+func TestGitmemServerAsRemote(t *testing.T) {
+	ctx := context.Background()
+	_, a, id := serverWithRemote(t)
+	if _, err := a.write(id, "/a.md", "on the server\n"); err != nil {
+		t.Fatal(err)
+	}
+	url := a.url + "/git/" + id + ".git"
+	b := startServer(t, "b", importFrom(t, url))
+	r, err := Add(b.dir, id, "team", "server", url, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.write(id, "/b.md", "written on b\n"); err != nil {
+		t.Fatal(err)
+	}
+	before := a.store(t, id).Head()
+	_, err = b.y.Sync(ctx, b.store(t, id), r)
+	if err == nil || !strings.Contains(err.Error(), "gitmem's own trailers") ||
+		!strings.Contains(err.Error(), "sync through a plain git repository instead") {
+		t.Fatalf("sync to a gitmem server: %v", err)
+	}
+	if a.store(t, id).Head() != before {
+		t.Fatal("the server's main moved")
+	}
+}

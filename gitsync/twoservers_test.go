@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/gitmem/gitmem/apikeys"
+	"github.com/gitmem/gitmem/gitserve"
 	"github.com/gitmem/gitmem/gitstore"
 	"github.com/gitmem/gitmem/httpapi"
 )
@@ -49,7 +50,11 @@ func startServer(t *testing.T, name string, prepare func(d *gitstore.DataDir)) *
 	if prepare != nil {
 		prepare(d)
 	}
-	hs := httptest.NewServer(httpapi.New(d, keys, httpapi.Options{Logger: quietLog()}))
+	api := httpapi.New(d, keys, httpapi.Options{Logger: quietLog()})
+	if err := api.EnableGit(httpapi.GitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(api)
 	srv := &server{name: name, url: hs.URL, dir: dir, data: d, y: &Syncer{DataDir: dir}, done: make(chan struct{})}
 	t.Cleanup(func() {
 		srv.stopSync()
@@ -57,6 +62,12 @@ func startServer(t *testing.T, name string, prepare func(d *gitstore.DataDir)) *
 		d.Close()
 	})
 	return srv
+}
+
+// TestMain lets git run this test binary as the push hook of the servers that serve git.
+func TestMain(m *testing.M) {
+	gitserve.RunHookIfAsked()
+	os.Exit(m.Run())
 }
 
 func quietLog() *slog.Logger {
@@ -143,6 +154,21 @@ func git(t *testing.T, dir string, args ...string) string {
 	return string(out)
 }
 
+// importFrom makes a store from the git repository at url as gitmem import does, for
+// startServer.
+func importFrom(t *testing.T, url string) func(d *gitstore.DataDir) {
+	return func(d *gitstore.DataDir) {
+		dir, err := d.PrepareImport()
+		if err != nil {
+			t.Fatal(err)
+		}
+		git(t, dir, "fetch", "-q", url, "+refs/heads/main:refs/heads/main")
+		if _, err := d.ImportStore(context.Background(), dir, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // serverWithRemote starts a server with a store "team" and makes an empty bare repository
 // for it to sync with.
 func serverWithRemote(t *testing.T) (remote string, a *server, storeID string) {
@@ -179,16 +205,7 @@ func TestTwoServers(t *testing.T) {
 		t.Fatalf("first sync: %+v, %v", res, err)
 	}
 	// b gets the store from the remote, as gitmem import does.
-	b := startServer(t, "b", func(d *gitstore.DataDir) {
-		dir, err := d.PrepareImport()
-		if err != nil {
-			t.Fatal(err)
-		}
-		git(t, dir, "fetch", "-q", remote, "+refs/heads/main:refs/heads/main")
-		if _, err := d.ImportStore(ctx, dir, nil); err != nil {
-			t.Fatal(err)
-		}
-	})
+	b := startServer(t, "b", importFrom(t, remote))
 	if _, err := Add(b.dir, id, "team", "origin", remote, time.Now()); err != nil {
 		t.Fatal(err)
 	}
