@@ -204,7 +204,8 @@ func States(dataDir, storeID string) (map[string]State, error) {
 }
 
 // StoresWithRemotes lists the ids of the stores that have remotes, with the store name
-// saved when the last remote was added.
+// saved when the last remote was added. A deleted store's remotes are left out (ids are
+// never used again).
 func StoresWithRemotes(dataDir string) (map[string]string, error) {
 	entries, err := os.ReadDir(remotesDir(dataDir))
 	if os.IsNotExist(err) {
@@ -222,6 +223,9 @@ func StoresWithRemotes(dataDir string) (map[string]string, error) {
 		var c config
 		if err := readJSON(filepath.Join(remotesDir(dataDir), e.Name()), &c); err != nil {
 			return nil, err
+		}
+		if _, err := os.Stat(filepath.Join(dataDir, "stores", id+".git")); err != nil {
+			continue
 		}
 		if len(c.Remotes) > 0 {
 			out[id] = c.StoreName

@@ -90,3 +90,23 @@ func TestGitmemServerAsRemote(t *testing.T) {
 		t.Fatal("the server's main moved")
 	}
 }
+
+// TestLoopBacksOff: the loop tries a remote that is down once, then waits out the backoff
+// instead of trying again at every interval; the state says when it tries next.
+func TestLoopBacksOff(t *testing.T) {
+	_, a, id := serverWithRemote(t)
+	if _, err := Add(a.dir, id, "team", "down", filepath.Join(t.TempDir(), "missing.git"), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	l := &Loop{Syncer: a.y, Data: a.data, Interval: 100 * time.Millisecond, Log: quietLog()}
+	l.Run(ctx)
+	st := func() State { s, _ := States(a.dir, id); return s["down"] }()
+	if st.Failures != 1 || st.LastError == "" || st.NextTry.Sub(st.LastTry) != Backoff(1) {
+		t.Fatalf("after 1.5s of 100ms intervals with a 5s backoff: %+v", st)
+	}
+	if Backoff(2) != 10*time.Second || Backoff(20) != 10*time.Minute {
+		t.Errorf("backoff: %s, %s", Backoff(2), Backoff(20))
+	}
+}
