@@ -420,30 +420,42 @@ func (m *merger) occupied(path string, was plumbing.Hash) (bool, error) {
 // remote's in the way (a file where we have a folder, or the other way) keeps its place,
 // and ours goes to a conflict path.
 func (m *merger) oursOnly(path string, ch fileChange) error {
-	blob := ch.To
-	if blob.IsZero() {
-		return m.set(path, blob)
-	}
-	if taken, err := m.occupied(path, ch.From); err != nil || !taken {
-		if err != nil {
-			return err
-		}
-		return m.set(path, blob)
+	if ch.To.IsZero() {
+		return m.set(path, ch.To)
 	}
 	id, _, _, err := m.b.ct.live(path)
 	if err != nil {
 		return m.b.fail(err)
 	}
-	cp, err := m.conflictPath(path)
+	_, err = m.placeOurs(path, ch.From, ch.To, id, false)
+	return err
+}
+
+// placeOurs puts our content blob of memory id at path in the merged tree, or, if the
+// remote's tree has something else in the way there (a folder at path, a file where one of
+// its folders would be), beside it at a conflict path, reported as a conflict. was is the
+// content at path that is not in the way (what both sides started from). With live set, the
+// memory gets a version at its place in any case; else only when it moves. It returns
+// the path used.
+func (m *merger) placeOurs(path string, was, blob plumbing.Hash, id string, live bool) (string, error) {
+	taken, err := m.occupied(path, was)
 	if err != nil {
-		return err
+		return "", err
 	}
-	if err := m.set(cp, blob); err != nil {
-		return err
+	at := path
+	if taken {
+		if at, err = m.conflictPath(path); err != nil {
+			return "", err
+		}
+		m.res.Conflicts = append(m.res.Conflicts, Conflict{Path: path, CopyPath: at, CopyMemoryID: id})
 	}
-	m.addLive(id, OpModified, cp)
-	m.res.Conflicts = append(m.res.Conflicts, Conflict{Path: path, CopyPath: cp, CopyMemoryID: id})
-	return nil
+	if err := m.set(at, blob); err != nil {
+		return "", err
+	}
+	if taken || live {
+		m.addLive(id, OpModified, at)
+	}
+	return at, nil
 }
 
 // both resolves a path that both sides changed.
@@ -457,7 +469,12 @@ func (m *merger) both(path string, o, t fileChange, dT map[string]fileChange) er
 		// Created on one side; the other only freed the path (a merge's trailers): the
 		// memory lives there whichever side the catalog applies last.
 		if theirs.IsZero() {
-			return m.set(path, ours)
+			id, _, _, err := b.ct.live(path)
+			if err != nil {
+				return b.fail(err)
+			}
+			_, err = m.placeOurs(path, plumbing.ZeroHash, ours, id, false)
+			return err
 		}
 		return nil
 	case ours.IsZero(): // we deleted (or moved) it, the remote changed it
@@ -487,12 +504,11 @@ func (m *merger) both(path string, o, t fileChange, dT map[string]fileChange) er
 			}
 			return m.followTheirMove(path, moved, mem, base, ours)
 		}
-		if err := m.set(path, ours); err != nil {
-			return err
+		at, err := m.placeOurs(path, plumbing.ZeroHash, ours, mem, true)
+		if err == nil && at == path {
+			m.res.Kept = append(m.res.Kept, path)
 		}
-		m.addLive(mem, OpModified, path)
-		m.res.Kept = append(m.res.Kept, path)
-		return nil
+		return err
 	}
 	idO, _, _, err := b.ct.live(path)
 	if err != nil {

@@ -79,6 +79,22 @@ func stateOf(t *testing.T, s *Store) string {
 	return strings.Join(lines, "\n") + "\n--\n" + strings.Join(versions, "\n")
 }
 
+// agreed returns the state of two replicas, which must be the same, and checks that it
+// holds each of wants.
+func agreed(t *testing.T, a, b *Store, wants ...string) string {
+	t.Helper()
+	sa, sb := stateOf(t, a), stateOf(t, b)
+	if sa != sb {
+		t.Fatalf("the replicas differ:\n%s\n\n%s", sa, sb)
+	}
+	for _, want := range wants {
+		if !strings.Contains(sa, want) {
+			t.Errorf("merged state lacks %s:\n%s", want, sa)
+		}
+	}
+	return sa
+}
+
 func TestMergeRules(t *testing.T) {
 	ctx := context.Background()
 	a, b := replicaPair(t)
@@ -142,22 +158,13 @@ func TestMergeRules(t *testing.T) {
 	if r := pull(t, b, a); r.Outcome != FastForward {
 		t.Fatalf("b takes the merge: %+v", r)
 	}
-	sa, sb := stateOf(t, a), stateOf(t, b)
-	if sa != sb {
-		t.Fatalf("the replicas differ after the merge:\n%s\n\n%s", sa, sb)
-	}
-	for _, want := range []string{
+	sa := agreed(t, a, b,
 		`/a-only.md`, `/b-only.md`,
 		`"ONE\ntwo\nthree\nfour\nfive\nSIX\n"`,
-		`/shared/clash.md`, `"b's ending\n"`, `/shared/clash.conflict-` + short + `.md`, `"a's ending\n"`,
-		`/new/same.md`, `"created by b\n"`, `/new/same.conflict-` + short + `.md`, `"created by a\n"`,
+		`/shared/clash.md`, `"b's ending\n"`, `/shared/clash.conflict-`+short+`.md`, `"a's ending\n"`,
+		`/new/same.md`, `"created by b\n"`, `/new/same.conflict-`+short+`.md`, `"created by a\n"`,
 		`/shared/gone.md`, `"changed there\n"`,
-		`/shared/renamed.md`, `"line 1\nline 2\nline 3\nline 4 changed there\n"`,
-	} {
-		if !strings.Contains(sa, want) {
-			t.Errorf("merged state lacks %s:\n%s", want, sa)
-		}
-	}
+		`/shared/renamed.md`, `"line 1\nline 2\nline 3\nline 4 changed there\n"`)
 	for _, gone := range []string{"/shared/moved.md ", "/shared/both-deleted.md "} {
 		if strings.Contains(strings.Split(sa, "--")[0], gone) {
 			t.Errorf("%s should be gone:\n%s", gone, sa)
@@ -228,16 +235,8 @@ func TestMergePlainCommits(t *testing.T) {
 		t.Fatalf("merge: %+v", res)
 	}
 	pull(t, b, a)
-	sa, sb := stateOf(t, a), stateOf(t, b)
-	if sa != sb {
-		t.Fatalf("the replicas differ:\n%s\n\n%s", sa, sb)
-	}
-	for _, want := range []string{`/notes/p.md`, `"FIRST\nsecond\nthird, edited with git\n"`,
-		`/notes/new.md`, `"moved by a person, and changed by a\n"`, `/notes/q.md`} {
-		if !strings.Contains(sa, want) {
-			t.Errorf("merged state lacks %s:\n%s", want, sa)
-		}
-	}
+	sa := agreed(t, a, b, `/notes/p.md`, `"FIRST\nsecond\nthird, edited with git\n"`,
+		`/notes/new.md`, `"moved by a person, and changed by a\n"`, `/notes/q.md`)
 	for _, s := range []*Store{a, b} {
 		if err := s.runTask(ctx, func() error { return s.rebuild(nil) }); err != nil {
 			t.Fatal(err)
@@ -286,4 +285,28 @@ func BenchmarkMerge(b *testing.B) {
 			})
 		})
 	}
+}
+
+// TestMergeFileFolderClash: where one side has a file and the other a folder at the same
+// path, the remote's stays and ours goes to a conflict path: nothing is lost.
+func TestMergeFileFolderClash(t *testing.T) {
+	ctx := context.Background()
+	a, b := replicaPair(t)
+	mustWrite(t, a, "/k/f.md", "one\n", apiActor)
+	pull(t, b, a)
+	mustWrite(t, a, "/topic", "a file here\n", apiActor)
+	mustWrite(t, b, "/topic/x.md", "a folder there\n", apiActor)
+	mustWrite(t, a, "/k/f.md", "one, changed here\n", apiActor)
+	if _, err := b.Delete(ctx, DeleteInput{Path: "/k/f.md", Actor: apiActor}); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, b, "/k/f.md/inner.md", "a folder where the file was\n", apiActor)
+	res := pull(t, a, b)
+	if len(res.Conflicts) != 2 {
+		t.Fatalf("conflicts: %+v", res.Conflicts)
+	}
+	pull(t, b, a)
+	short := res.Before[:7]
+	agreed(t, a, b, `/topic/x.md`, `/topic.conflict-`+short+` `, `"a file here\n"`,
+		`/k/f.md/inner.md`, `/k/f.conflict-`+short+`.md`, `"one, changed here\n"`)
 }
