@@ -146,8 +146,10 @@ type merger struct {
 type mergeLive struct{ mem, ver, op, path string }
 
 func (m *merger) run(b *batch) (MergeResult, error) {
+	// Afresh on every try: a push may have moved main since the last one.
 	m.b, m.ours = b, b.head
 	m.res = MergeResult{Before: b.head.String()}
+	m.live, m.gone, m.free = nil, nil, nil
 	if m.theirs == m.ours {
 		m.res.Outcome, m.res.After = UpToDate, m.ours.String()
 		return m.res, nil
