@@ -36,7 +36,17 @@ type Options struct {
 	HookProgram string
 	// Logger receives what git writes on stderr.
 	Logger *slog.Logger
+	// MaxPushBytes bounds the pack that one push may send (receive.maxInputSize);
+	// DefaultMaxPushBytes if 0.
+	MaxPushBytes int64
 }
+
+// DefaultMaxPushBytes is the largest pack a push may send: 256 MiB. A memory holds at most
+// 100 KiB (gitstore.MaxContentBytes), so this is at least 2,600 memories of the largest size
+// and tens of thousands of typical ones in one push; the hook checks and the catalog
+// applies a push in one go, so a history larger than that comes in by "gitmem import" or
+// by several pushes.
+const DefaultMaxPushBytes = 256 << 20
 
 // Backend runs git http-backend for the repositories of one data directory.
 type Backend struct {
@@ -49,6 +59,9 @@ type Backend struct {
 func New(opts Options) (*Backend, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.MaxPushBytes <= 0 {
+		opts.MaxPushBytes = DefaultMaxPushBytes
 	}
 	// git runs in StoresDir: every path it is given must be absolute.
 	var err error
@@ -144,6 +157,9 @@ func (b *Backend) config(push bool) [][2]string {
 		{"receive.denyNonFastForwards", "true"},
 		{"receive.denyDeletes", "true"},
 		{"receive.fsckObjects", "true"},
+		// git refuses a bigger pack with "pack exceeds maximum allowed size", which the
+		// pusher sees as "remote: fatal: ...".
+		{"receive.maxInputSize", strconv.FormatInt(b.opts.MaxPushBytes, 10)},
 		// gitmem's writer holds main.lock for a few milliseconds; wait for it.
 		{"core.filesRefLockTimeout", "2000"},
 		{"http.uploadpack", "true"},
@@ -182,6 +198,12 @@ func (b *Backend) Serve(w http.ResponseWriter, r *http.Request, req Request) {
 	if len(r.TransferEncoding) > 0 {
 		r.TransferEncoding = nil
 		r.ContentLength = -1
+	}
+	if req.Push {
+		// git stops reading a push that it refuses early (receive.maxInputSize) while the
+		// CGI handler still copies the body: close the connection after the answer instead
+		// of reading the next request from it meanwhile.
+		w.Header().Set("Connection", "close")
 	}
 	h := &cgi.Handler{
 		Path:   b.git,

@@ -390,7 +390,7 @@ func (c catTx) record(or objectReader, commit *object.Commit, v verRec, blob plu
 		return err
 	}
 	if existed && !rec.Deleted && rec.Path != v.Path {
-		if err := c.tx.Bucket(bPath).Delete([]byte(rec.Path)); err != nil {
+		if err := c.freePath(rec.Path, v.Memory); err != nil {
 			return err
 		}
 	}
@@ -398,7 +398,7 @@ func (c catTx) record(or objectReader, commit *object.Commit, v verRec, blob plu
 		rec = memRec{Created: v.At}
 	}
 	if v.Op == OpDeleted {
-		if err := c.tx.Bucket(bPath).Delete([]byte(v.Path)); err != nil {
+		if err := c.freePath(v.Path, v.Memory); err != nil {
 			return err
 		}
 		rec.Deleted = true
@@ -419,6 +419,15 @@ func (c catTx) record(or objectReader, commit *object.Commit, v verRec, blob plu
 		return err
 	}
 	return c.addVersion(v)
+}
+
+// freePath removes the path entry of path if it names memory id. After the two sides of a
+// merge are applied one after the other, the entry may name another memory, which stays.
+func (c catTx) freePath(path, id string) error {
+	if string(c.tx.Bucket(bPath).Get([]byte(path))) != id {
+		return nil
+	}
+	return c.tx.Bucket(bPath).Delete([]byte(path))
 }
 
 // Cursors are opaque to callers: "page_" and the base64 of where the next page starts.

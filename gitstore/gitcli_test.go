@@ -10,7 +10,7 @@ import (
 )
 
 // gitIn runs the real git CLI in dir as the person Ann, and returns its output.
-func gitIn(t *testing.T, dir string, args ...string) string {
+func gitIn(t testing.TB, dir string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir

@@ -17,7 +17,7 @@ var (
 	bobActor     = UserActorFor("Bob Builder", "bob@example.com")
 )
 
-func mustWrite(t *testing.T, s *Store, path, content string, a Actor) WriteResult {
+func mustWrite(t testing.TB, s *Store, path, content string, a Actor) WriteResult {
 	t.Helper()
 	res, err := s.Write(context.Background(), WriteInput{Path: path, Content: content, Actor: a})
 	if err != nil {

@@ -116,23 +116,9 @@ func (s *Store) catchUp(progress Progress) error {
 	// main moved without our writer: a git process may have added packs that go-git's
 	// storage does not know of yet (TRAPS.md, go-git#2242).
 	s.repo.reload()
-	// Walk first parents back from head to the applied commit.
-	var chain []*object.Commit
-	found := false
-	for h := head; !h.IsZero(); {
-		if h == applied {
-			found = true
-			break
-		}
-		c, err := s.repo.commit(h)
-		if err != nil {
-			return err
-		}
-		chain = append(chain, c)
-		h = plumbing.ZeroHash
-		if len(c.ParentHashes) > 0 {
-			h = c.ParentHashes[0]
-		}
+	chain, found, err := s.repo.newCommits(head, applied)
+	if err != nil {
+		return err
 	}
 	reset := !found && !applied.IsZero()
 	if reset {
@@ -149,16 +135,7 @@ func (s *Store) catchUp(progress Progress) error {
 			}
 			ct := catTx{tx}
 			for n := 0; n < perTx && done < len(chain); n++ {
-				c := chain[len(chain)-1-done]
-				var parentTree plumbing.Hash
-				if len(c.ParentHashes) > 0 {
-					p, err := s.repo.commit(c.ParentHashes[0])
-					if err != nil {
-						return err
-					}
-					parentTree = p.TreeHash
-				}
-				if err := ct.applyCommit(s.repo, c, parentTree); err != nil {
+				if err := ct.applyAny(s.repo, chain[done]); err != nil {
 					return err
 				}
 				done++

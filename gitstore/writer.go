@@ -184,8 +184,10 @@ func (s *Store) tryGroup(group []*request) ([]result, error) {
 	if b.head == start {
 		return results, nil
 	}
-	if err := s.repo.writePack(b.pending); err != nil {
-		return nil, err
+	if len(b.pending) > 0 { // none for a fast-forward to fetched commits
+		if err := s.repo.writePack(b.pending); err != nil {
+			return nil, err
+		}
 	}
 	s.publishing.Store(b.head)
 	if err := s.repo.casRef(start, b.head); err != nil {

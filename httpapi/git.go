@@ -22,6 +22,8 @@ type GitOptions struct {
 	// HookProgram is the program that checks pushes (see gitserve.Options); by default this
 	// program, which must call gitserve.RunHookIfAsked first thing.
 	HookProgram string
+	// MaxPushBytes bounds the pack of one push (gitserve.DefaultMaxPushBytes if 0).
+	MaxPushBytes int64
 }
 
 // EnableGit serves each store's repository over git's smart HTTP protocol at
@@ -31,7 +33,8 @@ type GitOptions struct {
 func (s *Server) EnableGit(opts GitOptions) error {
 	dir := s.data.Dir()
 	backend, err := gitserve.New(gitserve.Options{StoresDir: filepath.Join(dir, "stores"),
-		HooksDir: filepath.Join(dir, "git-hooks"), HookProgram: opts.HookProgram, Logger: s.log})
+		HooksDir: filepath.Join(dir, "git-hooks"), HookProgram: opts.HookProgram, Logger: s.log,
+		MaxPushBytes: opts.MaxPushBytes})
 	h := func(c echo.Context) error {
 		if err != nil {
 			return gitError(c, http.StatusServiceUnavailable, "%s", err.Error())

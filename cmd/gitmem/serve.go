@@ -30,6 +30,7 @@ func defaultAddr() string {
 func newServeCmd(a *app) *cobra.Command {
 	var addr, logLevel string
 	var strict bool
+	var syncEvery, syncAfter time.Duration
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the memory store API over HTTP",
@@ -47,16 +48,18 @@ Create a key with "gitmem keys create" to require keys and to serve on other add
 				return fmt.Errorf("--log-level: %w", err)
 			}
 			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-			return serve(cmd.Context(), a, log, addr, strict, cmd)
+			return serve(cmd.Context(), a, log, addr, strict, syncOptions{every: syncEvery, afterWrite: syncAfter}, cmd)
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", defaultAddr(), "address to listen on (env GITMEM_ADDR)")
 	cmd.Flags().BoolVar(&strict, "strict-create", false, "POST .../memories creates only, as the public beta does (an occupied path is a 409 memory_path_conflict_error)")
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	cmd.Flags().DurationVar(&syncEvery, "sync-interval", time.Minute, "sync each store with its remotes this often (0: not on an interval)")
+	cmd.Flags().DurationVar(&syncAfter, "sync-after-write", 2*time.Second, "sync a store once main has been still this long after a write (0: not after writes)")
 	return cmd
 }
 
-func serve(ctx context.Context, a *app, log *slog.Logger, addr string, strict bool, cmd *cobra.Command) error {
+func serve(ctx context.Context, a *app, log *slog.Logger, addr string, strict bool, so syncOptions, cmd *cobra.Command) error {
 	keys, err := apikeys.Open(a.dataDir)
 	if err != nil {
 		return err
@@ -87,6 +90,7 @@ func serve(ctx context.Context, a *app, log *slog.Logger, addr string, strict bo
 		}
 	}()
 	srv.EnableSearch(idx)
+	syncing := startSync(ctx, a, d, log, so)
 	gitErr := srv.EnableGit(httpapi.GitOptions{})
 	url := "http://" + ln.Addr().String()
 	out := cmd.OutOrStdout()
@@ -106,6 +110,7 @@ func serve(ctx context.Context, a *app, log *slog.Logger, addr string, strict bo
 	} else {
 		fmt.Fprintf(out, "  git:   git clone %s/git/<memstore_id>.git\n", url)
 	}
+	fmt.Fprintf(out, "  sync:  %s\n", syncing)
 	fmt.Fprintf(out, "  tools: %s/v1/memory_stores/<memstore_id>/tools (the memory tool and agent tools)\n", url)
 	fmt.Fprintf(out, "  mcp:   %s/mcp?store=<memstore_id>\n", url)
 	fmt.Fprintf(out, "  try:   curl -s %s/v1/memory_stores -H 'content-type: application/json' -d '{\"name\":\"notes\"}'\n", url)

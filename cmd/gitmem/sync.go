@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gitmem/gitmem/gitstore"
+	"github.com/gitmem/gitmem/gitsync"
+)
+
+func init() { register(newSyncCmd) }
+
+func newSyncCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "sync STORE [REMOTE]",
+		Short: "Fetch, merge and push: sync a store with its remotes (or one of them)",
+		Long: `For each remote: fetches its main, merges it into the store's main and pushes the result.
+Changes to different memories merge; changes to one memory merge as text where they do not
+overlap; where they do, the remote's content stays at the path and ours is kept beside it as
+a conflict memory, /a/b.conflict-<commit>.md, listed below. Nothing is lost and nothing is
+decided by time. The merge is a commit by gitmem whose message says what merged.
+It needs the git program. "gitmem serve" does the same after writes and on an interval.`,
+		Example: `  gitmem sync notes
+  gitmem sync notes origin`,
+		Args: rangeArgs([]string{"STORE"}, "REMOTE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := needGit("gitmem sync"); err != nil {
+				return err
+			}
+			return a.withStore(cmd.Context(), args[0], func(s *gitstore.Store) error {
+				remotes, err := gitsync.Remotes(a.dataDir, s.ID())
+				if err != nil {
+					return err
+				}
+				if len(remotes) == 0 {
+					return fmt.Errorf("store %s has no remotes: add one with \"gitmem remote add %s NAME URL\"", s.ID(), args[0])
+				}
+				if len(args) == 2 {
+					var picked []gitsync.Remote
+					for _, r := range remotes {
+						if r.Name == args[1] {
+							picked = append(picked, r)
+						}
+					}
+					if len(picked) == 0 {
+						return fmt.Errorf("store %s has no remote named %q (see \"gitmem remote list %s\")", s.ID(), args[1], args[0])
+					}
+					remotes = picked
+				}
+				y := &gitsync.Syncer{DataDir: a.dataDir}
+				out := cmd.OutOrStdout()
+				var results []gitsync.Result
+				var failed []error
+				for _, r := range remotes {
+					res, err := y.Sync(cmd.Context(), s, r)
+					if err != nil {
+						failed = append(failed, fmt.Errorf("sync with %s: %w", r.Name, err))
+						continue
+					}
+					results = append(results, res)
+					if asJSON {
+						continue
+					}
+					fmt.Fprintf(out, "%s: %s\n", r.Name, res.Summary())
+					for _, p := range res.TextMerged {
+						fmt.Fprintf(out, "  merged as text: %s\n", p)
+					}
+					for _, p := range res.Kept {
+						fmt.Fprintf(out, "  kept (deleted on one side, changed on the other): %s\n", p)
+					}
+					for _, c := range res.Conflicts {
+						fmt.Fprintf(out, "  conflict: %s (the remote's content stays); ours is at %s\n", c.Path, c.CopyPath)
+					}
+				}
+				if asJSON {
+					if err := printJSON(out, results); err != nil {
+						return err
+					}
+				}
+				return errors.Join(failed...)
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print what each sync did as JSON")
+	return cmd
+}
+
+// syncOptions are serve's flags for syncing with remotes.
+type syncOptions struct{ every, afterWrite time.Duration }
+
+// startSync starts the loop that syncs the stores with their remotes while serve runs, and
+// says what it does, for serve's banner.
+func startSync(ctx context.Context, a *app, d *gitstore.DataDir, log *slog.Logger, so syncOptions) string {
+	if so.every <= 0 && so.afterWrite <= 0 {
+		return "off (--sync-interval 0 --sync-after-write 0)"
+	}
+	if _, err := exec.LookPath("git"); err != nil {
+		return "off: " + gitsync.ErrNoGit.Error()
+	}
+	l := &gitsync.Loop{Syncer: &gitsync.Syncer{DataDir: a.dataDir}, Data: d, Interval: so.every, AfterWrite: so.afterWrite, Log: log}
+	go l.Run(ctx)
+	var when []string
+	if so.afterWrite > 0 {
+		when = append(when, fmt.Sprintf("%s after writes", so.afterWrite))
+	}
+	if so.every > 0 {
+		when = append(when, fmt.Sprintf("every %s", so.every))
+	}
+	return "stores with remotes sync " + strings.Join(when, " and ") + " (gitmem remote list shows how it went)"
+}

@@ -1,0 +1,137 @@
+package gitstore
+
+import (
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// newCommits lists the commits reachable from head and not from applied, parents before
+// children, and for a merge the side of its first parent before the side of its second:
+// the order in which the catalog applies them. found is false if applied is not in head's
+// history (history was rewritten); the list then holds all of head's history.
+//
+// A linear history (every commit since applied has one parent) is walked back along first
+// parents alone; only when a merge comes up are the ancestors of applied marked, so that
+// the sides of merges stop where they join what the catalog has.
+func (r *repo) newCommits(head, applied plumbing.Hash) (chain []*object.Commit, found bool, err error) {
+	for h := head; !h.IsZero(); {
+		if h == applied {
+			// Reverse: parents first.
+			for i, j := 0, len(chain)-1; i < j; i, j = i+1, j-1 {
+				chain[i], chain[j] = chain[j], chain[i]
+			}
+			return chain, true, nil
+		}
+		c, err := r.commit(h)
+		if err != nil {
+			return nil, false, err
+		}
+		if len(c.ParentHashes) > 1 {
+			break
+		}
+		chain = append(chain, c)
+		h = plumbing.ZeroHash
+		if len(c.ParentHashes) == 1 {
+			h = c.ParentHashes[0]
+		}
+	}
+	known := map[plumbing.Hash]bool{}
+	if !applied.IsZero() {
+		if err := r.ancestors(applied, known); err != nil {
+			return nil, false, err
+		}
+	}
+	found = known[applied]
+	if !found {
+		known = map[plumbing.Hash]bool{} // a rewritten history: all of head's commits
+	}
+	chain, err = r.topoOrder(head, known)
+	return chain, found || applied.IsZero(), err
+}
+
+// ancestors marks h and every commit in its history in seen.
+func (r *repo) ancestors(h plumbing.Hash, seen map[plumbing.Hash]bool) error {
+	stack := []plumbing.Hash{h}
+	for len(stack) > 0 {
+		h := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if seen[h] {
+			continue
+		}
+		// Only the parents are needed; a missing commit (a shallow history) ends the walk.
+		c, err := r.commit(h)
+		if err != nil {
+			if _, ok := r.hasObject(h); !ok {
+				continue
+			}
+			return err
+		}
+		seen[h] = true
+		stack = append(stack, c.ParentHashes...)
+	}
+	return nil
+}
+
+// hasObject reports whether the repository holds the object h.
+func (r *repo) hasObject(h plumbing.Hash) (plumbing.EncodedObject, bool) {
+	o, err := r.object(h)
+	return o, err == nil
+}
+
+// topoOrder lists the commits of head's history that are not in skip, each after all of
+// its parents, the first parent's side first (a depth-first walk, in post-order).
+func (r *repo) topoOrder(head plumbing.Hash, skip map[plumbing.Hash]bool) ([]*object.Commit, error) {
+	type frame struct {
+		c    *object.Commit
+		next int // index of the next parent to visit
+	}
+	var out []*object.Commit
+	done := map[plumbing.Hash]bool{}
+	push := func(stack []frame, h plumbing.Hash) ([]frame, error) {
+		if skip[h] || done[h] {
+			return stack, nil
+		}
+		done[h] = true
+		c, err := r.commit(h)
+		if err != nil {
+			return nil, err
+		}
+		return append(stack, frame{c: c}), nil
+	}
+	stack, err := push(nil, head)
+	if err != nil {
+		return nil, err
+	}
+	for len(stack) > 0 {
+		top := &stack[len(stack)-1]
+		if top.next < len(top.c.ParentHashes) {
+			p := top.c.ParentHashes[top.next]
+			top.next++
+			if stack, err = push(stack, p); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		out = append(out, top.c)
+		stack = stack[:len(stack)-1]
+	}
+	return out, nil
+}
+
+// applyAny applies one commit of main's history to the catalog: a commit against its
+// parent, a merge that gitmem made as the resolutions its trailers record (merge.go), and a
+// merge made with plain git as its change against its first parent.
+func (c catTx) applyAny(r *repo, commit *object.Commit) error {
+	if len(commit.ParentHashes) > 1 && isGitmemMerge(commit.Message) {
+		return c.applyMerge(r, commit)
+	}
+	var parentTree plumbing.Hash
+	if len(commit.ParentHashes) > 0 {
+		p, err := r.commit(commit.ParentHashes[0])
+		if err != nil {
+			return err
+		}
+		parentTree = p.TreeHash
+	}
+	return c.applyCommit(r, commit, parentTree)
+}

@@ -1,0 +1,356 @@
+package gitsync
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/gitmem/gitmem/gitstore"
+)
+
+// ErrNoGit is returned when the git program, which sync runs for fetch and push, is missing.
+var ErrNoGit = errors.New("sync needs the git program, which is not installed (no git in PATH)")
+
+// ErrRejected is a push that the remote refused because its main moved meanwhile (another
+// replica pushed): fetch and merge again.
+var ErrRejected = errors.New("the remote refused the push: its main moved meanwhile")
+
+// maxRounds bounds how often Sync fetches and merges again after its push was refused
+// because another replica pushed first.
+const maxRounds = 5
+
+// Result is what one sync with one remote did.
+type Result struct {
+	Remote string `json:"remote"`
+	// Empty is set when the remote had no main yet: the push created it.
+	Empty bool `json:"empty,omitempty"`
+	gitstore.MergeResult
+	Pushed     bool   `json:"pushed"`
+	RemoteHead string `json:"remote_head"` // the remote's main after the sync
+	Rounds     int    `json:"rounds"`      // fetch-merge-push rounds; more than 1 if another replica pushed meanwhile
+}
+
+// Summary says in one line what the sync did.
+func (r Result) Summary() string {
+	var parts []string
+	switch {
+	case r.Empty:
+		parts = append(parts, "the remote was empty")
+	case r.Fetched > 0:
+		parts = append(parts, fmt.Sprintf("fetched %s", plural(r.Fetched, "commit", "commits")))
+	default:
+		parts = append(parts, "fetched nothing new")
+	}
+	switch r.Outcome {
+	case gitstore.FastForward:
+		parts = append(parts, "fast-forwarded main to "+short(r.After))
+	case gitstore.Merged:
+		m := "merged (" + short(r.After) + ")"
+		if n := len(r.TextMerged); n > 0 {
+			m += fmt.Sprintf(", %d merged as text", n)
+		}
+		if n := len(r.Kept); n > 0 {
+			m += fmt.Sprintf(", %d kept (deleted on one side, changed on the other)", n)
+		}
+		if n := len(r.Conflicts); n > 0 {
+			m += ", " + plural(n, "conflict", "conflicts")
+		}
+		parts = append(parts, m)
+	}
+	if r.Pushed {
+		parts = append(parts, "pushed main "+short(r.RemoteHead))
+	} else {
+		parts = append(parts, "nothing to push")
+	}
+	return strings.Join(parts, "; ")
+}
+
+func short(h string) string {
+	if len(h) > 7 {
+		return h[:7]
+	}
+	return h
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// Syncer syncs the stores of one data directory with their remotes.
+type Syncer struct {
+	DataDir string // the data directory's path, where remotes/ is
+	// Now is the clock of the sync state; time.Now if nil.
+	Now func() time.Time
+
+	mu sync.Mutex // guards the read-modify-write of state files
+}
+
+func (y *Syncer) now() time.Time {
+	if y.Now != nil {
+		return y.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+// Sync fetches the remote's main, integrates it into the store's main (a fast-forward or a
+// merge, gitstore.Store.Integrate) and pushes main if the remote lacks it. If the push is
+// refused because another replica pushed meanwhile, it fetches and merges again, a few
+// times. It records the outcome in the store's sync state.
+func (y *Syncer) Sync(ctx context.Context, s *gitstore.Store, r Remote) (Result, error) {
+	res, err := y.sync(ctx, s, r)
+	if rerr := y.record(s.ID(), r.Name, res, err); err == nil {
+		err = rerr
+	}
+	return res, err
+}
+
+func (y *Syncer) sync(ctx context.Context, s *gitstore.Store, r Remote) (Result, error) {
+	res := Result{Remote: r.Name}
+	g, err := newGit(s.RepoPath())
+	if err != nil {
+		return res, err
+	}
+	var fetched int
+	for res.Rounds = 1; ; res.Rounds++ {
+		head, empty, err := g.fetch(ctx, r)
+		if err != nil {
+			return res, err
+		}
+		res.Empty = empty
+		main := s.Head()
+		if !empty {
+			m, err := s.Integrate(ctx, r.Name, head)
+			if err != nil {
+				return res, fmt.Errorf("merge %s/main: %w", r.Name, err)
+			}
+			fetched += m.Fetched
+			res.MergeResult = m
+			main = m.After
+			if m.Outcome == gitstore.UpToDate || m.Outcome == gitstore.FastForward {
+				res.Fetched, res.RemoteHead = fetched, head
+				return res, nil
+			}
+		}
+		err = g.push(ctx, r, main)
+		if errors.Is(err, ErrRejected) && res.Rounds < maxRounds {
+			continue
+		}
+		if err != nil {
+			return res, err
+		}
+		res.Fetched, res.Pushed, res.RemoteHead = fetched, true, main
+		return res, nil
+	}
+}
+
+// Backoff is how long the loop waits before it tries a remote again after failures syncs
+// in a row failed: 5s, 10s, 20s, ... up to 10 minutes.
+func Backoff(failures int) time.Duration {
+	d := 5 * time.Second
+	for i := 1; i < failures && d < 10*time.Minute; i++ {
+		d *= 2
+	}
+	return min(d, 10*time.Minute)
+}
+
+// record writes the outcome of a sync into the store's sync state.
+func (y *Syncer) record(storeID, remote string, res Result, err error) error {
+	y.mu.Lock()
+	defer y.mu.Unlock()
+	states, rerr := States(y.DataDir, storeID)
+	if rerr != nil {
+		states = map[string]State{}
+	}
+	st := states[remote]
+	now := y.now()
+	st.LastTry = now
+	if err != nil {
+		st.Failures++
+		st.LastError = err.Error()
+		st.NextTry = now.Add(Backoff(st.Failures))
+	} else {
+		st.Failures, st.LastError, st.NextTry = 0, "", time.Time{}
+		st.LastSync, st.RemoteHead, st.Summary = now, res.RemoteHead, res.Summary()
+	}
+	states[remote] = st
+	if err := writeJSON(statePath(y.DataDir, storeID), states); err != nil {
+		return fmt.Errorf("record the sync state: %w", err)
+	}
+	return nil
+}
+
+// ForcePush pushes the store's main to each of its remotes with --force-with-lease: it
+// replaces the remote's main only if that is still the commit last fetched from or pushed
+// to it. It is for after a rewrite of history (redaction), which a plain push refuses.
+// It returns the remotes it pushed to; the first error stops it.
+func (y *Syncer) ForcePush(ctx context.Context, s *gitstore.Store) ([]string, error) {
+	remotes, err := Remotes(y.DataDir, s.ID())
+	if err != nil {
+		return nil, err
+	}
+	g, err := newGit(s.RepoPath())
+	if err != nil {
+		return nil, err
+	}
+	var pushed []string
+	for _, r := range remotes {
+		lease, _ := g.out(ctx, nil, "rev-parse", "-q", "--verify", trackingRef(r.Name))
+		main := s.Head()
+		err := g.pushLease(ctx, r, main, strings.TrimSpace(lease))
+		if rerr := y.record(s.ID(), r.Name, Result{Remote: r.Name, Pushed: err == nil, RemoteHead: main}, err); err == nil {
+			err = rerr
+		}
+		if err != nil {
+			return pushed, err
+		}
+		pushed = append(pushed, r.Name)
+	}
+	return pushed, nil
+}
+
+// trackingRef keeps the remote's main as last fetched or pushed: the merge needs its
+// objects, and gc keeps what a ref names.
+func trackingRef(remote string) string { return "refs/remotes/" + remote + "/main" }
+
+// gitCmd runs the git program on a store's repository, never prompting.
+type gitCmd struct {
+	git, repo string
+	env       []string
+}
+
+func newGit(repo string) (*gitCmd, error) {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		return nil, ErrNoGit
+	}
+	if repo, err = filepath.Abs(repo); err != nil {
+		return nil, err
+	}
+	// GIT_TERMINAL_PROMPT=0 and no askpass: a remote that wants a password fails at once,
+	// with git's message, instead of waiting for a person at a prompt.
+	env := append(os.Environ(), "GIT_DIR="+repo, "GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=", "SSH_ASKPASS=")
+	if batchSSH(git) {
+		env = append(env, "GIT_SSH_COMMAND=ssh -o BatchMode=yes")
+	}
+	return &gitCmd{git: git, repo: repo, env: env}, nil
+}
+
+func (g *gitCmd) out(ctx context.Context, stdin []byte, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, g.git, args...)
+	// Stopped with SIGTERM, git removes its lock files (a ref's .lock) on the way out.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 10 * time.Second
+	cmd.Env = g.env
+	cmd.Dir = g.repo
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		// push --porcelain says why a ref was rejected on stdout: "!	src:dst	[rejected] (why)".
+		for _, line := range strings.Split(stdout.String(), "\n") {
+			if strings.HasPrefix(line, "!") {
+				msg = strings.TrimSpace(strings.Join(strings.Fields(line[1:]), " ") + "\n" + msg)
+			}
+		}
+		if msg == "" {
+			msg = err.Error()
+		}
+		return stdout.String(), &gitError{args: args, msg: msg, err: err}
+	}
+	return stdout.String(), nil
+}
+
+// batchSSH reports whether git's ssh should be made one that never asks a question (a key
+// from the agent or ~/.ssh, or fail): unless the user chose their own ssh command.
+func batchSSH(git string) bool {
+	if os.Getenv("GIT_SSH_COMMAND") != "" || os.Getenv("GIT_SSH") != "" {
+		return false
+	}
+	out, _ := exec.Command(git, "config", "--get", "core.sshCommand").Output()
+	return strings.TrimSpace(string(out)) == ""
+}
+
+type gitError struct {
+	args []string
+	msg  string
+	err  error
+}
+
+func (e *gitError) Error() string { return e.msg }
+func (e *gitError) Unwrap() error { return e.err }
+
+// fetch fetches the remote's main into its tracking ref and returns it; empty is set if the
+// remote has no main (a new, empty repository).
+func (g *gitCmd) fetch(ctx context.Context, r Remote) (head string, empty bool, err error) {
+	// Only the process that holds the data directory syncs, one remote at a time: a lock
+	// on the tracking ref is left by a crash, and would refuse every fetch.
+	os.Remove(filepath.Join(g.repo, trackingRef(r.Name)+".lock"))
+	// core.fsync: the merge that main moves to next refers to these objects, so they are on
+	// disk before it is (git's default does not fsync them).
+	_, err = g.out(ctx, nil, "-c", "core.fsync=objects,reference", "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-auto-gc",
+		"--", r.URL, "+refs/heads/main:"+trackingRef(r.Name))
+	if err != nil {
+		if strings.Contains(err.Error(), "couldn't find remote ref") {
+			return "", true, nil
+		}
+		return "", false, fmt.Errorf("fetch from %s (%s): %w", r.Name, r.URL, err)
+	}
+	out, err := g.out(ctx, nil, "rev-parse", "--verify", trackingRef(r.Name))
+	if err != nil {
+		return "", false, fmt.Errorf("read %s: %w", trackingRef(r.Name), err)
+	}
+	return strings.TrimSpace(out), false, nil
+}
+
+// push pushes commit main to the remote's main, which must be in main's history;
+// ErrRejected if the remote moved meanwhile.
+func (g *gitCmd) push(ctx context.Context, r Remote, main string) error {
+	_, err := g.out(ctx, nil, "push", "--quiet", "--porcelain", "--", r.URL, main+":refs/heads/main")
+	if err != nil {
+		msg := err.Error()
+		if strings.Contains(msg, "non-fast-forward") || strings.Contains(msg, "fetch first") || strings.Contains(msg, "[rejected]") {
+			return ErrRejected
+		}
+		if strings.Contains(msg, "Gitmem-") {
+			msg += "\n(the remote is a gitmem server, which refuses pushes of commits with Gitmem-* trailers: sync through a plain git repository instead)"
+		}
+		return fmt.Errorf("push to %s (%s): %s", r.Name, r.URL, msg)
+	}
+	_, err = g.out(ctx, nil, "update-ref", trackingRef(r.Name), main)
+	return err
+}
+
+// pushLease pushes main over the remote's main if that is lease (any value if lease is "").
+func (g *gitCmd) pushLease(ctx context.Context, r Remote, main, lease string) error {
+	_, err := g.out(ctx, nil, "push", "--quiet", "--porcelain", "--force-with-lease=refs/heads/main:"+lease,
+		"--", r.URL, main+":refs/heads/main")
+	if err != nil {
+		return fmt.Errorf("force-push to %s (%s): %w", r.Name, r.URL, err)
+	}
+	_, err = g.out(ctx, nil, "update-ref", trackingRef(r.Name), main)
+	return err
+}
+
+// RemoveTrackingRef deletes the ref that kept a removed remote's main.
+func RemoveTrackingRef(ctx context.Context, s *gitstore.Store, remote string) error {
+	g, err := newGit(s.RepoPath())
+	if err != nil {
+		return err
+	}
+	_, err = g.out(ctx, nil, "update-ref", "-d", trackingRef(remote))
+	return err
+}

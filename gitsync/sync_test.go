@@ -1,0 +1,112 @@
+package gitsync
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestForcePush: after main is rewritten (as redaction does), ForcePush replaces the remote's
+// main, but only while the remote's main is the one last seen: over a main that another
+// replica moved meanwhile it is refused.
+func TestForcePush(t *testing.T) {
+	ctx := context.Background()
+	remote, a, id := serverWithRemote(t)
+	if _, err := a.write(id, "/secret.md", "a secret\n"); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Add(a.dir, id, "team", "origin", remote, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := a.store(t, id)
+	if _, err := a.y.Sync(ctx, s, r); err != nil {
+		t.Fatal(err)
+	}
+	// Rewrite main: the last commit again, with another message.
+	repo := s.RepoPath()
+	head := strings.TrimSpace(git(t, repo, "rev-parse", "main"))
+	rewritten := strings.TrimSpace(git(t, repo, "commit-tree", head+"^{tree}", "-p", head+"^", "-m", "rewritten"))
+	git(t, repo, "update-ref", "refs/heads/main", rewritten, head)
+	if err := s.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// Another replica moves the remote's main: the lease no longer holds.
+	other := filepath.Join(t.TempDir(), "other")
+	git(t, filepath.Dir(other), "clone", "-q", remote, other)
+	git(t, other, "commit", "-q", "--allow-empty", "-m", "bob")
+	git(t, other, "push", "-q", "origin", "main")
+	moved := strings.TrimSpace(git(t, remote, "rev-parse", "main"))
+	if _, err := a.y.ForcePush(ctx, s); err == nil || !strings.Contains(err.Error(), "stale info") {
+		t.Fatalf("force-push over a moved remote: %v", err)
+	}
+	if got := strings.TrimSpace(git(t, remote, "rev-parse", "main")); got != moved {
+		t.Fatalf("remote main moved to %s", got)
+	}
+
+	// Once the remote's main is the one last seen, the force-push replaces it.
+	git(t, remote, "update-ref", "refs/heads/main", head, moved)
+	pushed, err := a.y.ForcePush(ctx, s)
+	if err != nil || len(pushed) != 1 || pushed[0] != "origin" {
+		t.Fatalf("force-push: %v %v", pushed, err)
+	}
+	if got := strings.TrimSpace(git(t, remote, "rev-parse", "main")); got != rewritten {
+		t.Fatalf("remote main %s, want %s", got, rewritten)
+	}
+	states, _ := States(a.dir, id)
+	if states["origin"].RemoteHead != rewritten || states["origin"].LastError != "" {
+		t.Fatalf("state after force-push: %+v", states["origin"])
+	}
+}
+
+// TestGitmemServerAsRemote: a store imported from a gitmem server's /git/ route syncs from
+// it, but the push of gitmem's own commits is refused by that server's push rules, and the
+// sync says so and what to use instead.
+func TestGitmemServerAsRemote(t *testing.T) {
+	ctx := context.Background()
+	_, a, id := serverWithRemote(t)
+	if _, err := a.write(id, "/a.md", "on the server\n"); err != nil {
+		t.Fatal(err)
+	}
+	url := a.url + "/git/" + id + ".git"
+	b := startServer(t, "b", importFrom(t, url))
+	r, err := Add(b.dir, id, "team", "server", url, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.write(id, "/b.md", "written on b\n"); err != nil {
+		t.Fatal(err)
+	}
+	before := a.store(t, id).Head()
+	_, err = b.y.Sync(ctx, b.store(t, id), r)
+	if err == nil || !strings.Contains(err.Error(), "gitmem's own trailers") ||
+		!strings.Contains(err.Error(), "sync through a plain git repository instead") {
+		t.Fatalf("sync to a gitmem server: %v", err)
+	}
+	if a.store(t, id).Head() != before {
+		t.Fatal("the server's main moved")
+	}
+}
+
+// TestLoopBacksOff: the loop tries a remote that is down once, then waits out the backoff
+// instead of trying again at every interval; the state says when it tries next.
+func TestLoopBacksOff(t *testing.T) {
+	_, a, id := serverWithRemote(t)
+	if _, err := Add(a.dir, id, "team", "down", filepath.Join(t.TempDir(), "missing.git"), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	l := &Loop{Syncer: a.y, Data: a.data, Interval: 100 * time.Millisecond, Log: quietLog()}
+	l.Run(ctx)
+	st := func() State { s, _ := States(a.dir, id); return s["down"] }()
+	if st.Failures != 1 || st.LastError == "" || st.NextTry.Sub(st.LastTry) != Backoff(1) {
+		t.Fatalf("after 1.5s of 100ms intervals with a 5s backoff: %+v", st)
+	}
+	if Backoff(2) != 10*time.Second || Backoff(20) != 10*time.Minute {
+		t.Errorf("backoff: %s, %s", Backoff(2), Backoff(20))
+	}
+}
