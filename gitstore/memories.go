@@ -86,7 +86,7 @@ func (s *Store) Write(ctx context.Context, in WriteInput) (WriteResult, error) {
 			if err := b.checkPathFree(b.root, in.Path); err != nil {
 				return WriteResult{}, err
 			}
-			content, red, err := b.prepare(info.Policy, in.Path, in.Content, scan, nil)
+			content, red, err := b.prepare(info.Policy, in.Content, scan, nil)
 			if err != nil {
 				return WriteResult{}, err
 			}
@@ -103,7 +103,7 @@ func (s *Store) Write(ctx context.Context, in WriteInput) (WriteResult, error) {
 		if pre != nil && pre.Type == ContentSHA256 && pre.ContentSHA256 != rec.SHA {
 			return WriteResult{}, preconditionf("precondition failed: content_sha256 %s does not match the current content of %s (%s)", pre.ContentSHA256, in.Path, rec.SHA)
 		}
-		content, red, err := b.prepare(info.Policy, in.Path, in.Content, scan, &rec)
+		content, red, err := b.prepare(info.Policy, in.Content, scan, &rec)
 		if err != nil {
 			return WriteResult{}, err
 		}
@@ -189,7 +189,7 @@ func (s *Store) UpdateMemory(ctx context.Context, in UpdateInput) (WriteResult, 
 		var red []secrets.Finding
 		var stored string
 		if content != nil && sha256Hex(*content) != rec.SHA {
-			out, r, err := b.prepare(info.Policy, path, *content, scan, &rec)
+			out, r, err := b.prepare(info.Policy, *content, scan, &rec)
 			if err != nil {
 				return WriteResult{}, err
 			}

@@ -78,6 +78,9 @@ type PolicyPatch struct {
 	MaxBytes    *int64
 }
 
+// ApplyPolicyPatch returns p changed by pp.
+func ApplyPolicyPatch(p Policy, pp *PolicyPatch) Policy { return pp.apply(p) }
+
 func (pp *PolicyPatch) apply(p Policy) Policy {
 	if pp == nil {
 		return p
@@ -158,22 +161,22 @@ func scan(content string) (*scanned, error) {
 	return &scanned{content: content, findings: fs}, nil
 }
 
-// SecretsError is the error of a write refused because its content holds secrets. Its
+// secretsError is the error of a write refused because its content holds secrets. Its
 // message names each secret's kind and position, never the secret.
-func secretsError(path string, fs []secrets.Finding) error {
+func secretsError(fs []secrets.Finding) error {
 	noun := "a secret"
 	if len(fs) > 1 {
 		noun = fmt.Sprintf("%d secrets", len(fs))
 	}
-	return &Error{Kind: KindInvalid, Message: fmt.Sprintf("content of %s holds %s (%s); the store's secrets policy is reject, "+
-		"so nothing was written: remove it, or keep it in a secret manager and write where to find it", path, noun, secrets.Describe(fs)),
+	return &Error{Kind: KindInvalid, Message: fmt.Sprintf("the content holds %s (%s); the store's secrets policy is reject, "+
+		"so nothing was written: remove it, or keep it in a secret manager and write where to find it", noun, secrets.Describe(fs)),
 	}
 }
 
-// admit applies the store's secrets policy to content about to be committed at path: it
+// admit applies the store's secrets policy to content about to be committed: it
 // returns the content to commit and what was redacted, or an error if the policy rejects
 // it. pre is the scan of content made before the write was queued, if any.
-func (b *batch) admit(p Policy, path, content string, pre *scanned) (string, []secrets.Finding, error) {
+func (b *batch) admit(p Policy, content string, pre *scanned) (string, []secrets.Finding, error) {
 	mode := p.Secrets.Effective()
 	if mode == SecretsOff {
 		return content, nil, nil
@@ -189,7 +192,7 @@ func (b *batch) admit(p Policy, path, content string, pre *scanned) (string, []s
 		return content, nil, nil
 	}
 	if mode == SecretsReject {
-		return "", nil, secretsError(path, sc.findings)
+		return "", nil, secretsError(sc.findings)
 	}
 	out := secrets.Redact(content, sc.findings)
 	if err := ValidateContent(out); err != nil {
@@ -213,11 +216,11 @@ func (s *Store) prescan(content string) (*scanned, error) {
 	return scan(content)
 }
 
-// prepare applies the store's policy to content about to be written at path: secrets, then
+// prepare applies the store's policy to content about to be written: secrets, then
 // quotas. old is the memory it replaces, nil for a new one. It returns the content to
 // commit and the secrets redacted from it.
-func (b *batch) prepare(p Policy, path, content string, pre *scanned, old *memRec) (string, []secrets.Finding, error) {
-	out, red, err := b.admit(p, path, content, pre)
+func (b *batch) prepare(p Policy, content string, pre *scanned, old *memRec) (string, []secrets.Finding, error) {
+	out, red, err := b.admit(p, content, pre)
 	if err != nil {
 		return "", nil, err
 	}
@@ -225,7 +228,7 @@ func (b *batch) prepare(p Policy, path, content string, pre *scanned, old *memRe
 	if old != nil {
 		memories, bytes = 0, bytes-int64(old.Size)
 	}
-	if err := b.checkQuota(p, path, memories, bytes); err != nil {
+	if err := b.checkQuota(p, memories, bytes); err != nil {
 		return "", nil, err
 	}
 	return out, red, nil

@@ -101,7 +101,7 @@ func TestRejectedSecretNamesLineAndColumn(t *testing.T) {
 	_, s := newPolicyStore(t, Options{}, Policy{})
 	sample := secrettest.Samples()[0]
 	_, err := s.Write(context.Background(), WriteInput{Path: "/deploy.md", Content: sample.Content, Actor: apiActor})
-	want := "content of /deploy.md holds a secret (aws-access-token at line 2, column 9)"
+	want := "the content holds a secret (aws-access-token at line 2, column 9)"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("err = %v, want it to say %q", err, want)
 	}

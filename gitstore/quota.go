@@ -42,24 +42,24 @@ func (s *Store) Usage(ctx context.Context) (Usage, error) {
 	return u, err
 }
 
-// checkQuota refuses a write to path that would add memories memories and bytes bytes to
+// checkQuota refuses a write that would add memories memories and bytes bytes to
 // the store, if that takes it past a quota of p. It runs in the writer, against the state
 // the write builds on, so concurrent writes cannot overshoot. A write that adds nothing
 // (or frees space) passes even when the store is over a quota that was lowered.
-func (b *batch) checkQuota(p Policy, path string, memories int, bytes int64) error {
+func (b *batch) checkQuota(p Policy, memories int, bytes int64) error {
 	u := b.ct.usage()
 	if p.MaxMemories > 0 && memories > 0 && u.Memories+memories > p.MaxMemories {
-		return quotaError(path, "max_memories", int64(p.MaxMemories), int64(u.Memories+memories), "memories")
+		return quotaError("max_memories", int64(p.MaxMemories), int64(u.Memories+memories), "memories")
 	}
 	if p.MaxBytes > 0 && bytes > 0 && u.Bytes+bytes > p.MaxBytes {
-		return quotaError(path, "max_bytes", p.MaxBytes, u.Bytes+bytes, "bytes")
+		return quotaError("max_bytes", p.MaxBytes, u.Bytes+bytes, "bytes")
 	}
 	return nil
 }
 
-func quotaError(path, quota string, limit, would int64, unit string) error {
-	return &Error{Kind: KindInvalid, Message: fmt.Sprintf("writing %s would make the store hold %d %s, past its quota %s of %d; "+
-		"nothing was written: delete memories or raise the quota", path, would, unit, quota, limit)}
+func quotaError(quota string, limit, would int64, unit string) error {
+	return &Error{Kind: KindInvalid, Message: fmt.Sprintf("this write would make the store hold %d %s, past its quota %s of %d; "+
+		"nothing was written: delete memories or raise the quota", would, unit, quota, limit)}
 }
 
 // liveDelta is how a version changes the usage: the change in live memories and in bytes.
