@@ -3,6 +3,8 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -199,5 +201,92 @@ func TestStorePolicyAndUsageOverHTTP(t *testing.T) {
 	}
 	if again, _ := c.Beta.MemoryStores.Get(ctx, storeID, anthropic.BetaMemoryStoreGetParams{}); again.JSON.ExtraFields["policy"].Raw() != updated.JSON.ExtraFields["policy"].Raw() {
 		t.Fatalf("a refused update changed the policy: %s", again.JSON.ExtraFields["policy"].Raw())
+	}
+}
+
+// TestGitPushAppliesTheStorePolicy pushes with the real git a file holding each kind of
+// secret, under each secrets policy, and files past the quotas.
+func TestGitPushAppliesTheStorePolicy(t *testing.T) {
+	g := startGitServer(t)
+	for _, mode := range []string{"reject", "redact", "off"} {
+		for _, sample := range secrettest.Samples() {
+			t.Run(mode+"/"+sample.Name, func(t *testing.T) {
+				t.Parallel()
+				e := newRuleEnv(t, g)
+				g.api(t, "POST", "/v1/memory_stores/"+e.store, "", `{"policy":{"secrets":"`+mode+`"}}`, &struct{}{})
+				gitOK(t, e.wt, "pull", "-q") // the policy is a commit of store.json
+				before := g.head(t, e.store)
+				put(t, filepath.Join(e.wt, "ops", "deploy.md"), sample.Content)
+				gitOK(t, e.wt, "add", "-A")
+				gitOK(t, e.wt, "commit", "-qm", "deploy notes")
+				out, err := gitTry(e.wt, "push", "origin", "main")
+				if strings.Contains(out, sample.Secret) {
+					t.Fatalf("git's output echoes the secret:\n%s", out)
+				}
+				if mode == "off" {
+					if err != nil {
+						t.Fatalf("push refused under secrets off:\n%s", out)
+					}
+					if content, _, ok := g.read(t, "", e.store, "/ops/deploy.md"); !ok || content != sample.Content {
+						t.Fatalf("pushed memory: %q %v", content, ok)
+					}
+					return
+				}
+				if err == nil {
+					t.Fatalf("push with a secret succeeded:\n%s", out)
+				}
+				mustHave(t, sample.Name, out, fmt.Sprintf("remote:   /ops/deploy.md: holds a secret (%s at line %d, column %d), and the store's secrets policy is %s",
+					sample.Kind, sample.Line, sample.Column, mode), `(commit `)
+				if after := g.head(t, e.store); after != before {
+					t.Fatalf("main moved from %s to %s", before, after)
+				}
+			})
+		}
+	}
+	t.Run("quotas", func(t *testing.T) {
+		e := newRuleEnv(t, g) // holds /a.md, 2 bytes
+		g.api(t, "POST", "/v1/memory_stores/"+e.store, "", `{"policy":{"max_memories":2,"max_bytes":6}}`, &struct{}{})
+		gitOK(t, e.wt, "pull", "-q")
+		put(t, filepath.Join(e.wt, "b.md"), "b\n")
+		put(t, filepath.Join(e.wt, "c.md"), "c\n")
+		gitOK(t, e.wt, "add", "-A")
+		gitOK(t, e.wt, "commit", "-qm", "two more")
+		out, err := gitTry(e.wt, "push", "origin", "main")
+		if err == nil {
+			t.Fatalf("push past max_memories succeeded:\n%s", out)
+		}
+		mustHave(t, "quota", out, "remote:   refs/heads/main: the push would make the store hold 3 memories, past its quota max_memories of 2")
+		gitOK(t, e.wt, "rm", "-q", "c.md")
+		put(t, filepath.Join(e.wt, "b.md"), "bbb\n")
+		gitOK(t, e.wt, "commit", "-qam", "one more, to exactly the limits: 2 memories, 6 bytes")
+		if out, err := gitTry(e.wt, "push", "origin", "main"); err != nil {
+			t.Fatalf("push exactly at the quotas refused:\n%s", out)
+		}
+	})
+}
+
+// TestGitPushedPolicyIsChecked: the policy lives in store.json, so a push may change it,
+// and a bad one is refused like any bad metadata.
+func TestGitPushedPolicyIsChecked(t *testing.T) {
+	g := startGitServer(t)
+	e := newRuleEnv(t, g)
+	put(t, filepath.Join(e.wt, ".gitmem/store.json"), e.withInfo(func(m map[string]any) { m["policy"] = map[string]any{"secrets": "warn"} }))
+	gitOK(t, e.wt, "commit", "-qam", "bad policy")
+	out, err := gitTry(e.wt, "push", "origin", "main")
+	if err == nil {
+		t.Fatalf("push of a bad policy succeeded:\n%s", out)
+	}
+	mustHave(t, "bad policy", out, `remote:   /.gitmem/store.json: secrets policy must be reject, redact or off, got "warn"`)
+	put(t, filepath.Join(e.wt, ".gitmem/store.json"), e.withInfo(func(m map[string]any) {
+		m["policy"] = map[string]any{"secrets": "redact", "expire_after": "30d", "max_memories": 5}
+	}))
+	gitOK(t, e.wt, "commit", "-q", "--amend", "-am", "good policy")
+	if out, err := gitTry(e.wt, "push", "origin", "main"); err != nil {
+		t.Fatalf("push of a good policy refused:\n%s", out)
+	}
+	var st storeJSON
+	g.api(t, "GET", "/v1/memory_stores/"+e.store, "", "", &st)
+	if st.Policy.Secrets != "redact" || st.Policy.ExpireAfter == nil || *st.Policy.ExpireAfter != "30d" || st.Policy.MaxMemories == nil || *st.Policy.MaxMemories != 5 {
+		t.Fatalf("policy after the push: %+v", st.Policy)
 	}
 }
