@@ -130,7 +130,11 @@ func (d Duration) String() string {
 	case td%time.Hour == 0:
 		return fmt.Sprintf("%dh", td/time.Hour)
 	}
-	return td.String()
+	s := td.String() // 1h30m0s, 5m0s: drop the zero seconds
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	return s
 }
 
 // MarshalText implements encoding.TextMarshaler.

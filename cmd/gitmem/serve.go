@@ -30,6 +30,7 @@ func defaultAddr() string {
 func newServeCmd(a *app) *cobra.Command {
 	var addr, logLevel string
 	var strict bool
+	var expire time.Duration
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the memory store API over HTTP",
@@ -47,16 +48,17 @@ Create a key with "gitmem keys create" to require keys and to serve on other add
 				return fmt.Errorf("--log-level: %w", err)
 			}
 			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-			return serve(cmd.Context(), a, log, addr, strict, cmd)
+			return serve(cmd.Context(), a, log, addr, strict, expire, cmd)
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", defaultAddr(), "address to listen on (env GITMEM_ADDR)")
 	cmd.Flags().BoolVar(&strict, "strict-create", false, "POST .../memories creates only, as the public beta does (an occupied path is a 409 memory_path_conflict_error)")
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	cmd.Flags().DurationVar(&expire, "expire-every", time.Hour, "how often to expire the memories of stores that have an expiry (gitmem expire); 0 turns it off")
 	return cmd
 }
 
-func serve(ctx context.Context, a *app, log *slog.Logger, addr string, strict bool, cmd *cobra.Command) error {
+func serve(ctx context.Context, a *app, log *slog.Logger, addr string, strict bool, expire time.Duration, cmd *cobra.Command) error {
 	keys, err := apikeys.Open(a.dataDir)
 	if err != nil {
 		return err
@@ -87,6 +89,7 @@ func serve(ctx context.Context, a *app, log *slog.Logger, addr string, strict bo
 		}
 	}()
 	srv.EnableSearch(idx)
+	defer startExpiry(ctx, d, expire, log)() // stops before d.Close
 	gitErr := srv.EnableGit(httpapi.GitOptions{})
 	url := "http://" + ln.Addr().String()
 	out := cmd.OutOrStdout()
@@ -105,6 +108,9 @@ func serve(ctx context.Context, a *app, log *slog.Logger, addr string, strict bo
 		fmt.Fprintf(out, "  git:   %v; everything else works\n", gitErr)
 	} else {
 		fmt.Fprintf(out, "  git:   git clone %s/git/<memstore_id>.git\n", url)
+	}
+	if expire > 0 {
+		fmt.Fprintf(out, "  expire: every %s, in stores that set an expiry (--expire-every)\n", expire)
 	}
 	fmt.Fprintf(out, "  tools: %s/v1/memory_stores/<memstore_id>/tools (the memory tool and agent tools)\n", url)
 	fmt.Fprintf(out, "  mcp:   %s/mcp?store=<memstore_id>\n", url)
