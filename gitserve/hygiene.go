@@ -36,8 +36,8 @@ func (c *checker) secretRule(data []byte) (string, error) {
 	if len(fs) > 1 {
 		noun = fmt.Sprintf("%d secrets", len(fs))
 	}
-	return fmt.Sprintf("holds %s (%s), and the store's secrets policy is %s: take it out of the commits "+
-		"(git commit --amend, or git rebase -i) and push again", noun, secrets.Describe(fs), c.policy().Secrets.Effective()), nil
+	return fmt.Sprintf("holds %s (%s), and the store's secrets policy is %s: take it out of the commits",
+		noun, secrets.Describe(fs), c.policy().Secrets.Effective()), nil
 }
 
 // checkQuotas refuses a push that takes main past a quota of the store's policy (and adds

@@ -188,9 +188,6 @@ func (s *Store) Expire(ctx context.Context, dryRun bool) (ExpireReport, error) {
 		return list, nil
 	})
 	rep.Expired = done
-	if err == nil && len(done) > 0 {
-		s.log.Info("expired memories", "store", s.id, "count", len(done), "expire_after", rep.ExpireAfter.String())
-	}
 	return rep, err
 }
 

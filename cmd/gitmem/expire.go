@@ -124,7 +124,7 @@ func expireEvery(ctx context.Context, d *gitstore.DataDir, every time.Duration, 
 				log.Error("expire memories", "err", err)
 			}
 			for id, rep := range reps {
-				log.Info("expired memories", "store", id, "count", len(rep.Expired))
+				log.Info("expired memories", "store", id, "count", len(rep.Expired), "expire_after", rep.ExpireAfter.String())
 			}
 		}
 	}

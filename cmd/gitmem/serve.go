@@ -110,7 +110,7 @@ func serve(ctx context.Context, a *app, log *slog.Logger, addr string, strict bo
 		fmt.Fprintf(out, "  git:   git clone %s/git/<memstore_id>.git\n", url)
 	}
 	if expire > 0 {
-		fmt.Fprintf(out, "  expire: every %s, in stores that set an expiry (--expire-every)\n", expire)
+		fmt.Fprintf(out, "  expire: every %s, in stores that set an expiry (--expire-every)\n", gitstore.Duration(expire))
 	}
 	fmt.Fprintf(out, "  tools: %s/v1/memory_stores/<memstore_id>/tools (the memory tool and agent tools)\n", url)
 	fmt.Fprintf(out, "  mcp:   %s/mcp?store=<memstore_id>\n", url)
