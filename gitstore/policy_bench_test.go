@@ -3,8 +3,6 @@ package gitstore
 import (
 	"context"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"testing"
 )
 
@@ -30,30 +28,7 @@ func BenchmarkWritePolicy(b *testing.B) {
 				if _, err := s.UpdateInfo(context.Background(), StorePatch{Policy: &pol.p, Actor: apiActor}); err != nil {
 					b.Fatal(err)
 				}
-				fill(b, s, 1000, benchPath)
-				var next atomic.Int64
-				var wg sync.WaitGroup
-				b.ResetTimer()
-				for w := 0; w < writers; w++ {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						for {
-							i := int(next.Add(1)) - 1
-							if i >= b.N {
-								return
-							}
-							k := (i * 7919) % 1000
-							if _, err := s.Write(context.Background(), WriteInput{Path: benchPath(k), Content: benchContent(k + i + 1), Actor: apiActor}); err != nil {
-								b.Error(err)
-								return
-							}
-						}
-					}()
-				}
-				wg.Wait()
-				b.StopTimer()
-				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "writes/s")
+				concurrentWrites(b, s, writers)
 			})
 		}
 	}
