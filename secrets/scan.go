@@ -7,6 +7,7 @@ package secrets
 import (
 	_ "embed"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -72,7 +73,7 @@ func Scan(content string) ([]Finding, error) {
 	var out []Finding
 	seen := map[string]bool{}
 	for _, f := range d.DetectString(content) {
-		if f.Secret == "" || f.RuleID == entropyRule && !mixed(withoutPrefix(f.Secret)) {
+		if f.Secret == "" || gitmemID.MatchString(f.Secret) || f.RuleID == entropyRule && !mixed(withoutPrefix(f.Secret)) {
 			continue
 		}
 		// gitleaks counts lines from 0; find the secret from the start of its line.
@@ -93,6 +94,11 @@ func Scan(content string) ([]Finding, error) {
 	sort.Slice(out, func(i, j int) bool { return out[i].start < out[j].start })
 	return preferNamed(out), nil
 }
+
+// gitmemID matches gitmem's own ids (memstore_, mem_, memver_, apikey_, sesn_, user_,
+// svac_ and a ULID), which memories name often and which grant nothing: an API key's id is
+// not its secret.
+var gitmemID = regexp.MustCompile(`^(?:memstore|memver|mem|apikey|sesn|user|svac)_[0-9A-HJKMNP-TV-Z]{26}$`)
 
 // entropyRule finds secrets by randomness alone; a rule that knows the kind says more.
 const entropyRule = "high-entropy-string"

@@ -42,6 +42,8 @@ func TestScanLeavesOrdinaryNotesAlone(t *testing.T) {
 		"Commit 3f9a2c1e8b7d6a5f4e3d2c1b0a9f8e7d6c5b4a39 fixed the bug; see /projects/gitmem/internal/store/writer_test.go",
 		"Set the password in the vault, never in the repo: postgres://app:${DB_PASSWORD}@db:5432/app",
 		"ids: 123e4567-e89b-12d3-a456-426614174000, memstore_01JD2ZQ5X8K3M4N5P6Q7R8S9T0",
+		"the CI writes with API key id: apikey_01JD2ZQ5X8K3M4N5P6Q7R8S9T0",
+		"clone with http://gitmem:KEY@host/git/memstore_01JD2ZQ5X8K3M4N5P6Q7R8S9T0.git (scheme://user:password@host)",
 		"TestWriterKeepsEveryAcknowledgedWriteUnderConcurrency is the long test name.",
 		"日本語のメモ: 秘密はありません。",
 	}

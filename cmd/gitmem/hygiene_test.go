@@ -16,7 +16,7 @@ import (
 func TestStorePolicyCommands(t *testing.T) {
 	c := newCLI(t)
 	c.ok("", "stores", "create", "notes", "--secrets", "redact", "--max-memories", "2")
-	mustContain(t, "show", c.ok("", "stores", "show", "notes"), "memories     0 of 2", "bytes        0 (no limit)", "secrets      redact", "expire       never")
+	mustContain(t, "show", c.ok("", "stores", "show", "notes"), "memories     0 (0 bytes)", "quotas       at most 2 memories", "secrets      redact", "expire       never")
 	mustContain(t, "set", c.ok("", "stores", "set", "notes", "--expire-after", "30d", "--max-bytes", "100", "--secrets", "reject"),
 		"secrets reject, expire after 30d unused, memories 0 of 2, bytes 0 of 100")
 	for args, want := range map[string]string{

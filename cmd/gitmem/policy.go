@@ -103,6 +103,21 @@ func describePolicy(p gitstore.Policy, u gitstore.Usage) string {
 		ofLimit(int64(u.Memories), int64(p.MaxMemories)), ofLimit(u.Bytes, p.MaxBytes))
 }
 
+// quotas says a policy's quotas: "at most 1000 memories, 10485760 bytes", or "none".
+func quotas(p gitstore.Policy) string {
+	var parts []string
+	if p.MaxMemories > 0 {
+		parts = append(parts, fmt.Sprintf("%d memories", p.MaxMemories))
+	}
+	if p.MaxBytes > 0 {
+		parts = append(parts, fmt.Sprintf("%d bytes", p.MaxBytes))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return "at most " + strings.Join(parts, ", ")
+}
+
 func ofLimit(n, limit int64) string {
 	if limit == 0 {
 		return fmt.Sprintf("%d (no limit)", n)

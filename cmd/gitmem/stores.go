@@ -161,8 +161,8 @@ func newStoresShowCmd(a *app) *cobra.Command {
 				if info.ArchivedAt != nil {
 					fmt.Fprintf(tw, "archived\t%s\n", info.ArchivedAt.Local().Format(time.DateTime))
 				}
-				fmt.Fprintf(tw, "memories\t%s\n", ofLimit(int64(u.Memories), int64(info.Policy.MaxMemories)))
-				fmt.Fprintf(tw, "bytes\t%s\n", ofLimit(u.Bytes, info.Policy.MaxBytes))
+				fmt.Fprintf(tw, "memories\t%d (%d bytes)\n", u.Memories, u.Bytes)
+				fmt.Fprintf(tw, "quotas\t%s\n", quotas(info.Policy))
 				fmt.Fprintf(tw, "secrets\t%s\n", info.Policy.Secrets.Effective())
 				expire := "never"
 				if info.Policy.ExpireAfter != 0 {

@@ -21,10 +21,10 @@ func join(parts ...string) string { return strings.Join(parts, "") }
 // Anthropic and OpenAI keys, a PEM private key, a URL with a password, and a long random token.
 func Samples() []Sample {
 	awsID := join("AKIA", "QYLPMN5H", "HHFPZAM2")
-	gh := join("gh", "p_", "8dQd3pRkA1bQ9zX7wY2vK5mN4jL6hT0sUe3F")
-	ant := join("sk-", "ant-", "api03-", strings.Repeat("aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1x", 3)[:93], "AA")
-	oai := join("sk-", "proj-", strings.Repeat("Ab3De5Fg7Hj9Kl1Mn3Pq5Rs7Tu9Vw1Xy", 3)[:74], "T3Blbk", "FJ",
-		strings.Repeat("Zq8v2LmX4pWt9RkYc6Nb1Hs3Jd5Gf7Qa", 3)[:74])
+	gh := join("gh", "p_", "8dQd3pRkA1bQ9zX7", "wY2vK5mN4jL6hT0sUe3F")
+	ant := join("sk-", "ant-", "api03-", strings.Repeat(join("aB3dE5fG7hJ9kL1", "mN3pQ5rS7tU9vW1x"), 3)[:93], "AA")
+	oai := join("sk-", "proj-", strings.Repeat(join("Ab3De5Fg7Hj9Kl1M", "n3Pq5Rs7Tu9Vw1Xy"), 3)[:74], "T3Blbk", "FJ",
+		strings.Repeat(join("Zq8v2LmX4pWt9RkY", "c6Nb1Hs3Jd5Gf7Qa"), 3)[:74])
 	pem := join("-----BEGIN ", "RSA PRIVATE", " KEY-----\n",
 		"MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gunVTLw\n",
 		"7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u+qKhbwKfBstIs+bMY2Zkp18gnTxKLxoS2tFc\n",
