@@ -133,6 +133,9 @@ func (c *checker) check(updates []update) ([]string, error) {
 			return nil, err
 		}
 	}
+	if err := c.checkQuotas(main.old, main.new); err != nil {
+		return nil, err
+	}
 	if len(c.problems) > 0 {
 		return nil, nil
 	}
@@ -278,6 +281,8 @@ func (c *checker) checkFile(path, blob string) error {
 		default:
 			if err := gitstore.ValidateContent(string(obj.data)); err != nil {
 				rule = ruleOf(err)
+			} else if rule, err = c.secretRule(obj.data); err != nil {
+				return err
 			}
 		}
 		c.blobs[blob] = rule

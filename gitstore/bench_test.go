@@ -117,32 +117,38 @@ func BenchmarkConcurrentWrites(b *testing.B) {
 	for _, writers := range []int{1, 8, 64} {
 		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
 			s := benchStore(b)
-			fill(b, s, 1000, benchPath)
-			var next atomic.Int64
-			var wg sync.WaitGroup
-			b.ResetTimer()
-			for w := 0; w < writers; w++ {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for {
-						i := int(next.Add(1)) - 1
-						if i >= b.N {
-							return
-						}
-						k := (i * 7919) % 1000
-						if _, err := s.Write(context.Background(), WriteInput{Path: benchPath(k), Content: benchContent(k + i + 1), Actor: apiActor}); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				}()
-			}
-			wg.Wait()
-			b.StopTimer()
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "writes/s")
+			concurrentWrites(b, s, writers)
 		})
 	}
+}
+
+// concurrentWrites fills s with 1,000 memories, then times b.N updates of them by writers
+// concurrent writers.
+func concurrentWrites(b *testing.B, s *Store, writers int) {
+	fill(b, s, 1000, benchPath)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= b.N {
+					return
+				}
+				k := (i * 7919) % 1000
+				if _, err := s.Write(context.Background(), WriteInput{Path: benchPath(k), Content: benchContent(k + i + 1), Actor: apiActor}); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "writes/s")
 }
 
 // BenchmarkGitCLIPlumbing is the baseline: the same write done with git's own plumbing on

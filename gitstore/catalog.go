@@ -20,12 +20,14 @@ import (
 // it at will. Buckets:
 //
 //	meta     applied -> the commit the catalog reflects; seq -> last version number;
-//	         store -> the store.json as of applied
+//	         store -> the store.json as of applied; usage -> live memories and bytes (quota.go)
 //	mem      memory id -> memRec (deleted memories stay, marked)
 //	path     live memory path -> memory id
 //	ver      version number (8 bytes, big endian, in commit order) -> verRec
 //	verid    version id -> version number
 //	memver   memory id + version number -> nothing (the versions of a memory)
+//	pushkey  commit -> the API key that pushed it (push.go); kept by a rebuild
+//	read     memory id -> when it was last read (expire.go); kept by a rebuild
 var (
 	bMeta   = []byte("meta")
 	bMem    = []byte("mem")
@@ -42,7 +44,7 @@ var (
 
 // catalogFormat changes when the records change shape; a catalog of another format is
 // rebuilt at open.
-const catalogFormat = "1"
+const catalogFormat = "2" // 2: meta holds the usage counters (quota.go)
 
 type memRec struct {
 	Path    string `json:"p"`
@@ -98,7 +100,7 @@ func openCatalog(path string) (*bolt.DB, error) {
 }
 
 func ensureBuckets(tx *bolt.Tx) error {
-	for _, b := range [][]byte{bMeta, bMem, bPath, bVer, bVerID, bMemVer, bPushKey} {
+	for _, b := range [][]byte{bMeta, bMem, bPath, bVer, bVerID, bMemVer, bPushKey, bRead} {
 		if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 			return err
 		}
@@ -107,7 +109,8 @@ func ensureBuckets(tx *bolt.Tx) error {
 }
 
 // resetCatalog empties the catalog, for a rebuild from the first commit. It keeps the keys
-// that pushed commits (push.go), which history does not hold.
+// that pushed commits (push.go) and the times memories were read (expire.go), which history
+// does not hold.
 func resetCatalog(tx *bolt.Tx) error {
 	for _, b := range [][]byte{bMeta, bMem, bPath, bVer, bVerID, bMemVer} {
 		if tx.Bucket(b) != nil {
@@ -389,6 +392,7 @@ func (c catTx) record(or objectReader, commit *object.Commit, v verRec, blob plu
 	if err != nil {
 		return err
 	}
+	wasLive, oldSize := existed && !rec.Deleted, rec.Size
 	if existed && !rec.Deleted && rec.Path != v.Path {
 		if err := c.freePath(rec.Path, v.Memory); err != nil {
 			return err
@@ -416,6 +420,9 @@ func (c catTx) record(or objectReader, commit *object.Commit, v verRec, blob plu
 		rec.Updated = v.At
 	}
 	if err := c.putMemory(v.Memory, rec); err != nil {
+		return err
+	}
+	if err := c.addUsage(liveDelta(wasLive, !rec.Deleted, oldSize, rec.Size)); err != nil {
 		return err
 	}
 	return c.addVersion(v)

@@ -118,6 +118,9 @@ func (d *DataDir) CreateStore(ctx context.Context, in CreateStoreInput) (*Store,
 	if err := validateMetadata(in.Metadata); err != nil {
 		return nil, err
 	}
+	if err := ValidatePolicy(in.Policy); err != nil {
+		return nil, err
+	}
 	if err := validateActor(in.Actor); err != nil {
 		return nil, err
 	}
@@ -134,7 +137,7 @@ func (d *DataDir) CreateStore(ctx context.Context, in CreateStoreInput) (*Store,
 	if err != nil {
 		return nil, err
 	}
-	info := StoreInfo{ID: id, Name: in.Name, Description: in.Description, Metadata: in.Metadata, CreatedAt: now, UpdatedAt: now}
+	info := StoreInfo{ID: id, Name: in.Name, Description: in.Description, Metadata: in.Metadata, Policy: in.Policy, CreatedAt: now, UpdatedAt: now}
 	_, err = s.submit(ctx, func(b *batch) (any, error) {
 		return nil, b.commitStoreInfo(info, fmt.Sprintf("create store %q", in.Name), "created", in.Actor)
 	})

@@ -8,6 +8,8 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/gitmem/gitmem/secrets"
 )
 
 func validatePrecondition(p *Precondition, allowNotExists bool) error {
@@ -63,8 +65,13 @@ func (s *Store) Write(ctx context.Context, in WriteInput) (WriteResult, error) {
 	if err := validateActor(in.Actor); err != nil {
 		return WriteResult{}, err
 	}
+	scan, err := s.prescan(in.Content)
+	if err != nil {
+		return WriteResult{}, err
+	}
 	return submitAs(ctx, s, func(b *batch) (WriteResult, error) {
-		if _, err := b.writableStore(); err != nil {
+		info, err := b.writableStore()
+		if err != nil {
 			return WriteResult{}, err
 		}
 		id, rec, ok, err := b.ct.live(in.Path)
@@ -72,7 +79,6 @@ func (s *Store) Write(ctx context.Context, in WriteInput) (WriteResult, error) {
 			return WriteResult{}, b.fail(err)
 		}
 		pre := in.Precondition
-		newSHA := sha256Hex(in.Content)
 		if !ok {
 			if pre != nil && pre.Type == ContentSHA256 {
 				return WriteResult{}, preconditionf("precondition failed: no memory at %s to compare content_sha256 with", in.Path)
@@ -80,19 +86,33 @@ func (s *Store) Write(ctx context.Context, in WriteInput) (WriteResult, error) {
 			if err := b.checkPathFree(b.root, in.Path); err != nil {
 				return WriteResult{}, err
 			}
-			return b.put(in.Actor, NewID(MemoryPrefix, b.now()), OpCreated, "", in.Path, &in.Content)
+			content, red, err := b.prepare(info.Policy, in.Content, scan, nil)
+			if err != nil {
+				return WriteResult{}, err
+			}
+			res, err := b.put(in.Actor, NewID(MemoryPrefix, b.now()), OpCreated, "", in.Path, &content)
+			return redacted(res, err, red, content)
 		}
 		if pre != nil && pre.Type == NotExists {
 			return WriteResult{}, &Error{Kind: KindPreconditionFailed, Message: fmt.Sprintf("precondition failed: %s already exists (memory %s)", in.Path, id),
 				ConflictingMemoryID: id, ConflictingPath: in.Path}
 		}
-		if rec.SHA == newSHA {
+		if rec.SHA == sha256Hex(in.Content) {
 			return b.result(id, nil)
 		}
 		if pre != nil && pre.Type == ContentSHA256 && pre.ContentSHA256 != rec.SHA {
 			return WriteResult{}, preconditionf("precondition failed: content_sha256 %s does not match the current content of %s (%s)", pre.ContentSHA256, in.Path, rec.SHA)
 		}
-		return b.put(in.Actor, id, OpModified, in.Path, in.Path, &in.Content)
+		content, red, err := b.prepare(info.Policy, in.Content, scan, &rec)
+		if err != nil {
+			return WriteResult{}, err
+		}
+		if rec.SHA == sha256Hex(content) {
+			res, err := b.result(id, nil)
+			return redacted(res, err, red, content)
+		}
+		res, err := b.put(in.Actor, id, OpModified, in.Path, in.Path, &content)
+		return redacted(res, err, red, content)
 	})
 }
 
@@ -120,8 +140,19 @@ func (s *Store) UpdateMemory(ctx context.Context, in UpdateInput) (WriteResult, 
 	if err := validateActor(in.Actor); err != nil {
 		return WriteResult{}, err
 	}
+	var scan *scanned
+	if in.Content != nil && in.Edit == nil {
+		var err error
+		if scan, err = s.prescan(*in.Content); err != nil {
+			return WriteResult{}, err
+		}
+	}
 	return submitAs(ctx, s, func(b *batch) (WriteResult, error) {
-		id, rec, err := b.target(in.ID, in.FromPath)
+		info, err := b.writableStore()
+		if err != nil {
+			return WriteResult{}, err
+		}
+		id, rec, err := b.resolve(in.ID, in.FromPath)
 		if err != nil {
 			return WriteResult{}, err
 		}
@@ -154,11 +185,22 @@ func (s *Store) UpdateMemory(ctx context.Context, in UpdateInput) (WriteResult, 
 			}
 			content = &next
 		}
+		// The final content, also one that Edit computed, passes the store's policy.
+		var red []secrets.Finding
+		var stored string
+		if content != nil && sha256Hex(*content) != rec.SHA {
+			out, r, err := b.prepare(info.Policy, *content, scan, &rec)
+			if err != nil {
+				return WriteResult{}, err
+			}
+			content, red, stored = &out, r, out
+		}
 		if content != nil && sha256Hex(*content) == rec.SHA {
 			content = nil
 		}
 		if content == nil && path == rec.Path {
-			return b.result(id, nil)
+			res, err := b.result(id, nil)
+			return redacted(res, err, red, stored)
 		}
 		if path != rec.Path {
 			without, err := b.setFile(b.root, rec.Path, nil)
@@ -176,7 +218,8 @@ func (s *Store) UpdateMemory(ctx context.Context, in UpdateInput) (WriteResult, 
 			}
 			content = &c
 		}
-		return b.put(in.Actor, id, OpModified, rec.Path, path, content)
+		res, err := b.put(in.Actor, id, OpModified, rec.Path, path, content)
+		return redacted(res, err, red, stored)
 	})
 }
 
@@ -364,6 +407,9 @@ func (s *Store) Get(ctx context.Context, id string, withContent bool) (Memory, e
 		}
 		return err
 	})
+	if err == nil {
+		s.touch(m.ID)
+	}
 	return m, err
 }
 
@@ -387,6 +433,9 @@ func (s *Store) GetByPath(ctx context.Context, path string, withContent bool) (M
 		}
 		return err
 	})
+	if err == nil {
+		s.touch(m.ID)
+	}
 	return m, err
 }
 

@@ -19,7 +19,8 @@ import (
 const StoreFile = storeFile
 
 // ValidateStoreInfo checks store metadata against the rules of the API: a name of 1 to 255
-// characters, a description of at most 1,024, at most 16 metadata pairs of bounded size.
+// characters, a description of at most 1,024, at most 16 metadata pairs of bounded size, a
+// valid Policy.
 func ValidateStoreInfo(info StoreInfo) error {
 	if err := validateStoreName(info.Name); err != nil {
 		return err
@@ -27,7 +28,10 @@ func ValidateStoreInfo(info StoreInfo) error {
 	if err := validateDescription(info.Description); err != nil {
 		return err
 	}
-	return validateMetadata(info.Metadata)
+	if err := validateMetadata(info.Metadata); err != nil {
+		return err
+	}
+	return ValidatePolicy(info.Policy)
 }
 
 // ParseStoreFile reads the content of .gitmem/store.json as the catalog does.

@@ -38,6 +38,8 @@ type Store struct {
 	// may be there before the catalog is.
 	publishing atomic.Value
 
+	reads readLog // read times not yet in the catalog (expire.go)
+
 	moved headSignal // closed when the commit that reads reflect changes (changes.go)
 }
 
@@ -79,7 +81,7 @@ func openStoreProgress(id, repoPath, catalogPath string, opts Options, progress 
 func (s *Store) close() error {
 	s.stop.Do(func() { close(s.quit) })
 	<-s.done
-	return s.db.Close()
+	return errors.Join(s.flushReads(), s.db.Close())
 }
 
 // ID returns the store's id.

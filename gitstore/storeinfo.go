@@ -17,7 +17,7 @@ func (s *Store) Info(ctx context.Context) (StoreInfo, error) {
 	return info, err
 }
 
-// UpdateInfo changes the store's name, description or metadata, as one commit of
+// UpdateInfo changes the store's name, description, metadata or policy, as one commit of
 // .gitmem/store.json. An archived store refuses it. A patch that changes nothing makes no
 // commit and leaves updated_at alone.
 func (s *Store) UpdateInfo(ctx context.Context, p StorePatch) (StoreInfo, error) {
@@ -60,6 +60,10 @@ func (s *Store) UpdateInfo(ctx context.Context, p StorePatch) (StoreInfo, error)
 		if err := validateMetadata(next.Metadata); err != nil {
 			return StoreInfo{}, err
 		}
+		next.Policy = p.Policy.apply(info.Policy)
+		if err := ValidatePolicy(next.Policy); err != nil {
+			return StoreInfo{}, err
+		}
 		if sameInfo(info, next) {
 			return info, nil
 		}
@@ -69,7 +73,7 @@ func (s *Store) UpdateInfo(ctx context.Context, p StorePatch) (StoreInfo, error)
 }
 
 func sameInfo(a, b StoreInfo) bool {
-	if a.Name != b.Name || a.Description != b.Description || len(a.Metadata) != len(b.Metadata) {
+	if a.Name != b.Name || a.Description != b.Description || a.Policy != b.Policy || len(a.Metadata) != len(b.Metadata) {
 		return false
 	}
 	for k, v := range a.Metadata {

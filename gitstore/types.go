@@ -1,6 +1,10 @@
 package gitstore
 
-import "time"
+import (
+	"time"
+
+	"github.com/gitmem/gitmem/secrets"
+)
 
 // ActorType names who made a change, as the memory store API spells it.
 type ActorType string
@@ -63,6 +67,7 @@ type StoreInfo struct {
 	CreatedAt   time.Time         `json:"created_at"`
 	UpdatedAt   time.Time         `json:"updated_at"`
 	ArchivedAt  *time.Time        `json:"archived_at,omitempty"`
+	Policy      Policy            `json:"policy,omitzero"` // secrets, expiry and quotas (policy.go)
 }
 
 // Memory is a memory as of a snapshot.
@@ -156,6 +161,9 @@ type DeleteInput struct {
 type WriteResult struct {
 	Memory  Memory
 	Version *Version
+	// Redacted lists the secrets that the store's "redact" policy replaced with markers
+	// before the commit; Memory.Content then holds the content as stored.
+	Redacted []secrets.Finding
 }
 
 // ListOptions select memories. PathPrefix must be "" or end with "/" and matches whole
@@ -199,6 +207,7 @@ type CreateStoreInput struct {
 	Name        string
 	Description string
 	Metadata    map[string]string
+	Policy      Policy
 	Actor       Actor
 }
 
@@ -208,6 +217,7 @@ type StorePatch struct {
 	Name        *string
 	Description *string
 	Metadata    map[string]*string
+	Policy      *PolicyPatch
 	Actor       Actor
 }
 

@@ -81,11 +81,7 @@ func (s *Server) createMemory(c echo.Context) error {
 		}
 		return err
 	}
-	m, err := withContent(c, st, res.Memory, full)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, toMemory(m))
+	return memoryReply(c, st, res, full)
 }
 
 func errorForPathConflict(path string, ge *gitstore.Error) error {
@@ -164,11 +160,7 @@ func (s *Server) updateMemory(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	m, err := withContent(c, st, res.Memory, full)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, toMemory(m))
+	return memoryReply(c, st, res, full)
 }
 
 func (s *Server) deleteMemory(c echo.Context) error {

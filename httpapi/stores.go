@@ -64,7 +64,7 @@ func (s *Server) createStore(c echo.Context) error {
 	if cl.key != nil && cl.key.StoreID != "" {
 		return forbidden("this API key (%s) is limited to memory store %s and cannot create stores", cl.key.ID, cl.key.StoreID)
 	}
-	b, err := readBody(c, "name", "description", "metadata")
+	b, err := readBody(c, "name", "description", "metadata", "policy")
 	if err != nil {
 		return err
 	}
@@ -82,6 +82,9 @@ func (s *Server) createStore(c echo.Context) error {
 			return err
 		}
 	}
+	if in.Policy, err = createPolicy(b); err != nil {
+		return err
+	}
 	st, err := s.data.CreateStore(c.Request().Context(), in)
 	if err != nil {
 		return err
@@ -95,7 +98,7 @@ func storeReply(c echo.Context, st *gitstore.Store) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, toStore(info))
+	return storeObject(c, st, info)
 }
 
 func (s *Server) listStores(c echo.Context) error {
@@ -127,7 +130,11 @@ func (s *Server) listStores(c echo.Context) error {
 			return err
 		}
 		if opts.Cursor == "" && (info.ArchivedAt == nil || opts.IncludeArchived) {
-			data = append(data, toStore(info))
+			obj, err := s.storeJSON(c, info)
+			if err != nil {
+				return err
+			}
+			data = append(data, obj)
 		}
 		return c.JSON(http.StatusOK, page(data, ""))
 	}
@@ -136,7 +143,11 @@ func (s *Server) listStores(c echo.Context) error {
 		return err
 	}
 	for _, info := range p.Stores {
-		data = append(data, toStore(info))
+		obj, err := s.storeJSON(c, info)
+		if err != nil {
+			return err
+		}
+		data = append(data, obj)
 	}
 	return c.JSON(http.StatusOK, page(data, p.NextCursor))
 }
@@ -154,7 +165,7 @@ func (s *Server) updateStore(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	b, err := readBody(c, "name", "description", "metadata")
+	b, err := readBody(c, "name", "description", "metadata", "policy")
 	if err != nil {
 		return err
 	}
@@ -170,11 +181,14 @@ func (s *Server) updateStore(c echo.Context) error {
 			return err
 		}
 	}
+	if p.Policy, err = patchPolicy(b); err != nil {
+		return err
+	}
 	info, err := st.UpdateInfo(c.Request().Context(), p)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, toStore(info))
+	return storeObject(c, st, info)
 }
 
 func (s *Server) archiveStore(c echo.Context) error {
@@ -189,7 +203,7 @@ func (s *Server) archiveStore(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, toStore(info))
+	return storeObject(c, st, info)
 }
 
 func (s *Server) deleteStore(c echo.Context) error {

@@ -29,16 +29,20 @@ type storeJSON struct {
 	ArchivedAt  *string           `json:"archived_at"`
 	CreatedAt   string            `json:"created_at"`
 	UpdatedAt   string            `json:"updated_at"`
+
+	// gitmem's own fields, which the SDKs keep as extra fields (hygiene.go).
+	Policy policyJSON `json:"policy"`
+	Usage  usageJSON  `json:"usage"`
 }
 
-func toStore(info gitstore.StoreInfo) storeJSON {
+func toStore(info gitstore.StoreInfo, u gitstore.Usage) storeJSON {
 	meta := info.Metadata
 	if meta == nil {
 		meta = map[string]string{}
 	}
 	return storeJSON{Type: "memory_store", ID: info.ID, Name: info.Name, Description: info.Description,
 		Metadata: meta, ArchivedAt: wireTimePtr(info.ArchivedAt), CreatedAt: wireTime(info.CreatedAt),
-		UpdatedAt: wireTime(info.UpdatedAt)}
+		UpdatedAt: wireTime(info.UpdatedAt), Policy: toPolicy(info.Policy), Usage: usageJSON{Memories: u.Memories, Bytes: u.Bytes}}
 }
 
 type memoryJSON struct {
@@ -53,6 +57,10 @@ type memoryJSON struct {
 	SizeBytesAlias  int     `json:"size_bytes"` // the research preview's name for it
 	CreatedAt       string  `json:"created_at"`
 	UpdatedAt       string  `json:"updated_at"`
+
+	// RedactedSecrets is gitmem's own: on the answer of a write, the secrets that the
+	// store's redact policy replaced (hygiene.go).
+	RedactedSecrets []redactionJSON `json:"redacted_secrets,omitempty"`
 }
 
 func toMemory(m gitstore.Memory) memoryJSON {

@@ -267,11 +267,11 @@ func (s *Session) write(ctx context.Context, raw []byte) (string, error) {
 	}
 	switch {
 	case res.Version == nil:
-		return fmt.Sprintf("%s already has this content; nothing changed.", t.shown), nil
+		return fmt.Sprintf("%s already has this content; nothing changed.", t.shown) + redactionNote(res.Redacted), nil
 	case res.Version.Operation == gitstore.OpCreated:
-		return fmt.Sprintf("Created %s (%d bytes).", t.shown, res.Memory.SizeBytes), nil
+		return fmt.Sprintf("Created %s (%d bytes).", t.shown, res.Memory.SizeBytes) + redactionNote(res.Redacted), nil
 	}
-	return fmt.Sprintf("Replaced the content of %s (%d bytes).", t.shown, res.Memory.SizeBytes), nil
+	return fmt.Sprintf("Replaced the content of %s (%d bytes).", t.shown, res.Memory.SizeBytes) + redactionNote(res.Redacted), nil
 }
 
 func (s *Session) editTool(ctx context.Context, raw []byte) (string, error) {
@@ -299,7 +299,7 @@ func (s *Session) editTool(ctx context.Context, raw []byte) (string, error) {
 		return "", toolErrorf("old_string is empty: give the exact text to replace, copied from %s", t.shown)
 	}
 	var n, line int
-	next, err := s.edit(ctx, t, func(cur string) (string, error) {
+	next, red, err := s.edit(ctx, t, func(cur string) (string, error) {
 		n = strings.Count(cur, oldStr)
 		at := strings.Index(cur, oldStr)
 		switch {
@@ -323,7 +323,7 @@ func (s *Session) editTool(ctx context.Context, raw []byte) (string, error) {
 		replaced = n
 	}
 	return fmt.Sprintf("Edited %s: replaced %d occurrence%s. The first change, with line numbers:\n%s", t.shown, replaced, plural(replaced),
-		numbered(splitLines(next), max(0, line-2), line+3+strings.Count(newStr, "\n"))), nil
+		numbered(splitLines(next), max(0, line-2), line+3+strings.Count(newStr, "\n"))) + redactionNote(red), nil
 }
 
 func plural(n int) string {

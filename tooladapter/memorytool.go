@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gitmem/gitmem/gitstore"
+	"github.com/gitmem/gitmem/secrets"
 )
 
 // MemoryToolName is the name of the memory tool (type memory_20250818).
@@ -105,11 +106,11 @@ func (s *Session) create(ctx context.Context, in input) (string, error) {
 	if err := t.mount.writable(t.shown); err != nil {
 		return "", err
 	}
-	_, err = t.mount.store.Write(ctx, gitstore.WriteInput{Path: t.path, Content: text,
+	res, err := t.mount.store.Write(ctx, gitstore.WriteInput{Path: t.path, Content: text,
 		Precondition: &gitstore.Precondition{Type: gitstore.NotExists}, Actor: s.actor})
 	switch gitstore.ErrorKind(err) {
 	case "":
-		return "File created successfully at: " + t.shown, nil
+		return "File created successfully at: " + t.shown + redactionNote(res.Redacted), nil
 	case gitstore.KindPreconditionFailed:
 		return "", toolErrorf("File %s already exists", t.shown)
 	case gitstore.KindPathConflict:
@@ -147,7 +148,7 @@ func (s *Session) strReplace(ctx context.Context, in input) (string, error) {
 		return "", toolErrorf("No replacement was performed: old_str is empty. Give the exact text to replace, as it appears in %s.", t.shown)
 	}
 	var line int
-	next, err := s.edit(ctx, t, func(cur string) (string, error) {
+	next, red, err := s.edit(ctx, t, func(cur string) (string, error) {
 		out, at, err := replaceOnce(cur, oldStr, newStr, t.shown)
 		line = strings.Count(cur[:max(at, 0)], "\n")
 		return out, err
@@ -156,7 +157,7 @@ func (s *Session) strReplace(ctx context.Context, in input) (string, error) {
 		return "", err
 	}
 	return "The memory file has been edited. Here is the snippet showing the change (with line numbers):\n" +
-		numbered(splitLines(next), max(0, line-2), line+3), nil
+		numbered(splitLines(next), max(0, line-2), line+3) + redactionNote(red), nil
 }
 
 // replaceOnce replaces the one occurrence of old in content by new, taken literally. It
@@ -201,7 +202,7 @@ func (s *Session) insert(ctx context.Context, in input) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	_, err = s.edit(ctx, t, func(cur string) (string, error) {
+	_, red, err := s.edit(ctx, t, func(cur string) (string, error) {
 		lines := splitLines(cur)
 		if at < 0 || at > len(lines) {
 			return "", toolErrorf("Invalid `insert_line` parameter: %d. It should be within the range of lines of the file: [0, %d]", at, len(lines))
@@ -213,21 +214,22 @@ func (s *Session) insert(ctx context.Context, in input) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("The file %s has been edited.", t.shown), nil
+	return fmt.Sprintf("The file %s has been edited.", t.shown) + redactionNote(red), nil
 }
 
 // edit changes the content of the memory at t with fn, atomically: fn runs in the store's
-// writer on the current content. It returns the new content. missing explains why there is
-// no memory at t, in the words of the tool that edits.
-func (s *Session) edit(ctx context.Context, t target, fn func(string) (string, error), missing func(context.Context, target) error) (string, error) {
+// writer on the current content. It returns the new content as stored, and the secrets that
+// the store's policy redacted from it. missing explains why there is no memory at t, in the
+// words of the tool that edits.
+func (s *Session) edit(ctx context.Context, t target, fn func(string) (string, error), missing func(context.Context, target) error) (string, []secrets.Finding, error) {
 	if t.isSessionRoot() || t.isStoreRoot() {
-		return "", toolErrorf("The path %s is not a file.", t.shown)
+		return "", nil, toolErrorf("The path %s is not a file.", t.shown)
 	}
 	if err := t.mount.writable(t.shown); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	var next string
-	_, err := t.mount.store.UpdateMemory(ctx, gitstore.UpdateInput{FromPath: t.path, Actor: s.actor,
+	res, err := t.mount.store.UpdateMemory(ctx, gitstore.UpdateInput{FromPath: t.path, Actor: s.actor,
 		Edit: func(cur string) (string, error) {
 			out, err := fn(cur)
 			next = out
@@ -235,13 +237,30 @@ func (s *Session) edit(ctx context.Context, t target, fn func(string) (string, e
 		}})
 	switch gitstore.ErrorKind(err) {
 	case "":
-		return next, nil
+		if len(res.Redacted) > 0 {
+			next = *res.Memory.Content
+		}
+		return next, res.Redacted, nil
 	case gitstore.KindNotFound:
-		return "", missing(ctx, t)
+		return "", nil, missing(ctx, t)
 	case gitstore.KindInvalid:
-		return "", toolErrorf("Cannot edit %s: %s", t.shown, storeMessage(err))
+		return "", nil, toolErrorf("Cannot edit %s: %s", t.shown, storeMessage(err))
 	}
-	return "", err
+	return "", nil, err
+}
+
+// redactionNote tells the model which secrets the store replaced with markers, so that it
+// knows the memory does not hold them; "" if none.
+func redactionNote(fs []secrets.Finding) string {
+	if len(fs) == 0 {
+		return ""
+	}
+	noun := "a secret"
+	if len(fs) > 1 {
+		noun = fmt.Sprintf("%d secrets", len(fs))
+	}
+	return fmt.Sprintf("\nNote: the store's secrets policy redacted %s before saving (%s); the memory holds %s in its place, "+
+		"not the secret.", noun, secrets.Describe(fs), secrets.Marker(fs[0].Kind))
 }
 
 // notAFile explains, in the memory tool's words, why there is no file at t to edit.

@@ -52,6 +52,7 @@ creating it or replacing what is there. Each write that changes something is one
 				if err != nil {
 					return err
 				}
+				redactedNote(cmd, res.Redacted)
 				switch {
 				case res.Version == nil:
 					fmt.Fprintf(cmd.OutOrStdout(), "unchanged %s (%s)\n", res.Memory.Path, res.Memory.ID)

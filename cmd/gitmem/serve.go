@@ -31,6 +31,7 @@ func newServeCmd(a *app) *cobra.Command {
 	var addr, logLevel string
 	var strict bool
 	var syncEvery, syncAfter time.Duration
+	var expire time.Duration
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the memory store API over HTTP",
@@ -48,7 +49,7 @@ Create a key with "gitmem keys create" to require keys and to serve on other add
 				return fmt.Errorf("--log-level: %w", err)
 			}
 			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-			return serve(cmd.Context(), a, log, addr, strict, syncOptions{every: syncEvery, afterWrite: syncAfter}, cmd)
+			return serve(cmd.Context(), a, log, addr, strict, syncOptions{every: syncEvery, afterWrite: syncAfter}, expire, cmd)
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", defaultAddr(), "address to listen on (env GITMEM_ADDR)")
@@ -56,10 +57,11 @@ Create a key with "gitmem keys create" to require keys and to serve on other add
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	cmd.Flags().DurationVar(&syncEvery, "sync-interval", time.Minute, "sync each store with its remotes this often (0: not on an interval)")
 	cmd.Flags().DurationVar(&syncAfter, "sync-after-write", 2*time.Second, "sync a store once main has been still this long after a write (0: not after writes)")
+	cmd.Flags().DurationVar(&expire, "expire-every", time.Hour, "how often to expire the memories of stores that have an expiry (gitmem expire); 0 turns it off")
 	return cmd
 }
 
-func serve(ctx context.Context, a *app, log *slog.Logger, addr string, strict bool, so syncOptions, cmd *cobra.Command) error {
+func serve(ctx context.Context, a *app, log *slog.Logger, addr string, strict bool, so syncOptions, expire time.Duration, cmd *cobra.Command) error {
 	keys, err := apikeys.Open(a.dataDir)
 	if err != nil {
 		return err
@@ -90,7 +92,9 @@ func serve(ctx context.Context, a *app, log *slog.Logger, addr string, strict bo
 		}
 	}()
 	srv.EnableSearch(idx)
-	syncing := startSync(ctx, a, d, log, so)
+	syncing, syncStopped := startSync(ctx, a, d, log, so)
+	defer syncStopped() // before d.Close
+	defer startExpiry(ctx, d, expire, log)() // stops before d.Close
 	gitErr := srv.EnableGit(httpapi.GitOptions{})
 	url := "http://" + ln.Addr().String()
 	out := cmd.OutOrStdout()
@@ -111,6 +115,9 @@ func serve(ctx context.Context, a *app, log *slog.Logger, addr string, strict bo
 		fmt.Fprintf(out, "  git:   git clone %s/git/<memstore_id>.git\n", url)
 	}
 	fmt.Fprintf(out, "  sync:  %s\n", syncing)
+	if expire > 0 {
+		fmt.Fprintf(out, "  expire: every %s, in stores that set an expiry (--expire-every)\n", gitstore.Duration(expire))
+	}
 	fmt.Fprintf(out, "  tools: %s/v1/memory_stores/<memstore_id>/tools (the memory tool and agent tools)\n", url)
 	fmt.Fprintf(out, "  mcp:   %s/mcp?store=<memstore_id>\n", url)
 	fmt.Fprintf(out, "  try:   curl -s %s/v1/memory_stores -H 'content-type: application/json' -d '{\"name\":\"notes\"}'\n", url)

@@ -13,11 +13,11 @@ import (
 	"time"
 )
 
-// TestServe starts the real binary, reads the address from its first-run message, talks to
-// it, and stops it with SIGTERM.
-func TestServe(t *testing.T) {
-	c := newCLI(t)
-	cmd := exec.Command(binary, "--data", c.data, "serve", "--addr", "127.0.0.1:0")
+// startServe runs gitmem serve on a free loopback port with the extra args, and returns
+// the process (killed when the test ends), its banner and its URL.
+func startServe(t *testing.T, c *cli, args ...string) (*exec.Cmd, string, string) {
+	t.Helper()
+	cmd := exec.Command(binary, append([]string{"--data", c.data, "serve", "--addr", "127.0.0.1:0"}, args...)...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -25,7 +25,7 @@ func TestServe(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer cmd.Process.Kill()
+	t.Cleanup(func() { cmd.Process.Kill() })
 	lines := bufio.NewScanner(stdout)
 	var banner []string
 	for lines.Scan() {
@@ -35,8 +35,15 @@ func TestServe(t *testing.T) {
 		}
 	}
 	text := strings.Join(banner, "\n")
+	return cmd, text, regexp.MustCompile(`http://127\.0\.0\.1:\d+`).FindString(text)
+}
+
+// TestServe starts the real binary, reads the address from its first-run message, talks to
+// it, and stops it with SIGTERM.
+func TestServe(t *testing.T) {
+	c := newCLI(t)
+	cmd, text, url := startServe(t, c)
 	mustContain(t, "banner", text, "gitmem is serving http://127.0.0.1:", "auth:  none", "loopback only", "gitmem keys create")
-	url := regexp.MustCompile(`http://127\.0\.0\.1:\d+`).FindString(text)
 	resp, err := http.Post(url+"/v1/memory_stores", "application/json", strings.NewReader(`{"name":"served"}`))
 	if err != nil {
 		t.Fatal(err)

@@ -20,11 +20,11 @@ func init() { register(newStoresCmd) }
 func newStoresCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "stores",
-		Short: "Create, list, show, archive and delete memory stores",
+		Short: "Create, list, show, set the policy of, archive and delete memory stores",
 		Long: `A memory store is a bare git repository under DATA/stores/. Commands that take a store
 accept its id (memstore_...) or its name, when no other store has that name.`,
 	}
-	cmd.AddCommand(newStoresCreateCmd(a), newStoresListCmd(a), newStoresShowCmd(a),
+	cmd.AddCommand(newStoresCreateCmd(a), newStoresListCmd(a), newStoresShowCmd(a), newStoresSetCmd(a),
 		newStoresArchiveCmd(a), newStoresDeleteCmd(a))
 	return cmd
 }
@@ -33,19 +33,25 @@ func newStoresCreateCmd(a *app) *cobra.Command {
 	var description string
 	var metadata []string
 	var asJSON bool
+	var policy policyFlags
 	cmd := &cobra.Command{
-		Use:     "create NAME",
-		Short:   "Create a memory store",
-		Example: `  gitmem stores create "User preferences" --description "What the user likes" --metadata team=core`,
-		Args:    exactArgs("NAME"),
+		Use:   "create NAME",
+		Short: "Create a memory store",
+		Example: `  gitmem stores create "User preferences" --description "What the user likes" --metadata team=core
+  gitmem stores create scratch --secrets redact --expire-after 30d --max-memories 500`,
+		Args: exactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			meta, err := parseMetadata(metadata)
 			if err != nil {
 				return err
 			}
+			pp, err := policy.patch(cmd)
+			if err != nil {
+				return err
+			}
 			return a.withData(cmd.Context(), func(d *gitstore.DataDir) error {
 				s, err := d.CreateStore(cmd.Context(), gitstore.CreateStoreInput{
-					Name: args[0], Description: description, Metadata: meta, Actor: cliActor()})
+					Name: args[0], Description: description, Metadata: meta, Policy: gitstore.ApplyPolicyPatch(gitstore.Policy{}, pp), Actor: cliActor()})
 				if err != nil {
 					return err
 				}
@@ -64,6 +70,7 @@ func newStoresCreateCmd(a *app) *cobra.Command {
 	cmd.Flags().StringVar(&description, "description", "", "what the store is for")
 	cmd.Flags().StringArrayVar(&metadata, "metadata", nil, "a key=value pair (repeatable)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the store as JSON")
+	policy.register(cmd.Flags())
 	return cmd
 }
 
@@ -124,7 +131,7 @@ func newStoresShowCmd(a *app) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "show STORE",
-		Short: "Show a memory store's metadata, size and location",
+		Short: "Show a memory store's metadata, policy, size and location",
 		Args:  exactArgs("STORE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withStore(cmd.Context(), args[0], func(s *gitstore.Store) error {
@@ -132,13 +139,14 @@ func newStoresShowCmd(a *app) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				count, bytes, err := storeSize(cmd, s)
+				u, err := s.Usage(cmd.Context())
 				if err != nil {
 					return err
 				}
 				if asJSON {
 					v := storeJSON(info)
-					v["memory_count"], v["content_bytes"], v["repository"], v["head"] = count, bytes, s.RepoPath(), s.Head()
+					v["memory_count"], v["content_bytes"], v["repository"], v["head"] = u.Memories, u.Bytes, s.RepoPath(), s.Head()
+					v["policy"], v["usage"] = policyJSON(info.Policy, u)
 					return printJSON(cmd.OutOrStdout(), v)
 				}
 				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
@@ -153,7 +161,14 @@ func newStoresShowCmd(a *app) *cobra.Command {
 				if info.ArchivedAt != nil {
 					fmt.Fprintf(tw, "archived\t%s\n", info.ArchivedAt.Local().Format(time.DateTime))
 				}
-				fmt.Fprintf(tw, "memories\t%d (%d bytes)\n", count, bytes)
+				fmt.Fprintf(tw, "memories\t%d (%d bytes)\n", u.Memories, u.Bytes)
+				fmt.Fprintf(tw, "quotas\t%s\n", quotas(info.Policy))
+				fmt.Fprintf(tw, "secrets\t%s\n", info.Policy.Secrets.Effective())
+				expire := "never"
+				if info.Policy.ExpireAfter != 0 {
+					expire = "after " + info.Policy.ExpireAfter.String() + " unread and unwritten"
+				}
+				fmt.Fprintf(tw, "expire\t%s\n", expire)
 				fmt.Fprintf(tw, "repository\t%s\n", s.RepoPath())
 				fmt.Fprintf(tw, "head\t%s\n", s.Head())
 				return tw.Flush()
@@ -162,15 +177,6 @@ func newStoresShowCmd(a *app) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the store as JSON")
 	return cmd
-}
-
-// storeSize counts the memories of a store and their bytes.
-func storeSize(cmd *cobra.Command, s *gitstore.Store) (count, bytes int, err error) {
-	items, err := allMemories(cmd.Context(), s, gitstore.ListOptions{})
-	for _, it := range items {
-		bytes += it.Memory.SizeBytes
-	}
-	return len(items), bytes, err
 }
 
 func newStoresArchiveCmd(a *app) *cobra.Command {

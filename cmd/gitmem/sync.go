@@ -96,17 +96,19 @@ It needs the git program. "gitmem serve" does the same after writes and on an in
 // syncOptions are serve's flags for syncing with remotes.
 type syncOptions struct{ every, afterWrite time.Duration }
 
-// startSync starts the loop that syncs the stores with their remotes while serve runs, and
-// says what it does, for serve's banner.
-func startSync(ctx context.Context, a *app, d *gitstore.DataDir, log *slog.Logger, so syncOptions) string {
+// startSync starts the loop that syncs stores with their remotes, and returns what the
+// banner says of it and a function that waits for the loop to stop once ctx is done, so that
+// no sync is cut off by the data directory closing.
+func startSync(ctx context.Context, a *app, d *gitstore.DataDir, log *slog.Logger, so syncOptions) (string, func()) {
 	if so.every <= 0 && so.afterWrite <= 0 {
-		return "off (--sync-interval 0 --sync-after-write 0)"
+		return "off (--sync-interval 0 --sync-after-write 0)", func() {}
 	}
 	if _, err := exec.LookPath("git"); err != nil {
-		return "off: " + gitsync.ErrNoGit.Error()
+		return "off: " + gitsync.ErrNoGit.Error(), func() {}
 	}
 	l := &gitsync.Loop{Syncer: &gitsync.Syncer{DataDir: a.dataDir}, Data: d, Interval: so.every, AfterWrite: so.afterWrite, Log: log}
-	go l.Run(ctx)
+	stopped := make(chan struct{})
+	go func() { defer close(stopped); l.Run(ctx) }()
 	var when []string
 	if so.afterWrite > 0 {
 		when = append(when, fmt.Sprintf("%s after writes", so.afterWrite))
@@ -114,5 +116,5 @@ func startSync(ctx context.Context, a *app, d *gitstore.DataDir, log *slog.Logge
 	if so.every > 0 {
 		when = append(when, fmt.Sprintf("every %s", so.every))
 	}
-	return "stores with remotes sync " + strings.Join(when, " and ") + " (gitmem remote list shows how it went)"
+	return "stores with remotes sync " + strings.Join(when, " and ") + " (gitmem remote list shows how it went)", func() { <-stopped }
 }

@@ -1,0 +1,91 @@
+package gitserve
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/gitmem/gitmem/gitstore"
+	"github.com/gitmem/gitmem/secrets"
+)
+
+// The store's hygiene policy (gitstore.Policy) as push rules: no secrets in pushed files
+// and no quota exceeded. The policy is the one on main before the push, so a push cannot
+// turn the check off for its own content.
+
+func (c *checker) policy() gitstore.Policy {
+	if c.oldInfo == nil {
+		return gitstore.Policy{}
+	}
+	return c.oldInfo.Policy
+}
+
+// secretRule is the rule a pushed file's content breaks by holding secrets, or "". A push
+// cannot be redacted (its commits are the pusher's, with their hashes), so the policy
+// redact refuses it too; only off lets secrets in. An import brings a history made
+// elsewhere under its own policy and is not scanned.
+func (c *checker) secretRule(data []byte) (string, error) {
+	if c.importing || c.policy().Secrets.Effective() == gitstore.SecretsOff {
+		return "", nil
+	}
+	fs, err := secrets.Scan(string(data))
+	if err != nil || len(fs) == 0 {
+		return "", err
+	}
+	noun := "a secret"
+	if len(fs) > 1 {
+		noun = fmt.Sprintf("%d secrets", len(fs))
+	}
+	return fmt.Sprintf("holds %s (%s), and the store's secrets policy is %s: take it out of the commits",
+		noun, secrets.Describe(fs), c.policy().Secrets.Effective()), nil
+}
+
+// checkQuotas refuses a push that takes main past a quota of the store's policy (and adds
+// to what is over it: a push that frees space passes).
+func (c *checker) checkQuotas(old, new string) error {
+	p := c.policy()
+	if p.MaxMemories == 0 && p.MaxBytes == 0 {
+		return nil
+	}
+	before, err := c.usage(old)
+	if err != nil {
+		return err
+	}
+	after, err := c.usage(new)
+	if err != nil {
+		return err
+	}
+	if p.MaxMemories > 0 && after.Memories > p.MaxMemories && after.Memories > before.Memories {
+		c.fail(mainRef, fmt.Sprintf("the push would make the store hold %d memories, past its quota max_memories of %d", after.Memories, p.MaxMemories))
+	}
+	if p.MaxBytes > 0 && after.Bytes > p.MaxBytes && after.Bytes > before.Bytes {
+		c.fail(mainRef, fmt.Sprintf("the push would make the store hold %d bytes, past its quota max_bytes of %d", after.Bytes, p.MaxBytes))
+	}
+	return nil
+}
+
+// usage counts the memories of a commit and their bytes.
+func (c *checker) usage(commit string) (gitstore.Usage, error) {
+	var u gitstore.Usage
+	if commit == zeroHash {
+		return u, nil
+	}
+	out, err := c.run("ls-tree", "-r", "-l", "-z", commit)
+	if err != nil {
+		return u, err
+	}
+	for _, line := range strings.Split(out, "\x00") {
+		meta, path, ok := strings.Cut(line, "\t")
+		f := strings.Fields(meta)
+		if !ok || len(f) != 4 || f[1] != "blob" || strings.HasPrefix(path, ".gitmem/") {
+			continue
+		}
+		n, err := strconv.ParseInt(f[3], 10, 64)
+		if err != nil {
+			return u, fmt.Errorf("ls-tree size %q: %w", f[3], err)
+		}
+		u.Memories++
+		u.Bytes += n
+	}
+	return u, nil
+}
