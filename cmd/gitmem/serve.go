@@ -93,8 +93,9 @@ func serve(ctx context.Context, a *app, log *slog.Logger, addr string, strict bo
 	}()
 	srv.EnableSearch(idx)
 	syncing, syncStopped := startSync(ctx, a, d, log, so)
-	defer syncStopped() // before d.Close
-	defer startExpiry(ctx, d, expire, log)() // stops before d.Close
+	// The sync loop and the expiry schedule stop before d.Close: deferred calls run last first.
+	defer syncStopped()
+	defer startExpiry(ctx, d, expire, log)()
 	gitErr := srv.EnableGit(httpapi.GitOptions{})
 	url := "http://" + ln.Addr().String()
 	out := cmd.OutOrStdout()
