@@ -39,6 +39,9 @@ type checker struct {
 	// importing checks a whole history that gitmem made elsewhere (CheckImport): its
 	// commits may carry gitmem's trailers and may archive the store.
 	importing bool
+	// fetched checks the commits a sync fetched from a remote (CheckFetched): like an
+	// import, but held to the store's secrets policy, since they are merged into main.
+	fetched bool
 
 	problems []problem
 	reported map[string]bool

@@ -23,9 +23,9 @@ func (c *checker) policy() gitstore.Policy {
 // secretRule is the rule a pushed file's content breaks by holding secrets, or "". A push
 // cannot be redacted (its commits are the pusher's, with their hashes), so the policy
 // redact refuses it too; only off lets secrets in. An import brings a history made
-// elsewhere under its own policy and is not scanned.
+// elsewhere under its own policy and is not scanned; what a sync fetches is.
 func (c *checker) secretRule(data []byte) (string, error) {
-	if c.importing || c.policy().Secrets.Effective() == gitstore.SecretsOff {
+	if c.importing && !c.fetched || c.policy().Secrets.Effective() == gitstore.SecretsOff {
 		return "", nil
 	}
 	fs, err := secrets.Scan(string(data))

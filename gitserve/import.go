@@ -62,3 +62,38 @@ func CheckImport(git, dir string) (storeID string, problems []string, err error)
 	}
 	return info.ID, c.lines(), nil
 }
+
+// CheckFetched checks the commits that a sync fetched from a remote before they are merged
+// into the store's main: those in theirs' history and not in ours, in the repository at dir.
+// The rules are those of CheckImport (the remote's commits may be gitmem's own, with its
+// trailers), and the store's secrets policy on ours applies too, so that a secret reaches main
+// by way of a remote no more than by a push. It returns the broken rules, one line each.
+func CheckFetched(git, dir, ours, theirs string) (problems []string, err error) {
+	env := append(os.Environ(), "GIT_DIR="+dir)
+	objs, err := newObjects(git, env)
+	if err != nil {
+		return nil, err
+	}
+	defer objs.close()
+	c := &checker{git: git, env: env, objs: objs, importing: true, fetched: true, reported: map[string]bool{},
+		trees: map[string]bool{}, blobs: map[string]string{}}
+	obj, err := objs.read(ours+":"+gitstore.StoreFile, maxMeta)
+	if err != nil {
+		return nil, err
+	}
+	if !obj.missing && obj.data != nil {
+		if info, err := gitstore.ParseStoreFile(obj.data); err == nil {
+			c.oldInfo, c.storeID = &info, info.ID
+		}
+	}
+	out, err := c.run("rev-list", "--topo-order", "--reverse", theirs, "^"+ours)
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range strings.Fields(out) {
+		if err := c.checkCommit(h); err != nil {
+			return nil, err
+		}
+	}
+	return c.lines(), nil
+}

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gitmem/gitmem/gitserve"
 	"github.com/gitmem/gitmem/gitstore"
 )
 
@@ -130,6 +131,9 @@ func (y *Syncer) sync(ctx context.Context, s *gitstore.Store, r Remote) (Result,
 		res.Empty = empty
 		main := s.Head()
 		if !empty {
+			if err := g.check(main, head); err != nil {
+				return res, fmt.Errorf("%s/main: %w", r.Name, err)
+			}
 			m, err := s.Integrate(ctx, r.Name, head)
 			if err != nil {
 				return res, fmt.Errorf("merge %s/main: %w", r.Name, err)
@@ -227,6 +231,19 @@ func trackingRef(remote string) string { return "refs/remotes/" + remote + "/mai
 type gitCmd struct {
 	git, repo string
 	env       []string
+}
+
+// check refuses the commits fetched from a remote (theirs' history beyond ours) that break
+// the store's rules (gitserve.CheckFetched): nothing of them is merged.
+func (g *gitCmd) check(ours, theirs string) error {
+	problems, err := gitserve.CheckFetched(g.git, g.repo, ours, theirs)
+	if err != nil {
+		return fmt.Errorf("check the fetched commits: %w", err)
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("the fetched commits break the store's rules, so nothing was merged:\n  %s", strings.Join(problems, "\n  "))
+	}
+	return nil
 }
 
 func newGit(repo string) (*gitCmd, error) {

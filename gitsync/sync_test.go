@@ -2,10 +2,13 @@ package gitsync
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gitmem/gitmem/secrets/secrettest"
 )
 
 // TestForcePush: after main is rewritten (as redaction does), ForcePush replaces the remote's
@@ -108,5 +111,48 @@ func TestLoopBacksOff(t *testing.T) {
 	}
 	if Backoff(2) != 10*time.Second || Backoff(20) != 10*time.Minute {
 		t.Errorf("backoff: %s, %s", Backoff(2), Backoff(20))
+	}
+}
+
+// TestSyncChecksFetchedCommits: commits on the remote that break the store's rules (a
+// secret, under the default policy reject) are refused whole by sync, with the file and the
+// kind of secret and without the secret; main does not move.
+func TestSyncChecksFetchedCommits(t *testing.T) {
+	ctx := context.Background()
+	remote, a, id := serverWithRemote(t)
+	r, err := Add(a.dir, id, "team", "origin", remote, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := a.store(t, id)
+	if _, err := a.y.Sync(ctx, s, r); err != nil {
+		t.Fatal(err)
+	}
+	before := s.Head()
+
+	token := secrettest.GitHubToken()
+	clone := filepath.Join(t.TempDir(), "clone")
+	git(t, filepath.Dir(clone), "clone", "-q", remote, clone)
+	if err := os.WriteFile(filepath.Join(clone, "ci.md"), []byte("The CI token is "+token+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git(t, clone, "add", "ci.md")
+	git(t, clone, "commit", "-q", "-m", "ci notes")
+	git(t, clone, "push", "-q", "origin", "main")
+
+	_, err = a.y.Sync(ctx, s, r)
+	if err == nil || !strings.Contains(err.Error(), "/ci.md") || !strings.Contains(err.Error(), "github-pat") ||
+		!strings.Contains(err.Error(), "nothing was merged") {
+		t.Fatalf("sync of a remote with a secret: %v", err)
+	}
+	if strings.Contains(err.Error(), token) {
+		t.Fatalf("the error echoes the secret: %v", err)
+	}
+	if s.Head() != before {
+		t.Fatalf("main moved from %s to %s", before, s.Head())
+	}
+	states, _ := States(a.dir, id)
+	if !strings.Contains(states["origin"].LastError, "/ci.md") {
+		t.Fatalf("sync state: %+v", states["origin"])
 	}
 }
