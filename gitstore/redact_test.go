@@ -1,0 +1,247 @@
+package gitstore
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// allObjects prints every object of a repository, loose and packed, reachable or not.
+func allObjects(t *testing.T, repoPath string) string {
+	t.Helper()
+	out, err := exec.Command("git", "-C", repoPath, "cat-file", "--batch-all-objects", "--batch").CombinedOutput()
+	if err != nil {
+		t.Fatalf("git cat-file: %v\n%s", err, out)
+	}
+	return string(out)
+}
+
+// versionsOf lists every version of a store, oldest first, with all that the API shows of
+// it (the commit aside, which a redaction changes).
+func versionsOf(t *testing.T, s *Store) []string {
+	t.Helper()
+	var out []string
+	f := VersionFilter{Limit: 1000, WithContent: true}
+	for {
+		page, err := s.Versions(context.Background(), f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range page.Versions {
+			line := strings.Join([]string{v.ID, v.MemoryID, string(v.Operation), v.Path, deref(v.Content), v.ContentSHA256,
+				itoa(v.SizeBytes), string(v.CreatedBy.Type), v.CreatedBy.ID, v.CreatedBy.Name, v.CreatedBy.Email,
+				v.CreatedBy.APIKeyID, v.CreatedAt.Format(time.RFC3339Nano)}, "|")
+			if v.RedactedAt != nil {
+				line += "|redacted " + v.RedactedAt.Format(time.RFC3339Nano) + " " + string(v.RedactedBy.Type) + " " + v.RedactedBy.ID
+			}
+			out = append([]string{line}, out...)
+		}
+		if page.NextCursor == "" {
+			return out
+		}
+		f.Cursor = page.NextCursor
+	}
+}
+
+func sameHistory(t *testing.T, what string, got, want []string) {
+	t.Helper()
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("%s:\n got %s\nwant %s", what, strings.Join(got, "\n     "), strings.Join(want, "\n     "))
+	}
+}
+
+// TestRedact redacts a version whose content lives on through later commits, some made
+// with plain git, and checks that the content is in no object of the repository, that
+// every id, actor and time stays, and that the catalog updated in place is the one a
+// rebuild derives from the new history, also after the data directory is opened again.
+func TestRedact(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	d, err := Open(ctx, dir, Options{Clock: tickClock(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { d.Close() }()
+	s, err := d.CreateStore(ctx, CreateStoreInput{Name: "redact", Actor: apiActor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const secret = "the vault code is 4471-SWORDFISH\n"
+	mustWrite(t, s, "/notes/keep.md", "keep me\n", apiActor)
+	leak := mustWrite(t, s, "/creds/vault.md", secret, sessionActor)
+	id := leak.Memory.ID
+	mustWrite(t, s, "/notes/other.md", "other\n", apiActor)
+
+	// People edit a clone while the secret is there: their commits hold it too.
+	wt := filepath.Join(t.TempDir(), "clone")
+	gitIn(t, ".", "clone", "-q", s.RepoPath(), wt)
+	writeFile(t, filepath.Join(wt, "people/ann.md"), "likes tea\n")
+	gitIn(t, wt, "add", "-A")
+	gitIn(t, wt, "commit", "-qm", "add ann (next to creds/vault.md)")
+	gitIn(t, wt, "push", "-q", "origin", "main")
+	asOfLeak := mustWrite(t, s, "/notes/keep.md", "keep me, edited\n", apiActor).Version.CreatedAt
+
+	fixed := mustWrite(t, s, "/creds/vault.md", "rotated; ask the admin\n", apiActor)
+	writeFile(t, filepath.Join(wt, "people/ann.md"), "likes green tea\n")
+	gitIn(t, wt, "pull", "-q", "--ff-only")
+	writeFile(t, filepath.Join(wt, "people/ann.md"), "likes green tea\n")
+	gitIn(t, wt, "commit", "-qam", "ann: green tea")
+	gitIn(t, wt, "push", "-q", "origin", "main")
+	mustWrite(t, s, "/notes/other.md", "other, later\n", apiActor)
+
+	if !strings.Contains(allObjects(t, s.RepoPath()), strings.TrimSpace(secret)) {
+		t.Fatal("the test's secret is not in the repository to begin with")
+	}
+	before := versionsOf(t, s)
+
+	// The memory's current version cannot be redacted.
+	if _, err := s.Redact(ctx, RedactInput{VersionID: fixed.Version.ID, Actor: apiActor}); !IsKind(err, KindInvalid) ||
+		!strings.Contains(err.Error(), "update or delete the memory first") {
+		t.Fatalf("redact of the current version: %v, want a clear refusal", err)
+	}
+	if _, err := s.Redact(ctx, RedactInput{VersionID: "memver_01NOSUCHVERSION0000000000", Actor: apiActor}); !IsKind(err, KindNotFound) {
+		t.Fatalf("redact of an unknown version: %v", err)
+	}
+	if _, err := s.Redact(ctx, RedactInput{VersionID: leak.Version.ID, Actor: sessionActor}); !IsKind(err, KindInvalid) {
+		t.Fatalf("redact by a session: %v", err)
+	}
+	sameHistory(t, "versions after refused redactions", versionsOf(t, s), before)
+
+	oldHead := s.Head()
+	res, err := s.Redact(ctx, RedactInput{VersionID: leak.Version.ID, Actor: bobActor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.OldHead != oldHead || res.NewHead != s.Head() || res.NewHead == oldHead || res.Rewritten < 5 || res.ContentRemains {
+		t.Errorf("redact result %+v (head was %s, is %s)", res, oldHead, s.Head())
+	}
+	v := res.Version
+	if v.ID != leak.Version.ID || v.Path != "" || v.Content != nil || v.ContentSHA256 != "" || v.SizeBytes != 0 ||
+		v.RedactedAt == nil || v.RedactedBy == nil || *v.RedactedBy != (Actor{Type: UserActor, ID: bobActor.ID}) ||
+		v.CreatedBy.ID != sessionActor.ID || !v.CreatedAt.Equal(leak.Version.CreatedAt) {
+		t.Errorf("redacted version %+v", v)
+	}
+
+	// Nothing else changed: the redacted version's line is the only difference.
+	after := versionsOf(t, s)
+	want := append([]string(nil), before...)
+	for i, line := range want {
+		if strings.HasPrefix(line, leak.Version.ID+"|") {
+			f := strings.Split(line, "|")
+			f[3], f[4], f[5], f[6] = "", "<nil>", "", "0"
+			want[i] = strings.Join(f, "|") + "|redacted " + v.RedactedAt.Format(time.RFC3339Nano) + " user_actor " + bobActor.ID
+		}
+	}
+	sameHistory(t, "versions after the redaction", after, want)
+
+	objs := allObjects(t, s.RepoPath())
+	if strings.Contains(objs, "SWORDFISH") {
+		t.Error("the redacted content is still in an object of the repository")
+	}
+	if !strings.Contains(objs, "likes green tea") || !strings.Contains(objs, "rotated; ask the admin") {
+		t.Error("content that was not redacted is gone")
+	}
+	fsck(t, s)
+	log := gitIn(t, s.RepoPath(), "log", "--format=%B", "main")
+	if !strings.Contains(log, "Gitmem-Redacted: "+leak.Version.ID+" user_actor "+bobActor.ID) ||
+		!strings.Contains(log, "Gitmem-Derived-From: ") || !strings.Contains(log, "create [redacted path]") {
+		t.Errorf("rewritten history does not record the redaction:\n%s", log)
+	}
+
+	// The memory reads as before; as of a time the redacted version was current, its
+	// content is the marker.
+	if got := contentOf(t, s, id); got != "rotated; ask the admin\n" {
+		t.Errorf("current content %q", got)
+	}
+	snap, err := s.AtTime(ctx, asOfLeak)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := snap.Get(ctx, id, true); err != nil || *m.Content != redactedContent || m.Path != "/creds/vault.md" {
+		t.Errorf("as of the leak: %+v, %v", m, err)
+	}
+	if m, err := snap.GetByPath(ctx, "/notes/keep.md", true); err != nil || *m.Content != "keep me, edited\n" {
+		t.Errorf("as of the leak, another memory: %+v, %v", m, err)
+	}
+	if _, err := s.AtCommit(ctx, oldHead); err != nil {
+		t.Errorf("as of the old head (rewritten): %v", err)
+	}
+	// Views derived from main follow through the rewrite without starting over.
+	if head, changes, err := s.Changes(ctx, oldHead); err != nil || head != res.NewHead || len(changes) != 0 {
+		t.Errorf("changes since the old head: %s %v %v", head, changes, err)
+	}
+	if _, err := s.Restore(ctx, RestoreInput{VersionID: leak.Version.ID, Actor: apiActor}); !IsKind(err, KindInvalid) {
+		t.Errorf("restore of a redacted version: %v", err)
+	}
+
+	// Twice is the same answer, and changes nothing.
+	again, err := s.Redact(ctx, RedactInput{VersionID: leak.Version.ID, Actor: apiActor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.OldHead != "" || again.Rewritten != 0 || !again.Version.RedactedAt.Equal(*v.RedactedAt) || *again.Version.RedactedBy != *v.RedactedBy || s.Head() != res.NewHead {
+		t.Errorf("second redaction %+v", again)
+	}
+
+	// A rebuild from the new history gives the catalog that was updated in place, and so does
+	// opening the data directory again.
+	if err := reindexStore(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	sameHistory(t, "versions after a rebuild", versionsOf(t, s), after)
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if d, err = Open(ctx, dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = d.Store(ctx, s.ID()); err != nil {
+		t.Fatal(err)
+	}
+	sameHistory(t, "versions after reopening", versionsOf(t, s), after)
+	if strings.Contains(allObjects(t, s.RepoPath()), "SWORDFISH") {
+		t.Error("the redacted content came back")
+	}
+}
+
+// TestRedactDeletedMemory redacts the last content of a memory that was deleted since, and
+// a deletion version.
+func TestRedactDeletedMemory(t *testing.T) {
+	ctx := context.Background()
+	s := newTestStore(t)
+	w := mustWrite(t, s, "/tmp/token.md", "token abc-PLUTONIUM-123\n", apiActor)
+	mustWrite(t, s, "/a.md", "a\n", apiActor)
+	del, err := s.Delete(ctx, DeleteInput{ID: w.Memory.ID, Actor: apiActor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := versionsOf(t, s)
+	if _, err := s.Redact(ctx, RedactInput{VersionID: w.Version.ID, Actor: apiActor}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(allObjects(t, s.RepoPath()), "PLUTONIUM") {
+		t.Error("the redacted content is still in the repository")
+	}
+	res, err := s.Redact(ctx, RedactInput{VersionID: del.ID, Actor: apiActor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Version.Path != "" || res.Version.RedactedAt == nil || res.Version.Operation != OpDeleted {
+		t.Errorf("redacted deletion %+v", res.Version)
+	}
+	if log := gitIn(t, s.RepoPath(), "log", "--format=%s", "main"); strings.Contains(log, "/tmp/token.md") {
+		t.Errorf("the path is still in a redacted version's subject:\n%s", log)
+	}
+	after := versionsOf(t, s)
+	if len(after) != len(before) {
+		t.Fatalf("%d versions, want %d", len(after), len(before))
+	}
+	if err := reindexStore(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	sameHistory(t, "versions after a rebuild", versionsOf(t, s), after)
+	fsck(t, s)
+}
