@@ -252,7 +252,7 @@ func (s *Store) redactOnce(ctx context.Context, git string, in RedactInput) (red
 		s.log.Error("update catalog after redaction", "store", s.id, "err", err)
 	}
 	s.moved.notify()
-	s.log.Info("redacted version", "store", s.id, "version", t.v.ID, "memory", t.v.Memory,
+	s.log.Debug("redacted version", "store", s.id, "version", t.v.ID, "memory", t.v.Memory,
 		"rewritten", len(rw.newOf), "old_head", head, "new_head", newHead)
 	out.Version = versionFrom(s.id, v)
 	out.OldHead, out.NewHead, out.Rewritten = head.String(), newHead.String(), len(rw.newOf)
