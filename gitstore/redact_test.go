@@ -245,3 +245,68 @@ func TestRedactDeletedMemory(t *testing.T) {
 	sameHistory(t, "versions after a rebuild", versionsOf(t, s), after)
 	fsck(t, s)
 }
+
+// TestRedactFinishesInterruptedPrune redacts content that a person pushed (so it is a loose
+// object) and stops after main moved, as a crash would, before pruning. Opened again, the
+// store still holds the old objects; redacting the version again prunes them.
+func TestRedactFinishesInterruptedPrune(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	d, err := Open(ctx, dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { d.Close() }()
+	s, err := d.CreateStore(ctx, CreateStoreInput{Name: "crash", Actor: apiActor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, s, "/a.md", "a\n", apiActor)
+	wt := filepath.Join(t.TempDir(), "clone")
+	gitIn(t, ".", "clone", "-q", s.RepoPath(), wt)
+	writeFile(t, filepath.Join(wt, "keys/api.md"), "key: MONGOOSE-9981\n")
+	gitIn(t, wt, "add", "-A")
+	gitIn(t, wt, "commit", "-qm", "add keys/api.md")
+	gitIn(t, wt, "push", "-q", "origin", "main")
+	m, err := s.GetByPath(ctx, "/keys/api.md", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, s, "/keys/api.md", "key: revoked\n", apiActor)
+	pushed := gitIn(t, wt, "rev-parse", "HEAD")
+
+	git, _ := exec.LookPath("git")
+	in := RedactInput{VersionID: m.VersionID, Actor: apiActor}
+	if err := s.runTask(ctx, func() error { _, err := s.redactOnce(ctx, git, in); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if d, err = Open(ctx, dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = d.Store(ctx, s.ID()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(allObjects(t, s.RepoPath()), "MONGOOSE") {
+		t.Fatal("the content is gone before pruning: the test does not test the pruning")
+	}
+	res, err := s.Redact(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.OldHead != "" || res.Version.RedactedAt == nil {
+		t.Errorf("second redaction %+v", res)
+	}
+	if strings.Contains(allObjects(t, s.RepoPath()), "MONGOOSE") {
+		t.Error("the content is still in the repository after the pruning")
+	}
+	if out, err := exec.Command("git", "-C", s.RepoPath(), "cat-file", "-e", strings.TrimSpace(pushed)).CombinedOutput(); err == nil {
+		t.Errorf("the pushed commit of the old history is still in the repository (%s)", out)
+	}
+	if got := contentOf(t, s, m.ID); got != "key: revoked\n" {
+		t.Errorf("content %q", got)
+	}
+	fsck(t, s)
+}
