@@ -46,6 +46,23 @@ func versionsOf(t *testing.T, s *Store) []string {
 	}
 }
 
+// reopen closes data directory d and opens it again, as after a restart, with store id.
+func reopen(t *testing.T, d *DataDir, dir, id string) (*DataDir, *Store) {
+	t.Helper()
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Open(context.Background(), dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := d.Store(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, s
+}
+
 func sameHistory(t *testing.T, what string, got, want []string) {
 	t.Helper()
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
@@ -192,15 +209,7 @@ func TestRedact(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameHistory(t, "versions after a rebuild", versionsOf(t, s), after)
-	if err := d.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if d, err = Open(ctx, dir, Options{}); err != nil {
-		t.Fatal(err)
-	}
-	if s, err = d.Store(ctx, s.ID()); err != nil {
-		t.Fatal(err)
-	}
+	d, s = reopen(t, d, dir, s.ID())
 	sameHistory(t, "versions after reopening", versionsOf(t, s), after)
 	if strings.Contains(allObjects(t, s.RepoPath()), "SWORDFISH") {
 		t.Error("the redacted content came back")
@@ -280,15 +289,7 @@ func TestRedactFinishesInterruptedPrune(t *testing.T) {
 	if err := s.runTask(ctx, func() error { _, err := s.redactOnce(ctx, git, in); return err }); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if d, err = Open(ctx, dir, Options{}); err != nil {
-		t.Fatal(err)
-	}
-	if s, err = d.Store(ctx, s.ID()); err != nil {
-		t.Fatal(err)
-	}
+	d, s = reopen(t, d, dir, s.ID())
 	if !strings.Contains(allObjects(t, s.RepoPath()), "MONGOOSE") {
 		t.Fatal("the content is gone before pruning: the test does not test the pruning")
 	}
