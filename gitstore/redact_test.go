@@ -217,7 +217,7 @@ func TestRedact(t *testing.T) {
 }
 
 // TestRedactDeletedMemory redacts the last content of a memory that was deleted since, and
-// a deletion version.
+// a deletion version, in an archived store.
 func TestRedactDeletedMemory(t *testing.T) {
 	ctx := context.Background()
 	s := newTestStore(t)
@@ -225,6 +225,10 @@ func TestRedactDeletedMemory(t *testing.T) {
 	mustWrite(t, s, "/a.md", "a\n", apiActor)
 	del, err := s.Delete(ctx, DeleteInput{ID: w.Memory.ID, Actor: apiActor})
 	if err != nil {
+		t.Fatal(err)
+	}
+	// An archived store is read-only, but a leak must be removable from it.
+	if _, err := s.Archive(ctx, apiActor); err != nil {
 		t.Fatal(err)
 	}
 	before := versionsOf(t, s)

@@ -84,6 +84,14 @@ func TestRedactRoute(t *testing.T) {
 	}
 	mustHave(t, "log of a clone made after the redaction", gitOK(t, after, "log", "--format=%B"), "Gitmem-Redacted: "+leaked+" api_actor "+key.ID)
 	g.fsck(t, store)
+	// A clone of the new history pushes as any other: its rewritten commits are main's already.
+	put(t, filepath.Join(after, "notes/c.md"), "c\n")
+	gitOK(t, after, "add", "-A")
+	gitOK(t, after, "commit", "-qm", "add c")
+	gitOK(t, after, "push", "-q", "origin", "main")
+	if content, _, ok := g.read(t, rw, store, "/notes/c.md"); !ok || content != "c\n" {
+		t.Errorf("pushed memory after the redaction: %q %v", content, ok)
+	}
 	// The clone from before cannot push its old history back: main moved on without it.
 	put(t, filepath.Join(before, "notes/b.md"), "b\n")
 	gitOK(t, before, "add", "-A")
