@@ -105,6 +105,9 @@ func (s *Store) Redact(ctx context.Context, in RedactInput) (RedactResult, error
 	}
 	var res redactOutcome
 	err = s.runTask(ctx, func() error {
+		// Once begun, the redaction runs to the end, as every write the writer takes up: a
+		// caller that went away must not leave main moved and the pruning undone.
+		ctx := context.WithoutCancel(ctx)
 		start := time.Now()
 		var err error
 		for attempt := 0; attempt < 5; attempt++ {
