@@ -315,3 +315,61 @@ func TestRedactFinishesInterruptedPrune(t *testing.T) {
 	}
 	fsck(t, s)
 }
+
+// TestRedactAcrossMerge redacts content that a side branch, merged into main by a person,
+// also holds: the side branch's commits are rewritten too and the merge keeps both parents.
+func TestRedactAcrossMerge(t *testing.T) {
+	ctx := context.Background()
+	s := newTestStore(t)
+	leak := mustWrite(t, s, "/s.md", "secret WOMBAT-5\n", apiActor)
+	wt := filepath.Join(t.TempDir(), "clone")
+	gitIn(t, ".", "clone", "-q", s.RepoPath(), wt)
+	gitIn(t, wt, "checkout", "-q", "-b", "side")
+	writeFile(t, filepath.Join(wt, "side.md"), "from the side branch\n")
+	gitIn(t, wt, "add", "-A")
+	gitIn(t, wt, "commit", "-qm", "side work")
+	mustWrite(t, s, "/s.md", "no secret here\n", apiActor)
+	mustWrite(t, s, "/x.md", "x\n", apiActor)
+	gitIn(t, wt, "checkout", "-q", "main")
+	gitIn(t, wt, "pull", "-q", "--ff-only")
+	gitIn(t, wt, "merge", "-q", "--no-ff", "-m", "merge side", "side")
+	gitIn(t, wt, "push", "-q", "origin", "main")
+	mustWrite(t, s, "/x.md", "x, later\n", apiActor)
+	if _, err := s.GetByPath(ctx, "/side.md", false); err != nil {
+		t.Fatalf("the merged memory: %v", err)
+	}
+	before := versionsOf(t, s)
+
+	res, err := s.Redact(ctx, RedactInput{VersionID: leak.Version.ID, Actor: apiActor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(allObjects(t, s.RepoPath()), "WOMBAT") {
+		t.Error("the content is still in the repository")
+	}
+	parents := strings.Fields(gitIn(t, s.RepoPath(), "log", "-1", "--format=%P", "--merges", "main"))
+	if len(parents) != 2 {
+		t.Fatalf("the merge has parents %v", parents)
+	}
+	side := gitIn(t, s.RepoPath(), "show", parents[1]+":s.md")
+	if side != redactedContent {
+		t.Errorf("the side branch's commit holds %q at /s.md", side)
+	}
+	after := versionsOf(t, s)
+	if len(after) != len(before) {
+		t.Fatalf("%d versions after, %d before", len(after), len(before))
+	}
+	for i := range before {
+		if after[i] != before[i] && !strings.HasPrefix(after[i], leak.Version.ID+"|") {
+			t.Errorf("version changed:\n%s\n%s", before[i], after[i])
+		}
+	}
+	if err := reindexStore(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	sameHistory(t, "versions after a rebuild", versionsOf(t, s), after)
+	if res.Rewritten < 5 {
+		t.Errorf("rewrote %d commits", res.Rewritten)
+	}
+	fsck(t, s)
+}
