@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -375,14 +376,27 @@ func (rw *rewriter) rewrite(c *object.Commit) error {
 // scrubMessage removes the version's path from its commit message and records the
 // redaction in it.
 func (rw *rewriter) scrubMessage(msg string) string {
-	p := rw.t.v.Path
-	if p != "" {
-		msg = strings.ReplaceAll(msg, p, redactedPath)
-		msg = strings.ReplaceAll(msg, strings.TrimPrefix(p, "/"), redactedPath)
+	if p := rw.t.v.Path; p != "" {
+		msg = scrubPath(msg, p)
 	}
 	r := rw.red
 	value := fmt.Sprintf("%s %s %s %s", rw.t.v.ID, r.ActorType, r.ActorID, msTime(r.At).Format(time.RFC3339Nano))
 	return addTrailers(msg, trailers{{trailerRedacted, value}})
+}
+
+// scrubPath replaces the memory path p in a commit message, with or without its leading
+// slash ("/a/b.md", "a/b.md" as people write it), where it stands as a whole path: not the
+// end of a longer one ("/x/a/b.md") nor the start ("/a/b.md2").
+func scrubPath(msg, p string) string {
+	re := regexp.MustCompile(`(^|[^A-Za-z0-9._/-])/?` + regexp.QuoteMeta(strings.TrimPrefix(p, "/")) + `($|[^A-Za-z0-9_/-])`)
+	for i := 0; i < 100; i++ { // matches do not overlap: go again for adjacent ones
+		next := re.ReplaceAllString(msg, "${1}"+redactedPath+"${2}")
+		if next == msg {
+			break
+		}
+		msg = next
+	}
+	return msg
 }
 
 // replaceTree returns root with the redacted blob at the path replaced by the marker, and

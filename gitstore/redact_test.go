@@ -373,3 +373,17 @@ func TestRedactAcrossMerge(t *testing.T) {
 	}
 	fsck(t, s)
 }
+
+func TestScrubPath(t *testing.T) {
+	for _, c := range []struct{ msg, path, want string }{
+		{"create /a.md", "/a.md", "create [redacted path]"},
+		{"rename /data.md to /a.md", "/a.md", "rename /data.md to [redacted path]"},
+		{"update /x/a.md and a.md, a.md.", "/a.md", "update /x/a.md and [redacted path], [redacted path]."},
+		{"fix creds/db.md (was creds/db.md2)", "/creds/db.md", "fix [redacted path] (was creds/db.md2)"},
+		{"touch a.md a.md", "/a.md", "touch [redacted path] [redacted path]"},
+	} {
+		if got := scrubPath(c.msg, c.path); got != c.want {
+			t.Errorf("scrubPath(%q, %q) = %q, want %q", c.msg, c.path, got, c.want)
+		}
+	}
+}
