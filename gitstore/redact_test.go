@@ -2,9 +2,11 @@ package gitstore
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -387,4 +389,50 @@ func TestScrubPath(t *testing.T) {
 			t.Errorf("scrubPath(%q, %q) = %q, want %q", c.msg, c.path, got, c.want)
 		}
 	}
+}
+
+// TestRedactDuringWrites redacts while writers write: every acknowledged write is there
+// after, on top of the rewritten history or under it, and the catalog is the one a rebuild
+// gives.
+func TestRedactDuringWrites(t *testing.T) {
+	ctx := context.Background()
+	s := newTestStore(t)
+	leak := mustWrite(t, s, "/leak.md", "secret KESTREL-31\n", apiActor)
+	mustWrite(t, s, "/leak.md", "clean\n", apiActor)
+	const writers, writes = 6, 25
+	var wg sync.WaitGroup
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < writes; i++ {
+				if _, err := s.Write(ctx, WriteInput{Path: fmt.Sprintf("/w%d.md", w), Content: fmt.Sprintf("write %d\n", i), Actor: apiActor}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	if _, err := s.Redact(ctx, RedactInput{VersionID: leak.Version.ID, Actor: apiActor}); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	for w := 0; w < writers; w++ {
+		m, err := s.GetByPath(ctx, fmt.Sprintf("/w%d.md", w), true)
+		if err != nil || *m.Content != fmt.Sprintf("write %d\n", writes-1) {
+			t.Errorf("writer %d: %+v %v", w, m, err)
+		}
+	}
+	if n := len(versionsOf(t, s)); n != 2+writers*writes {
+		t.Errorf("%d versions, want %d", n, 2+writers*writes)
+	}
+	if strings.Contains(allObjects(t, s.RepoPath()), "KESTREL") {
+		t.Error("the content is still in the repository")
+	}
+	after := versionsOf(t, s)
+	if err := reindexStore(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	sameHistory(t, "versions after a rebuild", versionsOf(t, s), after)
+	fsck(t, s)
 }
