@@ -73,9 +73,9 @@ type RedactInput struct {
 // RedactResult is what a redaction did.
 type RedactResult struct {
 	Version Version // the redacted version: no path or content, RedactedAt and RedactedBy set
-	// OldHead and NewHead are main before and after the rewrite; both are "" when the
-	// version was redacted already and nothing was rewritten. Mirrors of the store need a
-	// force push from OldHead to NewHead.
+	// OldHead and NewHead are main just before and after the rewrite (OldHead includes any
+	// push that landed while it ran); both are "" when the version was redacted already and
+	// nothing was rewritten. Mirrors of the store need a force push of NewHead.
 	OldHead, NewHead string
 	Rewritten        int // commits rewritten
 	// ContentRemains is set when the redacted content is still in the repository because
@@ -111,13 +111,7 @@ func (s *Store) Redact(ctx context.Context, in RedactInput) (RedactResult, error
 		ctx := context.WithoutCancel(ctx)
 		start := time.Now()
 		var err error
-		for attempt := 0; attempt < 5; attempt++ {
-			res, err = s.redactOnce(ctx, git, in)
-			if !errors.Is(err, errRefMoved) {
-				break // main moved meanwhile (a push): rewrite again on top of it
-			}
-		}
-		if err != nil {
+		if res, err = s.redact(ctx, git, in); err != nil {
 			return err
 		}
 		if err := s.pruneRedacted(ctx, git); err != nil {
@@ -187,9 +181,10 @@ func (ct catTx) findTarget(id string) (redactTarget, error) {
 	return t, nil
 }
 
-// redactOnce rewrites the history once, on top of the current main. It returns errRefMoved
-// if main moved before the new history could be published; nothing was then published.
-func (s *Store) redactOnce(ctx context.Context, git string, in RedactInput) (redactOutcome, error) {
+// redact rewrites the history and publishes it. If main moves meanwhile (a push), it
+// catches up and rewrites just the new commits on top, until it wins the ref: a redaction
+// rewrites the whole history once, however many pushes land while it does.
+func (s *Store) redact(ctx context.Context, git string, in RedactInput) (redactOutcome, error) {
 	var out redactOutcome
 	if err := s.catchUp(nil); err != nil {
 		return out, err
@@ -214,54 +209,96 @@ func (s *Store) redactOnce(ctx context.Context, git string, in RedactInput) (red
 	red := redaction{At: now.UnixMilli(), ActorType: in.Actor.Type, ActorID: in.Actor.ID}
 	rw := &rewriter{s: s, t: t, red: red, newOf: map[plumbing.Hash]plumbing.Hash{},
 		inRange: map[plumbing.Hash]bool{}, trees: map[plumbing.Hash]plumbing.Hash{}, byHash: map[plumbing.Hash]bool{}}
-	if err := rw.run(ctx, git, head); err != nil {
+	if err := rw.run(ctx, git, plumbing.ZeroHash, head); err != nil {
 		return out, err
 	}
-	newHead := rw.mapped(head)
-	if err := s.repo.writePack(rw.objs); err != nil {
-		return out, err
+	written, listed := 0, 0
+	for attempt := 0; ; attempt++ {
+		newHead := rw.mapped(head)
+		if written < len(rw.objs) {
+			if err := s.repo.writePack(rw.objs[written:]); err != nil {
+				return out, err
+			}
+			written = len(rw.objs)
+		}
+		if err := s.listForPrune(rw.old[listed:]); err != nil {
+			return out, err
+		}
+		listed = len(rw.old)
+		v, err := s.publishRedaction(t, rw.newOf, red, head, newHead)
+		if err == nil {
+			s.log.Debug("redacted version", "store", s.id, "version", t.v.ID, "memory", t.v.Memory,
+				"rewritten", len(rw.newOf), "new_head", newHead, "attempts", attempt+1)
+			out.Version = versionFrom(s.id, v)
+			out.OldHead, out.NewHead, out.Rewritten = head.String(), newHead.String(), len(rw.newOf)
+			out.blob = t.blob
+			return out, nil
+		}
+		if !errors.Is(err, errRefMoved) {
+			return out, err
+		}
+		if attempt == 20 {
+			return out, &Error{Kind: KindConflict, Message: "main kept moving (pushes) while the redaction rewrote history; nothing was redacted, try again"}
+		}
+		// A push moved main: rewrite its commits onto the new history too.
+		if err := s.catchUp(nil); err != nil {
+			return out, err
+		}
+		next := s.headHash()
+		if err := rw.run(ctx, git, head, next); err != nil {
+			return out, err
+		}
+		head = next
 	}
-	// Remember what to prune before main moves: a crash after it leaves the list, and the
-	// next redaction (of any version, or this one again) finishes the pruning.
-	if err := s.db.Update(func(tx *bolt.Tx) error {
+}
+
+// listForPrune records objects of the old history, to prune once main has moved. It is
+// durable before main moves: a crash after that leaves the list, and the next redaction (of
+// any version, or this one again) finishes the pruning.
+func (s *Store) listForPrune(hs []plumbing.Hash) error {
+	if len(hs) == 0 {
+		return nil
+	}
+	err := s.db.Update(func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists(bPrune)
 		if err != nil {
 			return err
 		}
-		for _, h := range rw.old {
+		for _, h := range hs {
 			if err := b.Put(append([]byte(nil), h[:]...), nil); err != nil {
 				return err
 			}
 		}
 		return nil
-	}); err != nil {
-		return out, fmt.Errorf("record objects to prune: %w", err)
+	})
+	if err != nil {
+		return fmt.Errorf("record objects to prune: %w", err)
 	}
+	return nil
+}
+
+// publishRedaction moves main from head to newHead and updates the catalog in place in the
+// same step. It returns errRefMoved if main is no longer at head; nothing changed then.
+func (s *Store) publishRedaction(t redactTarget, newOf map[plumbing.Hash]plumbing.Hash, red redaction, head, newHead plumbing.Hash) (verRec, error) {
 	tx, err := s.db.Begin(true)
 	if err != nil {
-		return out, fmt.Errorf("begin catalog update: %w", err)
+		return verRec{}, fmt.Errorf("begin catalog update: %w", err)
 	}
 	defer tx.Rollback()
-	ct := catTx{tx}
-	v, err := ct.applyRedaction(t, rw.newOf, red, newHead)
+	v, err := catTx{tx}.applyRedaction(t, newOf, red, newHead)
 	if err != nil {
-		return out, err
+		return v, err
 	}
 	s.publishing.Store(newHead)
 	if err := s.repo.casRef(head, newHead); err != nil {
-		return out, err
+		return v, err
 	}
 	if err := tx.Commit(); err != nil {
 		// main has the new history; the catalog rebuilds from it at the next write or open.
 		s.log.Error("update catalog after redaction", "store", s.id, "err", err)
 	}
 	s.moved.notify()
-	s.log.Debug("redacted version", "store", s.id, "version", t.v.ID, "memory", t.v.Memory,
-		"rewritten", len(rw.newOf), "old_head", head, "new_head", newHead)
-	out.Version = versionFrom(s.id, v)
-	out.OldHead, out.NewHead, out.Rewritten = head.String(), newHead.String(), len(rw.newOf)
-	out.blob = t.blob
-	return out, nil
+	return v, nil
 }
 
 // rewriter rewrites the commits that descend from the redacted version's commit.
@@ -294,17 +331,21 @@ func (rw *rewriter) mapped(h plumbing.Hash) plumbing.Hash {
 	return h
 }
 
-// run lists the commits to rewrite (the version's commit and every commit of main that
-// descends from it, parents first) and rewrites them.
-func (rw *rewriter) run(ctx context.Context, git string, head plumbing.Hash) error {
-	vc := plumbing.NewHash(rw.t.v.Commit)
-	c, err := rw.s.repo.commit(vc)
-	if err != nil {
-		return err
-	}
+// run lists the commits to rewrite, parents first, and rewrites them: the version's commit
+// and every commit of main up to head that descends from it or, after a push moved main,
+// the commits from from to head.
+func (rw *rewriter) run(ctx context.Context, git string, from, head plumbing.Hash) error {
 	args := []string{"rev-list", "--topo-order", "--reverse", head.String()}
-	if len(c.ParentHashes) > 0 {
-		args = append(args, "--ancestry-path", "^"+c.ParentHashes[0].String())
+	if !from.IsZero() {
+		args = append(args, "^"+from.String())
+	} else {
+		c, err := rw.s.repo.commit(plumbing.NewHash(rw.t.v.Commit))
+		if err != nil {
+			return err
+		}
+		if len(c.ParentHashes) > 0 {
+			args = append(args, "--ancestry-path", "^"+c.ParentHashes[0].String())
+		}
 	}
 	listing, err := rw.s.repo.gitOutput(ctx, git, args...)
 	if err != nil {
@@ -318,7 +359,7 @@ func (rw *rewriter) run(ctx context.Context, git string, head plumbing.Hash) err
 		}
 		hashes = append(hashes, h)
 	}
-	if !rw.t.blob.IsZero() {
+	if !rw.t.blob.IsZero() && rw.mark.IsZero() {
 		m := blobObject([]byte(redactedContent))
 		rw.emit(m)
 		rw.mark = m.Hash()

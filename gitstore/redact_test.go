@@ -299,7 +299,7 @@ func TestRedactFinishesInterruptedPrune(t *testing.T) {
 	before := versionsOf(t, s)
 	git, _ := exec.LookPath("git")
 	in := RedactInput{VersionID: m.VersionID, Actor: apiActor}
-	if err := s.runTask(ctx, func() error { _, err := s.redactOnce(ctx, git, in); return err }); err != nil {
+	if err := s.runTask(ctx, func() error { _, err := s.redact(ctx, git, in); return err }); err != nil {
 		t.Fatal(err)
 	}
 	d, s = reopen(t, d, dir, s.ID())
@@ -434,5 +434,63 @@ func TestRedactDuringWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameHistory(t, "versions after a rebuild", versionsOf(t, s), after)
+	fsck(t, s)
+}
+
+// TestRedactDuringPushes pushes commits made with git while a long redaction runs: a push
+// that lands while the redaction rewrites makes it rewrite again on top, and every push that
+// git reported done is in the store afterwards.
+func TestRedactDuringPushes(t *testing.T) {
+	ctx := context.Background()
+	s := newTestStore(t)
+	leak := mustWrite(t, s, "/leak.md", "secret HERON-77\n", apiActor)
+	mustWrite(t, s, "/leak.md", "clean\n", apiActor)
+	fill(t, s, 1500, benchPath)
+	wt := filepath.Join(t.TempDir(), "clone")
+	gitIn(t, ".", "clone", "-q", s.RepoPath(), wt)
+
+	done := make(chan struct{})
+	pushed := make(chan []string, 1)
+	go func() {
+		var ok []string
+		defer func() { pushed <- ok }()
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			// Follow main, rewritten or not, as a person would after a failed push.
+			if exec.Command("git", "-C", wt, "fetch", "-q", "origin").Run() != nil ||
+				exec.Command("git", "-C", wt, "reset", "-q", "--hard", "origin/main").Run() != nil {
+				continue
+			}
+			name := fmt.Sprintf("pushed/p%03d.md", i)
+			writeFile(t, filepath.Join(wt, name), fmt.Sprintf("push %d\n", i))
+			gitIn(t, wt, "add", "-A")
+			gitIn(t, wt, "commit", "-qm", "add "+name)
+			if exec.Command("git", "-C", wt, "push", "-q", "origin", "main").Run() == nil {
+				ok = append(ok, "/"+name)
+			}
+		}
+	}()
+	res, err := s.Redact(ctx, RedactInput{VersionID: leak.Version.ID, Actor: apiActor})
+	close(done)
+	ok := <-pushed
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ok {
+		if _, err := s.GetByPath(ctx, p, false); err != nil {
+			t.Errorf("pushed %s is lost: %v", p, err)
+		}
+	}
+	if strings.Contains(allObjects(t, s.RepoPath()), "HERON") {
+		t.Error("the content is still in the repository")
+	}
+	t.Logf("%d pushes landed around a redaction of %d commits", len(ok), res.Rewritten)
 	fsck(t, s)
 }
