@@ -2,6 +2,7 @@ package gitstore
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -9,9 +10,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -213,6 +216,12 @@ func (s *Store) redact(ctx context.Context, git string, in RedactInput) (redactO
 		return out, err
 	}
 	written, listed := 0, 0
+	var lock *refLock // taken after a few lost races, so that pushes cannot starve the rewrite
+	defer func() {
+		if lock != nil {
+			lock.release()
+		}
+	}()
 	for attempt := 0; ; attempt++ {
 		newHead := rw.mapped(head)
 		if written < len(rw.objs) {
@@ -225,7 +234,7 @@ func (s *Store) redact(ctx context.Context, git string, in RedactInput) (redactO
 			return out, err
 		}
 		listed = len(rw.old)
-		v, err := s.publishRedaction(t, rw.newOf, red, head, newHead)
+		v, err := s.publishRedaction(t, rw.newOf, red, head, newHead, lock)
 		if err == nil {
 			s.log.Debug("redacted version", "store", s.id, "version", t.v.ID, "memory", t.v.Memory,
 				"rewritten", len(rw.newOf), "new_head", newHead, "attempts", attempt+1)
@@ -237,8 +246,15 @@ func (s *Store) redact(ctx context.Context, git string, in RedactInput) (redactO
 		if !errors.Is(err, errRefMoved) {
 			return out, err
 		}
-		if attempt == 20 {
-			return out, &Error{Kind: KindConflict, Message: "main kept moving (pushes) while the redaction rewrote history; nothing was redacted, try again"}
+		if lock != nil {
+			return out, fmt.Errorf("%s moved while locked", mainRef)
+		}
+		if attempt == 2 {
+			// Pushes keep winning: hold main.lock from here to the ref update. A push that
+			// comes meanwhile waits, and is refused if the lock outlasts its patience.
+			if lock, err = s.repo.lockRef(); err != nil {
+				return out, err
+			}
 		}
 		// A push moved main: rewrite its commits onto the new history too.
 		if err := s.catchUp(nil); err != nil {
@@ -259,6 +275,8 @@ func (s *Store) listForPrune(hs []plumbing.Hash) error {
 	if len(hs) == 0 {
 		return nil
 	}
+	// In key order: bbolt then fills pages one after another instead of splitting them.
+	hs = slices.SortedFunc(slices.Values(hs), func(a, b plumbing.Hash) int { return bytes.Compare(a[:], b[:]) })
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists(bPrune)
 		if err != nil {
@@ -277,9 +295,10 @@ func (s *Store) listForPrune(hs []plumbing.Hash) error {
 	return nil
 }
 
-// publishRedaction moves main from head to newHead and updates the catalog in place in the
-// same step. It returns errRefMoved if main is no longer at head; nothing changed then.
-func (s *Store) publishRedaction(t redactTarget, newOf map[plumbing.Hash]plumbing.Hash, red redaction, head, newHead plumbing.Hash) (verRec, error) {
+// publishRedaction moves main from head to newHead (through lock, if held) and updates the
+// catalog in place in the same step. It returns errRefMoved if main is no longer at head;
+// nothing changed then.
+func (s *Store) publishRedaction(t redactTarget, newOf map[plumbing.Hash]plumbing.Hash, red redaction, head, newHead plumbing.Hash, lock *refLock) (verRec, error) {
 	tx, err := s.db.Begin(true)
 	if err != nil {
 		return verRec{}, fmt.Errorf("begin catalog update: %w", err)
@@ -290,7 +309,14 @@ func (s *Store) publishRedaction(t redactTarget, newOf map[plumbing.Hash]plumbin
 		return v, err
 	}
 	s.publishing.Store(newHead)
-	if err := s.repo.casRef(head, newHead); err != nil {
+	if lock == nil {
+		err = s.repo.casRef(head, newHead)
+	} else if cur, rerr := s.repo.readRef(); rerr != nil || cur != head {
+		err = errors.Join(errRefMoved, rerr)
+	} else {
+		err = lock.commit(newHead)
+	}
+	if err != nil {
 		return v, err
 	}
 	if err := tx.Commit(); err != nil {
@@ -591,7 +617,9 @@ func (ct catTx) applyRedaction(t redactTarget, newOf map[plumbing.Hash]plumbing.
 	if err != nil {
 		return redacted, err
 	}
-	for o, n := range newOf {
+	olds := slices.SortedFunc(maps.Keys(newOf), func(a, b plumbing.Hash) int { return bytes.Compare(a[:], b[:]) })
+	for _, o := range olds { // in key order, for bbolt
+		n := newOf[o]
 		if key := pk.Get(o[:]); key != nil {
 			if err := pk.Put(append([]byte(nil), n[:]...), append([]byte(nil), key...)); err != nil {
 				return redacted, err

@@ -31,12 +31,19 @@ func BenchmarkRedact(b *testing.B) {
 				mustBenchWrite(b, s, p, "rotated\n")
 			}
 			fill(b, s, n, benchPath)
-			start := time.Now()
-			if err := s.repo.git(ctx, git, "repack", "-a", "-d", "-q"); err != nil {
+			// The baseline runs in the store's writer, as the redaction does, so that the
+			// writer's own pack merges do not run beside it.
+			var repack time.Duration
+			err := s.runTask(ctx, func() error {
+				start := time.Now()
+				err := s.repo.git(ctx, git, "repack", "-a", "-d", "-q")
+				repack = time.Since(start)
+				s.repo.reload()
+				return err
+			})
+			if err != nil {
 				b.Fatal(err)
 			}
-			repack := time.Since(start)
-			s.repo.reload()
 			b.ResetTimer()
 			rewritten := 0
 			for i := 0; i < b.N; i++ {
