@@ -94,6 +94,9 @@ func (s *Store) AtCommit(ctx context.Context, hash string) (*Snapshot, error) {
 	hash = strings.ToLower(hash)
 	snap := &Snapshot{s: s}
 	err := s.view(ctx, func(ct catTx) error {
+		if h, ok := parseHash(hash); ok {
+			hash = ct.rewrittenTo(h).String() // a commit that a redaction rewrote
+		}
 		// Walk main's first parents back from the commit the catalog reflects, keeping the
 		// commits newer than the one named: their versions are not the snapshot's.
 		newer := map[string]bool{}

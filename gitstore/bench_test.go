@@ -17,8 +17,10 @@ import (
 // git CLI plumbing and with an atomic write of a plain file. Sizes of 100,000 memories are
 // opt-in: set GITMEM_BENCH_LARGE=1.
 //
-//	go test ./gitstore -run '^$' -bench . -benchtime 1000x
-//	GITMEM_BENCH_LARGE=1 go test ./gitstore -run '^$' -bench . -benchtime 1000x -timeout 60m
+//	go test ./gitstore -run '^$' -bench 'Write|Read|Plumbing' -benchtime 1000x
+//	GITMEM_BENCH_LARGE=1 go test ./gitstore -run '^$' -bench 'Write|Read|Plumbing' -benchtime 1000x -timeout 60m
+//
+// BenchmarkRedact rewrites a whole history per operation: run it alone, with -benchtime 1x.
 
 func benchSizes() []int {
 	if os.Getenv("GITMEM_BENCH_LARGE") != "" {

@@ -72,6 +72,10 @@ type verRec struct {
 	Email     string    `json:"ae,omitempty"`
 	APIKey    string    `json:"ak,omitempty"`
 	Commit    string    `json:"c"`
+	// Redacted is set on a redacted version (redact.go). Path, Blob, SHA and Size stay for
+	// the catalog's own use (the memory's path, the marker blob in the trees); callers see
+	// none of them.
+	Redacted *redaction `json:"r,omitempty"`
 }
 
 func (v verRec) actor() Actor {
@@ -344,7 +348,7 @@ func (c catTx) applyPlainCommit(or objectReader, commit *object.Commit, changes 
 			continue
 		}
 		v := base
-		v.ID = derivedID(VersionPrefix, at, "version", commit.Hash.String(), ch.Path)
+		v.ID = derivedID(VersionPrefix, at, "version", derivationSource(commit), ch.Path)
 		v.Path = ch.Path
 		src := ch.Path
 		if r, ok := renamedFrom[i]; ok {
@@ -363,7 +367,7 @@ func (c catTx) applyPlainCommit(or objectReader, commit *object.Commit, changes 
 		case ok:
 			v.Memory, v.Op = id, OpModified
 		default:
-			v.Memory = derivedID(MemoryPrefix, at, "memory", commit.Hash.String(), ch.Path)
+			v.Memory = derivedID(MemoryPrefix, at, "memory", derivationSource(commit), ch.Path)
 			v.Op = OpCreated
 		}
 		if err := c.record(or, commit, v, ch.To); err != nil {
@@ -425,6 +429,7 @@ func (c catTx) record(or objectReader, commit *object.Commit, v verRec, blob plu
 	if err := c.addUsage(liveDelta(wasLive, !rec.Deleted, oldSize, rec.Size)); err != nil {
 		return err
 	}
+	v.Redacted = redactionOf(commit.Message, v.ID)
 	return c.addVersion(v)
 }
 

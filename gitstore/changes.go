@@ -51,7 +51,8 @@ func commitName(h plumbing.Hash) string {
 // between any of the commits in from and that head, each path once, in path order (by bytes). A from
 // of "" stands for the empty tree, so Changes(ctx, "") lists every memory. The cost follows
 // the size of the change, not the size of the store. A from commit that the repository no
-// longer has (history was rewritten and pruned) is a KindNotFound error.
+// longer has (history was rewritten and pruned) is a KindNotFound error, unless a redaction
+// rewrote it: then the commit that took its place stands for it.
 func (s *Store) Changes(ctx context.Context, from ...string) (head string, changes []Change, err error) {
 	if err := s.fresh(ctx); err != nil {
 		return "", nil, err
@@ -79,6 +80,10 @@ func (s *Store) Changes(ctx context.Context, from ...string) (head string, chang
 				fh, ok := parseHash(f)
 				if !ok {
 					return invalidf("%q is not a commit hash", f)
+				}
+				// A commit that a redaction rewrote stands for the commit that took its place.
+				if fh = ct.rewrittenTo(fh); fh == h {
+					continue
 				}
 				c, err := s.repo.commit(fh)
 				if err != nil {

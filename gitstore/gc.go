@@ -57,28 +57,8 @@ func (s *Store) GC(ctx context.Context) (GCResult, error) {
 		if res.Before, err = r.stats(); err != nil {
 			return err
 		}
-		head, err := r.readRef()
-		if err != nil {
-			return err
-		}
-		old, err := r.packFiles()
-		if err != nil {
-			return err
-		}
-		// -a: every reachable object, loose or packed, into one new pack; -f: compute
-		// deltas afresh (git's default window and depth). No -d: git must not delete the
-		// packs that readers may be reading; that is done below, under the storage lock.
-		if err := r.git(ctx, git, "repack", "-a", "-f", "-q", "--no-write-bitmap-index"); err != nil {
-			return err
-		}
-		after, err := r.readRef()
-		if err != nil {
-			return err
-		}
-		if after != head {
-			res.KeptOldPacks = true
-			r.reload()
-		} else if err := r.replacePacks(old); err != nil {
+		// -f: compute deltas afresh (git's default window and depth).
+		if res.KeptOldPacks, err = r.repackAll(ctx, git, "-f"); err != nil {
 			return err
 		}
 		if err := r.git(ctx, git, "prune-packed", "-q"); err != nil {
@@ -99,6 +79,35 @@ func (s *Store) GC(ctx context.Context) (GCResult, error) {
 		return nil
 	})
 	return res, err
+}
+
+// repackAll packs every reachable object, loose or packed, into one new pack (git repack
+// -a, with extra options) and then removes the old packs, and with them the unreachable
+// objects they held. git must not delete them itself (no -d): readers may be reading them;
+// replacePacks does it under the storage lock. If main moved while git repacked (a push),
+// the old packs may hold the pushed objects: they are kept, and moved is set.
+func (r *repo) repackAll(ctx context.Context, git string, extra ...string) (moved bool, err error) {
+	head, err := r.readRef()
+	if err != nil {
+		return false, err
+	}
+	old, err := r.packFiles()
+	if err != nil {
+		return false, err
+	}
+	args := append([]string{"repack", "-a", "-q", "--no-write-bitmap-index"}, extra...)
+	if err := r.git(ctx, git, args...); err != nil {
+		return false, err
+	}
+	after, err := r.readRef()
+	if err != nil {
+		return false, err
+	}
+	if after != head {
+		r.reload()
+		return true, nil
+	}
+	return false, r.replacePacks(old)
 }
 
 // replacePacks removes the packs old (except any that git's repack wrote again under the
@@ -151,15 +160,28 @@ func (r *repo) replacePacks(old []packFile) error {
 
 // git runs a git command on the repository.
 func (r *repo) git(ctx context.Context, git string, args ...string) error {
+	_, err := r.gitOutput(ctx, git, args...)
+	return err
+}
+
+// gitOutput runs a git command on the repository and returns what it printed.
+func (r *repo) gitOutput(ctx context.Context, git string, args ...string) ([]byte, error) {
+	cmd, stderr := r.gitCmd(ctx, git, args...)
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("git %s in %s: %v: %s", strings.Join(args, " "), r.path, err, strings.TrimSpace(stderr.String()))
+	}
+	return out, nil
+}
+
+// gitCmd prepares a git command on the repository, with its error output in stderr.
+func (r *repo) gitCmd(ctx context.Context, git string, args ...string) (*exec.Cmd, *bytes.Buffer) {
 	cmd := exec.CommandContext(ctx, git, args...)
 	cmd.Env = append(os.Environ(), "GIT_DIR="+r.path)
 	cmd.Dir = r.path
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("git %s in %s: %v: %s", strings.Join(args, " "), r.path, err, strings.TrimSpace(stderr.String()))
-	}
-	return nil
+	return cmd, &stderr
 }
 
 // stats measures the object database.

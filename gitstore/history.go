@@ -61,6 +61,9 @@ func (s *Store) Restore(ctx context.Context, in RestoreInput) (WriteResult, erro
 		if v.Op == OpDeleted || v.Blob == "" {
 			return WriteResult{}, invalidf("version %s is the deletion of memory %s and has no content to restore; restore a version before it", v.ID, v.Memory)
 		}
+		if v.Redacted != nil {
+			return WriteResult{}, invalidf("version %s of memory %s was redacted: its content is gone and cannot be restored", v.ID, v.Memory)
+		}
 		rec, ok, err := b.ct.memory(v.Memory)
 		if err != nil {
 			return WriteResult{}, b.fail(err)
@@ -143,9 +146,9 @@ func (ct catTx) memoryVersions(id string) ([]verRec, error) {
 	return out, nil
 }
 
-// versionContent is the content a version leaves: "" for a deletion.
+// versionContent is the content a version leaves: "" for a deletion or a redacted version.
 func (s *Store) versionContent(v verRec) (string, error) {
-	if v.Blob == "" {
+	if v.contentBlob() == "" {
 		return "", nil
 	}
 	raw, err := s.repo.blob(plumbing.NewHash(v.Blob))
@@ -247,7 +250,7 @@ func (s *Store) DiffMemory(ctx context.Context, memoryID, fromID, toID string) (
 		if a, err = s.versionContent(*from); err != nil {
 			return MemoryDiff{}, err
 		}
-		if from.Blob != "" {
+		if from.contentBlob() != "" {
 			aName = "a" + from.Path
 		}
 	}
@@ -256,7 +259,7 @@ func (s *Store) DiffMemory(ctx context.Context, memoryID, fromID, toID string) (
 		return MemoryDiff{}, err
 	}
 	bName := "/dev/null"
-	if to.Blob != "" {
+	if to.contentBlob() != "" {
 		bName = "b" + to.Path
 	}
 	out.Diff = UnifiedDiff(aName, bName, a, b)

@@ -349,8 +349,23 @@ func memoryFrom(storeID, id string, r memRec) Memory {
 }
 
 func versionFrom(storeID string, v verRec) Version {
-	return Version{ID: v.ID, MemoryID: v.Memory, StoreID: storeID, Operation: v.Op, Path: v.Path,
+	out := Version{ID: v.ID, MemoryID: v.Memory, StoreID: storeID, Operation: v.Op, Path: v.Path,
 		ContentSHA256: v.SHA, SizeBytes: v.Size, CreatedBy: v.actor(), CreatedAt: msTime(v.At), Commit: v.Commit}
+	if r := v.Redacted; r != nil {
+		at := msTime(r.At)
+		out.Path, out.ContentSHA256, out.SizeBytes = "", "", 0
+		out.RedactedAt, out.RedactedBy = &at, &Actor{Type: r.ActorType, ID: r.ActorID}
+	}
+	return out
+}
+
+// contentBlob is the blob of the content that a version left, "" for a deletion or a
+// redacted version.
+func (v verRec) contentBlob() string {
+	if v.Redacted != nil {
+		return ""
+	}
+	return v.Blob
 }
 
 // view runs fn on a consistent snapshot of the catalog, after making sure that the catalog
@@ -587,7 +602,7 @@ func (s *Store) Versions(ctx context.Context, f VersionFilter) (VersionPage, err
 				return nil
 			}
 			ver := versionFrom(s.id, v)
-			if f.WithContent && v.Blob != "" {
+			if f.WithContent && v.contentBlob() != "" {
 				if ver.Content, err = s.loadContent(v.Blob); err != nil {
 					return err
 				}
@@ -626,7 +641,7 @@ func (s *Store) Version(ctx context.Context, id string, withContent bool) (Versi
 			return err
 		}
 		ver = versionFrom(s.id, v)
-		if withContent && v.Blob != "" {
+		if withContent && v.contentBlob() != "" {
 			ver.Content, err = s.loadContent(v.Blob)
 		}
 		return err

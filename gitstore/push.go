@@ -95,6 +95,12 @@ func (s *Store) AttributePush(ctx context.Context, mark uint64, commits []string
 			return nil
 		}
 		return s.db.Update(func(tx *bolt.Tx) error {
+			ct := catTx{tx}
+			for _, c := range commits { // a redaction may have rewritten the pushed commits since
+				if h, ok := parseHash(c); ok {
+					set[ct.rewrittenTo(h).String()] = true
+				}
+			}
 			vb := tx.Bucket(bVer)
 			type update struct {
 				k []byte

@@ -280,30 +280,11 @@ func (r *repo) readRef() (plumbing.Hash, error) {
 // also excludes a git process updating the ref), checks the current value, writes and
 // fsyncs the lock file, renames it over the ref and fsyncs the directory.
 func (r *repo) casRef(old, new plumbing.Hash) error {
-	refPath := filepath.Join(r.path, mainRef)
-	lockPath := refPath + ".lock"
-	if err := os.MkdirAll(filepath.Dir(refPath), 0o755); err != nil {
-		return fmt.Errorf("update %s: %w", mainRef, err)
+	l, err := r.lockRef()
+	if err != nil {
+		return err
 	}
-	var f *os.File
-	var err error
-	for wait := time.Millisecond; ; wait *= 2 {
-		f, err = os.OpenFile(lockPath, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-		if err == nil {
-			break
-		}
-		if !os.IsExist(err) || wait > time.Second {
-			return &Error{Kind: KindConflict, Message: fmt.Sprintf("%s is locked by another git process (%s exists)", mainRef, lockPath), Err: err}
-		}
-		time.Sleep(wait)
-	}
-	committed := false
-	defer func() {
-		if !committed {
-			f.Close()
-			os.Remove(lockPath)
-		}
-	}()
+	defer l.release()
 	cur, err := r.readRef()
 	if err != nil {
 		return err
@@ -311,20 +292,61 @@ func (r *repo) casRef(old, new plumbing.Hash) error {
 	if cur != old {
 		return errRefMoved
 	}
-	if _, err := f.WriteString(new.String() + "\n"); err != nil {
-		return fmt.Errorf("write %s: %w", lockPath, err)
+	return l.commit(new)
+}
+
+// refLock is main.lock held: main cannot move, not even by a git process, until it is
+// committed or released.
+type refLock struct {
+	f                 *os.File
+	lockPath, refPath string
+	committed         bool
+}
+
+// lockRef takes main.lock, waiting a little for a git process that holds it.
+func (r *repo) lockRef() (*refLock, error) {
+	refPath := filepath.Join(r.path, mainRef)
+	lockPath := refPath + ".lock"
+	if err := os.MkdirAll(filepath.Dir(refPath), 0o755); err != nil {
+		return nil, fmt.Errorf("update %s: %w", mainRef, err)
 	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", lockPath, err)
+	for wait := time.Millisecond; ; wait *= 2 {
+		f, err := os.OpenFile(lockPath, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		if err == nil {
+			return &refLock{f: f, lockPath: lockPath, refPath: refPath}, nil
+		}
+		if !os.IsExist(err) || wait > time.Second {
+			return nil, &Error{Kind: KindConflict, Message: fmt.Sprintf("%s is locked by another git process (%s exists)", mainRef, lockPath), Err: err}
+		}
+		time.Sleep(wait)
 	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", lockPath, err)
+}
+
+// commit moves main to new: it writes and fsyncs the lock file, renames it over the ref and
+// fsyncs the directory.
+func (l *refLock) commit(new plumbing.Hash) error {
+	if _, err := l.f.WriteString(new.String() + "\n"); err != nil {
+		return fmt.Errorf("write %s: %w", l.lockPath, err)
 	}
-	if err := os.Rename(lockPath, refPath); err != nil {
-		return fmt.Errorf("rename %s: %w", lockPath, err)
+	if err := l.f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", l.lockPath, err)
 	}
-	committed = true
-	return syncDir(filepath.Dir(refPath))
+	if err := l.f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", l.lockPath, err)
+	}
+	if err := os.Rename(l.lockPath, l.refPath); err != nil {
+		return fmt.Errorf("rename %s: %w", l.lockPath, err)
+	}
+	l.committed = true
+	return syncDir(filepath.Dir(l.refPath))
+}
+
+// release gives the lock up without moving main, unless it was committed.
+func (l *refLock) release() {
+	if !l.committed {
+		l.f.Close()
+		os.Remove(l.lockPath)
+	}
 }
 
 // packLoose moves loose objects (written by git processes, such as a push) into one pack: it writes and fsyncs the pack and its

@@ -56,6 +56,8 @@ const (
 	// SkipPathTaken: the path the memory had before the range is now another memory's (or
 	// lies below or above one).
 	SkipPathTaken SkipReason = "path_taken"
+	// SkipRedacted: the state before the range is a redacted version, whose content is gone.
+	SkipRedacted SkipReason = "redacted"
 )
 
 // RevertedMemory is a memory that a revert changed (or, in a dry run, would change).
@@ -222,7 +224,7 @@ func (b *batch) revert(in RevertInput) (RevertResult, error) {
 		}
 		var before memState
 		var prevVer string
-		var blocking *verRec
+		var blocking, redactedBefore *verRec
 		at := -1
 		for i, v := range versions {
 			if v.ID == firstVer.ID {
@@ -232,6 +234,9 @@ func (b *batch) revert(in RevertInput) (RevertResult, error) {
 					prevVer = p.ID
 					if p.Op != OpDeleted && p.Blob != "" {
 						before = memState{exists: true, path: p.Path, blob: p.Blob, sha: p.SHA}
+					}
+					if p.Redacted != nil {
+						redactedBefore = &versions[i-1]
 					}
 				}
 				continue
@@ -249,6 +254,12 @@ func (b *batch) revert(in RevertInput) (RevertResult, error) {
 			a := blocking.actor()
 			res.Skipped = append(res.Skipped, SkippedMemory{MemoryID: id, Path: rec.Path, Reason: SkipChangedLater, Blocking: &ver,
 				Message: fmt.Sprintf("changed later by %s %s (version %s at %s)", a.Type, a.ID, blocking.ID, fmtTime(ver.CreatedAt))})
+			continue
+		}
+		if redactedBefore != nil {
+			ver := versionFrom(b.s.id, *redactedBefore)
+			res.Skipped = append(res.Skipped, SkippedMemory{MemoryID: id, Path: rec.Path, Reason: SkipRedacted, Blocking: &ver,
+				Message: fmt.Sprintf("its state before the range is version %s, which was redacted: its content is gone", ver.ID)})
 			continue
 		}
 		st := revertStep{id: id, to: before, prevVer: prevVer}

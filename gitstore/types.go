@@ -103,6 +103,10 @@ type Version struct {
 	CreatedBy     Actor
 	CreatedAt     time.Time
 	Commit        string // hash of the commit that holds the version
+	// RedactedAt and RedactedBy are set on a redacted version, whose Path, Content,
+	// ContentSHA256 and SizeBytes are then empty: its content is gone from history.
+	RedactedAt *time.Time
+	RedactedBy *Actor
 }
 
 // PreconditionType names a precondition of a write.

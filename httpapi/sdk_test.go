@@ -204,9 +204,14 @@ func TestSDKStoresAndMemories(t *testing.T) {
 	if err != nil || v.Content != "tabs" || v.Path != "/style/code.md" || string(v.Operation) != "created" {
 		t.Fatalf("get version: %+v %v", v, err)
 	}
-	_, err = vers.Redact(ctx, v.ID, anthropic.BetaMemoryStoreMemoryVersionRedactParams{MemoryStoreID: store.ID})
-	if status, typ, _ := apiErr(t, err); status != 501 || typ != "not_implemented_error" {
-		t.Errorf("redact: %d %s", status, typ)
+	// Redact: the version stays, without path or content, and says who redacted it.
+	red, err := vers.Redact(ctx, v.ID, anthropic.BetaMemoryStoreMemoryVersionRedactParams{MemoryStoreID: store.ID})
+	if err != nil || red.ID != v.ID || red.Path != "" || red.Content != "" || red.ContentSha256 != "" || red.RedactedAt.IsZero() ||
+		red.RedactedBy.Type != "user_actor" || red.RedactedBy.UserID != "user_local" || !red.CreatedAt.Equal(v.CreatedAt) {
+		t.Fatalf("redact: %+v %v", red, err)
+	}
+	if got, err := vers.Get(ctx, v.ID, anthropic.BetaMemoryStoreMemoryVersionGetParams{MemoryStoreID: store.ID}); err != nil || !got.RedactedAt.Equal(red.RedactedAt) || got.Content != "" {
+		t.Errorf("redacted version read back: %+v %v", got, err)
 	}
 
 	// Archive: read-only, listed only with include_archived; then delete.

@@ -53,8 +53,8 @@ func (s *Server) getVersion(c echo.Context) error {
 	return c.JSON(http.StatusOK, toVersion(v))
 }
 
-// redactVersion checks everything a redaction needs, and then answers that this server
-// cannot redact yet: scrubbing content out of git history is not built.
+// redactVersion scrubs a version's content and path out of the store's history and answers
+// the redacted version. Sessions and read-only keys may not redact.
 func (s *Server) redactVersion(c echo.Context) error {
 	st, cl, err := s.store(c, true)
 	if err != nil {
@@ -69,10 +69,9 @@ func (s *Server) redactVersion(c echo.Context) error {
 	if cl.key != nil && cl.key.Access == apikeys.ReadOnly {
 		return forbidden("this API key (%s) is read_only", cl.key.ID)
 	}
-	v, err := st.Version(c.Request().Context(), c.Param("version"), false)
+	res, err := st.Redact(c.Request().Context(), gitstore.RedactInput{VersionID: c.Param("version"), Actor: cl.actor})
 	if err != nil {
 		return err
 	}
-	return &apiError{status: http.StatusNotImplemented, typ: "not_implemented_error",
-		message: "this gitmem server cannot redact versions yet (removing content from git history is not built); version " + v.ID + " is unchanged"}
+	return c.JSON(http.StatusOK, toVersion(res.Version))
 }

@@ -75,28 +75,32 @@ type prefixJSON struct {
 }
 
 type versionJSON struct {
-	Type          string    `json:"type"`
-	ID            string    `json:"id"`
-	MemoryID      string    `json:"memory_id"`
-	MemoryStoreID string    `json:"memory_store_id"`
-	Operation     string    `json:"operation"`
-	Path          *string   `json:"path"`
-	Content       *string   `json:"content"`
-	ContentSHA256 *string   `json:"content_sha256"`
-	SizeBytes     *int      `json:"content_size_bytes"`
-	CreatedBy     actorJSON `json:"created_by"`
-	CreatedAt     string    `json:"created_at"`
-	RedactedAt    *string   `json:"redacted_at"`
-	RedactedBy    *struct{} `json:"redacted_by"`
+	Type          string     `json:"type"`
+	ID            string     `json:"id"`
+	MemoryID      string     `json:"memory_id"`
+	MemoryStoreID string     `json:"memory_store_id"`
+	Operation     string     `json:"operation"`
+	Path          *string    `json:"path"`
+	Content       *string    `json:"content"`
+	ContentSHA256 *string    `json:"content_sha256"`
+	SizeBytes     *int       `json:"content_size_bytes"`
+	CreatedBy     actorJSON  `json:"created_by"`
+	CreatedAt     string     `json:"created_at"`
+	RedactedAt    *string    `json:"redacted_at"`
+	RedactedBy    *actorJSON `json:"redacted_by"`
 }
 
 func toVersion(v gitstore.Version) versionJSON {
 	out := versionJSON{Type: "memory_version", ID: v.ID, MemoryID: v.MemoryID, MemoryStoreID: v.StoreID,
 		Operation: string(v.Operation), Path: &v.Path, Content: v.Content, CreatedBy: toActor(v.CreatedBy),
 		CreatedAt: wireTime(v.CreatedAt)}
-	if v.Operation != gitstore.OpDeleted {
+	switch {
+	case v.RedactedAt != nil:
+		by := toActor(*v.RedactedBy)
+		out.Path, out.Content, out.RedactedAt, out.RedactedBy = nil, nil, wireTimePtr(v.RedactedAt), &by
+	case v.Operation != gitstore.OpDeleted:
 		out.ContentSHA256, out.SizeBytes = &v.ContentSHA256, &v.SizeBytes
-	} else {
+	default:
 		out.Content = nil
 	}
 	return out

@@ -325,8 +325,9 @@ func (x *storeIndex) catchUp(ctx context.Context) error {
 		case errors.As(err, &broken):
 			x.svc.log.Warn("search index failed; rebuilding it", "store", x.st.ID(), "err", err)
 		case gitstore.IsKind(err, gitstore.KindNotFound) && x.curCommit != "":
-			// The commit the index reflects is gone: history was rewritten (a redaction, a
-			// forced push). What the index holds may be what was removed: start over.
+			// The commit the index reflects is gone: history was rewritten and the store
+			// cannot say what took its place (a redaction can: Changes follows it). What
+			// the index holds may be what was removed: start over.
 			x.svc.log.Warn("search index reflects a commit that history no longer has; rebuilding it", "store", x.st.ID(), "commit", x.curCommit)
 		default:
 			return err

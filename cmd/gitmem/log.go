@@ -62,8 +62,12 @@ renamed away).`,
 				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "TIME\tOPERATION\tPATH\tBY\tVERSION")
 				for _, v := range versions {
+					path := v.Path
+					if v.RedactedAt != nil {
+						path = "(redacted)"
+					}
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", v.CreatedAt.Local().Format(time.DateTime+".000"),
-						v.Operation, v.Path, actorString(v.CreatedBy), v.ID)
+						v.Operation, path, actorString(v.CreatedBy), v.ID)
 				}
 				return tw.Flush()
 			})
@@ -114,23 +118,32 @@ func actorString(a gitstore.Actor) string {
 	}
 }
 
-func versionJSON(v gitstore.Version) map[string]any {
-	by := map[string]any{"type": string(v.CreatedBy.Type)}
-	switch v.CreatedBy.Type {
+// actorJSON is an actor as the HTTP API shows it: the id field is named after the type.
+func actorJSON(a gitstore.Actor) map[string]any {
+	by := map[string]any{"type": string(a.Type)}
+	switch a.Type {
 	case gitstore.APIActor:
-		by["api_key_id"] = v.CreatedBy.ID
+		by["api_key_id"] = a.ID
 	case gitstore.SessionActor:
-		by["session_id"] = v.CreatedBy.ID
+		by["session_id"] = a.ID
 	case gitstore.UserActor:
-		by["user_id"] = v.CreatedBy.ID
+		by["user_id"] = a.ID
 	case gitstore.ServiceAccountActor:
-		by["service_account_id"] = v.CreatedBy.ID
+		by["service_account_id"] = a.ID
 	}
+	return by
+}
+
+func versionJSON(v gitstore.Version) map[string]any {
 	out := map[string]any{"type": "memory_version", "id": v.ID, "memory_id": v.MemoryID,
 		"memory_store_id": v.StoreID, "operation": string(v.Operation), "path": v.Path,
-		"created_by": by, "created_at": v.CreatedAt.UTC().Format(timeFormat),
-		"content_sha256": nilIfEmpty(v.ContentSHA256), "content_size_bytes": nil}
-	if v.Operation != gitstore.OpDeleted {
+		"created_by": actorJSON(v.CreatedBy), "created_at": v.CreatedAt.UTC().Format(timeFormat),
+		"content_sha256": nilIfEmpty(v.ContentSHA256), "content_size_bytes": nil,
+		"redacted_at": nil, "redacted_by": nil}
+	switch {
+	case v.RedactedAt != nil:
+		out["path"], out["redacted_at"], out["redacted_by"] = nil, v.RedactedAt.UTC().Format(timeFormat), actorJSON(*v.RedactedBy)
+	case v.Operation != gitstore.OpDeleted:
 		out["content_size_bytes"] = v.SizeBytes
 	}
 	return out

@@ -66,6 +66,14 @@ const first = await ms.memoryVersions.list(store.id, { memory_id: mem.id, operat
 const v = await ms.memoryVersions.retrieve(first.data[0].id, { memory_store_id: store.id });
 assert.equal(v.content, 'alpha');
 assert.equal(v.redacted_at, null);
+const redacted = await ms.memoryVersions.redact(v.id, { memory_store_id: store.id });
+assert.equal(redacted.id, v.id);
+assert.equal(redacted.content, null);
+assert.equal(redacted.path, null);
+assert.equal(redacted.content_sha256, null);
+assert.notEqual(redacted.redacted_at, null);
+assert.equal(redacted.redacted_by.type, 'api_actor');
+assert.equal(redacted.created_at, v.created_at);
 
 const archived = await ms.archive(store.id);
 assert.notEqual(archived.archived_at, null);

@@ -1,0 +1,789 @@
+package gitstore
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	bolt "go.etcd.io/bbolt"
+)
+
+// Redaction removes the content of one version from the store's history for real: the
+// commits that hold the version's blob at its path are rewritten with a marker blob in its
+// place, the commits after them are rewritten onto the new ones, main moves to the new
+// history and the objects that only the old history reached are pruned, packed or loose.
+//
+// What a rewrite keeps: every version id, memory id, actor and time, because they live in
+// trailers (gitmem's commits) or are derived from the original commit hash, which a
+// rewritten commit made with plain git carries in a Gitmem-Derived-From trailer. The path
+// stays in the trees (the marker sits where the content was), so that every commit changes
+// the same files as before and the catalog reads the same versions from it; the path is
+// scrubbed from the redacted version's commit message. The redaction itself is recorded
+// in that commit as a Gitmem-Redacted trailer.
+
+const (
+	trailerRedacted    = "Gitmem-Redacted"
+	trailerDerivedFrom = "Gitmem-Derived-From"
+)
+
+// redactedContent is the blob that takes the place of redacted content in every rewritten
+// tree.
+const redactedContent = "[redacted]\n"
+
+// redactedPath replaces the redacted version's path in its commit message.
+const redactedPath = "[redacted path]"
+
+// redaction is who redacted a version and when (catalog record and trailer).
+type redaction struct {
+	At        int64     `json:"t"` // unix ms
+	ActorType ActorType `json:"at"`
+	ActorID   string    `json:"ai"`
+}
+
+// Catalog buckets of redaction:
+//
+//	rewritten  old commit (20 bytes) -> the commit a redaction rewrote it into
+//	prune      object (20 bytes) -> nothing: objects of a rewritten history to delete if
+//	           still loose once the repository is repacked (a crash may interrupt that)
+var (
+	bRewritten = []byte("rewritten")
+	bPrune     = []byte("prune")
+)
+
+// RedactInput redacts version VersionID on behalf of Actor.
+type RedactInput struct {
+	VersionID string
+	Actor     Actor
+}
+
+// RedactResult is what a redaction did.
+type RedactResult struct {
+	Version Version // the redacted version: no path or content, RedactedAt and RedactedBy set
+	// OldHead and NewHead are main just before and after the rewrite (OldHead includes any
+	// push that landed while it ran); both are "" when the version was redacted already and
+	// nothing was rewritten. Mirrors of the store need a force push of NewHead.
+	OldHead, NewHead string
+	Rewritten        int // commits rewritten
+	// ContentRemains is set when the redacted content is still in the repository because
+	// something else holds the very same bytes: another version (of this memory or another)
+	// or a file at another path. It is theirs, and stays.
+	ContentRemains bool
+	Took           time.Duration
+}
+
+// Redact scrubs the content and path of a version out of the store's history. It is
+// refused for the current version of a live memory (update or delete the memory first) and
+// for sessions, and needs the git program (to list and repack objects). Redacting a
+// redacted version changes nothing and answers the same; it also finishes a pruning that a
+// crash interrupted. It runs in the store's writer, alone; reads go on meanwhile.
+func (s *Store) Redact(ctx context.Context, in RedactInput) (RedactResult, error) {
+	if in.VersionID == "" {
+		return RedactResult{}, invalidf("redact needs the id of the version to redact")
+	}
+	if err := validateActor(in.Actor); err != nil {
+		return RedactResult{}, err
+	}
+	if in.Actor.Type == SessionActor {
+		return RedactResult{}, invalidf("sessions cannot redact versions; redact as an API key or a user")
+	}
+	git, err := exec.LookPath("git")
+	if err != nil {
+		return RedactResult{}, &Error{Kind: KindConflict, Message: "redact needs the git program, which is not installed (no git in PATH)"}
+	}
+	var res redactOutcome
+	err = s.runTask(ctx, func() error {
+		// Once begun, the redaction runs to the end, as every write the writer takes up: a
+		// caller that went away must not leave main moved and the pruning undone.
+		ctx := context.WithoutCancel(ctx)
+		start := time.Now()
+		var err error
+		if res, err = s.redact(ctx, git, in); err != nil {
+			return err
+		}
+		if err := s.pruneRedacted(ctx, git); err != nil {
+			return fmt.Errorf("prune after redaction (the redaction is done; redact again to finish pruning): %w", err)
+		}
+		res.ContentRemains = !res.blob.IsZero() && s.repo.git(ctx, git, "cat-file", "-e", res.blob.String()) == nil
+		res.Took = time.Since(start)
+		return nil
+	})
+	return res.RedactResult, err
+}
+
+// redactOutcome is a RedactResult with the blob that was redacted, to look for at the end.
+type redactOutcome struct {
+	RedactResult
+	blob plumbing.Hash
+}
+
+// redactTarget is what a redaction rewrites: version v's blob at v.Path, in the commits
+// from v's until the memory's next version (stop).
+type redactTarget struct {
+	v     verRec
+	seq   []byte
+	blob  plumbing.Hash // zero for a deletion: only the message is scrubbed
+	stop  plumbing.Hash // the commit of the memory's next version, zero if none
+	next  string        // the id of that version
+	segs  []string
+	label string // "version X of memory M"
+}
+
+// findTarget reads the version to redact and checks that it may be redacted.
+func (ct catTx) findTarget(id string) (redactTarget, error) {
+	seq := ct.tx.Bucket(bVerID).Get([]byte(id))
+	if seq == nil {
+		return redactTarget{}, notFoundf("memory version %s not found", id)
+	}
+	v, err := ct.versionBySeq(seq)
+	if err != nil {
+		return redactTarget{}, err
+	}
+	t := redactTarget{v: v, seq: append([]byte(nil), seq...), segs: treePath(v.Path)}
+	if v.Redacted != nil {
+		return t, nil
+	}
+	rec, ok, err := ct.memory(v.Memory)
+	if err != nil {
+		return t, err
+	}
+	if !ok {
+		return t, fmt.Errorf("catalog version %s names unknown memory %s", v.ID, v.Memory)
+	}
+	if !rec.Deleted && rec.Version == v.ID {
+		return t, invalidf("version %s is the current version of memory %s at %s: update or delete the memory first, then redact this version", v.ID, v.Memory, rec.Path)
+	}
+	vs, err := ct.memoryVersions(v.Memory)
+	if err != nil {
+		return t, err
+	}
+	for i, w := range vs {
+		if w.ID == v.ID && i+1 < len(vs) {
+			t.stop, t.next = plumbing.NewHash(vs[i+1].Commit), vs[i+1].ID
+		}
+	}
+	if v.Blob != "" {
+		t.blob = plumbing.NewHash(v.Blob)
+	}
+	return t, nil
+}
+
+// redact rewrites the history and publishes it. If main moves meanwhile (a push), it
+// catches up and rewrites just the new commits on top, until it wins the ref: a redaction
+// rewrites the whole history once, however many pushes land while it does.
+func (s *Store) redact(ctx context.Context, git string, in RedactInput) (redactOutcome, error) {
+	var out redactOutcome
+	if err := s.catchUp(nil); err != nil {
+		return out, err
+	}
+	var t redactTarget
+	var head plumbing.Hash
+	err := s.db.View(func(tx *bolt.Tx) error {
+		ct := catTx{tx}
+		head = ct.applied()
+		var err error
+		t, err = ct.findTarget(in.VersionID)
+		return err
+	})
+	if err != nil {
+		return out, err
+	}
+	if t.v.Redacted != nil {
+		out.Version = versionFrom(s.id, t.v)
+		return out, nil
+	}
+	now := s.opts.Clock().UTC()
+	red := redaction{At: now.UnixMilli(), ActorType: in.Actor.Type, ActorID: in.Actor.ID}
+	rw := &rewriter{s: s, t: t, red: red, newOf: map[plumbing.Hash]plumbing.Hash{},
+		inRange: map[plumbing.Hash]bool{}, trees: map[plumbing.Hash]plumbing.Hash{}, byHash: map[plumbing.Hash]bool{}}
+	if err := rw.run(ctx, git, plumbing.ZeroHash, head); err != nil {
+		return out, err
+	}
+	written, listed := 0, 0
+	var lock *refLock // taken after a few lost races, so that pushes cannot starve the rewrite
+	defer func() {
+		if lock != nil {
+			lock.release()
+		}
+	}()
+	for attempt := 0; ; attempt++ {
+		newHead := rw.mapped(head)
+		if written < len(rw.objs) {
+			if err := s.repo.writePack(rw.objs[written:]); err != nil {
+				return out, err
+			}
+			written = len(rw.objs)
+		}
+		if err := s.listForPrune(rw.old[listed:]); err != nil {
+			return out, err
+		}
+		listed = len(rw.old)
+		v, err := s.publishRedaction(t, rw.newOf, red, head, newHead, lock)
+		if err == nil {
+			s.log.Debug("redacted version", "store", s.id, "version", t.v.ID, "memory", t.v.Memory,
+				"rewritten", len(rw.newOf), "new_head", newHead, "attempts", attempt+1)
+			out.Version = versionFrom(s.id, v)
+			out.OldHead, out.NewHead, out.Rewritten = head.String(), newHead.String(), len(rw.newOf)
+			out.blob = t.blob
+			return out, nil
+		}
+		if !errors.Is(err, errRefMoved) {
+			return out, err
+		}
+		if lock != nil {
+			return out, fmt.Errorf("%s moved while locked", mainRef)
+		}
+		if attempt == 2 {
+			// Pushes keep winning: hold main.lock from here to the ref update. A push that
+			// comes meanwhile waits, and is refused if the lock outlasts its patience.
+			if lock, err = s.repo.lockRef(); err != nil {
+				return out, err
+			}
+		}
+		// A push moved main: rewrite its commits onto the new history too.
+		if err := s.catchUp(nil); err != nil {
+			return out, err
+		}
+		next := s.headHash()
+		if err := rw.run(ctx, git, head, next); err != nil {
+			return out, err
+		}
+		head = next
+	}
+}
+
+// listForPrune records objects of the old history, to prune once main has moved. It is
+// durable before main moves: a crash after that leaves the list, and the next redaction (of
+// any version, or this one again) finishes the pruning.
+func (s *Store) listForPrune(hs []plumbing.Hash) error {
+	if len(hs) == 0 {
+		return nil
+	}
+	// In key order: bbolt then fills pages one after another instead of splitting them.
+	hs = slices.SortedFunc(slices.Values(hs), func(a, b plumbing.Hash) int { return bytes.Compare(a[:], b[:]) })
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists(bPrune)
+		if err != nil {
+			return err
+		}
+		for _, h := range hs {
+			if err := b.Put(append([]byte(nil), h[:]...), nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("record objects to prune: %w", err)
+	}
+	return nil
+}
+
+// publishRedaction moves main from head to newHead (through lock, if held) and updates the
+// catalog in place in the same step. It returns errRefMoved if main is no longer at head;
+// nothing changed then.
+func (s *Store) publishRedaction(t redactTarget, newOf map[plumbing.Hash]plumbing.Hash, red redaction, head, newHead plumbing.Hash, lock *refLock) (verRec, error) {
+	tx, err := s.db.Begin(true)
+	if err != nil {
+		return verRec{}, fmt.Errorf("begin catalog update: %w", err)
+	}
+	defer tx.Rollback()
+	v, err := catTx{tx}.applyRedaction(t, newOf, red, newHead)
+	if err != nil {
+		return v, err
+	}
+	s.publishing.Store(newHead)
+	if lock == nil {
+		err = s.repo.casRef(head, newHead)
+	} else if cur, rerr := s.repo.readRef(); rerr != nil || cur != head {
+		err = errors.Join(errRefMoved, rerr)
+	} else {
+		err = lock.commit(newHead)
+	}
+	if err != nil {
+		return v, err
+	}
+	if err := tx.Commit(); err != nil {
+		// main has the new history; the catalog rebuilds from it at the next write or open.
+		s.log.Error("update catalog after redaction", "store", s.id, "err", err)
+	}
+	s.moved.notify()
+	return v, nil
+}
+
+// rewriter rewrites the commits that descend from the redacted version's commit.
+type rewriter struct {
+	s     *Store
+	t     redactTarget
+	red   redaction
+	mark  plumbing.Hash
+	newOf map[plumbing.Hash]plumbing.Hash // old commit -> new, for the commits that changed
+	// inRange holds the (old) commits whose tree has the redacted blob at the path because
+	// they inherit it from the version's commit.
+	inRange map[plumbing.Hash]bool
+	trees   map[plumbing.Hash]plumbing.Hash // old root tree -> new, for trees in range
+	objs    []plumbing.EncodedObject
+	byHash  map[plumbing.Hash]bool
+	old     []plumbing.Hash // objects of the old history that the new one may no longer reach
+}
+
+func (rw *rewriter) emit(o plumbing.EncodedObject) {
+	if !rw.byHash[o.Hash()] {
+		rw.byHash[o.Hash()] = true
+		rw.objs = append(rw.objs, o)
+	}
+}
+
+func (rw *rewriter) mapped(h plumbing.Hash) plumbing.Hash {
+	if n, ok := rw.newOf[h]; ok {
+		return n
+	}
+	return h
+}
+
+// run lists the commits to rewrite, parents first, and rewrites them: the version's commit
+// and every commit of main up to head that descends from it or, after a push moved main,
+// the commits from from to head.
+func (rw *rewriter) run(ctx context.Context, git string, from, head plumbing.Hash) error {
+	args := []string{"rev-list", "--topo-order", "--reverse", head.String()}
+	if !from.IsZero() {
+		args = append(args, "^"+from.String())
+	} else {
+		c, err := rw.s.repo.commit(plumbing.NewHash(rw.t.v.Commit))
+		if err != nil {
+			return err
+		}
+		if len(c.ParentHashes) > 0 {
+			args = append(args, "--ancestry-path", "^"+c.ParentHashes[0].String())
+		}
+	}
+	listing, err := rw.s.repo.gitOutput(ctx, git, args...)
+	if err != nil {
+		return err
+	}
+	var hashes []plumbing.Hash
+	for _, line := range strings.Fields(string(listing)) {
+		h, ok := parseHash(line)
+		if !ok {
+			return fmt.Errorf("git rev-list printed %q, not a commit hash", line)
+		}
+		hashes = append(hashes, h)
+	}
+	if !rw.t.blob.IsZero() && rw.mark.IsZero() {
+		m := blobObject([]byte(redactedContent))
+		rw.emit(m)
+		rw.mark = m.Hash()
+		rw.old = append(rw.old, rw.t.blob)
+	}
+	return rw.s.repo.catCommits(ctx, git, hashes, func(c *object.Commit) error { return rw.rewrite(c) })
+}
+
+// rewrite makes the new commit of c, if anything of it changes.
+func (rw *rewriter) rewrite(c *object.Commit) error {
+	old := c.Hash
+	changed := false
+	parentInRange := false
+	for i, p := range c.ParentHashes {
+		parentInRange = parentInRange || rw.inRange[p]
+		if n, ok := rw.newOf[p]; ok {
+			c.ParentHashes[i], changed = n, true
+		}
+	}
+	isVersion := old.String() == rw.t.v.Commit
+	if !rw.t.blob.IsZero() && (isVersion || parentInRange && old != rw.t.stop) {
+		tree, ok, err := rw.replaceTree(c.TreeHash)
+		if err != nil {
+			return err
+		}
+		if ok {
+			rw.inRange[old] = true
+			c.TreeHash, changed = tree, true
+		}
+	}
+	if isVersion {
+		c.Message = rw.scrubMessage(c.Message)
+		changed = true
+	}
+	if !changed {
+		return nil
+	}
+	t := parseTrailers(c.Message)
+	if t.get(trailerVersion) == "" && t.get(trailerDerivedFrom) == "" {
+		// The ids of a commit made with plain git derive from its hash: keep the original.
+		c.Message = addTrailers(c.Message, trailers{{trailerDerivedFrom, old.String()}})
+	}
+	// A signature cannot hold for the new content; the commit keeps its author and times.
+	c.PGPSignature = ""
+	o := &plumbing.MemoryObject{}
+	if err := c.Encode(o); err != nil {
+		return fmt.Errorf("encode rewritten commit of %s: %w", old, err)
+	}
+	rw.emit(o)
+	rw.newOf[old] = o.Hash()
+	rw.old = append(rw.old, old)
+	return nil
+}
+
+// scrubMessage removes the version's path from its commit message and records the
+// redaction in it.
+func (rw *rewriter) scrubMessage(msg string) string {
+	if p := rw.t.v.Path; p != "" {
+		msg = scrubPath(msg, p)
+	}
+	r := rw.red
+	value := fmt.Sprintf("%s %s %s %s", rw.t.v.ID, r.ActorType, r.ActorID, msTime(r.At).Format(time.RFC3339Nano))
+	return addTrailers(msg, trailers{{trailerRedacted, value}})
+}
+
+// scrubPath replaces the memory path p in a commit message, with or without its leading
+// slash ("/a/b.md", "a/b.md" as people write it), where it stands as a whole path: not the
+// end of a longer one ("/x/a/b.md") nor the start ("/a/b.md2").
+func scrubPath(msg, p string) string {
+	re := regexp.MustCompile(`(^|[^A-Za-z0-9._/-])/?` + regexp.QuoteMeta(strings.TrimPrefix(p, "/")) + `($|[^A-Za-z0-9_/-])`)
+	for i := 0; i < 100; i++ { // matches do not overlap: go again for adjacent ones
+		next := re.ReplaceAllString(msg, "${1}"+redactedPath+"${2}")
+		if next == msg {
+			break
+		}
+		msg = next
+	}
+	return msg
+}
+
+// replaceTree returns root with the redacted blob at the path replaced by the marker, and
+// whether root had the blob there. The file keeps its mode.
+func (rw *rewriter) replaceTree(root plumbing.Hash) (plumbing.Hash, bool, error) {
+	if n, ok := rw.trees[root]; ok {
+		return n, true, nil
+	}
+	n, ok, err := rw.replaceIn(root, rw.t.segs)
+	if err == nil && ok {
+		rw.trees[root] = n
+	}
+	return n, ok, err
+}
+
+func (rw *rewriter) replaceIn(tree plumbing.Hash, segs []string) (plumbing.Hash, bool, error) {
+	entries, err := readTree(rw.s.repo, tree)
+	if err != nil {
+		return tree, false, err
+	}
+	for i, e := range entries {
+		if e.Name != segs[0] {
+			continue
+		}
+		var h plumbing.Hash
+		switch {
+		case len(segs) == 1 && e.Hash == rw.t.blob && isMemoryFile(e.Mode):
+			h = rw.mark
+		case len(segs) > 1 && e.Mode == filemode.Dir:
+			sub, ok, err := rw.replaceIn(e.Hash, segs[1:])
+			if err != nil || !ok {
+				return tree, false, err
+			}
+			h = sub
+		default:
+			return tree, false, nil
+		}
+		out := append([]object.TreeEntry(nil), entries...)
+		out[i].Hash = h
+		o, err := encodeTree(out)
+		if err != nil {
+			return tree, false, err
+		}
+		rw.emit(o)
+		rw.old = append(rw.old, tree)
+		return o.Hash(), true, nil
+	}
+	return tree, false, nil
+}
+
+// addTrailers appends trailers to a message: to its trailer block if it ends with one,
+// else as a new paragraph.
+func addTrailers(msg string, t trailers) string {
+	msg = strings.TrimRight(msg, "\n")
+	sep := "\n\n"
+	if parseTrailers(msg) != nil {
+		sep = "\n"
+	}
+	var b strings.Builder
+	b.WriteString(msg)
+	b.WriteString(sep)
+	for _, kv := range t {
+		fmt.Fprintf(&b, "%s: %s\n", kv.Key, kv.Value)
+	}
+	return b.String()
+}
+
+// redactionOf reads the redaction of version id from a commit's trailers, if it has one.
+func redactionOf(msg, id string) *redaction {
+	for _, kv := range parseTrailers(msg) {
+		if !strings.EqualFold(kv.Key, trailerRedacted) {
+			continue
+		}
+		f := strings.Fields(kv.Value)
+		if len(f) != 4 || f[0] != id {
+			continue
+		}
+		at, err := time.Parse(time.RFC3339Nano, f[3])
+		if err != nil {
+			continue
+		}
+		return &redaction{At: at.UnixMilli(), ActorType: ActorType(f[1]), ActorID: f[2]}
+	}
+	return nil
+}
+
+// derivationSource is what the ids of a commit made with plain git derive from: its hash,
+// or the hash it had before a redaction rewrote it.
+func derivationSource(c *object.Commit) string {
+	if h := parseTrailers(c.Message).get(trailerDerivedFrom); h != "" {
+		return h
+	}
+	return c.Hash.String()
+}
+
+// applyRedaction updates the catalog in place for a rewrite: the redacted version, the
+// commits of later versions, the keys that pushed rewritten commits, and the commit the
+// catalog reflects. It leaves the catalog as a rebuild from the new history would.
+func (ct catTx) applyRedaction(t redactTarget, newOf map[plumbing.Hash]plumbing.Hash, r redaction, newHead plumbing.Hash) (verRec, error) {
+	vb := ct.tx.Bucket(bVer)
+	var markSHA string
+	var markBlob string
+	if !t.blob.IsZero() {
+		sum := sha256.Sum256([]byte(redactedContent))
+		markSHA, markBlob = hex.EncodeToString(sum[:]), blobObject([]byte(redactedContent)).Hash().String()
+	}
+	var redacted verRec
+	type update struct {
+		k []byte
+		v verRec
+	}
+	var updates []update
+	cur := vb.Cursor()
+	for k, raw := cur.Seek(t.seq); k != nil; k, raw = cur.Next() {
+		v, err := decodeVersion(k, raw)
+		if err != nil {
+			return v, err
+		}
+		n, moved := newOf[plumbing.NewHash(v.Commit)]
+		if moved {
+			v.Commit = n.String()
+		}
+		if v.ID == t.v.ID {
+			v.Redacted = &r
+			if markBlob != "" {
+				v.Blob, v.SHA, v.Size = markBlob, markSHA, len(redactedContent)
+			}
+			redacted = v
+		} else if !moved {
+			continue
+		}
+		updates = append(updates, update{append([]byte(nil), k...), v})
+	}
+	for _, u := range updates {
+		if err := ct.putVersion(u.k, u.v); err != nil {
+			return redacted, err
+		}
+	}
+	// A deleted memory keeps the content of its last live version: if that is the
+	// redacted one (the deletion came next), the marker.
+	if rec, ok, err := ct.memory(t.v.Memory); err != nil {
+		return redacted, err
+	} else if ok && rec.Deleted && markBlob != "" && rec.Version == t.next && rec.Blob == t.v.Blob {
+		rec.Blob, rec.SHA, rec.Size = markBlob, markSHA, len(redactedContent)
+		if err := ct.putMemory(t.v.Memory, rec); err != nil {
+			return redacted, err
+		}
+	}
+	pk := ct.tx.Bucket(bPushKey)
+	rb, err := ct.tx.CreateBucketIfNotExists(bRewritten)
+	if err != nil {
+		return redacted, err
+	}
+	olds := slices.SortedFunc(maps.Keys(newOf), func(a, b plumbing.Hash) int { return bytes.Compare(a[:], b[:]) })
+	for _, o := range olds { // in key order, for bbolt
+		n := newOf[o]
+		if key := pk.Get(o[:]); key != nil {
+			if err := pk.Put(append([]byte(nil), n[:]...), append([]byte(nil), key...)); err != nil {
+				return redacted, err
+			}
+		}
+		if err := rb.Put(append([]byte(nil), o[:]...), append([]byte(nil), n[:]...)); err != nil {
+			return redacted, err
+		}
+	}
+	return redacted, ct.setApplied(newHead)
+}
+
+func (ct catTx) putVersion(k []byte, v verRec) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return ct.tx.Bucket(bVer).Put(k, b)
+}
+
+// rewrittenTo follows the rewrites of commit h: the commit of main's history that took its
+// place, or h itself.
+func (ct catTx) rewrittenTo(h plumbing.Hash) plumbing.Hash {
+	b := ct.tx.Bucket(bRewritten)
+	for i := 0; b != nil && i < 1000; i++ {
+		n := b.Get(h[:])
+		if len(n) != 20 {
+			break
+		}
+		copy(h[:], n)
+	}
+	return h
+}
+
+// pruneRedacted deletes the objects of rewritten histories: it repacks the reachable
+// objects into one pack, drops the old packs (and with them the unreachable objects they
+// held) and deletes the listed loose objects that no longer belong to main. Objects that a
+// push is adding meanwhile are in packs or loose files that this leaves alone.
+func (s *Store) pruneRedacted(ctx context.Context, git string) error {
+	var todo []plumbing.Hash
+	if err := s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bPrune)
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(k, _ []byte) error {
+			var h plumbing.Hash
+			copy(h[:], k)
+			todo = append(todo, h)
+			return nil
+		})
+	}); err != nil {
+		return err
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	r := s.repo
+	for attempt := 0; ; attempt++ {
+		moved, err := r.repackAll(ctx, git)
+		if err != nil {
+			return err
+		}
+		if !moved {
+			break
+		}
+		// A push moved main while git repacked: its objects may be in the old packs.
+		if attempt == 3 {
+			return &Error{Kind: KindConflict, Message: "main kept moving (pushes) while the repository was repacked; redact again to finish pruning"}
+		}
+		if err := s.catchUp(nil); err != nil {
+			return err
+		}
+	}
+	if err := r.git(ctx, git, "prune-packed", "-q"); err != nil {
+		return err
+	}
+	// What is still loose is not reachable from main: git repack would have packed it.
+	for _, h := range todo {
+		if err := os.Remove(r.loosePath(h)); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("remove redacted object: %w", err)
+		}
+	}
+	packs, err := r.packFiles()
+	if err != nil {
+		return err
+	}
+	r.packs = len(packs)
+	return s.db.Update(func(tx *bolt.Tx) error {
+		if tx.Bucket(bPrune) == nil {
+			return nil
+		}
+		return tx.DeleteBucket(bPrune)
+	})
+}
+
+// catCommits reads the commits hs with one git cat-file --batch, in order, and passes each
+// to fn: far faster than decoding them through go-git one by one.
+func (r *repo) catCommits(ctx context.Context, git string, hs []plumbing.Hash, fn func(c *object.Commit) error) error {
+	if len(hs) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cmd, stderr := r.gitCmd(ctx, git, "cat-file", "--batch")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("git cat-file in %s: %w", r.path, err)
+	}
+	go func() {
+		w := bufio.NewWriter(stdin)
+		for _, h := range hs {
+			w.WriteString(h.String())
+			w.WriteByte('\n')
+		}
+		w.Flush()
+		stdin.Close()
+	}()
+	rd := bufio.NewReaderSize(stdout, 1<<20)
+	ferr := func() error {
+		for _, h := range hs {
+			hdr, err := rd.ReadString('\n')
+			if err != nil {
+				return fmt.Errorf("read commit %s: %w", h, err)
+			}
+			f := strings.Fields(hdr)
+			if len(f) != 3 || f[0] != h.String() || f[1] != "commit" {
+				return fmt.Errorf("git cat-file answered %q for commit %s", strings.TrimSpace(hdr), h)
+			}
+			n, err := strconv.Atoi(f[2])
+			if err != nil {
+				return fmt.Errorf("git cat-file answered %q for commit %s", strings.TrimSpace(hdr), h)
+			}
+			buf := make([]byte, n+1)
+			if _, err := io.ReadFull(rd, buf); err != nil {
+				return fmt.Errorf("read commit %s: %w", h, err)
+			}
+			o := &plumbing.MemoryObject{}
+			o.SetType(plumbing.CommitObject)
+			o.Write(buf[:n])
+			c := &object.Commit{}
+			if err := c.Decode(o); err != nil {
+				return fmt.Errorf("decode commit %s: %w", h, err)
+			}
+			if err := fn(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}()
+	if ferr != nil {
+		cancel()
+		cmd.Wait()
+		return ferr
+	}
+	if err := cmd.Wait(); err != nil {
+		return fmt.Errorf("git cat-file in %s: %v: %s", r.path, err, strings.TrimSpace(stderr.String()))
+	}
+	return nil
+}

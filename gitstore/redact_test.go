@@ -1,0 +1,496 @@
+package gitstore
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// allObjects prints every object of a repository, loose and packed, reachable or not.
+func allObjects(t *testing.T, repoPath string) string {
+	t.Helper()
+	out, err := exec.Command("git", "-C", repoPath, "cat-file", "--batch-all-objects", "--batch").CombinedOutput()
+	if err != nil {
+		t.Fatalf("git cat-file: %v\n%s", err, out)
+	}
+	return string(out)
+}
+
+// versionsOf lists every version of a store, oldest first, with all that the API shows of
+// it (the commit aside, which a redaction changes).
+func versionsOf(t *testing.T, s *Store) []string {
+	t.Helper()
+	var out []string
+	f := VersionFilter{Limit: 1000, WithContent: true}
+	for {
+		page, err := s.Versions(context.Background(), f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range page.Versions {
+			line := strings.Join([]string{v.ID, v.MemoryID, string(v.Operation), v.Path, deref(v.Content), v.ContentSHA256,
+				itoa(v.SizeBytes), string(v.CreatedBy.Type), v.CreatedBy.ID, v.CreatedBy.Name, v.CreatedBy.Email,
+				v.CreatedBy.APIKeyID, v.CreatedAt.Format(time.RFC3339Nano)}, "|")
+			if v.RedactedAt != nil {
+				line += "|redacted " + v.RedactedAt.Format(time.RFC3339Nano) + " " + string(v.RedactedBy.Type) + " " + v.RedactedBy.ID
+			}
+			out = append([]string{line}, out...)
+		}
+		if page.NextCursor == "" {
+			return out
+		}
+		f.Cursor = page.NextCursor
+	}
+}
+
+// reopen closes data directory d and opens it again, as after a restart, with store id.
+func reopen(t *testing.T, d *DataDir, dir, id string) (*DataDir, *Store) {
+	t.Helper()
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Open(context.Background(), dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := d.Store(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, s
+}
+
+// redactedHistory is versionsOf's lines as they must be after version v's redaction: the
+// same, but for v's path, content, hash and size, and who redacted it when.
+func redactedHistory(before []string, v Version) []string {
+	want := append([]string(nil), before...)
+	for i, line := range want {
+		if strings.HasPrefix(line, v.ID+"|") {
+			f := strings.Split(line, "|")
+			f[3], f[4], f[5], f[6] = "", "<nil>", "", "0"
+			want[i] = strings.Join(f, "|") + "|redacted " + v.RedactedAt.Format(time.RFC3339Nano) + " " +
+				string(v.RedactedBy.Type) + " " + v.RedactedBy.ID
+		}
+	}
+	return want
+}
+
+func sameHistory(t *testing.T, what string, got, want []string) {
+	t.Helper()
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("%s:\n got %s\nwant %s", what, strings.Join(got, "\n     "), strings.Join(want, "\n     "))
+	}
+}
+
+// TestRedact redacts a version whose content lives on through later commits, some made
+// with plain git, and checks that the content is in no object of the repository, that
+// every id, actor and time stays, and that the catalog updated in place is the one a
+// rebuild derives from the new history, also after the data directory is opened again.
+func TestRedact(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	d, err := Open(ctx, dir, Options{Clock: tickClock(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { d.Close() }()
+	s, err := d.CreateStore(ctx, CreateStoreInput{Name: "redact", Actor: apiActor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const secret = "the vault code is 4471-SWORDFISH\n"
+	mustWrite(t, s, "/notes/keep.md", "keep me\n", apiActor)
+	leak := mustWrite(t, s, "/creds/vault.md", secret, sessionActor)
+	id := leak.Memory.ID
+	mustWrite(t, s, "/notes/other.md", "other\n", apiActor)
+
+	// People edit a clone while the secret is there: their commits hold it too.
+	wt := filepath.Join(t.TempDir(), "clone")
+	gitIn(t, ".", "clone", "-q", s.RepoPath(), wt)
+	writeFile(t, filepath.Join(wt, "people/ann.md"), "likes tea\n")
+	gitIn(t, wt, "add", "-A")
+	gitIn(t, wt, "commit", "-qm", "add ann (next to creds/vault.md)")
+	gitIn(t, wt, "push", "-q", "origin", "main")
+	asOfLeak := mustWrite(t, s, "/notes/keep.md", "keep me, edited\n", apiActor).Version.CreatedAt
+
+	fixed := mustWrite(t, s, "/creds/vault.md", "rotated; ask the admin\n", apiActor)
+	writeFile(t, filepath.Join(wt, "people/ann.md"), "likes green tea\n")
+	gitIn(t, wt, "pull", "-q", "--ff-only")
+	writeFile(t, filepath.Join(wt, "people/ann.md"), "likes green tea\n")
+	gitIn(t, wt, "commit", "-qam", "ann: green tea")
+	gitIn(t, wt, "push", "-q", "origin", "main")
+	mustWrite(t, s, "/notes/other.md", "other, later\n", apiActor)
+
+	if !strings.Contains(allObjects(t, s.RepoPath()), strings.TrimSpace(secret)) {
+		t.Fatal("the test's secret is not in the repository to begin with")
+	}
+	before := versionsOf(t, s)
+
+	// The memory's current version cannot be redacted.
+	if _, err := s.Redact(ctx, RedactInput{VersionID: fixed.Version.ID, Actor: apiActor}); !IsKind(err, KindInvalid) ||
+		!strings.Contains(err.Error(), "update or delete the memory first") {
+		t.Fatalf("redact of the current version: %v, want a clear refusal", err)
+	}
+	if _, err := s.Redact(ctx, RedactInput{VersionID: "memver_01NOSUCHVERSION0000000000", Actor: apiActor}); !IsKind(err, KindNotFound) {
+		t.Fatalf("redact of an unknown version: %v", err)
+	}
+	if _, err := s.Redact(ctx, RedactInput{VersionID: leak.Version.ID, Actor: sessionActor}); !IsKind(err, KindInvalid) {
+		t.Fatalf("redact by a session: %v", err)
+	}
+	sameHistory(t, "versions after refused redactions", versionsOf(t, s), before)
+
+	oldHead := s.Head()
+	res, err := s.Redact(ctx, RedactInput{VersionID: leak.Version.ID, Actor: bobActor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.OldHead != oldHead || res.NewHead != s.Head() || res.NewHead == oldHead || res.Rewritten < 5 || res.ContentRemains {
+		t.Errorf("redact result %+v (head was %s, is %s)", res, oldHead, s.Head())
+	}
+	v := res.Version
+	if v.ID != leak.Version.ID || v.Path != "" || v.Content != nil || v.ContentSHA256 != "" || v.SizeBytes != 0 ||
+		v.RedactedAt == nil || v.RedactedBy == nil || *v.RedactedBy != (Actor{Type: UserActor, ID: bobActor.ID}) ||
+		v.CreatedBy.ID != sessionActor.ID || !v.CreatedAt.Equal(leak.Version.CreatedAt) {
+		t.Errorf("redacted version %+v", v)
+	}
+
+	// Nothing else changed: the redacted version's line is the only difference.
+	after := versionsOf(t, s)
+	sameHistory(t, "versions after the redaction", after, redactedHistory(before, v))
+
+	objs := allObjects(t, s.RepoPath())
+	if strings.Contains(objs, "SWORDFISH") {
+		t.Error("the redacted content is still in an object of the repository")
+	}
+	if !strings.Contains(objs, "likes green tea") || !strings.Contains(objs, "rotated; ask the admin") {
+		t.Error("content that was not redacted is gone")
+	}
+	fsck(t, s)
+	log := gitIn(t, s.RepoPath(), "log", "--format=%B", "main")
+	if !strings.Contains(log, "Gitmem-Redacted: "+leak.Version.ID+" user_actor "+bobActor.ID) ||
+		!strings.Contains(log, "Gitmem-Derived-From: ") || !strings.Contains(log, "create [redacted path]") {
+		t.Errorf("rewritten history does not record the redaction:\n%s", log)
+	}
+
+	// The memory reads as before; as of a time the redacted version was current, its
+	// content is the marker.
+	if got := contentOf(t, s, id); got != "rotated; ask the admin\n" {
+		t.Errorf("current content %q", got)
+	}
+	snap, err := s.AtTime(ctx, asOfLeak)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := snap.Get(ctx, id, true); err != nil || *m.Content != redactedContent || m.Path != "/creds/vault.md" {
+		t.Errorf("as of the leak: %+v, %v", m, err)
+	}
+	if m, err := snap.GetByPath(ctx, "/notes/keep.md", true); err != nil || *m.Content != "keep me, edited\n" {
+		t.Errorf("as of the leak, another memory: %+v, %v", m, err)
+	}
+	if _, err := s.AtCommit(ctx, oldHead); err != nil {
+		t.Errorf("as of the old head (rewritten): %v", err)
+	}
+	// Views derived from main follow through the rewrite without starting over.
+	if head, changes, err := s.Changes(ctx, oldHead); err != nil || head != res.NewHead || len(changes) != 0 {
+		t.Errorf("changes since the old head: %s %v %v", head, changes, err)
+	}
+	if _, err := s.Restore(ctx, RestoreInput{VersionID: leak.Version.ID, Actor: apiActor}); !IsKind(err, KindInvalid) {
+		t.Errorf("restore of a redacted version: %v", err)
+	}
+
+	// Twice is the same answer, and changes nothing.
+	again, err := s.Redact(ctx, RedactInput{VersionID: leak.Version.ID, Actor: apiActor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.OldHead != "" || again.Rewritten != 0 || !again.Version.RedactedAt.Equal(*v.RedactedAt) || *again.Version.RedactedBy != *v.RedactedBy || s.Head() != res.NewHead {
+		t.Errorf("second redaction %+v", again)
+	}
+
+	// A rebuild from the new history gives the catalog that was updated in place, and so does
+	// opening the data directory again.
+	if err := reindexStore(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	sameHistory(t, "versions after a rebuild", versionsOf(t, s), after)
+	d, s = reopen(t, d, dir, s.ID())
+	sameHistory(t, "versions after reopening", versionsOf(t, s), after)
+	if strings.Contains(allObjects(t, s.RepoPath()), "SWORDFISH") {
+		t.Error("the redacted content came back")
+	}
+}
+
+// TestRedactDeletedMemory redacts the last content of a memory that was deleted since, and
+// a deletion version, in an archived store.
+func TestRedactDeletedMemory(t *testing.T) {
+	ctx := context.Background()
+	s := newTestStore(t)
+	w := mustWrite(t, s, "/tmp/token.md", "token abc-PLUTONIUM-123\n", apiActor)
+	mustWrite(t, s, "/a.md", "a\n", apiActor)
+	del, err := s.Delete(ctx, DeleteInput{ID: w.Memory.ID, Actor: apiActor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An archived store is read-only, but a leak must be removable from it.
+	if _, err := s.Archive(ctx, apiActor); err != nil {
+		t.Fatal(err)
+	}
+	before := versionsOf(t, s)
+	first, err := s.Redact(ctx, RedactInput{VersionID: w.Version.ID, Actor: apiActor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(allObjects(t, s.RepoPath()), "PLUTONIUM") {
+		t.Error("the redacted content is still in the repository")
+	}
+	res, err := s.Redact(ctx, RedactInput{VersionID: del.ID, Actor: apiActor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Version.Path != "" || res.Version.RedactedAt == nil || res.Version.Operation != OpDeleted {
+		t.Errorf("redacted deletion %+v", res.Version)
+	}
+	if log := gitIn(t, s.RepoPath(), "log", "--format=%s", "main"); strings.Contains(log, "/tmp/token.md") {
+		t.Errorf("the path is still in a redacted version's subject:\n%s", log)
+	}
+	after := versionsOf(t, s)
+	sameHistory(t, "versions after the redactions", after, redactedHistory(redactedHistory(before, first.Version), res.Version))
+	if err := reindexStore(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	sameHistory(t, "versions after a rebuild", versionsOf(t, s), after)
+	fsck(t, s)
+}
+
+// TestRedactFinishesInterruptedPrune redacts content that a person pushed (so it is a loose
+// object) and stops after main moved, as a crash would, before pruning. Opened again, the
+// store still holds the old objects; redacting the version again prunes them.
+func TestRedactFinishesInterruptedPrune(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	d, err := Open(ctx, dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { d.Close() }()
+	s, err := d.CreateStore(ctx, CreateStoreInput{Name: "crash", Actor: apiActor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, s, "/a.md", "a\n", apiActor)
+	wt := filepath.Join(t.TempDir(), "clone")
+	gitIn(t, ".", "clone", "-q", s.RepoPath(), wt)
+	writeFile(t, filepath.Join(wt, "keys/api.md"), "key: MONGOOSE-9981\n")
+	gitIn(t, wt, "add", "-A")
+	gitIn(t, wt, "commit", "-qm", "add keys/api.md")
+	gitIn(t, wt, "push", "-q", "origin", "main")
+	m, err := s.GetByPath(ctx, "/keys/api.md", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, s, "/keys/api.md", "key: revoked\n", apiActor)
+	pushed := gitIn(t, wt, "rev-parse", "HEAD")
+
+	before := versionsOf(t, s)
+	git, _ := exec.LookPath("git")
+	in := RedactInput{VersionID: m.VersionID, Actor: apiActor}
+	if err := s.runTask(ctx, func() error { _, err := s.redact(ctx, git, in); return err }); err != nil {
+		t.Fatal(err)
+	}
+	d, s = reopen(t, d, dir, s.ID())
+	if !strings.Contains(allObjects(t, s.RepoPath()), "MONGOOSE") {
+		t.Fatal("the content is gone before pruning: the test does not test the pruning")
+	}
+	res, err := s.Redact(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.OldHead != "" || res.Version.RedactedAt == nil {
+		t.Errorf("second redaction %+v", res)
+	}
+	sameHistory(t, "versions after the redaction", versionsOf(t, s), redactedHistory(before, res.Version))
+	if strings.Contains(allObjects(t, s.RepoPath()), "MONGOOSE") {
+		t.Error("the content is still in the repository after the pruning")
+	}
+	if out, err := exec.Command("git", "-C", s.RepoPath(), "cat-file", "-e", strings.TrimSpace(pushed)).CombinedOutput(); err == nil {
+		t.Errorf("the pushed commit of the old history is still in the repository (%s)", out)
+	}
+	if got := contentOf(t, s, m.ID); got != "key: revoked\n" {
+		t.Errorf("content %q", got)
+	}
+	fsck(t, s)
+}
+
+// TestRedactAcrossMerge redacts content that a side branch, merged into main by a person,
+// also holds: the side branch's commits are rewritten too and the merge keeps both parents.
+func TestRedactAcrossMerge(t *testing.T) {
+	ctx := context.Background()
+	s := newTestStore(t)
+	leak := mustWrite(t, s, "/s.md", "secret WOMBAT-5\n", apiActor)
+	wt := filepath.Join(t.TempDir(), "clone")
+	gitIn(t, ".", "clone", "-q", s.RepoPath(), wt)
+	gitIn(t, wt, "checkout", "-q", "-b", "side")
+	writeFile(t, filepath.Join(wt, "side.md"), "from the side branch\n")
+	gitIn(t, wt, "add", "-A")
+	gitIn(t, wt, "commit", "-qm", "side work")
+	mustWrite(t, s, "/s.md", "no secret here\n", apiActor)
+	mustWrite(t, s, "/x.md", "x\n", apiActor)
+	gitIn(t, wt, "checkout", "-q", "main")
+	gitIn(t, wt, "pull", "-q", "--ff-only")
+	gitIn(t, wt, "merge", "-q", "--no-ff", "-m", "merge side", "side")
+	gitIn(t, wt, "push", "-q", "origin", "main")
+	mustWrite(t, s, "/x.md", "x, later\n", apiActor)
+	if _, err := s.GetByPath(ctx, "/side.md", false); err != nil {
+		t.Fatalf("the merged memory: %v", err)
+	}
+	before := versionsOf(t, s)
+
+	res, err := s.Redact(ctx, RedactInput{VersionID: leak.Version.ID, Actor: apiActor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(allObjects(t, s.RepoPath()), "WOMBAT") {
+		t.Error("the content is still in the repository")
+	}
+	parents := strings.Fields(gitIn(t, s.RepoPath(), "log", "-1", "--format=%P", "--merges", "main"))
+	if len(parents) != 2 {
+		t.Fatalf("the merge has parents %v", parents)
+	}
+	side := gitIn(t, s.RepoPath(), "show", parents[1]+":s.md")
+	if side != redactedContent {
+		t.Errorf("the side branch's commit holds %q at /s.md", side)
+	}
+	after := versionsOf(t, s)
+	sameHistory(t, "versions after the redaction", after, redactedHistory(before, res.Version))
+	if err := reindexStore(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	sameHistory(t, "versions after a rebuild", versionsOf(t, s), after)
+	if res.Rewritten < 5 {
+		t.Errorf("rewrote %d commits", res.Rewritten)
+	}
+	fsck(t, s)
+}
+
+func TestScrubPath(t *testing.T) {
+	for _, c := range []struct{ msg, path, want string }{
+		{"create /a.md", "/a.md", "create [redacted path]"},
+		{"rename /data.md to /a.md", "/a.md", "rename /data.md to [redacted path]"},
+		{"update /x/a.md and a.md, a.md.", "/a.md", "update /x/a.md and [redacted path], [redacted path]."},
+		{"fix creds/db.md (was creds/db.md2)", "/creds/db.md", "fix [redacted path] (was creds/db.md2)"},
+		{"touch a.md a.md", "/a.md", "touch [redacted path] [redacted path]"},
+	} {
+		if got := scrubPath(c.msg, c.path); got != c.want {
+			t.Errorf("scrubPath(%q, %q) = %q, want %q", c.msg, c.path, got, c.want)
+		}
+	}
+}
+
+// TestRedactDuringWrites redacts while writers write: every acknowledged write is there
+// after, on top of the rewritten history or under it, and the catalog is the one a rebuild
+// gives.
+func TestRedactDuringWrites(t *testing.T) {
+	ctx := context.Background()
+	s := newTestStore(t)
+	leak := mustWrite(t, s, "/leak.md", "secret KESTREL-31\n", apiActor)
+	mustWrite(t, s, "/leak.md", "clean\n", apiActor)
+	const writers, writes = 6, 25
+	var wg sync.WaitGroup
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < writes; i++ {
+				if _, err := s.Write(ctx, WriteInput{Path: fmt.Sprintf("/w%d.md", w), Content: fmt.Sprintf("write %d\n", i), Actor: apiActor}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	if _, err := s.Redact(ctx, RedactInput{VersionID: leak.Version.ID, Actor: apiActor}); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	for w := 0; w < writers; w++ {
+		m, err := s.GetByPath(ctx, fmt.Sprintf("/w%d.md", w), true)
+		if err != nil || *m.Content != fmt.Sprintf("write %d\n", writes-1) {
+			t.Errorf("writer %d: %+v %v", w, m, err)
+		}
+	}
+	if n := len(versionsOf(t, s)); n != 2+writers*writes {
+		t.Errorf("%d versions, want %d", n, 2+writers*writes)
+	}
+	if strings.Contains(allObjects(t, s.RepoPath()), "KESTREL") {
+		t.Error("the content is still in the repository")
+	}
+	after := versionsOf(t, s)
+	if err := reindexStore(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	sameHistory(t, "versions after a rebuild", versionsOf(t, s), after)
+	fsck(t, s)
+}
+
+// TestRedactDuringPushes pushes commits made with git while a long redaction runs: a push
+// that lands while the redaction rewrites makes it rewrite again on top, and every push that
+// git reported done is in the store afterwards.
+func TestRedactDuringPushes(t *testing.T) {
+	ctx := context.Background()
+	s := newTestStore(t)
+	leak := mustWrite(t, s, "/leak.md", "secret HERON-77\n", apiActor)
+	mustWrite(t, s, "/leak.md", "clean\n", apiActor)
+	fill(t, s, 1500, benchPath)
+	wt := filepath.Join(t.TempDir(), "clone")
+	gitIn(t, ".", "clone", "-q", s.RepoPath(), wt)
+
+	done := make(chan struct{})
+	pushed := make(chan []string, 1)
+	go func() {
+		var ok []string
+		defer func() { pushed <- ok }()
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			// Follow main, rewritten or not, as a person would after a failed push.
+			if exec.Command("git", "-C", wt, "fetch", "-q", "origin").Run() != nil ||
+				exec.Command("git", "-C", wt, "reset", "-q", "--hard", "origin/main").Run() != nil {
+				continue
+			}
+			name := fmt.Sprintf("pushed/p%03d.md", i)
+			writeFile(t, filepath.Join(wt, name), fmt.Sprintf("push %d\n", i))
+			gitIn(t, wt, "add", "-A")
+			gitIn(t, wt, "commit", "-qm", "add "+name)
+			if exec.Command("git", "-C", wt, "push", "-q", "origin", "main").Run() == nil {
+				ok = append(ok, "/"+name)
+			}
+		}
+	}()
+	res, err := s.Redact(ctx, RedactInput{VersionID: leak.Version.ID, Actor: apiActor})
+	close(done)
+	ok := <-pushed
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ok {
+		if _, err := s.GetByPath(ctx, p, false); err != nil {
+			t.Errorf("pushed %s is lost: %v", p, err)
+		}
+	}
+	if strings.Contains(allObjects(t, s.RepoPath()), "HERON") {
+		t.Error("the content is still in the repository")
+	}
+	t.Logf("%d pushes landed around a redaction of %d commits", len(ok), res.Rewritten)
+	fsck(t, s)
+}
