@@ -38,6 +38,9 @@ import (
 // scrubbed from the redacted version's commit message. The redaction itself is recorded
 // in that commit as a Gitmem-Redacted trailer.
 
+// TrailerRedacted is the trailer in which a rewritten commit records a redaction.
+const TrailerRedacted = trailerRedacted
+
 const (
 	trailerRedacted    = "Gitmem-Redacted"
 	trailerDerivedFrom = "Gitmem-Derived-From"
@@ -71,6 +74,10 @@ var (
 type RedactInput struct {
 	VersionID string
 	Actor     Actor
+	// At is when the redaction was made; zero means now. Sync sets it to replay a redaction
+	// that another replica made: the same redaction of the same commits gives the same
+	// rewritten commits, so the replicas' histories join again.
+	At time.Time
 }
 
 // RedactResult is what a redaction did.
@@ -116,6 +123,9 @@ func (s *Store) Redact(ctx context.Context, in RedactInput) (RedactResult, error
 		var err error
 		if res, err = s.redact(ctx, git, in); err != nil {
 			return err
+		}
+		if err := s.moveOtherRefs(ctx, git); err != nil {
+			return fmt.Errorf("move refs onto the redacted history (the redaction is done; redact again to finish): %w", err)
 		}
 		if err := s.pruneRedacted(ctx, git); err != nil {
 			return fmt.Errorf("prune after redaction (the redaction is done; redact again to finish pruning): %w", err)
@@ -208,8 +218,11 @@ func (s *Store) redact(ctx context.Context, git string, in RedactInput) (redactO
 		out.Version = versionFrom(s.id, t.v)
 		return out, nil
 	}
-	now := s.opts.Clock().UTC()
-	red := redaction{At: now.UnixMilli(), ActorType: in.Actor.Type, ActorID: in.Actor.ID}
+	now := in.At
+	if now.IsZero() {
+		now = s.opts.Clock()
+	}
+	red := redaction{At: now.UTC().UnixMilli(), ActorType: in.Actor.Type, ActorID: in.Actor.ID}
 	rw := &rewriter{s: s, t: t, red: red, newOf: map[plumbing.Hash]plumbing.Hash{},
 		inRange: map[plumbing.Hash]bool{}, trees: map[plumbing.Hash]plumbing.Hash{}, byHash: map[plumbing.Hash]bool{}}
 	if err := rw.run(ctx, git, plumbing.ZeroHash, head); err != nil {
@@ -638,6 +651,70 @@ func (ct catTx) putVersion(k []byte, v verRec) error {
 		return err
 	}
 	return ct.tx.Bucket(bVer).Put(k, b)
+}
+
+// RewrittenTo returns the commit of main's history that a redaction here put in the place of
+// commit, and true; or false if no redaction rewrote commit. Sync uses it to recognise a
+// remote that still holds the history from before a redaction.
+func (s *Store) RewrittenTo(ctx context.Context, commit string) (string, bool, error) {
+	h, ok := parseHash(commit)
+	if !ok {
+		return "", false, invalidf("%q is not a commit hash", commit)
+	}
+	var to plumbing.Hash
+	err := s.view(ctx, func(ct catTx) error { to = ct.rewrittenTo(h); return nil })
+	return to.String(), err == nil && to != h, err
+}
+
+// moveOtherRefs moves the refs other than main that point at a rewritten commit (such as
+// the commit last fetched from a remote, which sync keeps under refs/remotes/) to the commit
+// that took its place: otherwise they would keep the redacted content reachable, and the
+// repack would keep it.
+func (s *Store) moveOtherRefs(ctx context.Context, git string) error {
+	out, err := s.repo.gitOutput(ctx, git, "for-each-ref", "--format=%(objectname) %(refname)")
+	if err != nil {
+		return err
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		hash, ref, ok := strings.Cut(line, " ")
+		if !ok || ref == mainRef {
+			continue
+		}
+		to, rewritten, err := s.RewrittenTo(ctx, hash)
+		if err != nil || !rewritten {
+			continue
+		}
+		if err := s.repo.git(ctx, git, "update-ref", ref, to, hash); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RecordedRedaction is a redaction as a rewritten commit records it (a Gitmem-Redacted
+// trailer).
+type RecordedRedaction struct {
+	VersionID string
+	Actor     Actor
+	At        time.Time
+}
+
+// RedactionsIn returns the redactions that a commit message records.
+func RedactionsIn(message string) []RecordedRedaction {
+	var out []RecordedRedaction
+	for _, kv := range parseTrailers(message) {
+		if !strings.EqualFold(kv.Key, trailerRedacted) {
+			continue
+		}
+		f := strings.Fields(kv.Value)
+		if len(f) != 4 {
+			continue
+		}
+		if r := redactionOf(message, f[0]); r != nil {
+			out = append(out, RecordedRedaction{VersionID: f[0], Actor: Actor{Type: r.ActorType, ID: r.ActorID}, At: msTime(r.At)})
+		}
+	}
+	return out
 }
 
 // rewrittenTo follows the rewrites of commit h: the commit of main's history that took its

@@ -37,11 +37,23 @@ type Result struct {
 	Pushed     bool   `json:"pushed"`
 	RemoteHead string `json:"remote_head"` // the remote's main after the sync
 	Rounds     int    `json:"rounds"`      // fetch-merge-push rounds; more than 1 if another replica pushed meanwhile
+	// Replaced is set when the remote's main was the history from before a redaction here,
+	// and was force-pushed over with the redacted history.
+	Replaced bool `json:"replaced,omitempty"`
+	// Redacted lists the versions that the remote records as redacted and that were
+	// redacted here too, before the merge.
+	Redacted []string `json:"redacted,omitempty"`
 }
 
 // Summary says in one line what the sync did.
 func (r Result) Summary() string {
 	var parts []string
+	if r.Replaced {
+		return "the remote had the history from before a redaction here; replaced it (force-push) with main " + short(r.RemoteHead)
+	}
+	if n := len(r.Redacted); n > 0 {
+		parts = append(parts, "redacted "+plural(n, "version", "versions")+" as the remote did ("+strings.Join(r.Redacted, ", ")+")")
+	}
 	switch {
 	case r.Empty:
 		parts = append(parts, "the remote was empty")
@@ -124,16 +136,25 @@ func (y *Syncer) sync(ctx context.Context, s *gitstore.Store, r Remote) (Result,
 	}
 	var fetched int
 	for res.Rounds = 1; ; res.Rounds++ {
+		if replaced, err := g.replaceRewritten(ctx, s, r); err != nil || replaced != "" {
+			res.Replaced, res.Pushed, res.RemoteHead = replaced != "", err == nil, s.Head()
+			return res, err
+		}
 		head, empty, err := g.fetch(ctx, r)
 		if err != nil {
 			return res, err
 		}
 		res.Empty = empty
-		main := s.Head()
 		if !empty {
-			if err := g.check(main, head); err != nil {
+			if res.Redacted, err = g.takeRedactions(ctx, s, head); err != nil {
 				return res, fmt.Errorf("%s/main: %w", r.Name, err)
 			}
+			if err := g.check(ctx, s, head); err != nil {
+				return res, fmt.Errorf("%s/main: %w", r.Name, err)
+			}
+		}
+		main := s.Head()
+		if !empty {
 			m, err := s.Integrate(ctx, r.Name, head)
 			if err != nil {
 				return res, fmt.Errorf("merge %s/main: %w", r.Name, err)
@@ -233,9 +254,25 @@ type gitCmd struct {
 	env       []string
 }
 
-// check refuses the commits fetched from a remote (theirs' history beyond ours) that break
-// the store's rules (gitserve.CheckFetched): nothing of them is merged.
-func (g *gitCmd) check(ours, theirs string) error {
+// check refuses the commits fetched from a remote (theirs' history beyond main) that break
+// the store's rules (gitserve.CheckFetched), or that a redaction here rewrote: nothing of
+// them is merged.
+func (g *gitCmd) check(ctx context.Context, s *gitstore.Store, theirs string) error {
+	ours := s.Head()
+	out, err := g.out(ctx, nil, "rev-list", theirs, "^"+ours)
+	if err != nil {
+		return fmt.Errorf("list the fetched commits: %w", err)
+	}
+	for _, h := range strings.Fields(out) {
+		if _, rewritten, err := s.RewrittenTo(ctx, h); err != nil {
+			return err
+		} else if rewritten {
+			return fmt.Errorf("the remote's main holds commit %s, which a redaction here rewrote, with commits on top "+
+				"that are not here; merging them would bring the redacted content back, so nothing was merged. "+
+				"Sync the replica that made those commits first (it takes the redaction), or force-push this store's main "+
+				"over the remote's once what is on top is kept elsewhere", short(h))
+		}
+	}
 	problems, err := gitserve.CheckFetched(g.git, g.repo, ours, theirs)
 	if err != nil {
 		return fmt.Errorf("check the fetched commits: %w", err)
@@ -244,6 +281,55 @@ func (g *gitCmd) check(ours, theirs string) error {
 		return fmt.Errorf("the fetched commits break the store's rules, so nothing was merged:\n  %s", strings.Join(problems, "\n  "))
 	}
 	return nil
+}
+
+// replaceRewritten force-pushes main over the remote's main if that is a commit that a
+// redaction here rewrote (the remote still has the history from before the redaction, and
+// nothing on top), and returns the commit it replaced. It asks the remote first, so that the
+// redacted content is not fetched back.
+func (g *gitCmd) replaceRewritten(ctx context.Context, s *gitstore.Store, r Remote) (string, error) {
+	out, err := g.out(ctx, nil, "ls-remote", "--", r.URL, "refs/heads/main")
+	if err != nil {
+		return "", fmt.Errorf("ask %s (%s) for its main: %w", r.Name, r.URL, err)
+	}
+	theirs, _, _ := strings.Cut(strings.TrimSpace(out), "\t")
+	if theirs == "" {
+		return "", nil
+	}
+	if _, rewritten, err := s.RewrittenTo(ctx, theirs); err != nil || !rewritten {
+		return "", err
+	}
+	if err := g.pushLease(ctx, r, s.Head(), theirs); err != nil {
+		return "", err
+	}
+	return theirs, nil
+}
+
+// takeRedactions redacts here the versions that the fetched commits record as redacted on
+// another replica, as that replica did (same actor and time), so that both rewrite their
+// shared history into the same commits. It returns the versions it redacted.
+func (g *gitCmd) takeRedactions(ctx context.Context, s *gitstore.Store, theirs string) ([]string, error) {
+	out, err := g.out(ctx, nil, "log", "--format=%B%x00", "--grep=^"+gitstore.TrailerRedacted+": ", theirs, "^"+s.Head())
+	if err != nil {
+		return nil, fmt.Errorf("list the fetched redactions: %w", err)
+	}
+	var done []string
+	for _, msg := range strings.Split(out, "\x00") {
+		for _, red := range gitstore.RedactionsIn(strings.TrimSpace(msg)) {
+			v, err := s.Version(ctx, red.VersionID, false)
+			if gitstore.IsKind(err, gitstore.KindNotFound) || err == nil && v.RedactedAt != nil {
+				continue // a version this replica never had, or redacted here already
+			}
+			if err != nil {
+				return done, err
+			}
+			if _, err := s.Redact(ctx, gitstore.RedactInput{VersionID: red.VersionID, Actor: red.Actor, At: red.At}); err != nil {
+				return done, fmt.Errorf("take the remote's redaction of %s: %w", red.VersionID, err)
+			}
+			done = append(done, red.VersionID)
+		}
+	}
+	return done, nil
 }
 
 func newGit(repo string) (*gitCmd, error) {

@@ -1,0 +1,95 @@
+package gitsync
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gitmem/gitmem/gitstore"
+)
+
+// TestSyncCarriesRedaction: a redaction on one replica reaches the remote and the other
+// replica through sync. The remote still holding the history from before the redaction is
+// force-pushed over (without fetching the old history back); the other replica, which wrote
+// on top of the old history meanwhile, takes the redaction as it was made, so that the two
+// histories join again, and its own write stays. Afterwards no object of either replica,
+// and none reachable in the remote, holds the redacted content.
+func TestSyncCarriesRedaction(t *testing.T) {
+	ctx := context.Background()
+	const canary = "the launch phrase is purple-walrus-0451\n"
+	remote, a, id := serverWithRemote(t)
+	first, err := a.write(id, "/launch.md", canary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.write(id, "/launch.md", "moved to the vault\n"); err != nil {
+		t.Fatal(err)
+	}
+	ra, err := Add(a.dir, id, "team", "origin", remote, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa := a.store(t, id)
+	if _, err := a.y.Sync(ctx, sa, ra); err != nil {
+		t.Fatal(err)
+	}
+	b := startServer(t, "b", importFrom(t, remote))
+	rb, err := Add(b.dir, id, "team", "origin", remote, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb := b.store(t, id)
+
+	redactor := gitstore.UserActorFor("Ann", "ann@example.com")
+	red, err := sa.Redact(ctx, gitstore.RedactInput{VersionID: first.version, Actor: redactor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// b writes on top of the history from before the redaction.
+	own, err := b.write(id, "/b.md", "b's own note\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	res, err := a.y.Sync(ctx, sa, ra)
+	if err != nil || !res.Replaced || !res.Pushed {
+		t.Fatalf("sync after the redaction: %+v %v", res, err)
+	}
+	if got := strings.TrimSpace(git(t, remote, "rev-parse", "main")); got != red.NewHead {
+		t.Fatalf("remote main %s, want the redacted history %s", got, red.NewHead)
+	}
+	res, err = b.y.Sync(ctx, sb, rb)
+	if err != nil || len(res.Redacted) != 1 || res.Redacted[0] != first.version || !res.Pushed {
+		t.Fatalf("b's sync: %+v %v", res, err)
+	}
+	if !strings.Contains(res.Summary(), "redacted 1 version as the remote did") {
+		t.Fatalf("summary: %s", res.Summary())
+	}
+	if res, err := a.y.Sync(ctx, sa, ra); err != nil || res.Outcome != gitstore.FastForward {
+		t.Fatalf("a's last sync: %+v %v", res, err)
+	}
+	if sa.Head() != sb.Head() {
+		t.Fatalf("mains differ: a %s, b %s", sa.Head(), sb.Head())
+	}
+	// b's own write stays, with its ids; the redaction is the same on both replicas.
+	m, err := sa.GetByPath(ctx, "/b.md", false)
+	if err != nil || m.ID != own.memory {
+		t.Fatalf("b's memory on a: %+v %v", m, err)
+	}
+	for _, s := range []*gitstore.Store{sa, sb} {
+		v, err := s.Version(ctx, first.version, true)
+		if err != nil || v.RedactedAt == nil || v.Content != nil || v.RedactedBy == nil || v.RedactedBy.ID != redactor.ID {
+			t.Fatalf("redacted version on %s: %+v %v", s.RepoPath(), v, err)
+		}
+	}
+	for _, repo := range []string{sa.RepoPath(), sb.RepoPath()} {
+		if all := git(t, repo, "cat-file", "--batch-all-objects", "--batch"); strings.Contains(all, "purple-walrus") {
+			t.Fatalf("an object of %s still holds the redacted content", repo)
+		}
+	}
+	// Every blob of the remote's history shows in the patch of the commit that brought it.
+	if strings.Contains(git(t, remote, "log", "-p", "main"), "purple-walrus") {
+		t.Fatal("the remote's main still reaches the redacted content")
+	}
+}
