@@ -2,10 +2,12 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gitmem/gitmem/gitstore"
+	"github.com/gitmem/gitmem/gitsync"
 )
 
 func init() { register(newRedactCmd) }
@@ -22,9 +24,10 @@ version keeps its id, memory, author and time; the version then shows no path or
 who redacted it and when.
 
 The current version of a live memory cannot be redacted: update or delete the memory first.
-Redacting a redacted version changes nothing. Clones and mirrors made before still hold the
-content: mirrors need a force push of main. It needs the git program. Find version ids with
-"gitmem log STORE PATH".`,
+Redacting a redacted version changes nothing. The store's remotes get the new history at the
+next sync ("gitmem sync STORE", or the server's own), which force-pushes it over theirs;
+other replicas take the redaction when they sync. Clones made before still hold the content.
+It needs the git program. Find version ids with "gitmem log STORE PATH".`,
 		Example: `  gitmem log prefs /creds.md
   gitmem redact prefs memver_01M83RXJE06891D7CSNGD1TFB7`,
 		Args: exactArgs("STORE", "VERSION_ID"),
@@ -51,6 +54,14 @@ content: mirrors need a force push of main. It needs the git program. Find versi
 					v.ID, v.MemoryID, res.Rewritten, res.OldHead, res.NewHead, res.Took.Round(1e6))
 				if res.ContentRemains {
 					fmt.Fprintln(out, "note: the same content is also another version's or another file's, and stays as theirs")
+				}
+				if remotes, err := gitsync.Remotes(a.dataDir, s.ID()); err == nil && len(remotes) > 0 {
+					var names []string
+					for _, r := range remotes {
+						names = append(names, r.Name)
+					}
+					fmt.Fprintf(out, "remotes (%s): the next sync puts this history in place of theirs (gitmem sync %s)\n",
+						strings.Join(names, ", "), args[0])
 				}
 				return nil
 			})
