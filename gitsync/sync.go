@@ -290,7 +290,7 @@ func (g *gitCmd) check(ctx context.Context, s *gitstore.Store, theirs string) er
 func (g *gitCmd) replaceRewritten(ctx context.Context, s *gitstore.Store, r Remote) (string, error) {
 	out, err := g.out(ctx, nil, "ls-remote", "--", r.URL, "refs/heads/main")
 	if err != nil {
-		return "", fmt.Errorf("ask %s (%s) for its main: %w", r.Name, r.URL, err)
+		return "", fmt.Errorf("fetch from %s (%s): %w", r.Name, r.URL, err)
 	}
 	theirs, _, _ := strings.Cut(strings.TrimSpace(out), "\t")
 	if theirs == "" {
