@@ -35,18 +35,21 @@ func (r *repo) newCommits(head, applied plumbing.Hash) (chain []*object.Commit, 
 			h = c.ParentHashes[0]
 		}
 	}
+	if applied.IsZero() {
+		chain, _, err = r.topoOrder(head, nil, applied)
+		return chain, true, err
+	}
 	known := map[plumbing.Hash]bool{}
-	if !applied.IsZero() {
-		if err := r.ancestors(applied, known); err != nil {
-			return nil, false, err
-		}
+	if err := r.ancestors(applied, known); err != nil {
+		return nil, false, err
 	}
-	found = known[applied]
-	if !found {
-		known = map[plumbing.Hash]bool{} // a rewritten history: all of head's commits
+	chain, found, err = r.topoOrder(head, known, applied)
+	if err != nil || found {
+		return chain, found, err
 	}
-	chain, err = r.topoOrder(head, known)
-	return chain, found || applied.IsZero(), err
+	// applied is not in head's history (a forced push rewrote it): all of head's commits.
+	chain, _, err = r.topoOrder(head, nil, applied)
+	return chain, false, err
 }
 
 // ancestors marks h and every commit in its history in seen.
@@ -79,15 +82,18 @@ func (r *repo) hasObject(h plumbing.Hash) (plumbing.EncodedObject, bool) {
 }
 
 // topoOrder lists the commits of head's history that are not in skip, each after all of
-// its parents, the first parent's side first (a depth-first walk, in post-order).
-func (r *repo) topoOrder(head plumbing.Hash, skip map[plumbing.Hash]bool) ([]*object.Commit, error) {
+// its parents, the first parent's side first (a depth-first walk, in post-order). reached
+// tells whether the walk came to commit target. With skip the history of target, that is
+// whether target is in head's history: the first commit of skip on any path from head to
+// target is target itself, since the others are its ancestors.
+func (r *repo) topoOrder(head plumbing.Hash, skip map[plumbing.Hash]bool, target plumbing.Hash) (out []*object.Commit, reached bool, err error) {
 	type frame struct {
 		c    *object.Commit
 		next int // index of the next parent to visit
 	}
-	var out []*object.Commit
 	done := map[plumbing.Hash]bool{}
 	push := func(stack []frame, h plumbing.Hash) ([]frame, error) {
+		reached = reached || h == target
 		if skip[h] || done[h] {
 			return stack, nil
 		}
@@ -100,7 +106,7 @@ func (r *repo) topoOrder(head plumbing.Hash, skip map[plumbing.Hash]bool) ([]*ob
 	}
 	stack, err := push(nil, head)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	for len(stack) > 0 {
 		top := &stack[len(stack)-1]
@@ -108,14 +114,14 @@ func (r *repo) topoOrder(head plumbing.Hash, skip map[plumbing.Hash]bool) ([]*ob
 			p := top.c.ParentHashes[top.next]
 			top.next++
 			if stack, err = push(stack, p); err != nil {
-				return nil, err
+				return nil, false, err
 			}
 			continue
 		}
 		out = append(out, top.c)
 		stack = stack[:len(stack)-1]
 	}
-	return out, nil
+	return out, reached, nil
 }
 
 // applyAny applies one commit of main's history to the catalog: a commit against its
