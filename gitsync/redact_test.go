@@ -26,14 +26,7 @@ func TestSyncCarriesRedaction(t *testing.T) {
 	if _, err := a.write(id, "/launch.md", "moved to the vault\n"); err != nil {
 		t.Fatal(err)
 	}
-	ra, err := Add(a.dir, id, "team", "origin", remote, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	sa := a.store(t, id)
-	if _, err := a.y.Sync(ctx, sa, ra); err != nil {
-		t.Fatal(err)
-	}
+	sa, ra := syncOnce(t, a, id, remote)
 	b := startServer(t, "b", importFrom(t, remote))
 	rb, err := Add(b.dir, id, "team", "origin", remote, time.Now())
 	if err != nil {

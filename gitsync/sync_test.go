@@ -20,14 +20,7 @@ func TestForcePush(t *testing.T) {
 	if _, err := a.write(id, "/secret.md", "a secret\n"); err != nil {
 		t.Fatal(err)
 	}
-	r, err := Add(a.dir, id, "team", "origin", remote, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := a.store(t, id)
-	if _, err := a.y.Sync(ctx, s, r); err != nil {
-		t.Fatal(err)
-	}
+	s, _ := syncOnce(t, a, id, remote)
 	// Rewrite main: the last commit again, with another message.
 	repo := s.RepoPath()
 	head := strings.TrimSpace(git(t, repo, "rev-parse", "main"))
@@ -120,14 +113,7 @@ func TestLoopBacksOff(t *testing.T) {
 func TestSyncChecksFetchedCommits(t *testing.T) {
 	ctx := context.Background()
 	remote, a, id := serverWithRemote(t)
-	r, err := Add(a.dir, id, "team", "origin", remote, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := a.store(t, id)
-	if _, err := a.y.Sync(ctx, s, r); err != nil {
-		t.Fatal(err)
-	}
+	s, r := syncOnce(t, a, id, remote)
 	before := s.Head()
 
 	token := secrettest.GitHubToken()
@@ -140,7 +126,7 @@ func TestSyncChecksFetchedCommits(t *testing.T) {
 	git(t, clone, "commit", "-q", "-m", "ci notes")
 	git(t, clone, "push", "-q", "origin", "main")
 
-	_, err = a.y.Sync(ctx, s, r)
+	_, err := a.y.Sync(ctx, s, r)
 	if err == nil || !strings.Contains(err.Error(), "/ci.md") || !strings.Contains(err.Error(), "github-pat") ||
 		!strings.Contains(err.Error(), "nothing was merged") {
 		t.Fatalf("sync of a remote with a secret: %v", err)

@@ -184,6 +184,21 @@ func serverWithRemote(t *testing.T) (remote string, a *server, storeID string) {
 	return remote, a, st.ID
 }
 
+// syncOnce adds the remote as "origin" of the store on server srv, syncs once, and returns
+// the store and the remote.
+func syncOnce(t *testing.T, srv *server, id, remote string) (*gitstore.Store, Remote) {
+	t.Helper()
+	r, err := Add(srv.dir, id, "team", "origin", remote, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := srv.store(t, id)
+	if _, err := srv.y.Sync(context.Background(), s, r); err != nil {
+		t.Fatal(err)
+	}
+	return s, r
+}
+
 // TestTwoServers runs two servers whose copies of one store sync through one bare
 // repository while writers on both sides write, concurrently, memories of their own and
 // memories that both write. Afterwards both hold the same main, every answered write is a
