@@ -91,7 +91,7 @@ func TestExpireCommandAndSchedule(t *testing.T) {
 	// The server expires /old.md and /kept.md of the other store on its schedule; they come
 	// back with restore.
 	cmd, banner, url := startServe(t, c, "--expire-every", "200ms")
-	mustContain(t, "banner", banner, "expire: every 200ms, in stores that set an expiry")
+	mustContain(t, "banner", banner, "stale: expired every 200ms, in stores that set an expiry")
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		resp, err := http.Get(url + "/v1/memory_stores/" + ids[1] + "/memories")
 		if err != nil {

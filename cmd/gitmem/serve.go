@@ -117,7 +117,7 @@ func serve(ctx context.Context, a *app, log *slog.Logger, addr string, strict bo
 	}
 	fmt.Fprintf(out, "  sync:  %s\n", syncing)
 	if expire > 0 {
-		fmt.Fprintf(out, "  expire: every %s, in stores that set an expiry (--expire-every)\n", gitstore.Duration(expire))
+		fmt.Fprintf(out, "  stale: expired every %s, in stores that set an expiry (gitmem expire --help)\n", gitstore.Duration(expire))
 	}
 	fmt.Fprintf(out, "  tools: %s/v1/memory_stores/<memstore_id>/tools (the memory tool and agent tools)\n", url)
 	fmt.Fprintf(out, "  mcp:   %s/mcp?store=<memstore_id>\n", url)
