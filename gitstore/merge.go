@@ -941,6 +941,9 @@ func (c catTx) applyMerge(or objectReader, commit *object.Commit) error {
 			if err := c.freePath(rec.Path, f[0]); err != nil {
 				return err
 			}
+			if err := c.addUsage(liveDelta(true, false, rec.Size, 0)); err != nil {
+				return err
+			}
 		}
 		rec.Deleted, rec.Version = true, f[1]
 		if err := c.putMemory(f[0], rec); err != nil {

@@ -59,6 +59,7 @@ func stateOf(t *testing.T, s *Store) string {
 	t.Helper()
 	ctx := context.Background()
 	var lines []string
+	var live Usage
 	page, err := s.List(ctx, ListOptions{Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
@@ -72,6 +73,12 @@ func stateOf(t *testing.T, s *Store) string {
 			t.Fatal(err)
 		}
 		lines = append(lines, fmt.Sprintf("%s %s %s %q", m.Path, m.ID, m.VersionID, *m.Content))
+		live.Memories++
+		live.Bytes += int64(len(*m.Content))
+	}
+	// The usage that quotas check follows merges too.
+	if u, err := s.Usage(ctx); err != nil || u != live {
+		t.Errorf("usage of %s: %+v (%v), but it holds %+v", s.RepoPath(), u, err, live)
 	}
 	sort.Strings(lines)
 	versions := historyOf(t, s)
