@@ -64,11 +64,12 @@ func CheckImport(git, dir string) (storeID string, problems []string, err error)
 }
 
 // CheckFetched checks the commits that a sync fetched from a remote before they are merged
-// into the store's main: those in theirs' history and not in ours, in the repository at dir.
+// into the store's main: commits, those of the remote's history that ours lacks, parents
+// before children, in the repository at dir.
 // The rules are those of CheckImport (the remote's commits may be gitmem's own, with its
 // trailers), and the store's secrets policy on ours applies too, so that a secret reaches main
 // by way of a remote no more than by a push. It returns the broken rules, one line each.
-func CheckFetched(git, dir, ours, theirs string) (problems []string, err error) {
+func CheckFetched(git, dir, ours string, commits []string) (problems []string, err error) {
 	env := append(os.Environ(), "GIT_DIR="+dir)
 	objs, err := newObjects(git, env)
 	if err != nil {
@@ -86,11 +87,7 @@ func CheckFetched(git, dir, ours, theirs string) (problems []string, err error) 
 			c.oldInfo, c.storeID = &info, info.ID
 		}
 	}
-	out, err := c.run("rev-list", "--topo-order", "--reverse", theirs, "^"+ours)
-	if err != nil {
-		return nil, err
-	}
-	for _, h := range strings.Fields(out) {
+	for _, h := range commits {
 		if err := c.checkCommit(h); err != nil {
 			return nil, err
 		}

@@ -145,16 +145,16 @@ func (y *Syncer) sync(ctx context.Context, s *gitstore.Store, r Remote) (Result,
 			return res, err
 		}
 		res.Empty = empty
+		main := s.Head()
 		if !empty {
-			if res.Redacted, err = g.takeRedactions(ctx, s, head); err != nil {
+			redacted, err := g.takeRedactions(ctx, s, head)
+			res.Redacted = append(res.Redacted, redacted...)
+			if err != nil {
 				return res, fmt.Errorf("%s/main: %w", r.Name, err)
 			}
 			if err := g.check(ctx, s, head); err != nil {
 				return res, fmt.Errorf("%s/main: %w", r.Name, err)
 			}
-		}
-		main := s.Head()
-		if !empty {
 			m, err := s.Integrate(ctx, r.Name, head)
 			if err != nil {
 				return res, fmt.Errorf("merge %s/main: %w", r.Name, err)
@@ -259,7 +259,7 @@ type gitCmd struct {
 // them is merged.
 func (g *gitCmd) check(ctx context.Context, s *gitstore.Store, theirs string) error {
 	ours := s.Head()
-	out, err := g.out(ctx, nil, "rev-list", theirs, "^"+ours)
+	out, err := g.out(ctx, nil, "rev-list", "--topo-order", "--reverse", theirs, "^"+ours)
 	if err != nil {
 		return fmt.Errorf("list the fetched commits: %w", err)
 	}
@@ -273,7 +273,7 @@ func (g *gitCmd) check(ctx context.Context, s *gitstore.Store, theirs string) er
 				"over the remote's once what is on top is kept elsewhere", short(h))
 		}
 	}
-	problems, err := gitserve.CheckFetched(g.git, g.repo, ours, theirs)
+	problems, err := gitserve.CheckFetched(g.git, g.repo, ours, strings.Fields(out))
 	if err != nil {
 		return fmt.Errorf("check the fetched commits: %w", err)
 	}

@@ -28,10 +28,8 @@ func defaultAddr() string {
 }
 
 func newServeCmd(a *app) *cobra.Command {
-	var addr, logLevel string
-	var strict bool
-	var syncEvery, syncAfter time.Duration
-	var expire time.Duration
+	var f serveFlags
+	var logLevel string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the memory store API over HTTP",
@@ -49,19 +47,28 @@ Create a key with "gitmem keys create" to require keys and to serve on other add
 				return fmt.Errorf("--log-level: %w", err)
 			}
 			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-			return serve(cmd.Context(), a, log, addr, strict, syncOptions{every: syncEvery, afterWrite: syncAfter}, expire, cmd)
+			return serve(cmd.Context(), a, log, f, cmd)
 		},
 	}
-	cmd.Flags().StringVar(&addr, "addr", defaultAddr(), "address to listen on (env GITMEM_ADDR)")
-	cmd.Flags().BoolVar(&strict, "strict-create", false, "POST .../memories creates only, as the public beta does (an occupied path is a 409 memory_path_conflict_error)")
+	cmd.Flags().StringVar(&f.addr, "addr", defaultAddr(), "address to listen on (env GITMEM_ADDR)")
+	cmd.Flags().BoolVar(&f.strict, "strict-create", false, "POST .../memories creates only, as the public beta does (an occupied path is a 409 memory_path_conflict_error)")
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
-	cmd.Flags().DurationVar(&syncEvery, "sync-interval", time.Minute, "sync each store with its remotes this often (0: not on an interval)")
-	cmd.Flags().DurationVar(&syncAfter, "sync-after-write", 2*time.Second, "sync a store once main has been still this long after a write (0: not after writes)")
-	cmd.Flags().DurationVar(&expire, "expire-every", time.Hour, "how often to expire the memories of stores that have an expiry (gitmem expire); 0 turns it off")
+	cmd.Flags().DurationVar(&f.sync.every, "sync-interval", time.Minute, "sync each store with its remotes this often (0: not on an interval)")
+	cmd.Flags().DurationVar(&f.sync.afterWrite, "sync-after-write", 2*time.Second, "sync a store once main has been still this long after a write (0: not after writes)")
+	cmd.Flags().DurationVar(&f.expire, "expire-every", time.Hour, "how often to expire the memories of stores that have an expiry (gitmem expire); 0 turns it off")
 	return cmd
 }
 
-func serve(ctx context.Context, a *app, log *slog.Logger, addr string, strict bool, so syncOptions, expire time.Duration, cmd *cobra.Command) error {
+// serveFlags are serve's own flags.
+type serveFlags struct {
+	addr   string
+	strict bool
+	sync   syncOptions
+	expire time.Duration
+}
+
+func serve(ctx context.Context, a *app, log *slog.Logger, f serveFlags, cmd *cobra.Command) error {
+	addr, strict := f.addr, f.strict
 	keys, err := apikeys.Open(a.dataDir)
 	if err != nil {
 		return err
@@ -92,10 +99,10 @@ func serve(ctx context.Context, a *app, log *slog.Logger, addr string, strict bo
 		}
 	}()
 	srv.EnableSearch(idx)
-	syncing, syncStopped := startSync(ctx, a, d, log, so)
+	syncing, syncStopped := startSync(ctx, a, d, log, f.sync)
 	// The sync loop and the expiry schedule stop before d.Close: deferred calls run last first.
 	defer syncStopped()
-	defer startExpiry(ctx, d, expire, log)()
+	defer startExpiry(ctx, d, f.expire, log)()
 	gitErr := srv.EnableGit(httpapi.GitOptions{})
 	url := "http://" + ln.Addr().String()
 	out := cmd.OutOrStdout()
@@ -116,8 +123,8 @@ func serve(ctx context.Context, a *app, log *slog.Logger, addr string, strict bo
 		fmt.Fprintf(out, "  git:   git clone %s/git/<memstore_id>.git\n", url)
 	}
 	fmt.Fprintf(out, "  sync:  %s\n", syncing)
-	if expire > 0 {
-		fmt.Fprintf(out, "  stale: expired every %s, in stores that set an expiry (gitmem expire --help)\n", gitstore.Duration(expire))
+	if f.expire > 0 {
+		fmt.Fprintf(out, "  stale: expired every %s, in stores that set an expiry (gitmem expire --help)\n", gitstore.Duration(f.expire))
 	}
 	fmt.Fprintf(out, "  tools: %s/v1/memory_stores/<memstore_id>/tools (the memory tool and agent tools)\n", url)
 	fmt.Fprintf(out, "  mcp:   %s/mcp?store=<memstore_id>\n", url)
