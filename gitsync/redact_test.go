@@ -2,6 +2,8 @@ package gitsync
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -84,5 +86,46 @@ func TestSyncCarriesRedaction(t *testing.T) {
 	// Every blob of the remote's history shows in the patch of the commit that brought it.
 	if strings.Contains(git(t, remote, "log", "-p", "main"), "purple-walrus") {
 		t.Fatal("the remote's main still reaches the redacted content")
+	}
+}
+
+// TestSyncRefusesWorkOnRedactedHistory: when someone pushed to the remote on top of the
+// history from before a redaction here, sync neither merges that history back in nor
+// force-pushes over their commit: it refuses, says why, and main stays.
+func TestSyncRefusesWorkOnRedactedHistory(t *testing.T) {
+	ctx := context.Background()
+	remote, a, id := serverWithRemote(t)
+	first, err := a.write(id, "/launch.md", "the launch phrase is purple-walrus-0451\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.write(id, "/launch.md", "moved to the vault\n"); err != nil {
+		t.Fatal(err)
+	}
+	sa, ra := syncOnce(t, a, id, remote)
+	if _, err := sa.Redact(ctx, gitstore.RedactInput{VersionID: first.version, Actor: gitstore.UserActorFor("Ann", "ann@example.com")}); err != nil {
+		t.Fatal(err)
+	}
+	// Bob pushes on top of the old history, with plain git.
+	clone := filepath.Join(t.TempDir(), "clone")
+	git(t, filepath.Dir(clone), "clone", "-q", remote, clone)
+	if err := os.WriteFile(filepath.Join(clone, "bob.md"), []byte("bob's note\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git(t, clone, "add", "bob.md")
+	git(t, clone, "commit", "-q", "-m", "bob's note")
+	git(t, clone, "push", "-q", "origin", "main")
+	bobs := strings.TrimSpace(git(t, remote, "rev-parse", "main"))
+	before := sa.Head()
+
+	_, err = a.y.Sync(ctx, sa, ra)
+	if err == nil || !strings.Contains(err.Error(), "which a redaction here rewrote") || !strings.Contains(err.Error(), "nothing was merged") {
+		t.Fatalf("sync over work on the old history: %v", err)
+	}
+	if sa.Head() != before {
+		t.Fatalf("main moved from %s to %s", before, sa.Head())
+	}
+	if got := strings.TrimSpace(git(t, remote, "rev-parse", "main")); got != bobs {
+		t.Fatalf("the remote's main moved from bob's commit %s to %s", bobs, got)
 	}
 }
