@@ -156,6 +156,67 @@ func ValidateNewSegment(p, seg string, top bool) error {
 	return nil
 }
 
+// ValidateJSONText checks the raw bytes of a JSON document before it is decoded, since
+// encoding/json turns what it cannot decode into U+FFFD silently: the bytes must be valid
+// UTF-8, and every \u escape of a UTF-16 surrogate must be half of a pair.
+func ValidateJSONText(what string, raw []byte) error {
+	if !utf8.Valid(raw) {
+		i := 0
+		for i < len(raw) {
+			r, n := utf8.DecodeRune(raw[i:])
+			if r == utf8.RuneError && n <= 1 {
+				break
+			}
+			i += n
+		}
+		return invalidf("%s is not valid UTF-8 (first bad byte at offset %d)", what, i)
+	}
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '\\' || i+1 >= len(raw) {
+			continue
+		}
+		i++ // the escaped character; \\ is one escape
+		if raw[i] != 'u' {
+			continue
+		}
+		r := hex4(raw[i+1:])
+		switch {
+		case r >= 0xD800 && r < 0xDC00:
+			if i+10 < len(raw) && raw[i+5] == '\\' && raw[i+6] == 'u' {
+				if lo := hex4(raw[i+7:]); lo >= 0xDC00 && lo < 0xE000 {
+					i += 10
+					continue
+				}
+			}
+			fallthrough
+		case r >= 0xDC00 && r < 0xE000:
+			return invalidf("%s has a \\u escape of a UTF-16 surrogate (%s) without its other half at offset %d: it is no character", what, raw[i-1:i+5], i-1)
+		}
+	}
+	return nil
+}
+
+// hex4 is the value of the 4 hex digits at the start of b, or -1.
+func hex4(b []byte) int {
+	if len(b) < 4 {
+		return -1
+	}
+	v := 0
+	for _, c := range b[:4] {
+		switch {
+		case c >= '0' && c <= '9':
+			v = v*16 + int(c-'0')
+		case c >= 'a' && c <= 'f':
+			v = v*16 + int(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			v = v*16 + int(c-'A'+10)
+		default:
+			return -1
+		}
+	}
+	return v
+}
+
 // ValidatePathPrefix checks a listing prefix: "" or a path ending with "/".
 func ValidatePathPrefix(prefix string) error {
 	if prefix == "" || prefix == "/" {
