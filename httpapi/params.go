@@ -156,12 +156,13 @@ func limit(c echo.Context, full bool) (int, error) {
 
 // storeListParams and versionListParams are the filters of the list routes; a time filter
 // has two spellings (created_at[gte] as the SDKs send it, created_at_gte as the research
-// preview did).
+// preview did). Lists take order and order_by too, which are documented as accepted (the
+// order of a list is fixed).
 var (
 	timeParams        = []string{"created_at[gte]", "created_at[lte]", "created_at_gte", "created_at_lte"}
-	storeListParams   = append([]string{"limit", "page", "include_archived"}, timeParams...)
+	storeListParams   = append([]string{"limit", "page", "include_archived", "order", "order_by"}, timeParams...)
 	versionListParams = append([]string{"view", "limit", "page", "memory_id", "operation", "session_id", "api_key_id",
-		"service_account_id"}, timeParams...)
+		"service_account_id", "order", "order_by"}, timeParams...)
 )
 
 // queryParams are the query parameters each route takes, by method and route. Every route
@@ -170,7 +171,7 @@ var (
 var queryParams = map[string][]string{
 	"GET /v1/memory_stores":                                          storeListParams,
 	"POST /v1/memory_stores/:store/memories":                         {"view"},
-	"GET /v1/memory_stores/:store/memories":                          {"view", "limit", "page", "path_prefix", "depth", "at"},
+	"GET /v1/memory_stores/:store/memories":                          {"view", "limit", "page", "path_prefix", "depth", "at", "order", "order_by"},
 	"GET /v1/memory_stores/:store/memories/:memory":                  {"view", "at"},
 	"POST /v1/memory_stores/:store/memories/:memory":                 {"view"},
 	"PATCH /v1/memory_stores/:store/memories/:memory":                {"view"},
