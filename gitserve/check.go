@@ -225,6 +225,7 @@ func (c *checker) checkTree(h string, parents []string, dir string) error {
 			c.fail("/"+gitstore.StoreFile, "removed: it holds the store's metadata (its id and name) and must stay")
 		}
 	}
+	c.checkNewNames(entries, inParents, dir)
 	for _, e := range entries {
 		path := dir + e.name
 		if unchanged(e) {
@@ -263,6 +264,39 @@ func (c *checker) checkTree(h string, parents []string, dir string) error {
 		}
 	}
 	return nil
+}
+
+// checkNewNames checks the names that the folder dir brings, those in none of its parents:
+// each must be a name that every clone can hold (gitstore.ValidateNewSegment), and must not
+// differ only in case from another name in the folder. Names the parents have are taken as
+// they are, so that a store that holds such names from before can still change them.
+func (c *checker) checkNewNames(entries []entry, inParents []map[string]entry, dir string) {
+	for _, e := range entries {
+		known := false
+		for _, m := range inParents {
+			_, ok := m[e.name]
+			known = known || ok
+		}
+		if known || dir == "" && e.name == ".gitmem" {
+			continue
+		}
+		path := dir + e.name
+		if err := gitstore.ValidateNewSegment("/"+path, e.name, dir == ""); err != nil {
+			c.fail(display(path), ruleOf(err))
+			continue
+		}
+		for _, o := range entries {
+			if o.name != e.name && strings.EqualFold(o.name, e.name) {
+				other := display(dir + o.name)
+				if o.isTree() {
+					other += "/"
+				}
+				c.fail(display(path), fmt.Sprintf("differs only in case from %s: a clone on macOS or Windows (whose file systems ignore case) "+
+					"cannot hold both, so names that break clones are refused", other))
+				break
+			}
+		}
+	}
 }
 
 // checkFile checks one memory: its path and its content.

@@ -99,11 +99,27 @@ func (s *Store) MovePath(ctx context.Context, in MovePathInput) ([]WriteResult, 
 		if folder && strings.HasPrefix(in.To, in.From+"/") {
 			return nil, invalidf("cannot move the folder %s into itself (%s)", in.From, in.To)
 		}
+		// The names the move brings are checked against the tree without the memories moved,
+		// so that a change of case only (/Notes to /notes) is a move like any other.
+		without := b.root
+		for _, r := range recs {
+			if without, err = b.setFile(without, r.Path, nil); err != nil {
+				return nil, err
+			}
+		}
 		dests := make([]string, len(ids))
 		for i, r := range recs {
 			dests[i] = in.To + strings.TrimPrefix(r.Path, in.From)
-			if err := ValidatePath(dests[i]); err != nil {
-				return nil, invalidf("moving %s to %s: %s", r.Path, dests[i], err.(*Error).Message)
+			err := ValidatePath(dests[i])
+			if err == nil {
+				err = b.checkNewNames(without, dests[i])
+			}
+			if err != nil {
+				var e *Error
+				if !errors.As(err, &e) || e.Kind != KindInvalid || !folder {
+					return nil, err
+				}
+				return nil, invalidf("moving %s to %s: %s", r.Path, dests[i], e.Message)
 			}
 		}
 		out := make([]WriteResult, 0, len(ids))

@@ -2,6 +2,7 @@ package gitstore
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -177,7 +178,7 @@ func TestPushDuringWrites(t *testing.T) {
 	errs := make(chan error, 1)
 	go func() {
 		for i := 0; i < 30; i++ {
-			if _, err := s.Write(ctx, WriteInput{Path: "/api/n" + string(rune('a'+i)) + ".md", Content: "x", Actor: apiActor}); err != nil {
+			if _, err := s.Write(ctx, WriteInput{Path: fmt.Sprintf("/api/n%d.md", i), Content: "x", Actor: apiActor}); err != nil {
 				errs <- err
 				return
 			}

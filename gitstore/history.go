@@ -95,6 +95,9 @@ func (s *Store) Restore(ctx context.Context, in RestoreInput) (WriteResult, erro
 			if err := b.checkPathFree(tree, v.Path); err != nil {
 				return WriteResult{}, err
 			}
+			if err := b.checkNewNames(tree, v.Path); err != nil {
+				return WriteResult{}, err
+			}
 		}
 		return b.restorePut(in.Actor, v, from, &content)
 	})

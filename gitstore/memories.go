@@ -86,6 +86,9 @@ func (s *Store) Write(ctx context.Context, in WriteInput) (WriteResult, error) {
 			if err := b.checkPathFree(b.root, in.Path); err != nil {
 				return WriteResult{}, err
 			}
+			if err := b.checkNewNames(b.root, in.Path); err != nil {
+				return WriteResult{}, err
+			}
 			content, red, err := b.prepare(info.Policy, in.Content, scan, nil)
 			if err != nil {
 				return WriteResult{}, err
@@ -208,6 +211,9 @@ func (s *Store) UpdateMemory(ctx context.Context, in UpdateInput) (WriteResult, 
 				return WriteResult{}, err
 			}
 			if err := b.checkPathFree(without, path); err != nil {
+				return WriteResult{}, err
+			}
+			if err := b.checkNewNames(without, path); err != nil {
 				return WriteResult{}, err
 			}
 		}

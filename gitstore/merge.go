@@ -701,7 +701,7 @@ func (m *merger) conflictPath(path string) (string, error) {
 			suffix += fmt.Sprintf("-%d", n)
 		}
 		cp := dir + stem + suffix + ext
-		if ValidatePath(cp) != nil {
+		if ValidateNewPath(cp) != nil {
 			cp = fmt.Sprintf("/conflict-%s-%d%s", m.short, n, ext)
 		}
 		taken, err := m.occupied(cp, plumbing.ZeroHash)

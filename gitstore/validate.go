@@ -14,6 +14,7 @@ const (
 	MaxContentBytes  = 102400
 	MaxPathBytes     = 1024
 	MaxPathSegments  = 20
+	MaxSegmentBytes  = 255
 	MaxNameChars     = 255
 	MaxDescChars     = 1024
 	MaxMetadataPairs = 16
@@ -93,6 +94,127 @@ func checkChars(p string) error {
 		}
 	}
 	return nil
+}
+
+// ValidateNewPath checks a path that a write brings into a store's tree as a whole (an
+// import, a merge's conflict copy): ValidatePath, and the rules of portable names on every
+// segment (see ValidateNewSegment). A write that adds a path to a tree checks only the
+// segments that are new there, and case twins beside them, in the writer (checkNewNames).
+func ValidateNewPath(p string) error {
+	if err := ValidatePath(p); err != nil {
+		return err
+	}
+	for i, seg := range treePath(p) {
+		if err := ValidateNewSegment(p, seg, i == 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// windowsDevices are the names Windows reserves for devices, as a whole name or before the
+// first dot (aux.md is the device AUX too), in any case.
+var windowsDevices = func() map[string]bool {
+	m := map[string]bool{"con": true, "prn": true, "aux": true, "nul": true, "conin$": true, "conout$": true}
+	for d := '1'; d <= '9'; d++ {
+		m["com"+string(d)] = true
+		m["lpt"+string(d)] = true
+	}
+	return m
+}()
+
+// windowsForbidden are the printable characters Windows does not allow in a file name.
+const windowsForbidden = `:*?<>|"\`
+
+// ValidateNewSegment checks one segment that a write brings into a store's tree (top: it is
+// a folder or file at the root) against the rules of names that every clone can hold: git
+// stores any name, but a checkout fails for everyone on a name longer than file systems
+// allow, and on Windows or macOS for the names below. Names already in a tree stay
+// readable, changeable in place, and can be renamed away or deleted.
+func ValidateNewSegment(p, seg string, top bool) error {
+	const why = "names that break clones are refused"
+	if len(seg) > MaxSegmentBytes {
+		return invalidf("path %q has a segment of %d bytes; the limit is %d bytes per segment, as file systems allow no longer name, so git clone fails for everyone (%s)",
+			p, len(seg), MaxSegmentBytes, why)
+	}
+	if top && strings.EqualFold(seg, reservedDir) {
+		return invalidf("path %q is under /%s/, a case variant of /%s/, which is reserved for the store's metadata (and a clone on macOS or Windows cannot hold both)",
+			p, seg, reservedDir)
+	}
+	if i := strings.IndexAny(seg, windowsForbidden); i >= 0 {
+		return invalidf("path %q has the character %q in segment %q, which Windows does not allow in file names: a clone on Windows fails (%s; the characters are %s)",
+			p, seg[i], seg, why, windowsForbidden)
+	}
+	if strings.HasSuffix(seg, ".") || strings.HasSuffix(seg, " ") {
+		return invalidf("path %q has a segment %q that ends with a dot or a space, which Windows drops from file names: a clone on Windows fails (%s)", p, seg, why)
+	}
+	base, _, _ := strings.Cut(seg, ".")
+	if dev := strings.ToLower(strings.TrimRight(base, " ")); windowsDevices[dev] {
+		return invalidf("path %q has a segment %q whose name Windows reserves for the device %s (with any extension, in any case): a clone on Windows fails (%s)",
+			p, seg, strings.ToUpper(dev), why)
+	}
+	return nil
+}
+
+// ValidateJSONText checks the raw bytes of a JSON document before it is decoded, since
+// encoding/json turns what it cannot decode into U+FFFD silently: the bytes must be valid
+// UTF-8, and every \u escape of a UTF-16 surrogate must be half of a pair.
+func ValidateJSONText(what string, raw []byte) error {
+	if !utf8.Valid(raw) {
+		i := 0
+		for i < len(raw) {
+			r, n := utf8.DecodeRune(raw[i:])
+			if r == utf8.RuneError && n <= 1 {
+				break
+			}
+			i += n
+		}
+		return invalidf("%s is not valid UTF-8 (first bad byte at offset %d)", what, i)
+	}
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '\\' || i+1 >= len(raw) {
+			continue
+		}
+		i++ // the escaped character; \\ is one escape
+		if raw[i] != 'u' {
+			continue
+		}
+		r := hex4(raw[i+1:])
+		switch {
+		case r >= 0xD800 && r < 0xDC00:
+			if i+10 < len(raw) && raw[i+5] == '\\' && raw[i+6] == 'u' {
+				if lo := hex4(raw[i+7:]); lo >= 0xDC00 && lo < 0xE000 {
+					i += 10
+					continue
+				}
+			}
+			fallthrough
+		case r >= 0xDC00 && r < 0xE000:
+			return invalidf("%s has a \\u escape of a UTF-16 surrogate (%s) without its other half at offset %d: it is no character", what, raw[i-1:i+5], i-1)
+		}
+	}
+	return nil
+}
+
+// hex4 is the value of the 4 hex digits at the start of b, or -1.
+func hex4(b []byte) int {
+	if len(b) < 4 {
+		return -1
+	}
+	v := 0
+	for _, c := range b[:4] {
+		switch {
+		case c >= '0' && c <= '9':
+			v = v*16 + int(c-'0')
+		case c >= 'a' && c <= 'f':
+			v = v*16 + int(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			v = v*16 + int(c-'A'+10)
+		default:
+			return -1
+		}
+	}
+	return v
 }
 
 // ValidatePathPrefix checks a listing prefix: "" or a path ending with "/".

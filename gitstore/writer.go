@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	bolt "go.etcd.io/bbolt"
 )
@@ -343,6 +345,54 @@ func (b *batch) checkPathFree(root plumbing.Hash, path string) error {
 		return b.fail(err)
 	}
 	return pathConflict(path, id, conflict)
+}
+
+// checkNewNames checks the names that writing path would bring into the tree root: each
+// segment not there yet must be a portable name (ValidateNewSegment), and must not differ only
+// in case from an entry beside it, which a clone on a case-insensitive file system (macOS,
+// Windows) cannot hold together with it. Segments already in the tree are not checked, so
+// that names from before the rule stay writable in place.
+func (b *batch) checkNewNames(root plumbing.Hash, path string) error {
+	segs := treePath(path)
+	cur := root
+	for i, seg := range segs {
+		entries, err := readTree(b, cur)
+		if err != nil {
+			return b.fail(err)
+		}
+		var exact *object.TreeEntry
+		twin, twinDir := "", false
+		for k := range entries {
+			switch n := entries[k].Name; {
+			case n == seg:
+				exact = &entries[k]
+			case twin == "" && strings.EqualFold(n, seg):
+				twin, twinDir = n, entries[k].Mode == filemode.Dir
+			}
+		}
+		if exact != nil {
+			if exact.Mode != filemode.Dir {
+				return nil // the path itself, or a file above it (checkPathFree says so)
+			}
+			cur = exact.Hash
+			continue
+		}
+		for j := i; j < len(segs); j++ {
+			if err := ValidateNewSegment(path, segs[j], j == 0); err != nil {
+				return err
+			}
+		}
+		if twin != "" {
+			other := "/" + strings.Join(append(segs[:i:i], twin), "/")
+			if twinDir {
+				other += "/"
+			}
+			return invalidf("path %s differs only in case from %s, which exists: a clone on macOS or Windows (whose file systems ignore case) cannot hold both, so names that break clones are refused",
+				path, other)
+		}
+		return nil
+	}
+	return nil
 }
 
 // content reads the content of a live memory.

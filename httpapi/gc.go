@@ -31,6 +31,9 @@ func (s *Server) gcStore(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if _, err := readBody(c); err != nil {
+		return err
+	}
 	res, err := st.GC(c.Request().Context())
 	if errors.Is(err, gitstore.ErrNoGit) {
 		return &apiError{status: http.StatusNotImplemented, typ: "api_error", message: "gc " + gitstore.ErrNoGit.Message}

@@ -58,8 +58,8 @@ func (s *Server) createMemory(c echo.Context) error {
 	if in.Path, err = b.requiredStr("path"); err != nil {
 		return err
 	}
-	if _, ok := b["content"]; !ok {
-		return badRequest(`field "content" is required (pass "" for an empty memory)`)
+	if !b.has("content") {
+		return badRequest(`field "content" is required and must be a string, not null (pass "" for an empty memory)`)
 	}
 	if c, err := b.str("content"); err != nil {
 		return err

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/gitmem/gitmem/gitstore"
 )
 
 // body is a request's JSON object, read field by field so that every error names its field
@@ -21,6 +24,9 @@ type body map[string]json.RawMessage
 func readBody(c echo.Context, allowed ...string) (body, error) {
 	raw, err := io.ReadAll(c.Request().Body)
 	if err != nil {
+		return nil, err
+	}
+	if err := gitstore.ValidateJSONText("the request body", raw); err != nil {
 		return nil, err
 	}
 	b := body{}
@@ -146,4 +152,53 @@ func limit(c echo.Context, full bool) (int, error) {
 		n = 20
 	}
 	return n, err
+}
+
+// storeListParams and versionListParams are the filters of the list routes; a time filter
+// has two spellings (created_at[gte] as the SDKs send it, created_at_gte as the research
+// preview did). Lists take order and order_by too, which are documented as accepted (the
+// order of a list is fixed).
+var (
+	timeParams        = []string{"created_at[gte]", "created_at[lte]", "created_at_gte", "created_at_lte"}
+	storeListParams   = append([]string{"limit", "page", "include_archived", "order", "order_by"}, timeParams...)
+	versionListParams = append([]string{"view", "limit", "page", "memory_id", "operation", "session_id", "api_key_id",
+		"service_account_id", "order", "order_by"}, timeParams...)
+)
+
+// queryParams are the query parameters each route takes, by method and route. Every route
+// also takes beta, which the SDKs send (beta=true) on every call. A route missing here
+// takes beta only.
+var queryParams = map[string][]string{
+	"GET /v1/memory_stores":                                          storeListParams,
+	"POST /v1/memory_stores/:store/memories":                         {"view"},
+	"GET /v1/memory_stores/:store/memories":                          {"view", "limit", "page", "path_prefix", "depth", "at", "order", "order_by"},
+	"GET /v1/memory_stores/:store/memories/:memory":                  {"view", "at"},
+	"POST /v1/memory_stores/:store/memories/:memory":                 {"view"},
+	"PATCH /v1/memory_stores/:store/memories/:memory":                {"view"},
+	"DELETE /v1/memory_stores/:store/memories/:memory":               {"expected_content_sha256"},
+	"GET /v1/memory_stores/:store/memory_versions":                   versionListParams,
+	"GET /v1/memory_stores/:store/memory_versions/:version":          {"view"},
+	"POST /v1/memory_stores/:store/memory_versions/:version/restore": {"view"},
+	"GET /v1/memory_stores/:store/memories/:memory/diff":             {"from", "to"},
+	"GET /v1/memory_stores/:store/search":                            {"q", "path_prefix", "limit", "snippets"},
+	"POST /v1/memory_stores/:store/tools/:name":                      {"at"},
+}
+
+// checkQuery refuses a request with a query parameter its route does not take, naming the
+// parameter and those the route takes, so that a misspelt filter (?depht=1) is not ignored.
+func checkQuery(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		allowed := queryParams[c.Request().Method+" "+c.Path()]
+		for name := range c.QueryParams() {
+			if name == "beta" || slices.Contains(allowed, name) {
+				continue
+			}
+			takes := "no query parameters but beta"
+			if len(allowed) > 0 {
+				takes = "these query parameters: " + strings.Join(append(slices.Sorted(slices.Values(allowed)), "beta"), ", ")
+			}
+			return badRequest("unknown query parameter %q; this request takes %s", name, takes)
+		}
+		return next(c)
+	}
 }

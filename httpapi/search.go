@@ -17,7 +17,7 @@ import (
 // The memory_search tool uses svc from then on too.
 func (s *Server) EnableSearch(svc *search.Service) {
 	s.search = svc
-	s.e.GET("/v1/memory_stores/:store/search", s.searchStore, middleware.BodyLimit(bodyLimit), s.authenticate)
+	s.e.GET("/v1/memory_stores/:store/search", s.searchStore, middleware.BodyLimit(bodyLimit), s.authenticate, checkQuery)
 }
 
 // searchJSON is the answer of a search: the hits best first, and the commit of the store

@@ -66,7 +66,7 @@ func New(data *gitstore.DataDir, keys *apikeys.Keys, opts Options) *Server {
 		},
 	}))
 	e.Use(middleware.Recover())
-	v1 := e.Group("/v1", middleware.BodyLimit(bodyLimit), s.authenticate)
+	v1 := e.Group("/v1", middleware.BodyLimit(bodyLimit), s.authenticate, checkQuery)
 	s.storeRoutes(v1)
 	s.gcRoutes(v1) // gc.go
 	s.toolRoutes(v1)

@@ -16,6 +16,9 @@ import (
 
 const defaultListLimit = 200
 
+// maxListLimit is memory_list's largest limit, the largest page a store lists (gitstore.List).
+const maxListLimit = 1000
+
 // folderTarget resolves a path_prefix: a folder under /memories, with or without a
 // trailing "/".
 func (s *Session) folderTarget(in input) (target, error) {
@@ -46,8 +49,8 @@ func (s *Session) list(ctx context.Context, raw []byte) (string, error) {
 	if depth < 0 {
 		return "", toolErrorf("depth must be 0 (every memory below) or 1 or more levels, got %d", depth)
 	}
-	if limit < 1 || limit > 1000 {
-		return "", toolErrorf("limit must be between 1 and 1000, got %d", limit)
+	if limit < 1 || limit > maxListLimit {
+		return "", toolErrorf("limit must be between 1 and %d, got %d", maxListLimit, limit)
 	}
 	mounts := s.mounts
 	if t.mount != nil {
@@ -64,7 +67,8 @@ func (s *Session) list(ctx context.Context, raw []byte) (string, error) {
 			}
 			d = max(depth-1, 0)
 		}
-		page, err := m.reads.List(ctx, gitstore.ListOptions{PathPrefix: t.prefix(), Depth: d, Limit: limit - len(lines) + 1})
+		// one more than is left, to tell whether there are more, within the store's maximum page
+		page, err := m.reads.List(ctx, gitstore.ListOptions{PathPrefix: t.prefix(), Depth: d, Limit: min(limit-len(lines)+1, maxListLimit)})
 		if err != nil {
 			return "", err
 		}
@@ -307,7 +311,7 @@ func (s *Session) editTool(ctx context.Context, raw []byte) (string, error) {
 			return "", toolErrorf("old_string was not found in %s; read it with memory_read and copy the text exactly, without the line numbers", t.shown)
 		case n > 1 && !all:
 			return "", toolErrorf("old_string occurs %d times in %s (at lines %s); add surrounding text to make it unique, or set replace_all",
-				n, t.shown, occurrenceLines(cur, oldStr))
+				n, t.shown, fewLines(occurrenceLines(cur, oldStr)))
 		}
 		line = strings.Count(cur[:at], "\n")
 		if all {

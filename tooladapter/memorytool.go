@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/gitmem/gitmem/gitstore"
 	"github.com/gitmem/gitmem/secrets"
@@ -169,24 +172,55 @@ func replaceOnce(content, old, new, shown string) (out string, at int, err error
 		return "", -1, toolErrorf("No replacement was performed, old_str `%s` did not appear verbatim in %s.", old, shown)
 	}
 	if strings.Count(content, old) > 1 {
-		return "", -1, toolErrorf("No replacement was performed. Multiple occurrences of old_str `%s` in lines: %s. Please ensure it is unique", old, occurrenceLines(content, old))
+		// The reference's message lists the line of every occurrence; where that would not
+		// fit in an answer, the first distinct lines and how many there are.
+		lines := occurrenceLines(content, old)
+		listed := joinInts(lines)
+		if utf8.RuneCountInString(old)+len(listed)+100 > MaxAnswerChars {
+			listed = fewLines(lines) + fmt.Sprintf(" (%d occurrences)", len(lines))
+		}
+		return "", -1, toolErrorf("No replacement was performed. Multiple occurrences of old_str `%s` in lines: %s. Please ensure it is unique", old, listed)
 	}
-	return content[:at] + new + content[at+len(old):], at, nil
+	return strings.Replace(content, old, new, 1), at, nil
 }
 
-// occurrenceLines lists the lines where each occurrence of old in content starts, as
-// "3, 7, 7".
-func occurrenceLines(content, old string) string {
-	var lines []string
+// maxListedLines bounds how many distinct line numbers a message lists.
+const maxListedLines = 10
+
+// occurrenceLines returns the line where each occurrence of old in content starts, in
+// order (a line once per occurrence).
+func occurrenceLines(content, old string) []int {
+	var lines []int
+	line := 1
 	for i := 0; ; {
 		j := strings.Index(content[i:], old)
 		if j < 0 {
 			break
 		}
-		lines = append(lines, fmt.Sprint(strings.Count(content[:i+j], "\n")+1))
+		line += strings.Count(content[i:i+j], "\n")
+		lines = append(lines, line)
+		line += strings.Count(old, "\n")
 		i += j + len(old)
 	}
-	return strings.Join(lines, ", ")
+	return lines
+}
+
+func joinInts(ns []int) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ", ")
+}
+
+// fewLines lists the first maxListedLines distinct lines of lines (which are in order), and
+// says how many more there are.
+func fewLines(lines []int) string {
+	distinct := slices.Compact(slices.Clone(lines))
+	if len(distinct) <= maxListedLines {
+		return joinInts(distinct)
+	}
+	return fmt.Sprintf("%s and %d more", joinInts(distinct[:maxListedLines]), len(distinct)-maxListedLines)
 }
 
 func (s *Session) insert(ctx context.Context, in input) (string, error) {

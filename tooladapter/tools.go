@@ -70,7 +70,7 @@ func Tools() []Tool {
 			InputSchema: object(nil, map[string]any{
 				"path_prefix": str("The folder to list, such as /memories/projects/. Default /memories/, everything."),
 				"depth":       map[string]any{"type": "integer", "minimum": 0, "description": "0 for every memory below (default), 1 for the folder's direct entries."},
-				"limit":       map[string]any{"type": "integer", "minimum": 1, "maximum": 1000, "description": "At most this many lines (default 200)."},
+				"limit":       map[string]any{"type": "integer", "minimum": 1, "maximum": maxListLimit, "description": "At most this many lines (default 200)."},
 			})},
 		{Name: SearchTool,
 			Description: "Search the content and paths of your memories by meaning-bearing words, ranked best first. Each hit gives " +

@@ -100,7 +100,7 @@ func (a *app) importDir(cmd *cobra.Command, dir, ref string, overwrite, create b
 				problems = append(problems, mpath+": "+what)
 				return nil
 			}
-			if err := gitstore.ValidatePath(mpath); err != nil {
+			if err := gitstore.ValidateNewPath(mpath); err != nil {
 				problems = append(problems, ruleOf(err))
 				return nil
 			}
