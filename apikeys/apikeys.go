@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gitmem/gitmem/gitstore"
+	"github.com/gitmem/gitmem/internal/durable"
 )
 
 // Access is what a key may do.
@@ -64,7 +64,7 @@ type Keys struct {
 
 // Open reads the key file of the data directory dir (there may be none yet).
 func Open(dir string) (*Keys, error) {
-	k := &Keys{path: filepath.Join(dir, "keys.json")}
+	k := &Keys{path: gitstore.Layout{Root: dir}.KeysFile()}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("open keys: %w", err)
 	}
@@ -215,32 +215,8 @@ func (k *Keys) update(change func([]Key) ([]Key, error)) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(k.path), ".keys-*.json")
-	if err != nil {
+	if err := durable.WriteFile(k.path, append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("write keys: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write keys: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write keys: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), k.path); err != nil {
-		return fmt.Errorf("write keys: %w", err)
-	}
-	if d, err := os.Open(filepath.Dir(k.path)); err == nil {
-		d.Sync()
-		d.Close()
 	}
 	return k.reloadLocked(true)
 }

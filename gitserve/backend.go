@@ -7,22 +7,21 @@
 package gitserve
 
 import (
-	"errors"
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/cgi"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-)
 
-// ErrNoGit is New's error when the git program is not installed: git over HTTP is then off.
-var ErrNoGit = errors.New("git over HTTP is off because git is not installed (no git program in PATH)")
+	"github.com/gitmem/gitmem/internal/durable"
+	"github.com/gitmem/gitmem/internal/gitexec"
+)
 
 // Options configure a Backend.
 type Options struct {
@@ -54,8 +53,8 @@ type Backend struct {
 	opts Options
 }
 
-// New finds git and git http-backend and writes the hook. It returns ErrNoGit if git is
-// not installed.
+// New finds git and git http-backend and writes the hook. Its error is gitexec.ErrNoGit if
+// git is not installed.
 func New(opts Options) (*Backend, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -71,14 +70,11 @@ func New(opts Options) (*Backend, error) {
 	if opts.HooksDir, err = filepath.Abs(opts.HooksDir); err != nil {
 		return nil, err
 	}
-	git, err := exec.LookPath("git")
+	git, err := gitexec.Path()
 	if err != nil {
-		return nil, ErrNoGit
+		return nil, gitexec.NoGit("git over HTTP is off because git is not installed (no git program in PATH)")
 	}
-	if git, err = filepath.Abs(git); err != nil {
-		return nil, err
-	}
-	out, err := exec.Command(git, "--exec-path").Output()
+	out, err := gitexec.Command(context.Background(), "--exec-path").Output()
 	if err != nil {
 		return nil, fmt.Errorf("git over HTTP is off: git --exec-path failed: %w", err)
 	}
@@ -104,23 +100,7 @@ func writeHook(dir, program string) error {
 	quoted := "'" + strings.ReplaceAll(program, "'", `'\''`) + "'"
 	script := "#!/bin/sh\n# Written by gitmem serve at each start: gitmem checks every push to a store.\n" +
 		hookEnv + "=pre-receive\nexport " + hookEnv + "\nexec " + quoted + " \"$@\"\n"
-	tmp, err := os.CreateTemp(dir, ".pre-receive-")
-	if err != nil {
-		return fmt.Errorf("write git hook: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.WriteString(script); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write git hook: %w", err)
-	}
-	if err := tmp.Chmod(0o755); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write git hook: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write git hook: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), filepath.Join(dir, "pre-receive")); err != nil {
+	if err := durable.WriteFile(filepath.Join(dir, "pre-receive"), []byte(script), 0o755); err != nil {
 		return fmt.Errorf("write git hook: %w", err)
 	}
 	return nil
@@ -176,7 +156,7 @@ func (b *Backend) Serve(w http.ResponseWriter, r *http.Request, req Request) {
 		"PATH_INFO=/" + req.StoreID + ".git/" + req.Path,
 		"REMOTE_USER=" + req.RemoteUser,
 		storeEnv + "=" + req.StoreID,
-		gitEnv + "=" + b.git,
+		gitexec.PathEnv + "=" + b.git,
 	}
 	if req.Report != "" {
 		env = append(env, reportEnv+"="+req.Report)
@@ -209,7 +189,7 @@ func (b *Backend) Serve(w http.ResponseWriter, r *http.Request, req Request) {
 		Path:   b.git,
 		Args:   []string{"http-backend"},
 		Dir:    b.opts.StoresDir,
-		Env:    env,
+		Env:    gitexec.Env(env...),
 		Stderr: logWriter{b.opts.Logger, req.StoreID},
 	}
 	h.ServeHTTP(w, r)

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gitmem/gitmem/internal/gitexec"
 )
 
 // TestHookScript: the hook script runs the program it names, whatever characters its path
@@ -37,7 +39,7 @@ func TestHookScript(t *testing.T) {
 func TestNoGit(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	_, err := New(Options{StoresDir: t.TempDir(), HooksDir: t.TempDir()})
-	if !errors.Is(err, ErrNoGit) {
+	if !errors.Is(err, gitexec.ErrNoGit) {
 		t.Fatalf("New without git: %v", err)
 	}
 	if err.Error() != "git over HTTP is off because git is not installed (no git program in PATH)" {

@@ -2,9 +2,9 @@ package gitserve
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
-	"os/exec"
 	"strconv"
 	"strings"
 	"time"
@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gitmem/gitmem/gitstore"
+	"github.com/gitmem/gitmem/internal/gitexec"
 )
 
 const (
@@ -32,8 +33,7 @@ type problem struct {
 // with git plumbing. It keeps what it checked, so that a file or folder that many pushed
 // commits share is checked once.
 type checker struct {
-	git     string
-	env     []string // the environment of the git commands; nil: the hook's own
+	env     []string // added to the hook's environment for the git commands (GIT_DIR)
 	storeID string
 	objs    *objects
 	// importing checks a whole history that gitmem made elsewhere (CheckImport): its
@@ -414,7 +414,7 @@ func (c *checker) archivedAt() *time.Time {
 
 // run runs a git command in the hook's environment and returns its output, trimmed.
 func (c *checker) run(args ...string) (string, error) {
-	cmd := exec.Command(c.git, args...)
+	cmd := gitexec.Command(context.Background(), args...)
 	cmd.Env = c.env
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -426,8 +426,7 @@ func (c *checker) run(args ...string) (string, error) {
 }
 
 func isExit(err error, code int) bool {
-	var ee *exec.ExitError
-	return errors.As(err, &ee) && ee.ExitCode() == code
+	return gitexec.ExitCode(err) == code
 }
 
 // ruleOf is the message of a gitstore error.

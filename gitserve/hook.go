@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/gitmem/gitmem/internal/gitexec"
 )
 
 // Environment variables between the server, git http-backend and the hook.
@@ -15,7 +16,6 @@ const (
 	hookEnv   = "GITMEM_GIT_HOOK"    // set by the hook script: run as this hook
 	storeEnv  = "GITMEM_STORE_ID"    // the store the push goes to
 	reportEnv = "GITMEM_PUSH_REPORT" // a file where an accepted push lists its commits
-	gitEnv    = "GITMEM_GIT"         // the git program the server runs
 )
 
 // RunHookIfAsked runs the git hook that the program was started as, by the script that New
@@ -61,13 +61,10 @@ func runHook(name string, stdin io.Reader, stderr io.Writer) int {
 		fmt.Fprintf(errw, "gitmem: unknown git hook %q\n", name)
 		return 1
 	}
-	git := os.Getenv(gitEnv)
-	if git == "" {
-		var err error
-		if git, err = exec.LookPath("git"); err != nil {
-			fmt.Fprintln(errw, "gitmem could not check this push (git is not in PATH); nothing was changed")
-			return 1
-		}
+	// The server names its git in the environment (gitexec.PathEnv).
+	if _, err := gitexec.Path(); err != nil {
+		fmt.Fprintln(errw, "gitmem could not check this push (git is not in PATH); nothing was changed")
+		return 1
 	}
 	storeID := os.Getenv(storeEnv)
 	if storeID == "" {
@@ -82,13 +79,13 @@ func runHook(name string, stdin io.Reader, stderr io.Writer) int {
 			updates = append(updates, update{old: f[0], new: f[1], ref: f[2]})
 		}
 	}
-	objs, err := newObjects(git, nil)
+	objs, err := newObjects(nil)
 	if err != nil {
 		fmt.Fprintf(errw, "gitmem could not check this push (%v); nothing was changed\n", err)
 		return 1
 	}
 	defer objs.close()
-	c := &checker{git: git, storeID: storeID, objs: objs, reported: map[string]bool{},
+	c := &checker{storeID: storeID, objs: objs, reported: map[string]bool{},
 		trees: map[string]bool{}, blobs: map[string]string{}}
 	commits, err := c.check(updates)
 	if err != nil {

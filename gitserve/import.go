@@ -2,7 +2,6 @@ package gitserve
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/gitmem/gitmem/gitstore"
@@ -16,14 +15,14 @@ import (
 // .gitmem/store.json must be on main. It returns the store's id (from store.json on main) and
 // the broken rules, one line each naming the file, the rule and the commit; none means the
 // history may be adopted. err is for failures to read the repository.
-func CheckImport(git, dir string) (storeID string, problems []string, err error) {
-	env := append(os.Environ(), "GIT_DIR="+dir)
-	objs, err := newObjects(git, env)
+func CheckImport(dir string) (storeID string, problems []string, err error) {
+	env := []string{"GIT_DIR=" + dir}
+	objs, err := newObjects(env)
 	if err != nil {
 		return "", nil, err
 	}
 	defer objs.close()
-	c := &checker{git: git, env: env, objs: objs, importing: true, reported: map[string]bool{},
+	c := &checker{env: env, objs: objs, importing: true, reported: map[string]bool{},
 		trees: map[string]bool{}, blobs: map[string]string{}}
 	head, err := c.run("rev-parse", "--verify", "-q", mainRef)
 	if err != nil && !isExit(err, 1) {
@@ -69,14 +68,14 @@ func CheckImport(git, dir string) (storeID string, problems []string, err error)
 // The rules are those of CheckImport (the remote's commits may be gitmem's own, with its
 // trailers), and the store's secrets policy on ours applies too, so that a secret reaches main
 // by way of a remote no more than by a push. It returns the broken rules, one line each.
-func CheckFetched(git, dir, ours string, commits []string) (problems []string, err error) {
-	env := append(os.Environ(), "GIT_DIR="+dir)
-	objs, err := newObjects(git, env)
+func CheckFetched(dir, ours string, commits []string) (problems []string, err error) {
+	env := []string{"GIT_DIR=" + dir}
+	objs, err := newObjects(env)
 	if err != nil {
 		return nil, err
 	}
 	defer objs.close()
-	c := &checker{git: git, env: env, objs: objs, importing: true, fetched: true, reported: map[string]bool{},
+	c := &checker{env: env, objs: objs, importing: true, fetched: true, reported: map[string]bool{},
 		trees: map[string]bool{}, blobs: map[string]string{}}
 	obj, err := objs.read(ours+":"+gitstore.StoreFile, maxMeta)
 	if err != nil {

@@ -3,27 +3,29 @@ package gitserve
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
+
+	"github.com/gitmem/gitmem/internal/gitexec"
 )
 
 // objects reads objects through one `git cat-file --batch` process. In a pre-receive hook
 // it runs in the hook's environment, so it sees the pushed objects in their quarantine
 // directory as well as the repository's own.
 type objects struct {
-	cmd *exec.Cmd
+	cmd *gitexec.Cmd
 	in  *bufio.Writer
 	w   io.WriteCloser
 	out *bufio.Reader
 }
 
-func newObjects(git string, env []string) (*objects, error) {
-	cmd := exec.Command(git, "cat-file", "--batch")
-	cmd.Env = env // nil: the hook's own environment
+func newObjects(env []string) (*objects, error) {
+	cmd := gitexec.Command(context.Background(), "cat-file", "--batch")
+	cmd.Env = env // added to the hook's own environment
 	cmd.Stderr = os.Stderr
 	w, err := cmd.StdinPipe()
 	if err != nil {

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+
+	"github.com/gitmem/gitmem/internal/durable"
 )
 
 // The benchmarks compare, in one run, a gitmem write with the same write done through the
@@ -224,7 +226,7 @@ func BenchmarkPlainFileWrite(b *testing.B) {
 		if err := os.Rename(f.Name(), p); err != nil {
 			b.Fatal(err)
 		}
-		if err := syncDir(dir); err != nil {
+		if err := durable.SyncDir(dir); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gitmem/gitmem/internal/durable"
 )
 
 const (
@@ -175,8 +177,10 @@ func TestCrash(t *testing.T) {
 			}
 		}
 		fsck(t, s)
-		if tmps, _ := filepath.Glob(filepath.Join(s.RepoPath(), "objects", "pack", "tmp_*")); len(tmps) > 0 {
-			t.Errorf("round %d: half-written files left after reopening: %v", round, tmps)
+		for _, pattern := range []string{"tmp_*", durable.TempPrefix + "*"} {
+			if tmps, _ := filepath.Glob(filepath.Join(s.RepoPath(), "objects", "pack", pattern)); len(tmps) > 0 {
+				t.Errorf("round %d: half-written files left after reopening: %v", round, tmps)
+			}
 		}
 		if _, err := s.Write(ctx, WriteInput{Path: "/after.md", Content: strconv.Itoa(round), Actor: apiActor}); err != nil {
 			t.Fatalf("round %d: write after the crash: %v", round, err)

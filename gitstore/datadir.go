@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/gitmem/gitmem/internal/durable"
 )
 
 // DataDir is a data directory: one bare repository per store under stores/, and one catalog
@@ -30,8 +32,9 @@ type DataDir struct {
 // process that has it.
 func Open(ctx context.Context, dir string, opts Options) (*DataDir, error) {
 	opts = opts.withDefaults()
-	for _, sub := range []string{"stores", "catalog"} {
-		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+	l := Layout{Root: dir}
+	for _, sub := range []string{l.StoresDir(), l.CatalogDir()} {
+		if err := os.MkdirAll(sub, 0o755); err != nil {
 			return nil, fmt.Errorf("create data directory %s: %w", dir, err)
 		}
 	}
@@ -50,16 +53,19 @@ func Open(ctx context.Context, dir string, opts Options) (*DataDir, error) {
 // Dir returns the data directory's path.
 func (d *DataDir) Dir() string { return d.dir }
 
+// Layout says where each thing is in the data directory.
+func (d *DataDir) Layout() Layout { return Layout{Root: d.dir} }
+
 // cleanup removes what an interrupted create or delete left: temporary and trashed
 // repositories, and stale ref locks that only a crashed writer of ours can have left, since
 // we hold the directory's lock.
 func (d *DataDir) cleanup() error {
-	entries, err := os.ReadDir(filepath.Join(d.dir, "stores"))
+	entries, err := os.ReadDir(d.Layout().StoresDir())
 	if err != nil {
 		return fmt.Errorf("read %s: %w", d.dir, err)
 	}
 	for _, e := range entries {
-		p := filepath.Join(d.dir, "stores", e.Name())
+		p := filepath.Join(d.Layout().StoresDir(), e.Name())
 		if strings.HasPrefix(e.Name(), ".") {
 			if err := os.RemoveAll(p); err != nil {
 				return fmt.Errorf("remove leftover %s: %w", p, err)
@@ -72,20 +78,22 @@ func (d *DataDir) cleanup() error {
 			os.Remove(lock)
 		}
 		// Packs and indexes a crash left half written, never published.
-		tmps, _ := filepath.Glob(filepath.Join(p, "objects", "pack", "tmp_*"))
-		for _, tmp := range tmps {
-			os.Remove(tmp)
+		for _, pattern := range []string{"tmp_*", durable.TempPrefix + "*"} {
+			tmps, _ := filepath.Glob(filepath.Join(p, "objects", "pack", pattern))
+			for _, tmp := range tmps {
+				os.Remove(tmp)
+			}
 		}
 	}
 	return nil
 }
 
 func (d *DataDir) repoPath(id string) string {
-	return filepath.Join(d.dir, "stores", id+".git")
+	return d.Layout().StoreRepo(id)
 }
 
 func (d *DataDir) catalogPath(id string) string {
-	return filepath.Join(d.dir, "catalog", id+".db")
+	return d.Layout().CatalogFile(id)
 }
 
 // Close stops every store's writer and releases the directory.
@@ -126,7 +134,7 @@ func (d *DataDir) CreateStore(ctx context.Context, in CreateStoreInput) (*Store,
 	}
 	now := d.opts.Clock().UTC()
 	id := NewID(StorePrefix, now)
-	tmpRepo := filepath.Join(d.dir, "stores", "."+id+".git")
+	tmpRepo := d.Layout().StoresTemp("." + id + ".git")
 	tmpCatalog := d.catalogPath(id) + ".tmp"
 	defer os.RemoveAll(tmpRepo)
 	defer os.Remove(tmpCatalog)
@@ -153,7 +161,7 @@ func (d *DataDir) CreateStore(ctx context.Context, in CreateStoreInput) (*Store,
 	if err := os.Rename(tmpRepo, d.repoPath(id)); err != nil {
 		return nil, fmt.Errorf("create store: %w", err)
 	}
-	if err := syncDir(filepath.Join(d.dir, "stores")); err != nil {
+	if err := durable.SyncDir(d.Layout().StoresDir()); err != nil {
 		return nil, err
 	}
 	return d.Store(ctx, id)
@@ -188,7 +196,7 @@ func (d *DataDir) Store(ctx context.Context, id string) (*Store, error) {
 
 // storeIDs lists the ids of the stores on disk, newest first.
 func (d *DataDir) storeIDs() ([]string, error) {
-	entries, err := os.ReadDir(filepath.Join(d.dir, "stores"))
+	entries, err := os.ReadDir(d.Layout().StoresDir())
 	if err != nil {
 		return nil, fmt.Errorf("list stores: %w", err)
 	}
@@ -264,11 +272,11 @@ func (d *DataDir) DeleteStore(ctx context.Context, id string) error {
 	}
 	// Rename first: one atomic step after which the store is gone, even if the removal
 	// below is interrupted (Open removes the leftover).
-	trash := filepath.Join(d.dir, "stores", ".trash-"+id+"-"+base64.RawURLEncoding.EncodeToString([]byte(NewID("", d.opts.Clock()))))
+	trash := d.Layout().StoresTemp(".trash-" + id + "-" + base64.RawURLEncoding.EncodeToString([]byte(NewID("", d.opts.Clock()))))
 	if err := os.Rename(d.repoPath(id), trash); err != nil {
 		return fmt.Errorf("delete store %s: %w", id, err)
 	}
-	if err := syncDir(filepath.Join(d.dir, "stores")); err != nil {
+	if err := durable.SyncDir(d.Layout().StoresDir()); err != nil {
 		return err
 	}
 	if err := os.Remove(d.catalogPath(id)); err != nil && !os.IsNotExist(err) {

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/gitmem/gitmem/internal/durable"
+	"github.com/gitmem/gitmem/internal/gitexec"
 )
 
 // ObjectStats is the size of a repository's object database.
@@ -32,8 +34,14 @@ type GCResult struct {
 	Took         time.Duration
 }
 
-// ErrNoGit is returned by GC when the git program is not installed.
-var ErrNoGit = &Error{Kind: KindConflict, Message: "gc needs the git program, which is not installed (no git in PATH)"}
+// needGit returns nil if git is installed, and otherwise an error of KindConflict that says
+// what needs it and is gitexec.ErrNoGit.
+func needGit(what string) error {
+	if err := gitexec.Need(what); err != nil {
+		return &Error{Kind: KindConflict, Message: err.Error(), Err: err}
+	}
+	return nil
+}
 
 // pruneGrace is how old an unreachable loose object must be for GC to delete it: objects
 // that a push is adding are unreachable until its ref update, a moment later.
@@ -43,14 +51,14 @@ const pruneGrace = "10.minutes.ago"
 // and deletes the old packs, the loose objects now packed and unreachable loose objects
 // older than a few minutes. It runs in the store's writer, so no write happens meanwhile;
 // readers keep reading throughout: the old packs are removed only when the storage that
-// knows the new one replaces the old storage, under the storage lock.
+// knows the new one replaces the old storage, under the storage lock. Without the git
+// program its error is gitexec.ErrNoGit (of KindConflict).
 func (s *Store) GC(ctx context.Context) (GCResult, error) {
-	git, err := exec.LookPath("git")
-	if err != nil {
-		return GCResult{}, ErrNoGit
+	if err := needGit("gc"); err != nil {
+		return GCResult{}, err
 	}
 	var res GCResult
-	err = s.runTask(ctx, func() error {
+	err := s.runTask(ctx, func() error {
 		start := time.Now()
 		r := s.repo
 		var err error
@@ -58,13 +66,13 @@ func (s *Store) GC(ctx context.Context) (GCResult, error) {
 			return err
 		}
 		// -f: compute deltas afresh (git's default window and depth).
-		if res.KeptOldPacks, err = r.repackAll(ctx, git, "-f"); err != nil {
+		if res.KeptOldPacks, err = r.repackAll(ctx, "-f"); err != nil {
 			return err
 		}
-		if err := r.git(ctx, git, "prune-packed", "-q"); err != nil {
+		if err := r.git(ctx, "prune-packed", "-q"); err != nil {
 			return err
 		}
-		if err := r.git(ctx, git, "prune", "--expire="+pruneGrace); err != nil {
+		if err := r.git(ctx, "prune", "--expire="+pruneGrace); err != nil {
 			return err
 		}
 		packs, err := r.packFiles()
@@ -86,7 +94,7 @@ func (s *Store) GC(ctx context.Context) (GCResult, error) {
 // objects they held. git must not delete them itself (no -d): readers may be reading them;
 // replacePacks does it under the storage lock. If main moved while git repacked (a push),
 // the old packs may hold the pushed objects: they are kept, and moved is set.
-func (r *repo) repackAll(ctx context.Context, git string, extra ...string) (moved bool, err error) {
+func (r *repo) repackAll(ctx context.Context, extra ...string) (moved bool, err error) {
 	head, err := r.readRef()
 	if err != nil {
 		return false, err
@@ -96,7 +104,7 @@ func (r *repo) repackAll(ctx context.Context, git string, extra ...string) (move
 		return false, err
 	}
 	args := append([]string{"repack", "-a", "-q", "--no-write-bitmap-index"}, extra...)
-	if err := r.git(ctx, git, args...); err != nil {
+	if err := r.git(ctx, args...); err != nil {
 		return false, err
 	}
 	after, err := r.readRef()
@@ -149,7 +157,7 @@ func (r *repo) replacePacks(old []packFile) error {
 			}
 		}
 	}
-	if err := syncDir(dir); err != nil {
+	if err := durable.SyncDir(dir); err != nil {
 		return err
 	}
 	r.st = newStorage(r.path)
@@ -159,14 +167,14 @@ func (r *repo) replacePacks(old []packFile) error {
 }
 
 // git runs a git command on the repository.
-func (r *repo) git(ctx context.Context, git string, args ...string) error {
-	_, err := r.gitOutput(ctx, git, args...)
+func (r *repo) git(ctx context.Context, args ...string) error {
+	_, err := r.gitOutput(ctx, args...)
 	return err
 }
 
 // gitOutput runs a git command on the repository and returns what it printed.
-func (r *repo) gitOutput(ctx context.Context, git string, args ...string) ([]byte, error) {
-	cmd, stderr := r.gitCmd(ctx, git, args...)
+func (r *repo) gitOutput(ctx context.Context, args ...string) ([]byte, error) {
+	cmd, stderr := r.gitCmd(ctx, args...)
 	out, err := cmd.Output()
 	if err != nil {
 		return nil, fmt.Errorf("git %s in %s: %v: %s", strings.Join(args, " "), r.path, err, strings.TrimSpace(stderr.String()))
@@ -175,9 +183,9 @@ func (r *repo) gitOutput(ctx context.Context, git string, args ...string) ([]byt
 }
 
 // gitCmd prepares a git command on the repository, with its error output in stderr.
-func (r *repo) gitCmd(ctx context.Context, git string, args ...string) (*exec.Cmd, *bytes.Buffer) {
-	cmd := exec.CommandContext(ctx, git, args...)
-	cmd.Env = append(os.Environ(), "GIT_DIR="+r.path)
+func (r *repo) gitCmd(ctx context.Context, args ...string) (*gitexec.Cmd, *bytes.Buffer) {
+	cmd := gitexec.Command(ctx, args...)
+	cmd.Env = []string{"GIT_DIR=" + r.path}
 	cmd.Dir = r.path
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -171,17 +171,6 @@ type MemoryDiff struct {
 	Diff string
 }
 
-// Diff returns the unified diff from version fromID to version toID of the same memory; an
-// empty toID means the memory's current head version. A deleted version diffs as empty
-// content.
-func (s *Store) Diff(ctx context.Context, fromID, toID string) (string, error) {
-	if fromID == "" {
-		return "", invalidf("diff needs the version to diff from")
-	}
-	d, err := s.DiffMemory(ctx, "", fromID, toID)
-	return d.Diff, err
-}
-
 // DiffMemory diffs two versions of memory memoryID (or, if memoryID is empty, of the memory
 // that the versions belong to). An empty toID is the memory's head version; an empty fromID
 // is the version before toID, or nothing if toID is the memory's first version. At least

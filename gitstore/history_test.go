@@ -208,7 +208,7 @@ func TestDiffAgainstGit(t *testing.T) {
 			path := "/diff/case" + strconv.Itoa(i) + ".md"
 			v1 := mustWrite(t, s, path, c.a, apiActor)
 			v2 := mustWrite(t, s, path, c.b, sessionActor)
-			got, err := s.Diff(ctx, v1.Version.ID, v2.Version.ID)
+			got, err := diffVersions(ctx, s, v1.Version.ID, v2.Version.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -219,10 +219,10 @@ func TestDiffAgainstGit(t *testing.T) {
 				t.Errorf("diff:\n%s\ngit diff:\n%s", got, want)
 			}
 			// To defaults to the head; the reverse diff is git's reverse diff.
-			if head, err := s.Diff(ctx, v1.Version.ID, ""); err != nil || head != got {
+			if head, err := diffVersions(ctx, s, v1.Version.ID, ""); err != nil || head != got {
 				t.Errorf("diff to head: %q, %v", head, err)
 			}
-			back, err := s.Diff(ctx, v2.Version.ID, v1.Version.ID)
+			back, err := diffVersions(ctx, s, v2.Version.ID, v1.Version.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -239,7 +239,7 @@ func TestDiffAgainstGit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d, err := s.Diff(ctx, v1.Version.ID, v3.Version.ID); err != nil || d != "" {
+	if d, err := diffVersions(ctx, s, v1.Version.ID, v3.Version.ID); err != nil || d != "" {
 		t.Errorf("diff of identical content: %q, %v", d, err)
 	}
 	if want := gitDiffHunks(t, s.RepoPath(), v1.Version.Commit+":same.md", v3.Version.Commit+":same.md"); want != "" {
@@ -251,7 +251,7 @@ func TestDiffAgainstGit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.Diff(ctx, v3.Version.ID, del.ID)
+	got, err := diffVersions(ctx, s, v3.Version.ID, del.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,12 +272,19 @@ func TestDiffAgainstGit(t *testing.T) {
 
 	// Versions of two memories, and unknown versions, are refused.
 	other := mustWrite(t, s, "/other.md", "o\n", apiActor)
-	if _, err := s.Diff(ctx, v1.Version.ID, other.Version.ID); !IsKind(err, KindInvalid) {
+	if _, err := diffVersions(ctx, s, v1.Version.ID, other.Version.ID); !IsKind(err, KindInvalid) {
 		t.Errorf("diff across memories: %v", err)
 	}
-	if _, err := s.Diff(ctx, "memver_01NOSUCHVERSION0000000000", ""); !IsKind(err, KindNotFound) {
+	if _, err := diffVersions(ctx, s, "memver_01NOSUCHVERSION0000000000", ""); !IsKind(err, KindNotFound) {
 		t.Errorf("diff of an unknown version: %v", err)
 	}
+}
+
+// diffVersions is the unified diff from version fromID to version toID of the same memory
+// (toID "": its head version).
+func diffVersions(ctx context.Context, s *Store, fromID, toID string) (string, error) {
+	d, err := s.DiffMemory(ctx, "", fromID, toID)
+	return d.Diff, err
 }
 
 type gitBlameLine struct{ commit, text string }

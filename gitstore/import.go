@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/gitmem/gitmem/internal/durable"
 )
 
 // Importing a store (gitmem import) is done in two steps around the caller's own work:
@@ -20,7 +22,7 @@ import (
 // rename), with the configuration of a store's repository, and returns its path. Remove it
 // if you do not adopt it (Open removes it otherwise).
 func (d *DataDir) PrepareImport() (string, error) {
-	dir := filepath.Join(d.dir, "stores", ".import-"+NewID("", d.opts.Clock())+".git")
+	dir := d.Layout().StoresTemp(".import-" + NewID("", d.opts.Clock()) + ".git")
 	if err := initRepo(dir); err != nil {
 		os.RemoveAll(dir)
 		return "", err
@@ -36,7 +38,7 @@ func (d *DataDir) PrepareImport() (string, error) {
 // version ids that the catalog derives from them are the ones the source had. It does not
 // check the files of the history: do that first (gitserve.CheckImport).
 func (d *DataDir) ImportStore(ctx context.Context, repoDir string, progress Progress) (*Store, error) {
-	if filepath.Dir(repoDir) != filepath.Join(d.dir, "stores") || !strings.HasPrefix(filepath.Base(repoDir), ".import-") {
+	if filepath.Dir(repoDir) != d.Layout().StoresDir() || !strings.HasPrefix(filepath.Base(repoDir), ".import-") {
 		return nil, fmt.Errorf("import store: %s was not made by PrepareImport", repoDir)
 	}
 	info, err := importedInfo(repoDir)
@@ -76,10 +78,10 @@ func (d *DataDir) ImportStore(ctx context.Context, repoDir string, progress Prog
 	if err != nil {
 		return nil, fmt.Errorf("import store %s: %w", info.ID, err)
 	}
-	if err := syncDir(filepath.Join(d.dir, "stores")); err != nil {
+	if err := durable.SyncDir(d.Layout().StoresDir()); err != nil {
 		return nil, err
 	}
-	if err := syncDir(filepath.Join(d.dir, "catalog")); err != nil {
+	if err := durable.SyncDir(d.Layout().CatalogDir()); err != nil {
 		return nil, err
 	}
 	return d.Store(ctx, info.ID)

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -12,7 +11,7 @@ import (
 
 // lockDir takes the exclusive lock of a data directory, and records who holds it.
 func lockDir(dir string) (*os.File, error) {
-	p := filepath.Join(dir, "gitmem.lock")
+	p := Layout{Root: dir}.LockFile()
 	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", p, err)

@@ -6,15 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/gitmem/gitmem/internal/gitexec"
 )
 
 // This file merges a remote's main into the store's main: what gitmem sync does when both
@@ -89,22 +89,21 @@ var ErrUnrelated = &Error{Kind: KindConflict, Message: "the remote's main shares
 // compare-and-swap, so it never races the API's writes; if a push moved main meanwhile it
 // merges again. It needs the git program (merge-base, merge-file, log).
 func (s *Store) Integrate(ctx context.Context, remote string, theirs string) (MergeResult, error) {
-	git, err := exec.LookPath("git")
-	if err != nil {
-		return MergeResult{}, &Error{Kind: KindConflict, Message: "sync needs the git program, which is not installed (no git in PATH)"}
+	if err := needGit("sync"); err != nil {
+		return MergeResult{}, err
 	}
 	th, ok := parseHash(theirs)
 	if !ok {
 		return MergeResult{}, invalidf("%q is not a commit hash", theirs)
 	}
 	var res MergeResult
-	err = s.runTask(ctx, func() error {
+	err := s.runTask(ctx, func() error {
 		// git fetch wrote packs that go-git's storage does not know of yet.
 		s.repo.reload()
 		if _, ok := s.repo.hasObject(th); !ok {
 			return fmt.Errorf("integrate %s: commit %s is not in the repository (fetch it first)", remote, theirs)
 		}
-		m := &merger{s: s, ctx: ctx, git: git, remote: remote, theirs: th}
+		m := &merger{s: s, ctx: ctx, remote: remote, theirs: th}
 		req := &request{ctx: ctx, fn: func(b *batch) (any, error) { return m.run(b) }}
 		for attempt := 0; ; attempt++ {
 			results, err := s.tryGroup([]*request{req})
@@ -128,7 +127,6 @@ func (s *Store) Integrate(ctx context.Context, remote string, theirs string) (Me
 type merger struct {
 	s      *Store
 	ctx    context.Context
-	git    string
 	remote string
 	theirs plumbing.Hash
 
@@ -193,8 +191,7 @@ func (m *merger) run(b *batch) (MergeResult, error) {
 func (m *merger) mergeBase() (plumbing.Hash, error) {
 	out, err := m.gitOut(nil, "merge-base", m.ours.String(), m.theirs.String())
 	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) && ee.ExitCode() == 1 {
+		if gitexec.ExitCode(err) == 1 {
 			return plumbing.ZeroHash, ErrUnrelated
 		}
 		return plumbing.ZeroHash, m.b.fail(err)
@@ -234,11 +231,8 @@ func (m *merger) gitOut(stdin []byte, args ...string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(m.ctx, m.git, args...)
-	// Stopped with SIGTERM, git removes its lock files (a ref's .lock) on the way out.
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = 10 * time.Second
-	cmd.Env = append(os.Environ(), "GIT_DIR="+dir, "GIT_LITERAL_PATHSPECS=1")
+	cmd := gitexec.Command(m.ctx, args...)
+	cmd.Env = []string{"GIT_DIR=" + dir, "GIT_LITERAL_PATHSPECS=1"}
 	cmd.Dir = dir
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
@@ -741,8 +735,7 @@ func (m *merger) merge3(ours, base, theirs plumbing.Hash) ([]byte, bool, error) 
 		files = append(files, f)
 	}
 	out, err := m.gitOut(nil, append([]string{"merge-file", "-p", "-q"}, files...)...)
-	var ee *exec.ExitError
-	if errors.As(err, &ee) && ee.ExitCode() > 0 && ee.ExitCode() < 128 {
+	if code := gitexec.ExitCode(err); code > 0 && code < 128 {
 		return nil, false, nil // that many conflicts
 	}
 	if err != nil {

@@ -16,6 +16,8 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
+
+	"github.com/gitmem/gitmem/internal/durable"
 )
 
 // idlePacks is how many packs a repository keeps once the writer has been idle.
@@ -328,14 +330,14 @@ func (ww *wholeWriter) write(w io.Writer, o plumbing.EncodedObject) (uint32, err
 	return crc.Sum32(), nil
 }
 
-// writeIdx writes a pack index at path, durably, through a temporary file.
+// writeIdx writes a pack index at path, through a temporary file that is fsynced and
+// renamed; the caller fsyncs the directory.
 func writeIdx(idx *idxfile.MemoryIndex, path string) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "tmp_idx_")
+	tmp, err := durable.Create(path, 0o600)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
-	defer tmp.Close()
+	defer tmp.Discard()
 	w := bufio.NewWriter(tmp)
 	if _, err := idxfile.NewEncoder(w).Encode(idx); err != nil {
 		return fmt.Errorf("write pack index: %w", err)
@@ -343,8 +345,5 @@ func writeIdx(idx *idxfile.MemoryIndex, path string) error {
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return tmp.Commit()
 }

@@ -12,7 +12,6 @@ import (
 	"io"
 	"maps"
 	"os"
-	"os/exec"
 	"regexp"
 	"slices"
 	"strconv"
@@ -110,27 +109,26 @@ func (s *Store) Redact(ctx context.Context, in RedactInput) (RedactResult, error
 	if in.Actor.Type == SessionActor {
 		return RedactResult{}, invalidf("sessions cannot redact versions; redact as an API key or a user")
 	}
-	git, err := exec.LookPath("git")
-	if err != nil {
-		return RedactResult{}, &Error{Kind: KindConflict, Message: "redact needs the git program, which is not installed (no git in PATH)"}
+	if err := needGit("redact"); err != nil {
+		return RedactResult{}, err
 	}
 	var res redactOutcome
-	err = s.runTask(ctx, func() error {
+	err := s.runTask(ctx, func() error {
 		// Once begun, the redaction runs to the end, as every write the writer takes up: a
 		// caller that went away must not leave main moved and the pruning undone.
 		ctx := context.WithoutCancel(ctx)
 		start := time.Now()
 		var err error
-		if res, err = s.redact(ctx, git, in); err != nil {
+		if res, err = s.redact(ctx, in); err != nil {
 			return err
 		}
-		if err := s.moveOtherRefs(ctx, git); err != nil {
+		if err := s.moveOtherRefs(ctx); err != nil {
 			return fmt.Errorf("move refs onto the redacted history (the redaction is done; redact again to finish): %w", err)
 		}
-		if err := s.pruneRedacted(ctx, git); err != nil {
+		if err := s.pruneRedacted(ctx); err != nil {
 			return fmt.Errorf("prune after redaction (the redaction is done; redact again to finish pruning): %w", err)
 		}
-		res.ContentRemains = !res.blob.IsZero() && s.repo.git(ctx, git, "cat-file", "-e", res.blob.String()) == nil
+		res.ContentRemains = !res.blob.IsZero() && s.repo.git(ctx, "cat-file", "-e", res.blob.String()) == nil
 		res.Took = time.Since(start)
 		return nil
 	})
@@ -197,7 +195,7 @@ func (ct catTx) findTarget(id string) (redactTarget, error) {
 // redact rewrites the history and publishes it. If main moves meanwhile (a push), it
 // catches up and rewrites just the new commits on top, until it wins the ref: a redaction
 // rewrites the whole history once, however many pushes land while it does.
-func (s *Store) redact(ctx context.Context, git string, in RedactInput) (redactOutcome, error) {
+func (s *Store) redact(ctx context.Context, in RedactInput) (redactOutcome, error) {
 	var out redactOutcome
 	if err := s.catchUp(nil); err != nil {
 		return out, err
@@ -225,7 +223,7 @@ func (s *Store) redact(ctx context.Context, git string, in RedactInput) (redactO
 	red := redaction{At: now.UTC().UnixMilli(), ActorType: in.Actor.Type, ActorID: in.Actor.ID}
 	rw := &rewriter{s: s, t: t, red: red, newOf: map[plumbing.Hash]plumbing.Hash{},
 		inRange: map[plumbing.Hash]bool{}, trees: map[plumbing.Hash]plumbing.Hash{}, byHash: map[plumbing.Hash]bool{}}
-	if err := rw.run(ctx, git, plumbing.ZeroHash, head); err != nil {
+	if err := rw.run(ctx, plumbing.ZeroHash, head); err != nil {
 		return out, err
 	}
 	written, listed := 0, 0
@@ -274,7 +272,7 @@ func (s *Store) redact(ctx context.Context, git string, in RedactInput) (redactO
 			return out, err
 		}
 		next := s.headHash()
-		if err := rw.run(ctx, git, head, next); err != nil {
+		if err := rw.run(ctx, head, next); err != nil {
 			return out, err
 		}
 		head = next
@@ -373,7 +371,7 @@ func (rw *rewriter) mapped(h plumbing.Hash) plumbing.Hash {
 // run lists the commits to rewrite, parents first, and rewrites them: the version's commit
 // and every commit of main up to head that descends from it or, after a push moved main,
 // the commits from from to head.
-func (rw *rewriter) run(ctx context.Context, git string, from, head plumbing.Hash) error {
+func (rw *rewriter) run(ctx context.Context, from, head plumbing.Hash) error {
 	args := []string{"rev-list", "--topo-order", "--reverse", head.String()}
 	if !from.IsZero() {
 		args = append(args, "^"+from.String())
@@ -386,7 +384,7 @@ func (rw *rewriter) run(ctx context.Context, git string, from, head plumbing.Has
 			args = append(args, "--ancestry-path", "^"+c.ParentHashes[0].String())
 		}
 	}
-	listing, err := rw.s.repo.gitOutput(ctx, git, args...)
+	listing, err := rw.s.repo.gitOutput(ctx, args...)
 	if err != nil {
 		return err
 	}
@@ -404,7 +402,7 @@ func (rw *rewriter) run(ctx context.Context, git string, from, head plumbing.Has
 		rw.mark = m.Hash()
 		rw.old = append(rw.old, rw.t.blob)
 	}
-	return rw.s.repo.catCommits(ctx, git, hashes, func(c *object.Commit) error { return rw.rewrite(c) })
+	return rw.s.repo.catCommits(ctx, hashes, func(c *object.Commit) error { return rw.rewrite(c) })
 }
 
 // rewrite makes the new commit of c, if anything of it changes.
@@ -670,8 +668,8 @@ func (s *Store) RewrittenTo(ctx context.Context, commit string) (string, bool, e
 // the commit last fetched from a remote, which sync keeps under refs/remotes/) to the commit
 // that took its place: otherwise they would keep the redacted content reachable, and the
 // repack would keep it.
-func (s *Store) moveOtherRefs(ctx context.Context, git string) error {
-	out, err := s.repo.gitOutput(ctx, git, "for-each-ref", "--format=%(objectname) %(refname)")
+func (s *Store) moveOtherRefs(ctx context.Context) error {
+	out, err := s.repo.gitOutput(ctx, "for-each-ref", "--format=%(objectname) %(refname)")
 	if err != nil {
 		return err
 	}
@@ -684,7 +682,7 @@ func (s *Store) moveOtherRefs(ctx context.Context, git string) error {
 		if err != nil || !rewritten {
 			continue
 		}
-		if err := s.repo.git(ctx, git, "update-ref", ref, to, hash); err != nil {
+		if err := s.repo.git(ctx, "update-ref", ref, to, hash); err != nil {
 			return err
 		}
 	}
@@ -735,7 +733,7 @@ func (ct catTx) rewrittenTo(h plumbing.Hash) plumbing.Hash {
 // objects into one pack, drops the old packs (and with them the unreachable objects they
 // held) and deletes the listed loose objects that no longer belong to main. Objects that a
 // push is adding meanwhile are in packs or loose files that this leaves alone.
-func (s *Store) pruneRedacted(ctx context.Context, git string) error {
+func (s *Store) pruneRedacted(ctx context.Context) error {
 	var todo []plumbing.Hash
 	if err := s.db.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bPrune)
@@ -756,7 +754,7 @@ func (s *Store) pruneRedacted(ctx context.Context, git string) error {
 	}
 	r := s.repo
 	for attempt := 0; ; attempt++ {
-		moved, err := r.repackAll(ctx, git)
+		moved, err := r.repackAll(ctx)
 		if err != nil {
 			return err
 		}
@@ -771,7 +769,7 @@ func (s *Store) pruneRedacted(ctx context.Context, git string) error {
 			return err
 		}
 	}
-	if err := r.git(ctx, git, "prune-packed", "-q"); err != nil {
+	if err := r.git(ctx, "prune-packed", "-q"); err != nil {
 		return err
 	}
 	// What is still loose is not reachable from main: git repack would have packed it.
@@ -795,13 +793,13 @@ func (s *Store) pruneRedacted(ctx context.Context, git string) error {
 
 // catCommits reads the commits hs with one git cat-file --batch, in order, and passes each
 // to fn: far faster than decoding them through go-git one by one.
-func (r *repo) catCommits(ctx context.Context, git string, hs []plumbing.Hash, fn func(c *object.Commit) error) error {
+func (r *repo) catCommits(ctx context.Context, hs []plumbing.Hash, fn func(c *object.Commit) error) error {
 	if len(hs) == 0 {
 		return nil
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	cmd, stderr := r.gitCmd(ctx, git, "cat-file", "--batch")
+	cmd, stderr := r.gitCmd(ctx, "cat-file", "--batch")
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return err

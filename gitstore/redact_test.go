@@ -297,9 +297,8 @@ func TestRedactFinishesInterruptedPrune(t *testing.T) {
 	pushed := gitIn(t, wt, "rev-parse", "HEAD")
 
 	before := versionsOf(t, s)
-	git, _ := exec.LookPath("git")
 	in := RedactInput{VersionID: m.VersionID, Actor: apiActor}
-	if err := s.runTask(ctx, func() error { _, err := s.redact(ctx, git, in); return err }); err != nil {
+	if err := s.runTask(ctx, func() error { _, err := s.redact(ctx, in); return err }); err != nil {
 		t.Fatal(err)
 	}
 	d, s = reopen(t, d, dir, s.ID())

@@ -23,6 +23,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
+
+	"github.com/gitmem/gitmem/internal/durable"
 )
 
 // mainRef is the branch that holds the memories.
@@ -209,7 +211,7 @@ func publishPack(tmpPack string, idx *idxfile.MemoryIndex, base string) error {
 	if err := os.Rename(tmpPack, base+".pack"); err != nil {
 		return fmt.Errorf("publish pack: %w", err)
 	}
-	return syncDir(filepath.Dir(base))
+	return durable.SyncDir(filepath.Dir(base))
 }
 
 func (r *repo) loosePath(h plumbing.Hash) string {
@@ -338,7 +340,7 @@ func (l *refLock) commit(new plumbing.Hash) error {
 		return fmt.Errorf("rename %s: %w", l.lockPath, err)
 	}
 	l.committed = true
-	return syncDir(filepath.Dir(l.refPath))
+	return durable.SyncDir(filepath.Dir(l.refPath))
 }
 
 // release gives the lock up without moving main, unless it was committed.
@@ -390,7 +392,7 @@ func (r *repo) installPack(pack io.Reader) error {
 	if err := w.Close(); err != nil {
 		return fmt.Errorf("write pack of %s: %w", r.path, err)
 	}
-	return syncDir(filepath.Join(r.path, "objects", "pack"))
+	return durable.SyncDir(filepath.Join(r.path, "objects", "pack"))
 }
 
 // reload replaces the storage, so that packs added or removed by a git process are seen.

@@ -15,6 +15,9 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/gitmem/gitmem/gitstore"
+	"github.com/gitmem/gitmem/internal/durable"
 )
 
 // Remote is a git remote of a store.
@@ -41,14 +44,14 @@ type State struct {
 	Summary    string    `json:"summary,omitempty"` // of the last sync that succeeded
 }
 
-func remotesDir(dataDir string) string { return filepath.Join(dataDir, "remotes") }
+func remotesDir(dataDir string) string { return gitstore.Layout{Root: dataDir}.RemotesDir() }
 
 func configPath(dataDir, storeID string) string {
-	return filepath.Join(remotesDir(dataDir), storeID+".json")
+	return gitstore.Layout{Root: dataDir}.RemotesFile(storeID)
 }
 
 func statePath(dataDir, storeID string) string {
-	return filepath.Join(remotesDir(dataDir), storeID+".state.json")
+	return gitstore.Layout{Root: dataDir}.SyncStateFile(storeID)
 }
 
 // remoteName is what git accepts as a remote's name and we can put in a ref.
@@ -114,29 +117,7 @@ func writeJSON(path string, v any) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	_, err = tmp.Write(append(b, '\n'))
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
+	return durable.WriteFile(path, append(b, '\n'), 0o600)
 }
 
 // Remotes returns the remotes of a store, by name.
@@ -224,7 +205,7 @@ func StoresWithRemotes(dataDir string) (map[string]string, error) {
 		if err := readJSON(filepath.Join(remotesDir(dataDir), e.Name()), &c); err != nil {
 			return nil, err
 		}
-		if _, err := os.Stat(filepath.Join(dataDir, "stores", id+".git")); err != nil {
+		if _, err := os.Stat(gitstore.Layout{Root: dataDir}.StoreRepo(id)); err != nil {
 			continue
 		}
 		if len(c.Remotes) > 0 {

@@ -6,19 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/gitmem/gitmem/gitserve"
 	"github.com/gitmem/gitmem/gitstore"
+	"github.com/gitmem/gitmem/internal/gitexec"
 )
-
-// ErrNoGit is returned when the git program, which sync runs for fetch and push, is missing.
-var ErrNoGit = errors.New("sync needs the git program, which is not installed (no git in PATH)")
 
 // ErrRejected is a push that the remote refused because its main moved meanwhile (another
 // replica pushed): fetch and merge again.
@@ -215,43 +211,14 @@ func (y *Syncer) record(storeID, remote string, res Result, err error) error {
 	return nil
 }
 
-// ForcePush pushes the store's main to each of its remotes with --force-with-lease: it
-// replaces the remote's main only if that is still the commit last fetched from or pushed
-// to it. It is for after a rewrite of history (redaction), which a plain push refuses.
-// It returns the remotes it pushed to; the first error stops it.
-func (y *Syncer) ForcePush(ctx context.Context, s *gitstore.Store) ([]string, error) {
-	remotes, err := Remotes(y.DataDir, s.ID())
-	if err != nil {
-		return nil, err
-	}
-	g, err := newGit(s.RepoPath())
-	if err != nil {
-		return nil, err
-	}
-	var pushed []string
-	for _, r := range remotes {
-		lease, _ := g.out(ctx, nil, "rev-parse", "-q", "--verify", trackingRef(r.Name))
-		main := s.Head()
-		err := g.pushLease(ctx, r, main, strings.TrimSpace(lease))
-		if rerr := y.record(s.ID(), r.Name, Result{Remote: r.Name, Pushed: err == nil, RemoteHead: main}, err); err == nil {
-			err = rerr
-		}
-		if err != nil {
-			return pushed, err
-		}
-		pushed = append(pushed, r.Name)
-	}
-	return pushed, nil
-}
-
 // trackingRef keeps the remote's main as last fetched or pushed: the merge needs its
 // objects, and gc keeps what a ref names.
 func trackingRef(remote string) string { return "refs/remotes/" + remote + "/main" }
 
 // gitCmd runs the git program on a store's repository, never prompting.
 type gitCmd struct {
-	git, repo string
-	env       []string
+	repo string
+	env  []string
 }
 
 // check refuses the commits fetched from a remote (theirs' history beyond main) that break
@@ -273,7 +240,7 @@ func (g *gitCmd) check(ctx context.Context, s *gitstore.Store, theirs string) er
 				"over the remote's once what is on top is kept elsewhere", short(h))
 		}
 	}
-	problems, err := gitserve.CheckFetched(g.git, g.repo, ours, strings.Fields(out))
+	problems, err := gitserve.CheckFetched(g.repo, ours, strings.Fields(out))
 	if err != nil {
 		return fmt.Errorf("check the fetched commits: %w", err)
 	}
@@ -332,28 +299,27 @@ func (g *gitCmd) takeRedactions(ctx context.Context, s *gitstore.Store, theirs s
 	return done, nil
 }
 
+// newGit returns the runner of git on the repository repo. Without the git program its
+// error is gitexec.ErrNoGit.
 func newGit(repo string) (*gitCmd, error) {
-	git, err := exec.LookPath("git")
-	if err != nil {
-		return nil, ErrNoGit
+	if err := gitexec.Need("sync"); err != nil {
+		return nil, err
 	}
-	if repo, err = filepath.Abs(repo); err != nil {
+	repo, err := filepath.Abs(repo)
+	if err != nil {
 		return nil, err
 	}
 	// GIT_TERMINAL_PROMPT=0 and no askpass: a remote that wants a password fails at once,
 	// with git's message, instead of waiting for a person at a prompt.
-	env := append(os.Environ(), "GIT_DIR="+repo, "GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=", "SSH_ASKPASS=")
-	if batchSSH(git) {
+	env := []string{"GIT_DIR=" + repo, "GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=", "SSH_ASKPASS="}
+	if batchSSH() {
 		env = append(env, "GIT_SSH_COMMAND=ssh -o BatchMode=yes")
 	}
-	return &gitCmd{git: git, repo: repo, env: env}, nil
+	return &gitCmd{repo: repo, env: env}, nil
 }
 
 func (g *gitCmd) out(ctx context.Context, stdin []byte, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, g.git, args...)
-	// Stopped with SIGTERM, git removes its lock files (a ref's .lock) on the way out.
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = 10 * time.Second
+	cmd := gitexec.Command(ctx, args...)
 	cmd.Env = g.env
 	cmd.Dir = g.repo
 	if stdin != nil {
@@ -379,11 +345,11 @@ func (g *gitCmd) out(ctx context.Context, stdin []byte, args ...string) (string,
 
 // batchSSH reports whether git's ssh should be made one that never asks a question (a key
 // from the agent or ~/.ssh, or fail): unless the user chose their own ssh command.
-func batchSSH(git string) bool {
+func batchSSH() bool {
 	if os.Getenv("GIT_SSH_COMMAND") != "" || os.Getenv("GIT_SSH") != "" {
 		return false
 	}
-	out, _ := exec.Command(git, "config", "--get", "core.sshCommand").Output()
+	out, _ := gitexec.Command(context.Background(), "config", "--get", "core.sshCommand").Output()
 	return strings.TrimSpace(string(out)) == ""
 }
 

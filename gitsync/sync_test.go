@@ -11,53 +11,6 @@ import (
 	"github.com/gitmem/gitmem/secrets/secrettest"
 )
 
-// TestForcePush: after main is rewritten (as redaction does), ForcePush replaces the remote's
-// main, but only while the remote's main is the one last seen: over a main that another
-// replica moved meanwhile it is refused.
-func TestForcePush(t *testing.T) {
-	ctx := context.Background()
-	remote, a, id := serverWithRemote(t)
-	if _, err := a.write(id, "/secret.md", "a secret\n"); err != nil {
-		t.Fatal(err)
-	}
-	s, _ := syncOnce(t, a, id, remote)
-	// Rewrite main: the last commit again, with another message.
-	repo := s.RepoPath()
-	head := strings.TrimSpace(git(t, repo, "rev-parse", "main"))
-	rewritten := strings.TrimSpace(git(t, repo, "commit-tree", head+"^{tree}", "-p", head+"^", "-m", "rewritten"))
-	git(t, repo, "update-ref", "refs/heads/main", rewritten, head)
-	if err := s.Refresh(ctx); err != nil {
-		t.Fatal(err)
-	}
-
-	// Another replica moves the remote's main: the lease no longer holds.
-	other := filepath.Join(t.TempDir(), "other")
-	git(t, filepath.Dir(other), "clone", "-q", remote, other)
-	git(t, other, "commit", "-q", "--allow-empty", "-m", "bob")
-	git(t, other, "push", "-q", "origin", "main")
-	moved := strings.TrimSpace(git(t, remote, "rev-parse", "main"))
-	if _, err := a.y.ForcePush(ctx, s); err == nil || !strings.Contains(err.Error(), "stale info") {
-		t.Fatalf("force-push over a moved remote: %v", err)
-	}
-	if got := strings.TrimSpace(git(t, remote, "rev-parse", "main")); got != moved {
-		t.Fatalf("remote main moved to %s", got)
-	}
-
-	// Once the remote's main is the one last seen, the force-push replaces it.
-	git(t, remote, "update-ref", "refs/heads/main", head, moved)
-	pushed, err := a.y.ForcePush(ctx, s)
-	if err != nil || len(pushed) != 1 || pushed[0] != "origin" {
-		t.Fatalf("force-push: %v %v", pushed, err)
-	}
-	if got := strings.TrimSpace(git(t, remote, "rev-parse", "main")); got != rewritten {
-		t.Fatalf("remote main %s, want %s", got, rewritten)
-	}
-	states, _ := States(a.dir, id)
-	if states["origin"].RemoteHead != rewritten || states["origin"].LastError != "" {
-		t.Fatalf("state after force-push: %+v", states["origin"])
-	}
-}
-
 // TestGitmemServerAsRemote: a store imported from a gitmem server's /git/ route syncs from
 // it, but the push of gitmem's own commits is refused by that server's push rules, and the
 // sync says so and what to use instead.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -29,11 +28,11 @@ type GitOptions struct {
 // EnableGit serves each store's repository over git's smart HTTP protocol at
 // /git/{memstore_id}.git: git clone, fetch and pull, and git push checked by the rules of
 // the store (docs/git.md). The key is the HTTP basic password. If git is not installed the
-// route answers 503 and EnableGit returns gitserve.ErrNoGit; the rest of the server works.
+// route answers 503 and EnableGit returns gitexec.ErrNoGit; the rest of the server works.
 func (s *Server) EnableGit(opts GitOptions) error {
-	dir := s.data.Dir()
-	backend, err := gitserve.New(gitserve.Options{StoresDir: filepath.Join(dir, "stores"),
-		HooksDir: filepath.Join(dir, "git-hooks"), HookProgram: opts.HookProgram, Logger: s.log,
+	layout := s.data.Layout()
+	backend, err := gitserve.New(gitserve.Options{StoresDir: layout.StoresDir(),
+		HooksDir: layout.HooksDir(), HookProgram: opts.HookProgram, Logger: s.log,
 		MaxPushBytes: opts.MaxPushBytes})
 	h := func(c echo.Context) error {
 		if err != nil {

@@ -74,9 +74,6 @@ func New(data *gitstore.DataDir, keys *apikeys.Keys, opts Options) *Server {
 	return s
 }
 
-// Echo returns the router, for route groups that live in other files or packages.
-func (s *Server) Echo() *echo.Echo { return s.e }
-
 // ServeHTTP serves a request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.e.ServeHTTP(w, r) }
 

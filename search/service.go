@@ -81,7 +81,7 @@ type Service struct {
 func New(data *gitstore.DataDir, opts Options) *Service {
 	ctx, cancel := context.WithCancel(context.Background())
 	opts = opts.withDefaults()
-	return &Service{data: data, dir: filepath.Join(data.Dir(), "search"), opts: opts, log: opts.Logger,
+	return &Service{data: data, dir: data.Layout().SearchDir(), opts: opts, log: opts.Logger,
 		ctx: ctx, cancel: cancel, indexes: map[string]*storeIndex{}}
 }
 
@@ -89,7 +89,7 @@ func New(data *gitstore.DataDir, opts Options) *Service {
 func (s *Service) Dir() string { return s.dir }
 
 // IndexPath returns the directory of a store's index.
-func (s *Service) IndexPath(storeID string) string { return filepath.Join(s.dir, storeID+".bleve") }
+func (s *Service) IndexPath(storeID string) string { return s.data.Layout().SearchIndex(storeID) }
 
 // Close stops the indexers and closes the indexes. An index batch in flight completes first.
 func (s *Service) Close() error {

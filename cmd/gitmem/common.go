@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/user"
 	"strings"
 
 	"github.com/gitmem/gitmem/gitstore"
+	"github.com/gitmem/gitmem/internal/gitexec"
 )
 
 // openData opens the data directory, with a hint when another process holds it.
@@ -102,7 +102,7 @@ func cliActor() gitstore.Actor {
 }
 
 func gitConfig(key string) string {
-	out, err := exec.Command("git", "config", "--get", key).Output()
+	out, err := gitexec.Command(context.Background(), "config", "--get", key).Output()
 	if err != nil {
 		return ""
 	}

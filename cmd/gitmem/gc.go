@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gitmem/gitmem/gitstore"
+	"github.com/gitmem/gitmem/internal/gitexec"
 )
 
 func init() { register(newGCCmd) }
@@ -22,7 +23,7 @@ on POST /v1/memory_stores/{id}/gc.`,
   gitmem gc`,
 		Args: rangeArgs(nil, "STORE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if _, err := needGit("gitmem gc"); err != nil {
+			if err := gitexec.Need("gitmem gc"); err != nil {
 				return err
 			}
 			return a.withData(cmd.Context(), func(d *gitstore.DataDir) error {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gitmem/gitmem/gitstore"
 	"github.com/gitmem/gitmem/gitsync"
+	"github.com/gitmem/gitmem/internal/gitexec"
 )
 
 func init() { register(newRedactCmd) }
@@ -32,7 +33,7 @@ It needs the git program. Find version ids with "gitmem log STORE PATH".`,
   gitmem redact prefs memver_01M83RXJE06891D7CSNGD1TFB7`,
 		Args: exactArgs("STORE", "VERSION_ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if _, err := needGit("gitmem redact"); err != nil {
+			if err := gitexec.Need("gitmem redact"); err != nil {
 				return err
 			}
 			return a.withStore(cmd.Context(), args[0], func(s *gitstore.Store) error {

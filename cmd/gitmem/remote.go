@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/gitmem/gitmem/gitstore"
 	"github.com/gitmem/gitmem/gitsync"
+	"github.com/gitmem/gitmem/internal/gitexec"
 )
 
 func init() { register(newRemoteCmd) }
@@ -70,7 +72,7 @@ func newRemoteRemoveCmd(a *app) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if err := gitsync.RemoveTrackingRef(cmd.Context(), s, r.Name); err != nil && err != gitsync.ErrNoGit {
+				if err := gitsync.RemoveTrackingRef(cmd.Context(), s, r.Name); err != nil && !errors.Is(err, gitexec.ErrNoGit) {
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "removed remote %s (%s) from store %s\n", r.Name, r.URL, s.ID())

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os/exec"
 	"strings"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 
 	"github.com/gitmem/gitmem/gitstore"
 	"github.com/gitmem/gitmem/gitsync"
+	"github.com/gitmem/gitmem/internal/gitexec"
 )
 
 func init() { register(newSyncCmd) }
@@ -32,7 +32,7 @@ It needs the git program. "gitmem serve" does the same after writes and on an in
   gitmem sync notes origin`,
 		Args: rangeArgs([]string{"STORE"}, "REMOTE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if _, err := needGit("gitmem sync"); err != nil {
+			if err := gitexec.Need("gitmem sync"); err != nil {
 				return err
 			}
 			return a.withStore(cmd.Context(), args[0], func(s *gitstore.Store) error {
@@ -103,8 +103,8 @@ func startSync(ctx context.Context, a *app, d *gitstore.DataDir, log *slog.Logge
 	if so.every <= 0 && so.afterWrite <= 0 {
 		return "off (--sync-interval 0 --sync-after-write 0)", func() {}
 	}
-	if _, err := exec.LookPath("git"); err != nil {
-		return "off: " + gitsync.ErrNoGit.Error(), func() {}
+	if err := gitexec.Need("sync"); err != nil {
+		return "off: " + err.Error(), func() {}
 	}
 	l := &gitsync.Loop{Syncer: &gitsync.Syncer{DataDir: a.dataDir}, Data: d, Interval: so.every, AfterWrite: so.afterWrite, Log: log}
 	stopped := make(chan struct{})

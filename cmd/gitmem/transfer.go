@@ -2,16 +2,17 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gitmem/gitmem/gitserve"
 	"github.com/gitmem/gitmem/gitstore"
+	"github.com/gitmem/gitmem/internal/gitexec"
 )
 
 func init() {
@@ -19,21 +20,12 @@ func init() {
 	register(newImportCmd)
 }
 
-// needGit finds the git program, or says that the command needs it.
-func needGit(what string) (string, error) {
-	git, err := exec.LookPath("git")
-	if err != nil {
-		return "", fmt.Errorf("%s needs the git program, which is not installed (no git in PATH)", what)
-	}
-	return git, nil
-}
-
 // runGit runs git on the bare repository dir (GIT_DIR) from the current directory, so that
 // relative paths in args are the user's. Its stderr goes to stderr and, for the error, to a
 // buffer.
-func runGit(git, dir string, stdout, stderr io.Writer, args ...string) error {
-	cmd := exec.Command(git, args...)
-	cmd.Env = append(os.Environ(), "GIT_DIR="+dir)
+func runGit(dir string, stdout, stderr io.Writer, args ...string) error {
+	cmd := gitexec.Command(context.Background(), args...)
+	cmd.Env = []string{"GIT_DIR=" + dir}
 	cmd.Stdin = os.Stdin // a credential prompt, for a fetch over http(s) or ssh
 	var errBuf bytes.Buffer
 	cmd.Stdout = stdout
@@ -48,9 +40,9 @@ func runGit(git, dir string, stdout, stderr io.Writer, args ...string) error {
 	return nil
 }
 
-func gitOutput(git, dir string, args ...string) (string, error) {
+func gitOutput(dir string, args ...string) (string, error) {
 	var out bytes.Buffer
-	err := runGit(git, dir, &out, io.Discard, args...)
+	err := runGit(dir, &out, io.Discard, args...)
 	return strings.TrimSpace(out.String()), err
 }
 
@@ -68,8 +60,7 @@ Needs the git program.`,
   git clone prefs.bundle prefs`,
 		Args: exactArgs("STORE", "FILE|-"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			git, err := needGit("export")
-			if err != nil {
+			if err := gitexec.Need("export"); err != nil {
 				return err
 			}
 			return a.withStore(cmd.Context(), args[0], func(s *gitstore.Store) error {
@@ -78,7 +69,7 @@ Needs the git program.`,
 					return err
 				}
 				repo := s.RepoPath()
-				count, err := gitOutput(git, repo, "rev-list", "--count", "refs/heads/main")
+				count, err := gitOutput(repo, "rev-list", "--count", "refs/heads/main")
 				if err != nil {
 					return err
 				}
@@ -87,7 +78,7 @@ Needs the git program.`,
 					out, report = cmd.OutOrStdout(), cmd.ErrOrStderr()
 				}
 				// HEAD too, so that git clone of the bundle checks main out.
-				if err := runGit(git, repo, out, cmd.ErrOrStderr(), "bundle", "create", "--quiet", file, "HEAD", "refs/heads/main"); err != nil {
+				if err := runGit(repo, out, cmd.ErrOrStderr(), "bundle", "create", "--quiet", file, "HEAD", "refs/heads/main"); err != nil {
 					return err
 				}
 				size := ""
@@ -163,8 +154,7 @@ skipped.`,
 }
 
 func (a *app) importHistory(cmd *cobra.Command, source, name string) error {
-	git, err := needGit("import")
-	if err != nil {
+	if err := gitexec.Need("import"); err != nil {
 		return err
 	}
 	if name != "" {
@@ -180,11 +170,11 @@ func (a *app) importHistory(cmd *cobra.Command, source, name string) error {
 			return err
 		}
 		defer os.RemoveAll(tmp) // gone already once adopted
-		if err := runGit(git, tmp, io.Discard, cmd.ErrOrStderr(), "-c", "transfer.fsckObjects=true",
+		if err := runGit(tmp, io.Discard, cmd.ErrOrStderr(), "-c", "transfer.fsckObjects=true",
 			"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", source, "+refs/heads/main:refs/heads/main"); err != nil {
 			return fmt.Errorf("could not fetch main from %s; nothing was imported (%w)", source, err)
 		}
-		id, problems, err := gitserve.CheckImport(git, tmp)
+		id, problems, err := gitserve.CheckImport(tmp)
 		if err != nil {
 			return fmt.Errorf("could not check the history from %s; nothing was imported (%w)", source, err)
 		}

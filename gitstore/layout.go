@@ -1,0 +1,58 @@
+package gitstore
+
+import "path/filepath"
+
+// Layout says where each thing is in a data directory. Every path into a data directory is
+// made here:
+//
+//	gitmem.lock            the exclusive lock of the process that holds the directory
+//	keys.json              the API keys, hashed, and keys.json.lock (package apikeys)
+//	stores/<id>.git        a store's bare repository
+//	stores/.<name>         a repository being created, imported or deleted (removed at open)
+//	catalog/<id>.db        a store's catalog (bbolt)
+//	search/<id>.bleve      a store's search index (package search)
+//	git-hooks/             the pre-receive hook of git over HTTP (package gitserve)
+//	remotes/<id>.json      a store's remotes, and <id>.state.json their sync state (package gitsync)
+type Layout struct{ Root string }
+
+// LockFile is the file whose lock the process that holds the directory has.
+func (l Layout) LockFile() string { return filepath.Join(l.Root, "gitmem.lock") }
+
+// KeysFile holds the API keys; KeysFile()+".lock" serializes their changes.
+func (l Layout) KeysFile() string { return filepath.Join(l.Root, "keys.json") }
+
+// StoresDir holds the stores' bare repositories.
+func (l Layout) StoresDir() string { return filepath.Join(l.Root, "stores") }
+
+// StoreRepo is the bare repository of the store id.
+func (l Layout) StoreRepo(id string) string { return filepath.Join(l.StoresDir(), id+".git") }
+
+// StoresTemp is a repository in the making or being removed, named name (which starts with
+// "."): what a crash leaves so named is removed when the directory is opened.
+func (l Layout) StoresTemp(name string) string { return filepath.Join(l.StoresDir(), name) }
+
+// CatalogDir holds the stores' catalogs.
+func (l Layout) CatalogDir() string { return filepath.Join(l.Root, "catalog") }
+
+// CatalogFile is the catalog of the store id.
+func (l Layout) CatalogFile(id string) string { return filepath.Join(l.CatalogDir(), id+".db") }
+
+// SearchDir holds the search indexes.
+func (l Layout) SearchDir() string { return filepath.Join(l.Root, "search") }
+
+// SearchIndex is the search index of the store id.
+func (l Layout) SearchIndex(id string) string { return filepath.Join(l.SearchDir(), id+".bleve") }
+
+// HooksDir holds the git hooks that git over HTTP runs.
+func (l Layout) HooksDir() string { return filepath.Join(l.Root, "git-hooks") }
+
+// RemotesDir holds the stores' remotes and sync states.
+func (l Layout) RemotesDir() string { return filepath.Join(l.Root, "remotes") }
+
+// RemotesFile lists the remotes of the store id.
+func (l Layout) RemotesFile(id string) string { return filepath.Join(l.RemotesDir(), id+".json") }
+
+// SyncStateFile holds the sync state of the remotes of the store id.
+func (l Layout) SyncStateFile(id string) string {
+	return filepath.Join(l.RemotesDir(), id+".state.json")
+}
