@@ -114,8 +114,8 @@ func TestSearchBounds(t *testing.T) {
 		{"3 KB of prefixes", strings.Repeat(strings.Join(prefixes, " ")+" ", 8), "1024 bytes"},
 		{"5 prefixes", strings.Join(prefixes[:5], " "), "4 prefix"},
 		{"40 words", strings.Repeat("tea ", 40), "32 words"},
-		{"a phrase of 9 words", `"` + strings.Repeat("the ", 9) + `"`, "8 words"},
-		{"a word of 9 parts", strings.Repeat("a-", 9), "8 words"},
+		{"a phrase of 17 words", `"` + strings.Repeat("the ", 17) + `"`, "16 words"},
+		{"a word of 17 parts", strings.Repeat("a-", 17), "16 words"},
 	}
 	for _, c := range cases {
 		for _, via := range []struct {

@@ -29,18 +29,23 @@ const (
 	// word of a phrase, an exclusion or a path: word, and each prefix and path: filter.
 	MaxQueryWords = 32
 	// MaxPhraseWords bounds the words of the query's phrases together: quoted phrases,
-	// exclusions, path: words, and words that split into several (user_id, e-mail). A
-	// phrase's cost grows with its words times how often they occur.
-	MaxPhraseWords = 8
+	// exclusions, path: words, and words that split into several (user_id, e-mail, and
+	// the bigrams of a word in Chinese or Japanese: 17 characters make 16). A phrase's cost
+	// grows with its words times how often they occur, and bleve does not look at the
+	// time budget while it looks for a phrase that is nowhere.
+	MaxPhraseWords = 16
 	// MaxPrefixes bounds the prefix* terms of a query.
 	MaxPrefixes = 4
 	// MaxPrefixExpansion bounds how many different words of a store one prefix may stand
 	// for, in the content or in the paths.
 	MaxPrefixExpansion = 1000
 	// maxFuzzyRunes is the longest word matched with typos: the automaton that finds them
-	// grows with the word (about 1.8 MB of allocations at 24 letters, 27 GB asked for at
+	// grows with the word (about 1.4 MB of allocations at 24 letters, 27 GB asked for at
 	// 400,000). Longer words are matched as written and stemmed.
 	maxFuzzyRunes = 24
+	// maxFuzzyWords is how many words of a query are matched with typos, the first ones;
+	// the others are matched as written and stemmed.
+	maxFuzzyWords = 8
 	// DefaultTimeout is the time budget of one search (Options.Timeout).
 	DefaultTimeout = 2 * time.Second
 )
