@@ -27,13 +27,13 @@ const (
 	MaxTermBytes = 256
 	// MaxQueryWords bounds the words of a query, as the index splits them: each word, each
 	// word of a phrase, an exclusion or a path: word, and each prefix and path: filter.
-	MaxQueryWords = 32
+	MaxQueryWords = 16
 	// MaxPhraseWords bounds the words of the query's phrases together: quoted phrases,
 	// exclusions, path: words, and words that split into several (user_id, e-mail, and
-	// the bigrams of a word in Chinese or Japanese: 17 characters make 16). A phrase's cost
+	// the bigrams of a word in Chinese or Japanese: 9 characters make 8). A phrase's cost
 	// grows with its words times how often they occur, and bleve does not look at the
 	// time budget while it looks for a phrase that is nowhere.
-	MaxPhraseWords = 16
+	MaxPhraseWords = 8
 	// MaxPrefixes bounds the prefix* terms of a query.
 	MaxPrefixes = 4
 	// MaxPrefixExpansion bounds how many different words of a store one prefix may stand
