@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"runtime/metrics"
 	"slices"
 	"strings"
 	"sync"
@@ -608,4 +610,155 @@ func (c *benchCorpus) writePhase(b *testing.B, writers, v int, contents []string
 		b.FailNow()
 	}
 	return lat
+}
+
+// BenchmarkWorstQuery measures the costliest queries that the bounds accept (see
+// MaxQueryBytes and the limits beside it) against a normal two-word query, in the same run,
+// over a store of 10,000 memories: wall time per query (ns/op), CPU time per query, bytes
+// allocated per query, and the peak heap and peak RSS of the process while they ran.
+//
+//	go test ./search -run '^$' -bench WorstQuery -benchtime 20x
+func BenchmarkWorstQuery(b *testing.B) {
+	c := newBenchCorpus(b, 10000)
+	svc := c.newService()
+	defer svc.Close()
+	c.catchUp(b, svc)
+	settle(svc.IndexPath(c.st.ID()), time.Minute)
+	x, err := svc.index(context.Background(), c.st.ID())
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The prefixes of two letters that stand for the most words of the store.
+	type expansion struct {
+		prefix string
+		n      int
+	}
+	var exps []expansion
+	for a := 'a'; a <= 'z'; a++ {
+		for z := 'a'; z <= 'z'; z++ {
+			p := string(a) + string(z)
+			n, err := countPrefix(x.idx, fieldContent, p, MaxPrefixExpansion+1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			exps = append(exps, expansion{p, n})
+		}
+	}
+	slices.SortFunc(exps, func(a, b expansion) int { return b.n - a.n })
+	var prefixes []string
+	for _, e := range exps[:MaxPrefixes] {
+		prefixes = append(prefixes, e.prefix+"*")
+	}
+	b.Logf("widest prefixes: %v (%d, %d, %d, %d words)", prefixes, exps[0].n, exps[1].n, exps[2].n, exps[3].n)
+	frequent := func(n int) string { return strings.Join(benchVocab[:n], " ") }
+	long := func(n int) string { // n letters-only words of maxFuzzyRunes letters each, none of the store's
+		var ws []string
+		for i := range n {
+			w := strings.Repeat(benchVocab[100+i]+benchVocab[200+i], 10)[:maxFuzzyRunes-1] + "q"
+			ws = append(ws, strings.Map(func(r rune) rune {
+				if unicode.IsLetter(r) {
+					return r
+				}
+				return 'x'
+			}, w))
+		}
+		return strings.Join(ws, " ")
+	}
+	phrase := `"` + strings.TrimSpace(strings.Repeat("the ", MaxPhraseWords)) + `"`
+	shapes := []struct{ name, q string }{
+		{"normal", "deploy staging"},
+		{"fuzzy", long(MaxQueryWords)},
+		{"prefixes", strings.Join(prefixes, " ") + " " + frequent(MaxQueryWords-MaxPrefixes)},
+		{"phrase", phrase + " " + frequent(MaxQueryWords-MaxPhraseWords)},
+		{"words", frequent(MaxQueryWords)},
+		{"mixed", strings.Join(prefixes, " ") + " " + phrase + " " + long(MaxQueryWords-MaxPrefixes-MaxPhraseWords)},
+	}
+	type figures struct{ wall, cpu, alloc, heap, rss float64 }
+	got := map[string]figures{}
+	for _, s := range shapes {
+		req := Request{Query: s.q}
+		if _, err := svc.Search(context.Background(), c.st.ID(), req); err != nil {
+			b.Fatalf("%s: %v", s.name, err)
+		}
+		b.Run(s.name, func(b *testing.B) {
+			b.ReportAllocs()
+			runtime.GC()
+			base := heapBytes()
+			resetPeakRSS()
+			stop, peak := watchHeap()
+			cpu0 := cpuTime()
+			b.ResetTimer()
+			for range b.N {
+				if _, err := svc.Search(context.Background(), c.st.ID(), req); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			cpu := float64(cpuTime()-cpu0) / float64(b.N) / 1e6
+			stop()
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			f := figures{wall: float64(b.Elapsed()) / float64(b.N) / 1e6, cpu: cpu, heap: float64(*peak-base) / (1 << 20), rss: peakRSS()}
+			b.ReportMetric(f.cpu, "cpu-ms/op")
+			b.ReportMetric(f.heap, "peak-heap-MB")
+			b.ReportMetric(f.rss, "peak-rss-MB")
+			got[s.name] = f
+		})
+	}
+	base := got["normal"]
+	for _, s := range shapes {
+		f := got[s.name]
+		b.Logf("%-9s wall %8.2f ms (%5.1fx)  cpu %8.2f ms (%5.1fx)  peak heap +%6.1f MB  peak RSS %6.1f MB  %d bytes: %.70s",
+			s.name, f.wall, f.wall/base.wall, f.cpu, f.cpu/base.cpu, f.heap, f.rss, len(s.q), s.q)
+	}
+}
+
+// heapBytes is the bytes of the heap's live and not yet collected objects.
+func heapBytes() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// watchHeap samples heapBytes every half millisecond until stop is called; peak is the
+// highest it saw.
+func watchHeap() (stop func(), peak *uint64) {
+	peak = new(uint64)
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(500 * time.Microsecond)
+		defer t.Stop()
+		for {
+			if h := heapBytes(); h > *peak {
+				*peak = h
+			}
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() { close(done); <-finished }, peak
+}
+
+// resetPeakRSS resets the kernel's high-water mark of the process's RSS (Linux).
+func resetPeakRSS() { os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
+
+// peakRSS is the high-water mark of the process's RSS in MB since resetPeakRSS, 0 where
+// the kernel does not say.
+func peakRSS() float64 {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kb float64
+			fmt.Sscan(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), &kb)
+			return kb / 1024
+		}
+	}
+	return 0
 }

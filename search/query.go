@@ -23,8 +23,11 @@ import (
 //	mem_01J…              the memory with that id ranks first
 //
 // Words match in any case and without their accents, in their stemmed form too
-// ("deploying" finds "deploy"), and with one typo (two for long words) when they have at
-// least minFuzzyRunes letters and no digits. Upper-case AND and OR are ignored: words are optional anyway.
+// ("deploying" finds "deploy"), and with one typo (two for words of 8 letters or more) when
+// they have minFuzzyRunes to maxFuzzyRunes letters and no digits (the first maxFuzzyWords
+// such words of a query). Upper-case AND and OR are
+// ignored: words are optional anyway. A query has bounds (see MaxQueryBytes and the limits
+// beside it); one over them is refused, not cut.
 type parsedQuery struct {
 	words, prefixes, phrases []string
 	exclude                  []string // words and phrases
@@ -138,8 +141,9 @@ func phrase(field, text string, boost float64) query.Query {
 // wordQuery matches one word anywhere it can: as written, stemmed, in the path, with a
 // typo, or as a memory id. A word that analyzes into several tokens ("user_id", "e-mail")
 // is matched as a phrase of them, except in scripts without spaces, where the query's
-// bigrams are matched each and rank by how many are found.
-func wordQuery(w string) query.Query {
+// bigrams are matched each and rank by how many are found. typos is how many more words of
+// the query may be matched with typos; wordQuery takes one if it uses it.
+func wordQuery(w string, typos *int) query.Query {
 	ts := analyze(analyzerText, w)
 	if len(ts) == 0 {
 		return nil
@@ -150,7 +154,8 @@ func wordQuery(w string) query.Query {
 	} else {
 		qs = append(qs, match(fieldContent, w, boostContent), match(fieldStem, w, boostStem), match(fieldPath, w, boostPath))
 	}
-	if term := string(ts[0].Term); len(ts) == 1 && isWord(term) && utf8.RuneCountInString(term) >= minFuzzyRunes {
+	if term := string(ts[0].Term); *typos > 0 && len(ts) == 1 && isWord(term) && fuzzyLength(term) {
+		*typos--
 		f := query.NewFuzzyQuery(term)
 		f.SetField(fieldContent)
 		f.SetFuzziness(1)
@@ -170,6 +175,13 @@ func wordQuery(w string) query.Query {
 	return query.NewDisjunctionQuery(qs)
 }
 
+// fuzzyLength reports whether a word is long enough to be matched with a typo, and short
+// enough that the automaton that finds its typos stays small.
+func fuzzyLength(term string) bool {
+	n := utf8.RuneCountInString(term)
+	return n >= minFuzzyRunes && n <= maxFuzzyRunes
+}
+
 // isWord reports whether a term is letters only: identifiers and numbers ("token12",
 // "v2") are not matched with typos, where one character makes another thing.
 func isWord(term string) bool {
@@ -183,14 +195,14 @@ func isWord(term string) bool {
 
 // prefixQuery matches the words of content and path that start with p, folded as the index
 // folds them.
-func prefixQuery(p string) query.Query {
-	ts := analyze(analyzerText, p)
-	if len(ts) != 1 || ts[0].Type == analysis.Ideographic {
-		return wordQuery(p)
+func prefixQuery(p string, typos *int) query.Query {
+	term, ok := prefixTerm(p)
+	if !ok {
+		return wordQuery(p, typos)
 	}
 	var qs []query.Query
 	for _, field := range []string{fieldContent, fieldPath} {
-		q := query.NewPrefixQuery(string(ts[0].Term))
+		q := query.NewPrefixQuery(term)
 		q.SetField(field)
 		qs = append(qs, q)
 	}
@@ -219,11 +231,12 @@ func (p parsedQuery) build(pathPrefix string) (q query.Query, listing bool, err 
 			*to = append(*to, q)
 		}
 	}
+	typos := maxFuzzyWords
 	for _, w := range p.words {
-		add(&should, wordQuery(w))
+		add(&should, wordQuery(w, &typos))
 	}
 	for _, w := range p.prefixes {
-		add(&should, prefixQuery(w))
+		add(&should, prefixQuery(w, &typos))
 	}
 	for _, ph := range p.phrases {
 		if len(analyze(analyzerText, ph)) > 0 {

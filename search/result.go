@@ -7,7 +7,8 @@ import (
 // Request is one search of a store.
 type Request struct {
 	// Query is what to look for, in the syntax of parsedQuery: words, "phrases", prefix*,
-	// -exclusions, path: filters.
+	// -exclusions, path: filters. It is at most MaxQueryBytes long, and within the bounds
+	// beside it.
 	Query string
 	// PathPrefix, if set, keeps only the memories below it ("/projects/"; "/projects" means
 	// the same, or the memory /projects).
@@ -22,6 +23,9 @@ type Request struct {
 const MaxLimit = 100
 
 func (r *Request) check() error {
+	if err := checkQueryBytes(r.Query); err != nil {
+		return err
+	}
 	switch {
 	case r.Limit == 0:
 		r.Limit = 10

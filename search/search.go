@@ -5,12 +5,14 @@ import (
 	"fmt"
 
 	"github.com/blevesearch/bleve/v2"
+
+	"github.com/gitmem/gitmem/gitstore"
 )
 
 // search answers a request from an index that reflects at least the store's head as of the
 // call: it waits for the indexer only if main moved since the last catch-up.
-func (x *storeIndex) search(ctx context.Context, req Request) (*Result, error) {
-	q, listing, err := parseQuery(req.Query).build(req.PathPrefix)
+func (x *storeIndex) search(ctx context.Context, req Request, p parsedQuery) (*Result, error) {
+	q, listing, err := p.build(req.PathPrefix)
 	if err != nil {
 		return nil, err
 	}
@@ -35,9 +37,19 @@ func (x *storeIndex) search(ctx context.Context, req Request) (*Result, error) {
 		x.view.RUnlock()
 		return nil, &UnavailableError{StoreID: x.st.ID()}
 	}
-	res, err := idx.SearchInContext(ctx, sr)
+	budget := x.svc.opts.Timeout
+	bctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	err = p.checkExpansion(idx)
+	var res *bleve.SearchResult
+	if err == nil {
+		res, err = idx.SearchInContext(bctx, sr)
+	}
 	x.view.RUnlock()
-	if err != nil {
+	if err = overBudget(ctx, budget, err); err != nil {
+		if gitstore.ErrorKind(err) == gitstore.KindInvalid {
+			return nil, err
+		}
 		return nil, fmt.Errorf("search memory store %s: %w", x.st.ID(), err)
 	}
 	out := &Result{Commit: commit, Total: res.Total, Hits: make([]Hit, 0, len(res.Hits))}

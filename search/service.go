@@ -38,6 +38,11 @@ type Options struct {
 	RebuildWait time.Duration
 	// BatchSize is how many memories go into one index batch (default 500).
 	BatchSize int
+	// Timeout is the time budget of one search once its index is fresh (default
+	// DefaultTimeout). A search over it is stopped and answered with a KindInvalid error.
+	// bleve looks at it every 1,024 candidate memories; the query bounds keep the steps
+	// between small.
+	Timeout time.Duration
 
 	// afterBatch, if set, is called by an indexer after each batch it applied: done of
 	// total changes. Tests use it to kill a process in the middle of a catch-up.
@@ -56,6 +61,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.BatchSize <= 0 {
 		o.BatchSize = 500
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
 	}
 	return o
 }
@@ -193,16 +201,23 @@ func (s *Service) forget(x *storeIndex) {
 	s.mu.Unlock()
 }
 
-// Search searches a store. See Request for the query syntax.
+// Search searches a store. See Request for the query syntax. A request over the bounds of
+// a query (MaxQueryBytes and the limits beside it) is refused with a KindInvalid error
+// that names the limit, and costs next to nothing. The search stops when ctx ends, and at
+// Options.Timeout.
 func (s *Service) Search(ctx context.Context, storeID string, req Request) (*Result, error) {
 	if err := req.check(); err != nil {
+		return nil, err
+	}
+	p := parseQuery(req.Query)
+	if err := p.check(); err != nil {
 		return nil, err
 	}
 	x, err := s.index(ctx, storeID)
 	if err != nil {
 		return nil, err
 	}
-	return x.search(ctx, req)
+	return x.search(ctx, req, p)
 }
 
 // Rebuild throws a store's index away and builds it again from the store's head. progress,

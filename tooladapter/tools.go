@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+
+	"github.com/gitmem/gitmem/search"
 )
 
 // Tool is a tool's definition as an agent sees it: its name, what it does, and the JSON
@@ -78,7 +80,7 @@ func Tools() []Tool {
 				"view_range. Query syntax: plain words (all should match, typos are tolerated), \"an exact phrase\", prefix*, " +
 				"-excluded. Use path_prefix to search one folder.",
 			InputSchema: object([]string{"query"}, map[string]any{
-				"query":       str("What to look for."),
+				"query":       str(fmt.Sprintf("What to look for: at most %d bytes, %d words and %d prefix* terms.", search.MaxQueryBytes, search.MaxQueryWords, search.MaxPrefixes)),
 				"path_prefix": str("Only search below this folder, such as /memories/projects/."),
 				"limit":       map[string]any{"type": "integer", "minimum": 1, "maximum": 100, "description": "At most this many memories (default 10)."},
 			})},
