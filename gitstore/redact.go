@@ -563,15 +563,6 @@ func redactionOf(msg, id string) *redaction {
 	return nil
 }
 
-// derivationSource is what the ids of a commit made with plain git derive from: its hash,
-// or the hash it had before a redaction rewrote it.
-func derivationSource(c *object.Commit) string {
-	if h := parseTrailers(c.Message).get(trailerDerivedFrom); h != "" {
-		return h
-	}
-	return c.Hash.String()
-}
-
 // applyRedaction updates the catalog in place for a rewrite: the redacted version, the
 // commits of later versions, the keys that pushed rewritten commits, and the commit the
 // catalog reflects. It leaves the catalog as a rebuild from the new history would.

@@ -417,15 +417,7 @@ func dedupe(hs []plumbing.Hash) []plumbing.Hash {
 
 // commitObject reads and decodes a commit.
 func (r *repo) commit(h plumbing.Hash) (*object.Commit, error) {
-	o, err := r.object(h)
-	if err != nil {
-		return nil, err
-	}
-	c := &object.Commit{}
-	if err := c.Decode(o); err != nil {
-		return nil, fmt.Errorf("decode commit %s: %w", h, err)
-	}
-	return c, nil
+	return readCommit(r, h)
 }
 
 // syncPacksFS fsyncs every file written under objects/pack before it is closed, so that the

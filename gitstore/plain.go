@@ -1,0 +1,193 @@
+package gitstore
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// Commits made with plain git carry no ids: the ids of their changes are derived from the
+// commit and the path, and the memory that a changed path holds is found in history. The
+// catalog (as it applies commits) and the merger (as it resolves paths) both read them
+// here, so that they agree with each other, on every replica, and after a redaction rewrote
+// the commits.
+
+// plainRenames pairs the files that a commit made with plain git adds with files that it
+// removes with the same content: each pair is a rename of one memory. It maps the index (in
+// changes, as onlyMemories leaves them) of the addition to that of the removal; additions
+// take the removals of their content in order.
+func plainRenames(changes []fileChange) map[int]int {
+	removed := map[plumbing.Hash][]int{}
+	for i, ch := range changes {
+		if ch.To.IsZero() {
+			removed[ch.From] = append(removed[ch.From], i)
+		}
+	}
+	renamedFrom := map[int]int{}
+	for i, ch := range changes {
+		if ch.From.IsZero() && !ch.To.IsZero() {
+			if rs := removed[ch.To]; len(rs) > 0 {
+				renamedFrom[i] = rs[0]
+				removed[ch.To] = rs[1:]
+			}
+		}
+	}
+	return renamedFrom
+}
+
+// plainVersionID and plainMemoryID are the ids of the change to path in commit c, made with
+// plain git: its version's, and its memory's where the change makes a new memory. Every
+// reader of history derives them here (the catalog as it applies a commit, the merger as it
+// looks for the memory at a path), so that they agree with each other and on every replica:
+// from the time of the commit and the hash it has, or, once a redaction rewrote it, the hash
+// it had before (derivationSource).
+func plainVersionID(c *object.Commit, path string) string {
+	return derivedID(VersionPrefix, c.Author.When, "version", derivationSource(c), path)
+}
+
+func plainMemoryID(c *object.Commit, path string) string {
+	return derivedID(MemoryPrefix, c.Author.When, "memory", derivationSource(c), path)
+}
+
+// derivationSource is what the ids of a commit made with plain git derive from: its hash,
+// or the hash it had before a redaction rewrote it.
+func derivationSource(c *object.Commit) string {
+	if h := parseTrailers(c.Message).get(trailerDerivedFrom); h != "" {
+		return h
+	}
+	return c.Hash.String()
+}
+
+// memoryAt returns the memory that path holds in the history of rev (as the catalog reads
+// that history) and the version of the change that last touched the path: from a gitmem
+// commit's trailers or a gitmem merge's, or for a commit made with plain git as
+// applyPlainCommit reads it. mem is "" if no change in that history made path a memory.
+// Like git log -- path, it follows a merge's parent whose file at path is the merge's.
+func memoryAt(or objectReader, rev plumbing.Hash, path string) (mem, ver string, err error) {
+	segs := treePath(path)
+	at := func(tree plumbing.Hash) (object.TreeEntry, error) {
+		e, found, _, err := entryAt(or, tree, segs)
+		if !found {
+			e = object.TreeEntry{}
+		}
+		return e, err
+	}
+	for h := rev; !h.IsZero(); {
+		c, err := readCommit(or, h)
+		if err != nil {
+			return "", "", err
+		}
+		own, err := at(c.TreeHash)
+		if err != nil {
+			return "", "", err
+		}
+		h = plumbing.ZeroHash
+		var parentTree plumbing.Hash
+		for i, p := range c.ParentHashes {
+			pc, err := readCommit(or, p)
+			if err != nil {
+				return "", "", err
+			}
+			if i == 0 {
+				parentTree = pc.TreeHash
+			}
+			e, err := at(pc.TreeHash)
+			if err != nil {
+				return "", "", err
+			}
+			if e.Hash == own.Hash && e.Mode == own.Mode {
+				h = p // unchanged on this side: look there
+				break
+			}
+		}
+		if !h.IsZero() {
+			continue
+		}
+		if own.Hash.IsZero() && len(c.ParentHashes) == 0 {
+			return "", "", nil
+		}
+		t := parseTrailers(c.Message)
+		if len(c.ParentHashes) > 1 && isGitmemMerge(c.Message) {
+			return mergedAt(or, c, t, path)
+		}
+		if t.get(trailerMemory) != "" && t.get(trailerVersion) != "" {
+			return t.get(trailerMemory), t.get(trailerVersion), nil
+		}
+		return plainChangeAt(or, c, parentTree, path)
+	}
+	return "", "", nil
+}
+
+// mergedAt reads the memory at path from the trailers of a merge that gitmem made, or, if
+// they do not name path, from the history of its parents.
+func mergedAt(or objectReader, c *object.Commit, t trailers, path string) (mem, ver string, err error) {
+	for _, kv := range t {
+		live := strings.SplitN(kv.Value, " ", 4)
+		gone := strings.SplitN(kv.Value, " ", 3)
+		switch {
+		case strings.EqualFold(kv.Key, trailerMergeLive) && len(live) == 4 && live[3] == path:
+			mem, ver = live[0], live[1]
+		case strings.EqualFold(kv.Key, trailerMergeGone) && len(gone) == 3 && gone[2] == path:
+			mem, ver = gone[0], gone[1]
+		}
+	}
+	if mem != "" {
+		return mem, ver, nil
+	}
+	for _, p := range c.ParentHashes {
+		if mem, ver, err = memoryAt(or, p, path); err != nil || mem != "" {
+			return mem, ver, err
+		}
+	}
+	return "", "", nil
+}
+
+// plainChangeAt reads the change to path in commit c made with plain git (against its
+// first parent, whose tree is parentTree) as applyPlainCommit does.
+func plainChangeAt(or objectReader, c *object.Commit, parentTree plumbing.Hash, path string) (mem, ver string, err error) {
+	changes, err := diffTrees(or, parentTree, c.TreeHash, "", nil)
+	if err != nil {
+		return "", "", err
+	}
+	changes = onlyMemories(changes)
+	renamedFrom := plainRenames(changes)
+	src, made := path, false
+	for i, ch := range changes {
+		if ch.Path != path {
+			continue
+		}
+		ver, made = plainVersionID(c, path), !ch.To.IsZero()
+		if ch.From.IsZero() && !ch.To.IsZero() {
+			r, ok := renamedFrom[i]
+			if !ok {
+				return plainMemoryID(c, path), ver, nil
+			}
+			src = changes[r].Path
+		}
+	}
+	if len(c.ParentHashes) > 0 {
+		if mem, _, err = memoryAt(or, c.ParentHashes[0], src); err != nil {
+			return "", "", err
+		}
+	}
+	if mem == "" && made {
+		// No memory lived there before (a file the catalog never read as one).
+		return plainMemoryID(c, path), ver, nil
+	}
+	return mem, ver, nil
+}
+
+// readCommit decodes the commit h.
+func readCommit(or objectReader, h plumbing.Hash) (*object.Commit, error) {
+	o, err := or.object(h)
+	if err != nil {
+		return nil, err
+	}
+	c := &object.Commit{}
+	if err := c.Decode(o); err != nil {
+		return nil, fmt.Errorf("decode commit %s: %w", h, err)
+	}
+	return c, nil
+}
