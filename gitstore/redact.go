@@ -124,11 +124,11 @@ func (s *Store) Redact(ctx context.Context, in RedactInput) (RedactResult, error
 		if res, err = s.redact(ctx, git, in); err != nil {
 			return err
 		}
-		if err := s.moveOtherRefs(ctx, git); err != nil {
-			return fmt.Errorf("move refs onto the redacted history (the redaction is done; redact again to finish): %w", err)
+		if afterPublish != nil && res.NewHead != "" {
+			afterPublish()
 		}
-		if err := s.pruneRedacted(ctx, git); err != nil {
-			return fmt.Errorf("prune after redaction (the redaction is done; redact again to finish pruning): %w", err)
+		if err := s.finishRedaction(ctx, git); err != nil {
+			return err
 		}
 		res.ContentRemains = !res.blob.IsZero() && s.repo.git(ctx, git, "cat-file", "-e", res.blob.String()) == nil
 		res.Took = time.Since(start)
@@ -136,6 +136,10 @@ func (s *Store) Redact(ctx context.Context, in RedactInput) (RedactResult, error
 	})
 	return res.RedactResult, err
 }
+
+// afterPublish, set by tests only, runs when a redaction has moved main and before it deals
+// with the refs and objects of the old history: where a crash leaves the pruning undone.
+var afterPublish func()
 
 // redactOutcome is a RedactResult with the blob that was redacted, to look for at the end.
 type redactOutcome struct {
@@ -720,6 +724,42 @@ func (ct catTx) rewrittenTo(h plumbing.Hash) plumbing.Hash {
 		copy(h[:], n)
 	}
 	return h
+}
+
+// finishRedaction deals with the old history once main has moved to the redacted one: it
+// moves the other refs onto the new history and prunes the objects listed for pruning. It
+// runs in the writer. Both steps are idempotent; what they leave undone (a crash, an error)
+// is finished by the next redaction or when the store is opened again (finishPendingPrune).
+func (s *Store) finishRedaction(ctx context.Context, git string) error {
+	if err := s.moveOtherRefs(ctx, git); err != nil {
+		return fmt.Errorf("move refs onto the redacted history (the redaction is done; redact again or reopen the store to finish): %w", err)
+	}
+	if err := s.pruneRedacted(ctx, git); err != nil {
+		return fmt.Errorf("prune after redaction (the redaction is done; redact again or reopen the store to finish pruning): %w", err)
+	}
+	return nil
+}
+
+// finishPendingPrune finishes, when the store opens, a redaction that main has but whose
+// pruning a crash interrupted: the objects listed for pruning (durably, before main moved)
+// are still listed. It runs in the writer, before any request.
+func (s *Store) finishPendingPrune(ctx context.Context) error {
+	pending := false
+	if err := s.db.View(func(tx *bolt.Tx) error {
+		if b := tx.Bucket(bPrune); b != nil {
+			k, _ := b.Cursor().First()
+			pending = k != nil
+		}
+		return nil
+	}); err != nil || !pending {
+		return err
+	}
+	git, err := exec.LookPath("git")
+	if err != nil {
+		return fmt.Errorf("the pruning of a redaction is unfinished and needs the git program, which is not installed (no git in PATH)")
+	}
+	s.log.Info("finishing the pruning of an interrupted redaction", "store", s.id)
+	return s.finishRedaction(ctx, git)
 }
 
 // pruneRedacted deletes the objects of rewritten histories: it repacks the reachable
