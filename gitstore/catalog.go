@@ -237,26 +237,14 @@ func (c catTx) applyCommit(or objectReader, commit *object.Commit, parentTree pl
 	if err != nil {
 		return fmt.Errorf("diff commit %s: %w", commit.Hash, err)
 	}
-	var mem []fileChange
 	for _, ch := range changes {
 		if ch.Path == "/"+storeFile {
 			if err := c.applyStoreFile(or, ch.To); err != nil {
 				return err
 			}
-			continue
 		}
-		if strings.HasPrefix(ch.Path, "/"+reservedDir+"/") {
-			continue
-		}
-		if !ch.To.IsZero() && !ch.ToMode.IsFile() || ch.ToMode == filemode.Symlink {
-			ch.To = plumbing.ZeroHash // not a memory: a symlink or a submodule
-		}
-		if ch.From.IsZero() && ch.To.IsZero() {
-			continue
-		}
-		mem = append(mem, ch)
 	}
-	if len(mem) > 0 {
+	if mem := onlyMemories(changes); len(mem) > 0 {
 		t := parseTrailers(commit.Message)
 		if t.get(trailerVersion) != "" && t.get(trailerMemory) != "" {
 			err = c.applyGitmemCommit(or, commit, t, mem)
@@ -268,6 +256,25 @@ func (c catTx) applyCommit(or objectReader, commit *object.Commit, parentTree pl
 		}
 	}
 	return c.setApplied(commit.Hash)
+}
+
+// onlyMemories keeps the changes of a commit that are changes of memories: none under
+// .gitmem/, and a symlink or a submodule is no memory (a file that becomes one is deleted).
+func onlyMemories(changes []fileChange) []fileChange {
+	var mem []fileChange
+	for _, ch := range changes {
+		if ch.Path == "/"+storeFile || strings.HasPrefix(ch.Path, "/"+reservedDir+"/") {
+			continue
+		}
+		if !ch.To.IsZero() && !ch.ToMode.IsFile() || ch.ToMode == filemode.Symlink {
+			ch.To = plumbing.ZeroHash
+		}
+		if ch.From.IsZero() && ch.To.IsZero() {
+			continue
+		}
+		mem = append(mem, ch)
+	}
+	return mem
 }
 
 func (c catTx) applyStoreFile(or objectReader, h plumbing.Hash) error {
@@ -323,38 +330,25 @@ func (c catTx) applyGitmemCommit(or objectReader, commit *object.Commit, t trail
 // content in one commit are a rename of one memory.
 func (c catTx) applyPlainCommit(or objectReader, commit *object.Commit, changes []fileChange) error {
 	actor := userActor(commit.Author.Name, commit.Author.Email)
-	at := commit.Author.When
-	removed := map[plumbing.Hash][]int{}
-	for i, ch := range changes {
-		if ch.To.IsZero() {
-			removed[ch.From] = append(removed[ch.From], i)
-		}
-	}
-	renamedFrom := map[int]int{} // index of addition -> index of removal
+	renamedFrom := plainRenames(changes)
 	paired := map[int]bool{}
-	for i, ch := range changes {
-		if ch.From.IsZero() && !ch.To.IsZero() {
-			if rs := removed[ch.To]; len(rs) > 0 {
-				renamedFrom[i] = rs[0]
-				paired[rs[0]] = true
-				removed[ch.To] = rs[1:]
-			}
-		}
+	for _, r := range renamedFrom {
+		paired[r] = true
 	}
-	base := verRec{At: at.UnixMilli(), ActorType: actor.Type, ActorID: actor.ID, Name: actor.Name, Email: actor.Email,
-		APIKey: c.pushKey(commit.Hash)}
+	base := verRec{At: commit.Author.When.UnixMilli(), ActorType: actor.Type, ActorID: actor.ID, Name: actor.Name,
+		Email: actor.Email, APIKey: c.pushKey(commit.Hash)}
 	for i, ch := range changes {
 		if paired[i] {
 			continue
 		}
 		v := base
-		v.ID = derivedID(VersionPrefix, at, "version", derivationSource(commit), ch.Path)
+		v.ID = plainVersionID(commit, ch.Path)
 		v.Path = ch.Path
 		src := ch.Path
 		if r, ok := renamedFrom[i]; ok {
 			src = changes[r].Path
 		}
-		id, _, ok, err := c.live(src)
+		id, ok, err := c.memoryBefore(or, commit, src)
 		if err != nil {
 			return err
 		}
@@ -367,7 +361,7 @@ func (c catTx) applyPlainCommit(or objectReader, commit *object.Commit, changes 
 		case ok:
 			v.Memory, v.Op = id, OpModified
 		default:
-			v.Memory = derivedID(MemoryPrefix, at, "memory", derivationSource(commit), ch.Path)
+			v.Memory = plainMemoryID(commit, ch.Path)
 			v.Op = OpCreated
 		}
 		if err := c.record(or, commit, v, ch.To); err != nil {
@@ -375,6 +369,24 @@ func (c catTx) applyPlainCommit(or objectReader, commit *object.Commit, changes 
 		}
 	}
 	return nil
+}
+
+// memoryBefore returns the memory that lives at path in the parent of commit, made with plain
+// git. The catalog knows it when the parent is the commit it applied last; a commit on the
+// second side of a merge comes after the first side, and there it is read from history, so
+// that every replica and every rebuild gives a change the same memory, whichever side it
+// applied first.
+func (c catTx) memoryBefore(or objectReader, commit *object.Commit, path string) (string, bool, error) {
+	applied := c.applied()
+	if len(commit.ParentHashes) == 0 && applied.IsZero() || len(commit.ParentHashes) > 0 && commit.ParentHashes[0] == applied {
+		id, _, ok, err := c.live(path)
+		return id, ok, err
+	}
+	if len(commit.ParentHashes) == 0 {
+		return "", false, nil
+	}
+	id, _, err := memoryAt(or, commit.ParentHashes[0], path)
+	return id, id != "", err
 }
 
 // record adds a version and moves its memory to the state it leaves.

@@ -251,3 +251,97 @@ func TestDamagedCatalog(t *testing.T) {
 		t.Errorf("history changed by the rebuild:\n%v\n%v", after, before)
 	}
 }
+
+// TestStoreRepoIsBareForGit: stock git takes a store's repository for bare, as one made by
+// git init --bare, for a new store, an imported one, and (fixed when the store opens) a
+// store whose config was written before gitmem wrote core.repositoryformatversion.
+func TestStoreRepoIsBareForGit(t *testing.T) {
+	ctx := context.Background()
+	real := filepath.Join(t.TempDir(), "real.git")
+	gitIn(t, ".", "init", "-q", "--bare", real)
+	get := func(repoPath, key string) string { // "" if the config lacks key
+		out, _ := exec.Command("git", "config", "--file", filepath.Join(repoPath, "config"), "--get", key).Output()
+		return strings.TrimSpace(string(out))
+	}
+	check := func(what, repoPath string) {
+		t.Helper()
+		// From outside any repository, with the repository named only by --git-dir.
+		cmd := exec.Command("git", "--git-dir", repoPath, "rev-parse", "--is-bare-repository")
+		cmd.Dir = t.TempDir()
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+		if out, err := cmd.CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "true" {
+			t.Errorf("%s: git rev-parse --is-bare-repository: %q %v", what, out, err)
+		}
+		for _, key := range []string{"core.repositoryformatversion", "core.filemode", "core.bare"} {
+			if got, want := get(repoPath, key), get(real, key); got != want || want == "" {
+				t.Errorf("%s: %s = %q, git init --bare writes %q", what, key, got, want)
+			}
+		}
+		if got := get(repoPath, "gc.auto"); got != "0" {
+			t.Errorf("%s: gc.auto = %q", what, got)
+		}
+	}
+
+	dir := t.TempDir()
+	d, err := Open(ctx, dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { d.Close() }()
+	s, err := d.CreateStore(ctx, CreateStoreInput{Name: "bare", Actor: apiActor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, s, "/a.md", "a\n", apiActor)
+	check("a new store", s.RepoPath())
+
+	// An import, as gitmem import does it: git fetches into the prepared repository.
+	src := t.TempDir()
+	d2, err := Open(ctx, src, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, err := d2.CreateStore(ctx, CreateStoreInput{Name: "source", Actor: apiActor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, s2, "/b.md", "b\n", apiActor)
+	tmp, err := d.PrepareImport()
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("a repository prepared for an import", tmp)
+	gitIn(t, tmp, "fetch", "-q", s2.RepoPath(), "+refs/heads/main:refs/heads/main")
+	d2.Close()
+	imported, err := d.ImportStore(ctx, tmp, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("an imported store", imported.RepoPath())
+
+	// A store with the config that gitmem wrote before: fixed when it opens.
+	id, repoPath := s.ID(), s.RepoPath()
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	old := "[core]\n\tbare = true\n\tlogallrefupdates = false\n[gc]\n\tauto = 0\n[receive]\n\tautogc = false\n[user]\n\tname = kept\n"
+	writeFile(t, filepath.Join(repoPath, "config"), old)
+	if d, err = Open(ctx, dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Store(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	check("a store with the old config, opened again", repoPath)
+	if got := get(repoPath, "user.name"); got != "kept" {
+		t.Errorf("the fix dropped the rest of the config: user.name = %q", got)
+	}
+	fixed, _ := os.ReadFile(filepath.Join(repoPath, "config"))
+	d, s = reopen(t, d, dir, id)
+	if again, _ := os.ReadFile(filepath.Join(repoPath, "config")); string(again) != string(fixed) {
+		t.Errorf("opened again, the config changed:\n%s\nfrom\n%s", again, fixed)
+	}
+	if m, err := s.GetByPath(ctx, "/a.md", true); err != nil || *m.Content != "a\n" {
+		t.Errorf("/a.md after the fix: %+v %v", m, err)
+	}
+}

@@ -748,92 +748,12 @@ func (m *merger) merge3(ours, base, theirs plumbing.Hash) ([]byte, bool, error) 
 }
 
 // lastChange returns the memory and version of the change that last touched path in the
-// history of rev, as the catalog derives them: from a gitmem commit's trailers or merge
-// trailers, or derived from a commit made with plain git. mem is "" if no commit did.
+// history of rev, as the catalog reads them (memoryAt). mem is "" if no commit did.
 func (m *merger) lastChange(rev plumbing.Hash, path string) (mem, ver string, err error) {
-	out, err := m.gitOut(nil, "log", "-1", "--format=%H", rev.String(), "--", strings.TrimPrefix(path, "/"))
-	if err != nil {
+	if mem, ver, err = memoryAt(m.b, rev, path); err != nil {
 		return "", "", m.b.fail(err)
 	}
-	h, ok := parseHash(strings.TrimSpace(string(out)))
-	if !ok {
-		return "", "", nil
-	}
-	c, err := m.s.repo.commit(h)
-	if err != nil {
-		return "", "", m.b.fail(err)
-	}
-	t := parseTrailers(c.Message)
-	if isGitmemMerge(c.Message) {
-		for _, kv := range t {
-			live := strings.SplitN(kv.Value, " ", 4)
-			gone := strings.SplitN(kv.Value, " ", 3)
-			switch {
-			case strings.EqualFold(kv.Key, trailerMergeLive) && len(live) == 4 && live[3] == path:
-				mem, ver = live[0], live[1]
-			case strings.EqualFold(kv.Key, trailerMergeGone) && len(gone) == 3 && gone[2] == path:
-				mem, ver = gone[0], gone[1]
-			}
-		}
-		if mem != "" {
-			return mem, ver, nil
-		}
-		// The merge took the path from one side unchanged: look there.
-		for _, p := range c.ParentHashes {
-			if mem, ver, err = m.lastChange(p, path); err != nil || mem != "" {
-				return mem, ver, err
-			}
-		}
-		return "", "", nil
-	}
-	if t.get(trailerMemory) != "" && t.get(trailerVersion) != "" {
-		return t.get(trailerMemory), t.get(trailerVersion), nil
-	}
-	// A commit made with plain git, read as applyPlainCommit does.
-	at := c.Author.When
-	ver = derivedID(VersionPrefix, at, "version", c.Hash.String(), path)
-	var parentTree plumbing.Hash
-	var parent plumbing.Hash
-	if len(c.ParentHashes) > 0 {
-		parent = c.ParentHashes[0]
-		pc, err := m.s.repo.commit(parent)
-		if err != nil {
-			return "", "", m.b.fail(err)
-		}
-		parentTree = pc.TreeHash
-	}
-	changes, err := diffTrees(m.b, parentTree, c.TreeHash, "", nil)
-	if err != nil {
-		return "", "", m.b.fail(err)
-	}
-	src := path
-	var added plumbing.Hash
-	for _, ch := range changes {
-		if ch.Path == path {
-			if !ch.From.IsZero() || ch.To.IsZero() {
-				added = plumbing.ZeroHash
-				break
-			}
-			added = ch.To
-		}
-	}
-	if !added.IsZero() {
-		src = ""
-		for _, ch := range changes { // a rename: the first file removed with the same content
-			if ch.To.IsZero() && ch.From == added {
-				src = ch.Path
-				break
-			}
-		}
-		if src == "" {
-			return derivedID(MemoryPrefix, at, "memory", c.Hash.String(), path), ver, nil
-		}
-	}
-	if parent.IsZero() {
-		return "", "", nil
-	}
-	mem, _, err = m.lastChange(parent, src)
-	return mem, ver, err
+	return mem, ver, nil
 }
 
 // commit makes the merge commit of the merged tree: parents theirs and ours, author

@@ -122,11 +122,11 @@ func (s *Store) Redact(ctx context.Context, in RedactInput) (RedactResult, error
 		if res, err = s.redact(ctx, in); err != nil {
 			return err
 		}
-		if err := s.moveOtherRefs(ctx); err != nil {
-			return fmt.Errorf("move refs onto the redacted history (the redaction is done; redact again to finish): %w", err)
+		if afterPublish != nil && res.NewHead != "" {
+			afterPublish()
 		}
-		if err := s.pruneRedacted(ctx); err != nil {
-			return fmt.Errorf("prune after redaction (the redaction is done; redact again to finish pruning): %w", err)
+		if err := s.finishRedaction(ctx); err != nil {
+			return err
 		}
 		res.ContentRemains = !res.blob.IsZero() && s.repo.git(ctx, "cat-file", "-e", res.blob.String()) == nil
 		res.Took = time.Since(start)
@@ -134,6 +134,10 @@ func (s *Store) Redact(ctx context.Context, in RedactInput) (RedactResult, error
 	})
 	return res.RedactResult, err
 }
+
+// afterPublish, set by tests only, runs when a redaction has moved main and before it deals
+// with the refs and objects of the old history: where a crash leaves the pruning undone.
+var afterPublish func()
 
 // redactOutcome is a RedactResult with the blob that was redacted, to look for at the end.
 type redactOutcome struct {
@@ -561,15 +565,6 @@ func redactionOf(msg, id string) *redaction {
 	return nil
 }
 
-// derivationSource is what the ids of a commit made with plain git derive from: its hash,
-// or the hash it had before a redaction rewrote it.
-func derivationSource(c *object.Commit) string {
-	if h := parseTrailers(c.Message).get(trailerDerivedFrom); h != "" {
-		return h
-	}
-	return c.Hash.String()
-}
-
 // applyRedaction updates the catalog in place for a rewrite: the redacted version, the
 // commits of later versions, the keys that pushed rewritten commits, and the commit the
 // catalog reflects. It leaves the catalog as a rebuild from the new history would.
@@ -727,6 +722,41 @@ func (ct catTx) rewrittenTo(h plumbing.Hash) plumbing.Hash {
 		copy(h[:], n)
 	}
 	return h
+}
+
+// finishRedaction deals with the old history once main has moved to the redacted one: it
+// moves the other refs onto the new history and prunes the objects listed for pruning. It
+// runs in the writer. Both steps are idempotent; what they leave undone (a crash, an error)
+// is finished by the next redaction or when the store is opened again (finishPendingPrune).
+func (s *Store) finishRedaction(ctx context.Context) error {
+	if err := s.moveOtherRefs(ctx); err != nil {
+		return fmt.Errorf("move refs onto the redacted history (the redaction is done; redact again or reopen the store to finish): %w", err)
+	}
+	if err := s.pruneRedacted(ctx); err != nil {
+		return fmt.Errorf("prune after redaction (the redaction is done; redact again or reopen the store to finish pruning): %w", err)
+	}
+	return nil
+}
+
+// finishPendingPrune finishes, when the store opens, a redaction that main has but whose
+// pruning a crash interrupted: the objects listed for pruning (durably, before main moved)
+// are still listed. It runs in the writer, before any request.
+func (s *Store) finishPendingPrune(ctx context.Context) error {
+	pending := false
+	if err := s.db.View(func(tx *bolt.Tx) error {
+		if b := tx.Bucket(bPrune); b != nil {
+			k, _ := b.Cursor().First()
+			pending = k != nil
+		}
+		return nil
+	}); err != nil || !pending {
+		return err
+	}
+	if err := needGit("the pruning of an unfinished redaction"); err != nil {
+		return err
+	}
+	s.log.Info("finishing the pruning of an interrupted redaction", "store", s.id)
+	return s.finishRedaction(ctx)
 }
 
 // pruneRedacted deletes the objects of rewritten histories: it repacks the reachable

@@ -1,12 +1,15 @@
 package gitstore
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -267,10 +270,48 @@ func TestRedactDeletedMemory(t *testing.T) {
 	fsck(t, s)
 }
 
+const (
+	redactCrashDirEnv     = "GITMEM_REDACT_CRASH_DIR"
+	redactCrashStoreEnv   = "GITMEM_REDACT_CRASH_STORE"
+	redactCrashVersionEnv = "GITMEM_REDACT_CRASH_VERSION"
+)
+
+// TestRedactCrashChild is the child of TestRedactFinishesInterruptedPrune: it redacts a
+// version and, once main has moved, says so and waits to be killed.
+func TestRedactCrashChild(t *testing.T) {
+	dir := os.Getenv(redactCrashDirEnv)
+	if dir == "" {
+		t.Skip("run by TestRedactFinishesInterruptedPrune only")
+	}
+	ctx := context.Background()
+	d, err := Open(ctx, dir, Options{})
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(2)
+	}
+	s, err := d.Store(ctx, os.Getenv(redactCrashStoreEnv))
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(2)
+	}
+	afterPublish = func() {
+		fmt.Println("published")
+		select {}
+	}
+	_, err = s.Redact(ctx, RedactInput{VersionID: os.Getenv(redactCrashVersionEnv), Actor: apiActor})
+	fmt.Println("error: the redaction returned", err)
+	os.Exit(2)
+}
+
 // TestRedactFinishesInterruptedPrune redacts content that a person pushed (so it is a loose
-// object) and stops after main moved, as a crash would, before pruning. Opened again, the
-// store still holds the old objects; redacting the version again prunes them.
+// object, and a ref other than main points at its commit) in a process that is killed
+// (SIGKILL) once main has moved, before the old history is pruned. Opened again, the store
+// finishes the pruning: no object holds the content, and the other ref has moved onto the
+// new history. Redacting the version again answers as for a redacted version.
 func TestRedactFinishesInterruptedPrune(t *testing.T) {
+	if os.Getenv(redactCrashDirEnv) != "" {
+		return
+	}
 	ctx := context.Background()
 	dir := t.TempDir()
 	d, err := Open(ctx, dir, Options{})
@@ -282,6 +323,7 @@ func TestRedactFinishesInterruptedPrune(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	id := s.ID()
 	mustWrite(t, s, "/a.md", "a\n", apiActor)
 	wt := filepath.Join(t.TempDir(), "clone")
 	gitIn(t, ".", "clone", "-q", s.RepoPath(), wt)
@@ -289,36 +331,63 @@ func TestRedactFinishesInterruptedPrune(t *testing.T) {
 	gitIn(t, wt, "add", "-A")
 	gitIn(t, wt, "commit", "-qm", "add keys/api.md")
 	gitIn(t, wt, "push", "-q", "origin", "main")
+	pushed := strings.TrimSpace(gitIn(t, wt, "rev-parse", "HEAD"))
+	gitIn(t, s.RepoPath(), "update-ref", "refs/remotes/team/main", pushed)
 	m, err := s.GetByPath(ctx, "/keys/api.md", false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	mustWrite(t, s, "/keys/api.md", "key: revoked\n", apiActor)
-	pushed := gitIn(t, wt, "rev-parse", "HEAD")
-
 	before := versionsOf(t, s)
-	in := RedactInput{VersionID: m.VersionID, Actor: apiActor}
-	if err := s.runTask(ctx, func() error { _, err := s.redact(ctx, in); return err }); err != nil {
+	oldHead := s.Head()
+	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
-	d, s = reopen(t, d, dir, s.ID())
-	if !strings.Contains(allObjects(t, s.RepoPath()), "MONGOOSE") {
-		t.Fatal("the content is gone before pruning: the test does not test the pruning")
-	}
-	res, err := s.Redact(ctx, in)
+
+	cmd := exec.Command(os.Args[0], "-test.run=^TestRedactCrashChild$", "-test.v=false")
+	cmd.Env = append(os.Environ(), redactCrashDirEnv+"="+dir, redactCrashStoreEnv+"="+id, redactCrashVersionEnv+"="+m.VersionID)
+	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.OldHead != "" || res.Version.RedactedAt == nil {
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	if strings.TrimSpace(line) != "published" {
+		t.Fatalf("the child said %q %v", line, err)
+	}
+	repoPath := s.RepoPath()
+	if gitIn(t, repoPath, "rev-parse", "main") == oldHead+"\n" || !strings.Contains(allObjects(t, repoPath), "MONGOOSE") {
+		t.Fatal("the child was not killed between moving main and pruning: the test does not test the pruning")
+	}
+
+	d, err = Open(ctx, dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err = d.Store(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(allObjects(t, repoPath), "MONGOOSE") {
+		t.Error("the content is still in the repository after the store was opened again")
+	}
+	if out, err := exec.Command("git", "-C", repoPath, "cat-file", "-e", pushed).CombinedOutput(); err == nil {
+		t.Errorf("the pushed commit of the old history is still in the repository (%s)", out)
+	}
+	if to, _, err := s.RewrittenTo(ctx, pushed); err != nil || gitIn(t, repoPath, "rev-parse", "refs/remotes/team/main") != to+"\n" {
+		t.Errorf("refs/remotes/team/main is not at %s, the rewrite of %s (%v)", to, pushed, err)
+	}
+	res, err := s.Redact(ctx, RedactInput{VersionID: m.VersionID, Actor: apiActor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.OldHead != "" || res.Version.RedactedAt == nil || res.ContentRemains {
 		t.Errorf("second redaction %+v", res)
 	}
 	sameHistory(t, "versions after the redaction", versionsOf(t, s), redactedHistory(before, res.Version))
-	if strings.Contains(allObjects(t, s.RepoPath()), "MONGOOSE") {
-		t.Error("the content is still in the repository after the pruning")
-	}
-	if out, err := exec.Command("git", "-C", s.RepoPath(), "cat-file", "-e", strings.TrimSpace(pushed)).CombinedOutput(); err == nil {
-		t.Errorf("the pushed commit of the old history is still in the repository (%s)", out)
-	}
 	if got := contentOf(t, s, m.ID); got != "key: revoked\n" {
 		t.Errorf("content %q", got)
 	}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
+	gitconfig "github.com/go-git/go-git/v5/plumbing/format/config"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -49,32 +51,85 @@ type repo struct {
 	packs int // packs written since the last count; the writer goroutine's only
 }
 
-// initRepo creates a bare repository at path with main as its default branch and with git's
-// automatic gc off, so that the git CLI never repacks behind go-git's back.
+// initRepo creates a bare repository at path with main as its default branch and the
+// configuration of repoConfig.
 func initRepo(path string) error {
-	r, err := git.PlainInitWithOptions(path, &git.PlainInitOptions{
+	_, err := git.PlainInitWithOptions(path, &git.PlainInitOptions{
 		InitOptions: git.InitOptions{DefaultBranch: plumbing.ReferenceName(mainRef)},
 		Bare:        true,
 	})
 	if err != nil {
 		return fmt.Errorf("init repository %s: %w", path, err)
 	}
-	cfg, err := r.Config()
-	if err != nil {
+	return ensureConfig(path)
+}
+
+// repoConfig is the configuration of a store's repository. The core options are those that
+// git init --bare writes: without core.repositoryformatversion, stock git ignores core.bare
+// and does not take the repository for bare (git --git-dir R rev-parse
+// --is-bare-repository answers false). git's automatic gc is off, so that the git CLI never
+// repacks behind go-git's back. An option marked keep keeps a value the config has already.
+var repoConfig = []struct {
+	section, key, value string
+	keep                bool
+}{
+	{"core", "repositoryformatversion", "0", true},
+	{"core", "filemode", "true", true},
+	{"core", "bare", "true", false},
+	{"core", "logallrefupdates", "false", false},
+	{"gc", "auto", "0", false},
+	{"receive", "autogc", "false", false},
+}
+
+// ensureConfig gives the repository at path the options of repoConfig, keeping the rest of
+// its config, and writes the config durably if that changed it: stores made before an
+// option was added get it when they open. It is idempotent.
+func ensureConfig(path string) error {
+	file := filepath.Join(path, "config")
+	raw, err := os.ReadFile(file)
+	if err != nil && !os.IsNotExist(err) {
 		return fmt.Errorf("read config of %s: %w", path, err)
 	}
-	cfg.Raw.Section("gc").SetOption("auto", "0")
-	cfg.Raw.Section("receive").SetOption("autogc", "false")
-	cfg.Raw.Section("core").SetOption("logallrefupdates", "false")
-	if err := r.Storer.SetConfig(cfg); err != nil {
+	cfg := gitconfig.New()
+	if err := gitconfig.NewDecoder(bytes.NewReader(raw)).Decode(cfg); err != nil {
+		return fmt.Errorf("read config of %s: %w", path, err)
+	}
+	changed := false
+	for _, o := range repoConfig {
+		sec := cfg.Section(o.section)
+		if sec.HasOption(o.key) && (o.keep || sec.Option(o.key) == o.value) {
+			continue
+		}
+		sec.SetOption(o.key, o.value)
+		changed = true
+	}
+	if !changed {
+		return nil
+	}
+	// In core, the options in git init's order, before any other.
+	rank := func(key string) int {
+		for i, o := range repoConfig[:3] {
+			if strings.EqualFold(key, o.key) {
+				return i
+			}
+		}
+		return 3
+	}
+	core := cfg.Section("core")
+	sort.SliceStable(core.Options, func(i, j int) bool { return rank(core.Options[i].Key) < rank(core.Options[j].Key) })
+	var buf bytes.Buffer
+	if err := gitconfig.NewEncoder(&buf).Encode(cfg); err != nil {
 		return fmt.Errorf("write config of %s: %w", path, err)
 	}
-	return nil
+	return durable.WriteFile(file, buf.Bytes(), 0o644)
 }
 
 func openRepo(path string) (*repo, error) {
 	if _, err := os.Stat(filepath.Join(path, "objects")); err != nil {
 		return nil, fmt.Errorf("open repository %s: %w", path, err)
+	}
+	if err := ensureConfig(path); err != nil {
+		return nil, err
 	}
 	r := &repo{path: path, st: newStorage(path), recent: map[plumbing.Hash]plumbing.EncodedObject{}}
 	packs, err := r.packFiles()
@@ -419,15 +474,7 @@ func dedupe(hs []plumbing.Hash) []plumbing.Hash {
 
 // commitObject reads and decodes a commit.
 func (r *repo) commit(h plumbing.Hash) (*object.Commit, error) {
-	o, err := r.object(h)
-	if err != nil {
-		return nil, err
-	}
-	c := &object.Commit{}
-	if err := c.Decode(o); err != nil {
-		return nil, fmt.Errorf("decode commit %s: %w", h, err)
-	}
-	return c, nil
+	return readCommit(r, h)
 }
 
 // syncPacksFS fsyncs every file written under objects/pack before it is closed, so that the

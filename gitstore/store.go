@@ -74,6 +74,10 @@ func openStoreProgress(id, repoPath, catalogPath string, opts Options, progress 
 		return nil, fmt.Errorf("open store %s: %w", id, err)
 	}
 	go s.run()
+	if err := s.runTask(context.Background(), func() error { return s.finishPendingPrune(context.Background()) }); err != nil {
+		// The store works; the objects stay listed, for the next redaction or opening.
+		s.log.Error("finish an interrupted redaction", "store", id, "err", err)
+	}
 	return s, nil
 }
 

@@ -117,7 +117,7 @@ func writeJSON(path string, v any) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	return durable.WriteFile(path, append(b, '\n'), 0o600)
+	return durable.WriteFile(path, append(b, '\n'), 0o600) // 0600: remote URLs may hold credentials
 }
 
 // Remotes returns the remotes of a store, by name.

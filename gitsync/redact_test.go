@@ -129,3 +129,117 @@ func TestSyncRefusesWorkOnRedactedHistory(t *testing.T) {
 		t.Fatalf("the remote's main moved from bob's commit %s to %s", bobs, got)
 	}
 }
+
+// TestSyncKeepsIdsOfRedactedPlainHistory: memories that a person made with plain git keep
+// their ids through a redaction of that history and merges over it. Bob pushes plain
+// commits to the remote; a redacts the first version of one of his files (so his commits
+// are rewritten, and their ids are derived from the hashes they had before); then Bob (with
+// plain git again), a and b change and delete his memories and sync, which merges. The ids
+// are the same before and after, on both replicas, and after a rebuild of each catalog
+// from history.
+func TestSyncKeepsIdsOfRedactedPlainHistory(t *testing.T) {
+	ctx := context.Background()
+	remote, a, id := serverWithRemote(t)
+	sa, ra := syncOnce(t, a, id, remote)
+
+	clone := filepath.Join(t.TempDir(), "clone")
+	git(t, filepath.Dir(clone), "clone", "-q", remote, clone)
+	put := func(name, content string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(clone, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		git(t, clone, "add", name)
+	}
+	put("notes.md", "one\ntwo\nthree\nfour\nfive\n")
+	put("todo.md", "buy milk\n")
+	put("launch.md", "the launch phrase is purple-walrus-0451\n")
+	git(t, clone, "commit", "-q", "-m", "bob's notes")
+	put("launch.md", "moved to the vault\nline two\nline three\nline four\n")
+	git(t, clone, "commit", "-q", "-m", "bob moves the phrase")
+	git(t, clone, "push", "-q", "origin", "main")
+
+	if res, err := a.y.Sync(ctx, sa, ra); err != nil || res.Outcome != gitstore.FastForward {
+		t.Fatalf("a's sync of bob's commits: %+v %v", res, err)
+	}
+	b := startServer(t, "b", importFrom(t, remote))
+	rb, err := Add(b.dir, id, "team", "origin", remote, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb := b.store(t, id)
+	paths := []string{"/notes.md", "/todo.md", "/launch.md"}
+	want := map[string]string{}
+	for _, p := range paths {
+		m, err := sa.GetByPath(ctx, p, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[p] = m.ID
+	}
+	vs, err := sa.Versions(ctx, gitstore.VersionFilter{MemoryID: want["/launch.md"], Limit: 10})
+	if err != nil || len(vs.Versions) != 2 {
+		t.Fatalf("versions of launch.md: %+v %v", vs, err)
+	}
+	first := vs.Versions[len(vs.Versions)-1]
+	if _, err := sa.Redact(ctx, gitstore.RedactInput{VersionID: first.ID, Actor: gitstore.UserActorFor("Ann", "ann@example.com")}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := a.y.Sync(ctx, sa, ra); err != nil || !res.Replaced {
+		t.Fatalf("a's sync after the redaction: %+v %v", res, err)
+	}
+	if res, err := b.y.Sync(ctx, sb, rb); err != nil || len(res.Redacted) != 1 {
+		t.Fatalf("b's sync after the redaction: %+v %v", res, err)
+	}
+
+	// Bob takes the new history and changes his notes again, with plain git.
+	git(t, clone, "fetch", "-q", "origin")
+	git(t, clone, "reset", "-q", "--hard", "origin/main")
+	put("notes.md", "one\ntwo\nthree\nfour\nfive, by bob\n")
+	put("todo.md", "buy milk\nand bread\n")
+	put("launch.md", "moved to the vault\nline two\nline three\nline four, by bob\n")
+	git(t, clone, "commit", "-q", "-m", "bob again")
+	git(t, clone, "push", "-q", "origin", "main")
+	// a changes notes.md elsewhere and deletes todo.md; b changes launch.md elsewhere.
+	if _, err := a.write(id, "/notes.md", "one, on a\ntwo\nthree\nfour\nfive\n"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sa.Delete(ctx, gitstore.DeleteInput{ID: want["/todo.md"], Actor: gitstore.UserActorFor("Ann", "ann@example.com")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.write(id, "/launch.md", "moved to the vault, on b\nline two\nline three\nline four\n"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.y.Sync(ctx, sa, ra)
+	if err != nil || res.Outcome != gitstore.Merged || len(res.Conflicts) != 0 || len(res.TextMerged) != 1 || len(res.Kept) != 1 {
+		t.Errorf("a's merge of bob's commit: %+v %v", res, err)
+	}
+	res, err = b.y.Sync(ctx, sb, rb)
+	if err != nil || res.Outcome != gitstore.Merged || len(res.Conflicts) != 0 || len(res.TextMerged) != 1 {
+		t.Errorf("b's merge: %+v %v", res, err)
+	}
+	if res, err := a.y.Sync(ctx, sa, ra); err != nil || res.Outcome != gitstore.FastForward {
+		t.Fatalf("a's last sync: %+v %v", res, err)
+	}
+	check := func(when string) {
+		t.Helper()
+		for _, s := range []*gitstore.Store{sa, sb} {
+			for _, p := range paths {
+				m, err := s.GetByPath(ctx, p, false)
+				if err != nil || m.ID != want[p] {
+					t.Errorf("%s: %s on %s: %+v %v, want id %s", when, p, s.RepoPath(), m, err, want[p])
+				}
+			}
+		}
+		if sa, sb := catalogState(t, sa), catalogState(t, sb); sa != sb {
+			t.Errorf("%s: catalogs differ:\n%s", when, lineDiff(sa, sb))
+		}
+	}
+	check("after the merges")
+	for _, srv := range []*server{a, b} {
+		if err := srv.data.Reindex(ctx, id, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("after reindex")
+}
