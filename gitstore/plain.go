@@ -3,12 +3,12 @@ package gitstore
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"strings"
-	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/gitmem/gitmem/internal/gitexec"
 )
 
 // Commits made with plain git carry no ids: the ids of their changes are derived from the
@@ -157,11 +157,10 @@ type touchFinder interface {
 }
 
 func (r *repo) lastTouch(rev plumbing.Hash, path string) (plumbing.Hash, bool) {
-	git, err := gitProgram()
-	if err != nil {
+	if _, err := gitexec.Path(); err != nil {
 		return plumbing.ZeroHash, false
 	}
-	out, err := r.gitOutput(context.Background(), git, "log", "-1", "--format=%H", rev.String(), "--", strings.TrimPrefix(path, "/"))
+	out, err := r.gitOutput(context.Background(), "log", "-1", "--format=%H", rev.String(), "--", strings.TrimPrefix(path, "/"))
 	if err != nil {
 		return plumbing.ZeroHash, false
 	}
@@ -175,9 +174,6 @@ func (r *repo) lastTouch(rev plumbing.Hash, path string) (plumbing.Hash, bool) {
 func (b *batch) lastTouch(rev plumbing.Hash, path string) (plumbing.Hash, bool) {
 	return b.s.repo.lastTouch(rev, path)
 }
-
-// gitProgram is the git program in PATH, looked up once.
-var gitProgram = sync.OnceValues(func() (string, error) { return exec.LookPath("git") })
 
 // mergedAt reads the memory at path from the trailers of a merge that gitmem made, or, if
 // they do not name path, from the history of its parents.
