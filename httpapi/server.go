@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -28,7 +29,12 @@ type Options struct {
 	// path is a memory_path_conflict_error. By default it writes by path (an upsert) unless
 	// the body has a not_exists precondition.
 	StrictCreate bool
-	Logger       *slog.Logger
+	// RequireKeys makes every request need a key from the start, even while no key exists
+	// (gitmem serve sets it when keys existed at start or the address is not loopback).
+	// Without it, keys are required from the first request that finds an active key, and
+	// stay required: see keysInForce.
+	RequireKeys bool
+	Logger      *slog.Logger
 }
 
 // Server is the HTTP API over a data directory.
@@ -38,6 +44,9 @@ type Server struct {
 	opts Options
 	log  *slog.Logger
 	e    *echo.Echo
+
+	// keysRequired latches: once set, every request needs a key (keysInForce).
+	keysRequired atomic.Bool
 
 	// search answers searches and the memory_search tool; nil until EnableSearch.
 	search *search.Service
@@ -49,6 +58,11 @@ func New(data *gitstore.DataDir, keys *apikeys.Keys, opts Options) *Server {
 		opts.Logger = slog.Default()
 	}
 	s := &Server{data: data, keys: keys, opts: opts, log: opts.Logger, e: echo.New()}
+	if anyKey, err := keys.AnyActive(); opts.RequireKeys || anyKey || err != nil {
+		// An unreadable key file fails closed: keys stay required, and requests fail
+		// until it can be read.
+		s.keysRequired.Store(true)
+	}
 	e := s.e
 	e.HideBanner, e.HidePort = true, true
 	e.IPExtractor = echo.ExtractIPDirect()

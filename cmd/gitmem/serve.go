@@ -90,7 +90,8 @@ func serve(ctx context.Context, a *app, log *slog.Logger, f serveFlags, cmd *cob
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
-	srv := httpapi.New(d, keys, httpapi.Options{StrictCreate: strict, Logger: log})
+	srv := httpapi.New(d, keys, httpapi.Options{StrictCreate: strict, Logger: log,
+		RequireKeys: anyKey || !isLoopback(addr)})
 	idx := search.New(d, search.Options{Logger: log})
 	defer idx.Close() // before d.Close: deferred calls run last first
 	go func() {
@@ -112,7 +113,7 @@ func serve(ctx context.Context, a *app, log *slog.Logger, f serveFlags, cmd *cob
 		fmt.Fprintf(out, "  auth:  API keys required (x-api-key or Authorization: Bearer)\n")
 	} else {
 		fmt.Fprintf(out, "  auth:  none. No API key exists, so gitmem listens on loopback only;\n")
-		fmt.Fprintf(out, "         \"gitmem keys create --name NAME\" turns keys on\n")
+		fmt.Fprintf(out, "         \"gitmem keys create --name NAME\" turns keys on, until the server stops\n")
 	}
 	if strict {
 		fmt.Fprintf(out, "  mode:  --strict-create (POST .../memories creates only)\n")
