@@ -48,7 +48,7 @@ func (s *Server) callTool(c echo.Context) error {
 	name := c.Param("name")
 	body, err := io.ReadAll(c.Request().Body)
 	var ae *apiError
-	if errors.As(err, &ae) { // too large, too slow
+	if errors.As(err, &ae) { // a body too slow (limits.go)
 		return err
 	}
 	if err != nil {
