@@ -29,9 +29,8 @@ type caller struct {
 
 const callerKey = "gitmem.caller"
 
-// authenticate finds the caller. Once any key exists every request needs one; without keys
-// the server listens on loopback only (gitmem serve enforces it) and callers are the local
-// user.
+// authenticate finds the caller: the key of the request once keys are in force (see
+// keysInForce), else the local user.
 func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		cl, err := s.identify(c.Request(), headerSecret(c.Request()),
@@ -54,22 +53,23 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// identify finds the caller of a request that brought secret ("" for none): the local user
-// while no key exists (for requests addressed to loopback only), else the key with that
-// secret. missing is the message of the 401 when a key is needed and secret is "".
+// identify finds the caller of a request that brought secret ("" for none): the key with
+// that secret once keys are in force, else the local user (for requests addressed to
+// loopback only). missing is the message of the 401 when a key is needed and secret is "".
+// Every route (the API, the tool routes, MCP, git) decides through here.
 func (s *Server) identify(r *http.Request, secret, missing string) (caller, error) {
 	cl := caller{actor: LocalUser}
-	anyKey, err := s.keys.AnyActive()
+	inForce, err := s.keysInForce()
 	if err != nil {
 		return cl, err
 	}
-	if !anyKey && !loopbackHost(r.Host) {
+	if !inForce && !loopbackHost(r.Host) {
 		// Without keys anyone who reaches gitmem may use it, which is safe only because
 		// it listens on loopback. A web page can still reach loopback through a name of
 		// its own that resolves there (DNS rebinding): such a request names that host.
 		return cl, forbidden("without API keys gitmem answers only requests addressed to localhost or a loopback address, not to %q; create a key to serve other names", r.Host)
 	}
-	if !anyKey {
+	if !inForce {
 		return cl, nil
 	}
 	if secret == "" {
@@ -80,11 +80,30 @@ func (s *Server) identify(r *http.Request, secret, missing string) (caller, erro
 		return cl, err
 	}
 	if !ok {
-		return cl, unauthorized("invalid API key: no active key has this secret (it may have been revoked)")
+		return cl, unauthorized("invalid API key: no active key has this secret (it may have been revoked; " +
+			"once keys are in force they stay required, even when every key is revoked: create one with gitmem keys create)")
 	}
 	cl.key = &key
 	cl.actor = gitstore.Actor{Type: gitstore.APIActor, ID: key.ID, Name: key.Name}
 	return cl, nil
+}
+
+// keysInForce tells whether requests need a key. That is so from the start when the server
+// was started with keys required (Options.RequireKeys, or an active key in the key file),
+// and from the first request that finds an active key. Once in force, keys stay required
+// until the server stops: revoking every key leaves every request refused, never open.
+func (s *Server) keysInForce() (bool, error) {
+	if s.keysRequired.Load() {
+		return true, nil
+	}
+	anyKey, err := s.keys.AnyActive()
+	if err != nil {
+		return false, err
+	}
+	if anyKey {
+		s.keysRequired.Store(true)
+	}
+	return anyKey, nil
 }
 
 // headerSecret is the key a request sends as x-api-key or Authorization: Bearer, or "".

@@ -44,6 +44,10 @@ func forbidden(format string, args ...any) *apiError {
 	return &apiError{status: http.StatusForbidden, typ: "permission_error", message: fmt.Sprintf(format, args...)}
 }
 
+func unsupportedMediaType(format string, args ...any) *apiError {
+	return &apiError{status: http.StatusUnsupportedMediaType, typ: "invalid_request_error", message: fmt.Sprintf(format, args...)}
+}
+
 func unauthorized(msg string) *apiError {
 	return &apiError{status: http.StatusUnauthorized, typ: "authentication_error", message: msg}
 }
@@ -116,6 +120,9 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if ae.status == http.StatusInternalServerError {
 		s.log.Error("request failed", "request_id", rid, "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
 		ae = &apiError{status: ae.status, typ: ae.typ, message: fmt.Sprintf("%s; the server's log has the details of request %s", ae.message, rid)}
+	}
+	if ae.status == http.StatusUnauthorized {
+		closeAfter(c) // a client without a valid key keeps no connection open
 	}
 	if ae.status == http.StatusConflict || ae.status == http.StatusNotImplemented {
 		c.Response().Header().Set("x-should-retry", "false")

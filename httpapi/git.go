@@ -86,6 +86,7 @@ func (s *Server) serveGit(c echo.Context, backend *gitserve.Backend) error {
 		if ae.status == http.StatusUnauthorized {
 			// git asks its credential helper (or the terminal) on this challenge.
 			c.Response().Header().Set("WWW-Authenticate", gitRealm)
+			closeAfter(c)
 		}
 		if ae.status == http.StatusInternalServerError {
 			return err

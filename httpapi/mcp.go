@@ -56,7 +56,7 @@ func (s *Server) mcpRoutes() {
 		// sessions to stream from or delete).
 		h.ServeHTTP(c.Response(), req)
 		return nil
-	}, s.authenticate)
+	}, s.authenticate, requireJSON)
 }
 
 // mcpServer builds the MCP server of one request: the tools bound to the stores of its

@@ -10,12 +10,16 @@ import (
 	"testing"
 )
 
-// rawRequest sends a request with net/http and returns the status and body.
+// rawRequest sends a request with net/http and returns the status and body. A body goes as
+// application/json unless header says otherwise.
 func rawRequest(t *testing.T, method, url, body string, header map[string]string) (int, string) {
 	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	for k, v := range header {
 		req.Header.Set(k, v)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -28,7 +29,14 @@ type Options struct {
 	// path is a memory_path_conflict_error. By default it writes by path (an upsert) unless
 	// the body has a not_exists precondition.
 	StrictCreate bool
-	Logger       *slog.Logger
+	// RequireKeys makes every request need a key from the start, even while no key exists
+	// (gitmem serve sets it when keys existed at start or the address is not loopback).
+	// Without it, keys are required from the first request that finds an active key, and
+	// stay required: see keysInForce.
+	RequireKeys bool
+	// Limits bound connections and requests (limits.go).
+	Limits Limits
+	Logger *slog.Logger
 }
 
 // Server is the HTTP API over a data directory.
@@ -39,6 +47,9 @@ type Server struct {
 	log  *slog.Logger
 	e    *echo.Echo
 
+	// keysRequired latches: once set, every request needs a key (keysInForce).
+	keysRequired atomic.Bool
+
 	// search answers searches and the memory_search tool; nil until EnableSearch.
 	search *search.Service
 }
@@ -48,7 +59,13 @@ func New(data *gitstore.DataDir, keys *apikeys.Keys, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	opts.Limits = opts.Limits.withDefaults()
 	s := &Server{data: data, keys: keys, opts: opts, log: opts.Logger, e: echo.New()}
+	if anyKey, err := keys.AnyActive(); opts.RequireKeys || anyKey || err != nil {
+		// An unreadable key file fails closed: keys stay required, and requests fail
+		// until it can be read.
+		s.keysRequired.Store(true)
+	}
 	e := s.e
 	e.HideBanner, e.HidePort = true, true
 	e.IPExtractor = echo.ExtractIPDirect()
@@ -66,7 +83,9 @@ func New(data *gitstore.DataDir, keys *apikeys.Keys, opts Options) *Server {
 		},
 	}))
 	e.Use(middleware.Recover())
-	v1 := e.Group("/v1", middleware.BodyLimit(bodyLimit), s.authenticate, checkQuery)
+	e.Use(s.limitRequests())   // limits.go
+	e.Use(refuseCrossOrigin()) // csrf.go: every route, git's and MCP's included
+	v1 := e.Group("/v1", middleware.BodyLimit(bodyLimit), s.authenticate, requireJSON, checkQuery)
 	s.storeRoutes(v1)
 	s.gcRoutes(v1) // gc.go
 	s.toolRoutes(v1)
@@ -77,10 +96,11 @@ func New(data *gitstore.DataDir, keys *apikeys.Keys, opts Options) *Server {
 // ServeHTTP serves a request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.e.ServeHTTP(w, r) }
 
-// ServeListener serves on ln until ctx ends, then shuts down gracefully, letting requests
-// in flight finish.
-func (s *Server) ServeListener(ctx context.Context, srv *http.Server, ln net.Listener) error {
-	srv.Handler = s
+// ServeListener serves on ln, within the server's Limits, until ctx ends, then shuts down
+// gracefully, letting requests in flight finish.
+func (s *Server) ServeListener(ctx context.Context, ln net.Listener) error {
+	srv := s.opts.Limits.httpServer(s)
+	ln = s.opts.Limits.listener(ln)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

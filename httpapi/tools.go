@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"errors"
 	"io"
 	"net/http"
 
@@ -46,6 +47,10 @@ func (s *Server) callTool(c echo.Context) error {
 	}
 	name := c.Param("name")
 	body, err := io.ReadAll(c.Request().Body)
+	var ae *apiError
+	if errors.As(err, &ae) { // a body too slow (limits.go)
+		return err
+	}
 	if err != nil {
 		return badRequest("read the request body: %v", err)
 	}

@@ -14,12 +14,15 @@ import (
 )
 
 // request sends a request with an optional key and session, and returns the status and the
-// decoded body.
+// decoded body. A body goes as application/json.
 func request(t *testing.T, method, url, key, session, body string) (int, map[string]any) {
 	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	if key != "" {
 		req.Header.Set("x-api-key", key)

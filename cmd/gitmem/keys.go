@@ -20,7 +20,8 @@ func newKeysCmd(a *app) *cobra.Command {
 		Short: "Create, list and revoke API keys",
 		Long: `API keys authenticate HTTP requests (x-api-key or Authorization: Bearer). Once a key exists,
 every request needs one. Secrets are shown once and stored only as their SHA-256. A running
-server picks up created and revoked keys without a restart.`,
+server picks up created and revoked keys without a restart. Once a running server has seen a
+key, it requires keys until it stops, even if every key is revoked.`,
 	}
 	cmd.AddCommand(newKeysCreateCmd(a), newKeysListCmd(a), newKeysRevokeCmd(a))
 	return cmd
@@ -112,6 +113,11 @@ func newKeysRevokeCmd(a *app) *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "revoked key %s (%s)\n", k.ID, k.Name)
+			if anyKey, err := keys.AnyActive(); err == nil && !anyKey {
+				fmt.Fprint(cmd.ErrOrStderr(), "warning: no active API key is left. A running gitmem serve keeps requiring keys: it refuses every request (401)\n"+
+					"until a key is created with \"gitmem keys create\". A gitmem serve restarted on a loopback address serves\n"+
+					"without authentication; on any other address it refuses to start.\n")
+			}
 			return nil
 		},
 	}

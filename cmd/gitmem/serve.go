@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -55,6 +54,14 @@ Create a key with "gitmem keys create" to require keys and to serve on other add
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	cmd.Flags().DurationVar(&f.sync.every, "sync-interval", time.Minute, "sync each store with its remotes this often (0: not on an interval)")
 	cmd.Flags().DurationVar(&f.sync.afterWrite, "sync-after-write", 2*time.Second, "sync a store once main has been still this long after a write (0: not after writes)")
+	d := httpapi.DefaultLimits
+	cmd.Flags().DurationVar(&f.limits.HeaderTimeout, "header-timeout", d.HeaderTimeout, "a request's headers must arrive within this")
+	cmd.Flags().DurationVar(&f.limits.BodyTimeout, "body-timeout", d.BodyTimeout, "the body of an API or MCP request must arrive within this (else 408)")
+	cmd.Flags().DurationVar(&f.limits.WriteTimeout, "write-timeout", d.WriteTimeout, "an API or MCP request must be answered within this")
+	cmd.Flags().DurationVar(&f.limits.GitTimeout, "git-timeout", d.GitTimeout, "a git clone, fetch or push must be done within this")
+	cmd.Flags().DurationVar(&f.limits.IdleTimeout, "idle-timeout", d.IdleTimeout, "close a keep-alive connection idle this long")
+	cmd.Flags().IntVar(&f.limits.MaxConns, "max-conns", d.MaxConns, "connections served at once; more wait to be accepted")
+	cmd.Flags().IntVar(&f.limits.MaxRequests, "max-requests", d.MaxRequests, "requests served at once; more are answered 503")
 	cmd.Flags().DurationVar(&f.expire, "expire-every", time.Hour, "how often to expire the memories of stores that have an expiry (gitmem expire); 0 turns it off")
 	return cmd
 }
@@ -65,6 +72,7 @@ type serveFlags struct {
 	strict bool
 	sync   syncOptions
 	expire time.Duration
+	limits httpapi.Limits
 }
 
 func serve(ctx context.Context, a *app, log *slog.Logger, f serveFlags, cmd *cobra.Command) error {
@@ -90,7 +98,8 @@ func serve(ctx context.Context, a *app, log *slog.Logger, f serveFlags, cmd *cob
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
-	srv := httpapi.New(d, keys, httpapi.Options{StrictCreate: strict, Logger: log})
+	srv := httpapi.New(d, keys, httpapi.Options{StrictCreate: strict, Logger: log,
+		RequireKeys: anyKey || !isLoopback(addr), Limits: f.limits})
 	idx := search.New(d, search.Options{Logger: log})
 	defer idx.Close() // before d.Close: deferred calls run last first
 	go func() {
@@ -112,7 +121,7 @@ func serve(ctx context.Context, a *app, log *slog.Logger, f serveFlags, cmd *cob
 		fmt.Fprintf(out, "  auth:  API keys required (x-api-key or Authorization: Bearer)\n")
 	} else {
 		fmt.Fprintf(out, "  auth:  none. No API key exists, so gitmem listens on loopback only;\n")
-		fmt.Fprintf(out, "         \"gitmem keys create --name NAME\" turns keys on\n")
+		fmt.Fprintf(out, "         \"gitmem keys create --name NAME\" turns keys on, until the server stops\n")
 	}
 	if strict {
 		fmt.Fprintf(out, "  mode:  --strict-create (POST .../memories creates only)\n")
@@ -129,9 +138,8 @@ func serve(ctx context.Context, a *app, log *slog.Logger, f serveFlags, cmd *cob
 	fmt.Fprintf(out, "  tools: %s/v1/memory_stores/<memstore_id>/tools (the memory tool and agent tools)\n", url)
 	fmt.Fprintf(out, "  mcp:   %s/mcp?store=<memstore_id>\n", url)
 	fmt.Fprintf(out, "  try:   curl -s %s/v1/memory_stores -H 'content-type: application/json' -d '{\"name\":\"notes\"}'\n", url)
-	hs := &http.Server{ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.ServeListener(ctx, hs, ln) }()
+	go func() { errc <- srv.ServeListener(ctx, ln) }()
 	err = <-errc
 	fmt.Fprintln(cmd.ErrOrStderr(), "gitmem: stopped")
 	return err
