@@ -103,6 +103,9 @@ func TestDiskFull(t *testing.T) {
 	svc := search.New(d, search.Options{Logger: log, Delay: time.Hour})
 	srv := New(d, keys, Options{Logger: log})
 	srv.EnableSearch(svc)
+	if err := srv.EnableGit(GitOptions{HookProgram: fastHook}); err != nil {
+		t.Fatal(err)
+	}
 	var requests sync.Map // method+path -> count, to see that the SDK did not retry
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n, _ := requests.LoadOrStore(r.Method+" "+r.URL.Path, new(int))
@@ -153,6 +156,8 @@ func TestDiskFull(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	clone := filepath.Join(t.TempDir(), "clone")
+	gitOK(t, "", "clone", "-q", hs.URL+"/git/"+store.ID+".git", clone)
 	filler := fill(t, dir)
 
 	// The SDK: a clear error, not retried.
@@ -198,11 +203,25 @@ func TestDiskFull(t *testing.T) {
 		t.Errorf("memory_write over MCP on a full disk: %v %q", isErr, text)
 	}
 
+	// A push is refused whole, and says why.
+	put(t, filepath.Join(clone, "pushed.md"), strings.Repeat("p", 60_000))
+	gitOK(t, clone, "add", "-A")
+	gitOK(t, clone, "commit", "-qm", "pushed on a full disk")
+	if out := gitFails(t, clone, "push", "-q"); !strings.Contains(strings.ToLower(out), "no space left") {
+		t.Errorf("push on a full disk: %s", out)
+	} else {
+		t.Logf("push on a full disk: %s", out)
+	}
+
 	// Search meets the full disk when it indexes the writes above: it says so, and keeps
-	// the index.
+	// the index. So does the memory_search tool.
 	status, sbody := searchFor("zebra")
 	if status != http.StatusInsufficientStorage || !strings.Contains(sbody, "storage_full_error") || !strings.Contains(sbody, "no space left") {
 		t.Errorf("search on a full disk: %d %s", status, sbody)
+	}
+	status, out := request(t, "POST", hs.URL+"/v1/memory_stores/"+store.ID+"/tools/memory_search", "", "", `{"query":"zebra"}`)
+	if content, _ := out["content"].(string); status != 200 || out["is_error"] != true || !strings.Contains(content, "no space left") {
+		t.Errorf("memory_search on a full disk: %d %v", status, out)
 	}
 
 	// Space again: every answered write is there, writes work, and search finds what was
@@ -213,6 +232,9 @@ func TestDiskFull(t *testing.T) {
 	if err := write("/after.md", "zebra after\n"); err != nil {
 		t.Fatalf("write after space was freed: %v", err)
 	}
+	gitOK(t, clone, "pull", "-q", "--rebase")
+	gitOK(t, clone, "push", "-q")
+	acked["/pushed.md"] = strings.Repeat("p", 60_000)
 	for path, content := range acked {
 		st, err := d.Store(ctx, store.ID)
 		if err != nil {
