@@ -430,7 +430,7 @@ func (x *storeIndex) apply(ctx context.Context, head string, changes []gitstore.
 				return fmt.Errorf("index %s: %w", c.Path, err)
 			}
 			if err := b.Index(c.Path, document(c.MemoryID, c.Path, c.Blob, content)); err != nil {
-				return x.failed(fmt.Errorf("index %s: %w", c.Path, err))
+				return &brokenError{fmt.Errorf("index %s: %w", c.Path, err)}
 			}
 		}
 		last := end == len(changes)
