@@ -30,8 +30,10 @@ type DataDir struct {
 // Open opens the data directory dir, creating it if needed, and takes its exclusive lock. A
 // second process that opens the same directory fails at once with an error that names the
 // process that has it.
-func Open(ctx context.Context, dir string, opts Options) (*DataDir, error) {
+func Open(ctx context.Context, dir string, opts Options) (_ *DataDir, err error) {
+	defer func() { err = NoSpace(err, dir) }()
 	opts = opts.withDefaults()
+	opts.dataDir = dir
 	l := Layout{Root: dir}
 	for _, sub := range []string{l.StoresDir(), l.CatalogDir()} {
 		if err := os.MkdirAll(sub, 0o755); err != nil {
@@ -116,7 +118,8 @@ func (d *DataDir) Close() error {
 // CreateStore creates a store: a bare repository whose first commit holds
 // .gitmem/store.json. The repository is built under a temporary name and renamed into place,
 // so that a crash never leaves half a store.
-func (d *DataDir) CreateStore(ctx context.Context, in CreateStoreInput) (*Store, error) {
+func (d *DataDir) CreateStore(ctx context.Context, in CreateStoreInput) (_ *Store, err error) {
+	defer func() { err = NoSpace(err, d.dir) }()
 	if err := validateStoreName(in.Name); err != nil {
 		return nil, err
 	}

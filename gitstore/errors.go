@@ -3,6 +3,11 @@ package gitstore
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
 )
 
 // Kind classifies an error so that each interface (HTTP, tools, CLI) can map it once.
@@ -17,6 +22,7 @@ const (
 	KindPathConflict       Kind = "path_conflict"       // the path is taken, or is the parent or child of a memory
 	KindArchived           Kind = "archived"            // the store is archived and read-only
 	KindConflict           Kind = "conflict"            // another change won a race that cannot be retried here
+	KindStorage            Kind = "storage"             // the disk of the data directory is full or over quota; nothing changed
 	KindInternal           Kind = "internal"            // I/O or corruption; logged, never shown verbatim
 )
 
@@ -41,17 +47,76 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// ErrorKind returns the kind of err: the Kind of the first *Error in its chain, or
-// KindInternal for any other non-nil error.
+// ErrorKind returns the kind of err: the Kind of the first *Error in its chain;
+// KindStorage for another error that IsNoSpace; KindInternal for any other non-nil error.
 func ErrorKind(err error) Kind {
 	if err == nil {
 		return ""
 	}
 	var e *Error
-	if errors.As(err, &e) {
+	if errors.As(err, &e) && e.Kind != KindInternal {
 		return e.Kind
 	}
+	if IsNoSpace(err) {
+		return KindStorage
+	}
 	return KindInternal
+}
+
+// IsNoSpace reports whether err comes from a full disk (ENOSPC) or an exceeded disk quota
+// (EDQUOT). Some libraries (bleve) format the cause into their message instead of wrapping
+// it, so the messages of those errors count too.
+func IsNoSpace(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, syscall.ENOSPC.Error()) || strings.Contains(msg, syscall.EDQUOT.Error())
+}
+
+// NoSpace returns err as a KindStorage error if it IsNoSpace (and is not already an error of
+// another kind), with a message that names the cause and the file that could not be written,
+// relative to the data directory root; any other err is returned unchanged. Every write of
+// the store fails before it publishes anything, so the message says that nothing changed.
+func NoSpace(err error, root string) error {
+	var e *Error
+	if errors.As(err, &e) && e.Kind != KindInternal || !IsNoSpace(err) {
+		return err
+	}
+	cause := NoSpaceCause(err)
+	where := "in the data directory"
+	if p := failedPath(err); p != "" {
+		if rel, rerr := filepath.Rel(root, p); rerr == nil && root != "" && filepath.IsLocal(rel) {
+			where = fmt.Sprintf("in the data directory, writing %s", filepath.ToSlash(rel))
+		}
+	}
+	return &Error{Kind: KindStorage, Err: err,
+		Message: fmt.Sprintf("%s %s: nothing was changed; free space on that disk and try again", cause, where)}
+}
+
+// NoSpaceCause names the cause of an error that IsNoSpace: "no space left on device" or
+// "disk quota exceeded".
+func NoSpaceCause(err error) string {
+	if errors.Is(err, syscall.EDQUOT) || !errors.Is(err, syscall.ENOSPC) && strings.Contains(err.Error(), syscall.EDQUOT.Error()) {
+		return "disk quota exceeded"
+	}
+	return "no space left on device"
+}
+
+// failedPath returns the file of the first *fs.PathError or *os.LinkError in err's chain.
+func failedPath(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Path
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.New
+	}
+	return ""
 }
 
 // IsKind reports whether err is an *Error of kind k.

@@ -84,6 +84,7 @@ func actorFromTrailers(t trailers, name, email string) (Actor, bool) {
 }
 
 // authorOf is the git author of a change made by a: name and an email that identify it.
+// Those that a lacks are made up from its id (see Known).
 func authorOf(a Actor) (name, email string) {
 	name, email = a.Name, a.Email
 	if name == "" {
@@ -91,6 +92,18 @@ func authorOf(a Actor) (name, email string) {
 	}
 	if email == "" {
 		email = a.ID + "@gitmem"
+	}
+	return name, email
+}
+
+// Known returns the name and email of a that say more than its id: a person's from their
+// commits, an API key's name. Those that authorOf made up from the id are "".
+func (a Actor) Known() (name, email string) {
+	if a.Name != a.ID {
+		name = a.Name
+	}
+	if a.Email != a.ID+"@gitmem" {
+		email = a.Email
 	}
 	return name, email
 }

@@ -16,6 +16,8 @@ type Options struct {
 	// 2s) it merges them down to 8 and packs loose objects that git processes wrote.
 	MaxPacks int
 	IdlePack time.Duration
+
+	dataDir string // the data directory's path, which storage errors name files relative to
 }
 
 func (o Options) withDefaults() Options {

@@ -55,7 +55,7 @@ func openStoreProgress(id, repoPath, catalogPath string, opts Options, progress 
 		return nil, err
 	}
 	db, err := openCatalog(catalogPath)
-	if err != nil && !errors.Is(err, bolt.ErrTimeout) {
+	if err != nil && !errors.Is(err, bolt.ErrTimeout) && !IsNoSpace(err) {
 		// The catalog is derived from history: a damaged one is set aside and rebuilt.
 		opts.Logger.Warn("catalog unreadable; rebuilding it from history", "store", id, "err", err)
 		if rerr := os.Rename(catalogPath, catalogPath+".damaged"); rerr != nil {
@@ -64,14 +64,14 @@ func openStoreProgress(id, repoPath, catalogPath string, opts Options, progress 
 		db, err = openCatalog(catalogPath)
 	}
 	if err != nil {
-		return nil, err
+		return nil, NoSpace(err, opts.dataDir)
 	}
 	s := &Store{id: id, opts: opts, log: opts.Logger, repo: r, db: db,
 		reqs: make(chan *request, maxGroup), quit: make(chan struct{}), done: make(chan struct{}),
 		trees: map[plumbing.Hash][]object.TreeEntry{}}
 	if err := s.catchUp(progress); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("open store %s: %w", id, err)
+		return nil, NoSpace(fmt.Errorf("open store %s: %w", id, err), opts.dataDir)
 	}
 	go s.run()
 	if err := s.runTask(context.Background(), func() error { return s.finishPendingPrune(context.Background()) }); err != nil {

@@ -63,7 +63,7 @@ func (s *Store) enqueue(ctx context.Context, r *request) (any, error) {
 		return nil, errClosed
 	}
 	res := <-r.done
-	return res.v, res.err
+	return res.v, NoSpace(res.err, s.opts.dataDir)
 }
 
 var errClosed = &Error{Kind: KindConflict, Message: "the store is closed"}

@@ -63,6 +63,9 @@ var kindStatus = map[gitstore.Kind]struct {
 	gitstore.KindPreconditionFailed: {http.StatusConflict, "memory_precondition_failed_error"},
 	gitstore.KindPathConflict:       {http.StatusConflict, "memory_path_conflict_error"},
 	gitstore.KindConflict:           {http.StatusConflict, "conflict_error"},
+	// A full disk: 507 Insufficient Storage, which names the cause, and not 503, which the
+	// SDKs would retry twice within seconds, which a full disk does not outlast.
+	gitstore.KindStorage: {http.StatusInsufficientStorage, "storage_full_error"},
 }
 
 // echoStatus maps the errors echo itself returns (no route, body too large, ...).
@@ -115,16 +118,21 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
 	}
+	// Any error of a full disk, whichever write met it, is a storage error.
+	err = gitstore.NoSpace(err, s.data.Dir())
 	ae := errorFor(err)
 	rid := requestID(c)
+	if ae.status == http.StatusInternalServerError || ae.status == http.StatusInsufficientStorage {
+		s.log.Error("request failed", "request_id", rid, "method", c.Request().Method, "path", c.Request().URL.Path, "err", err, "cause", errors.Unwrap(err))
+	}
 	if ae.status == http.StatusInternalServerError {
-		s.log.Error("request failed", "request_id", rid, "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
 		ae = &apiError{status: ae.status, typ: ae.typ, message: fmt.Sprintf("%s; the server's log has the details of request %s", ae.message, rid)}
 	}
 	if ae.status == http.StatusUnauthorized {
 		closeAfter(c) // a client without a valid key keeps no connection open
 	}
-	if ae.status == http.StatusConflict || ae.status == http.StatusNotImplemented {
+	// Deterministic conflicts, and a full disk, which an immediate retry does not cure.
+	if ae.status == http.StatusConflict || ae.status == http.StatusNotImplemented || ae.status == http.StatusInsufficientStorage {
 		c.Response().Header().Set("x-should-retry", "false")
 	}
 	body := errorJSON{Type: ae.typ, Message: ae.message, ConflictingMemoryID: ae.conflictingID, ConflictingPath: ae.conflictingPath}

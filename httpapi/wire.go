@@ -106,20 +106,40 @@ func toVersion(v gitstore.Version) versionJSON {
 	return out
 }
 
-// actorJSON is the actor union: the id field is named after the type.
+// actorJSON is the actor union: the id field is named after the type. Beside the SDKs'
+// fields it has name and email, the git author that gitmem knows for the actor (as
+// gitmem log prints it), where they say more than the id: a person's name and email from
+// their commits, an API key's name. The SDKs keep them as extra fields.
 type actorJSON map[string]string
 
 func toActor(a gitstore.Actor) actorJSON {
+	out := actorJSON{"type": string(a.Type), actorIDField(a.Type): a.ID}
+	name, email := a.Known()
+	if name != "" {
+		out["name"] = name
+	}
+	if email != "" {
+		out["email"] = email
+	}
+	return out
+}
+
+// ActorJSON is an actor as the API shows it, for other JSON output of the same versions
+// (gitmem log --json).
+func ActorJSON(a gitstore.Actor) map[string]string { return toActor(a) }
+
+// actorIDField is the field of an actor's id, named after its type.
+func actorIDField(t gitstore.ActorType) string {
 	field := map[gitstore.ActorType]string{
 		gitstore.APIActor:            "api_key_id",
 		gitstore.SessionActor:        "session_id",
 		gitstore.UserActor:           "user_id",
 		gitstore.ServiceAccountActor: "service_account_id",
-	}[a.Type]
+	}[t]
 	if field == "" {
 		field = "id"
 	}
-	return actorJSON{"type": string(a.Type), field: a.ID}
+	return field
 }
 
 type pageJSON struct {

@@ -234,6 +234,9 @@ func (x *storeIndex) open() error {
 		}
 	case errors.Is(err, bleve.ErrorIndexPathDoesNotExist):
 		log.Info("building the search index")
+	case gitstore.IsNoSpace(err):
+		// Not damaged: the disk is full. Keep it, and open it again once there is space.
+		return fmt.Errorf("open search index %s: %w", x.path, err)
 	default:
 		log.Warn("search index unreadable; rebuilding it", "err", err)
 	}
@@ -309,6 +312,18 @@ func (x *storeIndex) close() error {
 // brokenError is a failure of the index itself (not of the store): the index is rebuilt.
 type brokenError struct{ err error }
 
+// failed classifies a failure to open or write the index: a full disk is a storage error
+// (see catchUp), anything else means the index is broken and is rebuilt.
+func (x *storeIndex) failed(err error) error {
+	if gitstore.IsNoSpace(err) {
+		rel, _ := filepath.Rel(x.svc.data.Dir(), x.path)
+		return &gitstore.Error{Kind: gitstore.KindStorage, Err: err, Message: fmt.Sprintf(
+			"the search index cannot be brought up to date: %s in the data directory, writing %s; free space on that disk and search again (the index is kept and catches up then)",
+			gitstore.NoSpaceCause(err), filepath.ToSlash(rel))}
+	}
+	return &brokenError{err}
+}
+
 func (e *brokenError) Error() string { return "search index: " + e.err.Error() }
 func (e *brokenError) Unwrap() error { return e.err }
 
@@ -320,6 +335,15 @@ func (x *storeIndex) catchUp(ctx context.Context) error {
 		err := x.tryCatchUp(ctx)
 		var broken *brokenError
 		switch {
+		case gitstore.IsKind(err, gitstore.KindStorage):
+			// The disk is full: the index is not damaged. It is closed as it is on disk
+			// (bleve keeps the failed segment in memory, and its next batch then panicked in
+			// zapx: seen in TestDiskFull) and opened again
+			// by the next catch-up, which the indexer retries with backoff.
+			if cerr := x.closeIndex(); cerr != nil {
+				x.svc.log.Warn("close search index after a write error", "store", x.st.ID(), "err", cerr)
+			}
+			return err
 		case err == nil || attempt > 0 || ctx.Err() != nil:
 			return err
 		case errors.As(err, &broken):
@@ -341,7 +365,7 @@ func (x *storeIndex) catchUp(ctx context.Context) error {
 func (x *storeIndex) tryCatchUp(ctx context.Context) error {
 	if x.cur == nil {
 		if err := x.open(); err != nil {
-			return &brokenError{err}
+			return x.failed(err)
 		}
 	}
 	from := append([]string{x.curCommit}, x.pending...)
@@ -415,7 +439,7 @@ func (x *storeIndex) apply(ctx context.Context, head string, changes []gitstore.
 			b.DeleteInternal(keyPending)
 		}
 		if err := x.cur.Batch(b); err != nil {
-			return &brokenError{err}
+			return x.failed(err)
 		}
 		if start == 0 && !last {
 			x.pending = append(x.pending, head)

@@ -208,3 +208,27 @@ func TestLockedDataDir(t *testing.T) {
 	defer d.Close()
 	mustContain(t, "locked", c.fails("", "stores", "list"), "is in use by gitmem (pid", "use its HTTP API, or stop it first")
 }
+
+// TestLogJSONActor: gitmem log --json shows the actor as the HTTP API does, with the name
+// and email of the person who wrote from the terminal.
+func TestLogJSONActor(t *testing.T) {
+	c := newCLI(t)
+	env := append(os.Environ(), "GIT_CONFIG_COUNT=2", "GIT_CONFIG_KEY_0=user.name", "GIT_CONFIG_VALUE_0=Ada Lovelace",
+		"GIT_CONFIG_KEY_1=user.email", "GIT_CONFIG_VALUE_1=ada@example.com")
+	if _, errOut, code := c.runEnv(env, "", "stores", "create", "notes"); code != 0 {
+		t.Fatal(errOut)
+	}
+	if _, errOut, code := c.runEnv(env, "engine\n", "put", "notes", "/ada.md"); code != 0 {
+		t.Fatal(errOut)
+	}
+	var versions []struct {
+		CreatedBy map[string]string `json:"created_by"`
+	}
+	if err := json.Unmarshal([]byte(c.ok("", "log", "notes", "--json")), &versions); err != nil {
+		t.Fatal(err)
+	}
+	if len(versions) != 1 || versions[0].CreatedBy["name"] != "Ada Lovelace" || versions[0].CreatedBy["email"] != "ada@example.com" ||
+		versions[0].CreatedBy["type"] != "user_actor" || !strings.HasPrefix(versions[0].CreatedBy["user_id"], "user_") {
+		t.Errorf("log --json: %+v", versions)
+	}
+}

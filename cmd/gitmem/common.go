@@ -17,6 +17,9 @@ import (
 func (a *app) openData(ctx context.Context) (*gitstore.DataDir, error) {
 	d, err := gitstore.Open(ctx, a.dataDir, gitstore.Options{})
 	if err != nil {
+		if gitstore.IsKind(err, gitstore.KindStorage) {
+			return nil, a.storageErr(err)
+		}
 		if gitstore.IsKind(err, gitstore.KindConflict) {
 			return nil, fmt.Errorf("%w\n(a running \"gitmem serve\" owns its data directory: use its HTTP API, or stop it first)", err)
 		}
@@ -35,8 +38,16 @@ func (a *app) withData(ctx context.Context, fn func(d *gitstore.DataDir) error) 
 		if cerr := d.Close(); err == nil {
 			err = cerr
 		}
+		if gitstore.IsKind(err, gitstore.KindStorage) {
+			err = a.storageErr(err)
+		}
 	}()
 	return fn(d)
+}
+
+// storageErr adds the data directory to a full disk's error, which names files in it.
+func (a *app) storageErr(err error) error {
+	return fmt.Errorf("%w (data directory %s)", err, a.dataDir)
 }
 
 // withStore runs fn with the store named by ref: its id, or its name if that is unique.

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gitmem/gitmem/gitstore"
+	"github.com/gitmem/gitmem/httpapi"
 )
 
 func init() { register(newLogCmd) }
@@ -118,21 +119,8 @@ func actorString(a gitstore.Actor) string {
 	}
 }
 
-// actorJSON is an actor as the HTTP API shows it: the id field is named after the type.
-func actorJSON(a gitstore.Actor) map[string]any {
-	by := map[string]any{"type": string(a.Type)}
-	switch a.Type {
-	case gitstore.APIActor:
-		by["api_key_id"] = a.ID
-	case gitstore.SessionActor:
-		by["session_id"] = a.ID
-	case gitstore.UserActor:
-		by["user_id"] = a.ID
-	case gitstore.ServiceAccountActor:
-		by["service_account_id"] = a.ID
-	}
-	return by
-}
+// actorJSON is an actor as the HTTP API shows it.
+func actorJSON(a gitstore.Actor) map[string]string { return httpapi.ActorJSON(a) }
 
 func versionJSON(v gitstore.Version) map[string]any {
 	out := map[string]any{"type": "memory_version", "id": v.ID, "memory_id": v.MemoryID,
