@@ -128,6 +128,22 @@ func (k *Keys) AnyActive() (bool, error) {
 	return false, nil
 }
 
+// InForceSince reports whether any key is active, or was created at or after t: a key
+// created while a server runs turns keys on for it even if it is revoked before a request
+// comes.
+func (k *Keys) InForceSince(t time.Time) (bool, error) {
+	keys, err := k.current()
+	if err != nil {
+		return false, err
+	}
+	for _, key := range keys {
+		if key.Active() || !key.CreatedAt.Before(t) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // Authenticate returns the active key whose secret this is.
 func (k *Keys) Authenticate(secret string) (Key, bool, error) {
 	keys, err := k.current()

@@ -90,13 +90,14 @@ func (s *Server) identify(r *http.Request, secret, missing string) (caller, erro
 
 // keysInForce tells whether requests need a key. That is so from the start when the server
 // was started with keys required (Options.RequireKeys, or an active key in the key file),
-// and from the first request that finds an active key. Once in force, keys stay required
+// and from the first request that finds a key that is active or was created since the
+// server started (and so was in force, however briefly). Once in force, keys stay required
 // until the server stops: revoking every key leaves every request refused, never open.
 func (s *Server) keysInForce() (bool, error) {
 	if s.keysRequired.Load() {
 		return true, nil
 	}
-	anyKey, err := s.keys.AnyActive()
+	anyKey, err := s.keys.InForceSince(s.started)
 	if err != nil {
 		return false, err
 	}

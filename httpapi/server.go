@@ -49,6 +49,9 @@ type Server struct {
 
 	// keysRequired latches: once set, every request needs a key (keysInForce).
 	keysRequired atomic.Bool
+	// started is when the server was built: a key created since was in force for a while,
+	// even if it is revoked before any request sees it (keysInForce).
+	started time.Time
 
 	// search answers searches and the memory_search tool; nil until EnableSearch.
 	search *search.Service
@@ -60,7 +63,7 @@ func New(data *gitstore.DataDir, keys *apikeys.Keys, opts Options) *Server {
 		opts.Logger = slog.Default()
 	}
 	opts.Limits = opts.Limits.withDefaults()
-	s := &Server{data: data, keys: keys, opts: opts, log: opts.Logger, e: echo.New()}
+	s := &Server{data: data, keys: keys, opts: opts, log: opts.Logger, e: echo.New(), started: time.Now()}
 	if anyKey, err := keys.AnyActive(); opts.RequireKeys || anyKey || err != nil {
 		// An unreadable key file fails closed: keys stay required, and requests fail
 		// until it can be read.
