@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/gitmem/gitmem/gitstore/internal/odb"
 	"github.com/gitmem/gitmem/internal/durable"
 )
 
@@ -160,7 +161,7 @@ func concurrentWrites(b *testing.B, s *Store, writers int) {
 // write-tree, commit-tree, update-ref), as a script would do it.
 func BenchmarkGitCLIPlumbing(b *testing.B) {
 	repo := filepath.Join(b.TempDir(), "r.git")
-	if err := initRepo(repo); err != nil {
+	if err := odb.Init(repo); err != nil {
 		b.Fatal(err)
 	}
 	index := filepath.Join(b.TempDir(), "index")

@@ -132,7 +132,7 @@ func (s *Store) Blob(ctx context.Context, hash string) (string, error) {
 	if !ok {
 		return "", invalidf("%q is not a blob hash", hash)
 	}
-	b, err := s.repo.blob(h)
+	b, err := s.repo.Blob(h)
 	if err != nil {
 		return "", &Error{Kind: KindNotFound, Message: fmt.Sprintf("blob %s is not in memory store %s", hash, s.id), Err: err}
 	}

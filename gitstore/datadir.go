@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/gitmem/gitmem/gitstore/internal/odb"
 	"github.com/gitmem/gitmem/internal/durable"
 )
 
@@ -141,7 +142,7 @@ func (d *DataDir) CreateStore(ctx context.Context, in CreateStoreInput) (_ *Stor
 	tmpCatalog := d.catalogPath(id) + ".tmp"
 	defer os.RemoveAll(tmpRepo)
 	defer os.Remove(tmpCatalog)
-	if err := initRepo(tmpRepo); err != nil {
+	if err := odb.Init(tmpRepo); err != nil {
 		return nil, err
 	}
 	s, err := openStore(id, tmpRepo, tmpCatalog, d.opts)

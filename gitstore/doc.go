@@ -16,5 +16,8 @@
 //   - writer: the one goroutine per store that commits. It takes queued mutations in groups;
 //     each mutation gets its own commit, and the group shares one durable ref update (group
 //     commit).
+//   - object database: the repository's packs, loose objects and main ref, and how they reach
+//     disk durably (a pack per group, main moved through main.lock): package internal/odb,
+//     which the writer, gc and redaction call and which knows nothing of the catalog.
 //   - snapshot: a read runs in one catalog transaction, which reflects one commit of main.
 package gitstore

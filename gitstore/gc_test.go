@@ -30,7 +30,7 @@ func TestGC(t *testing.T) {
 			ids = append(ids, res.Memory.ID)
 		}
 	}
-	before, err := s.repo.stats()
+	before, err := s.repo.Stats()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -154,7 +154,7 @@ func (s *Store) versionContent(v verRec) (string, error) {
 	if v.contentBlob() == "" {
 		return "", nil
 	}
-	raw, err := s.repo.blob(plumbing.NewHash(v.Blob))
+	raw, err := s.repo.Blob(plumbing.NewHash(v.Blob))
 	if err != nil {
 		return "", err
 	}

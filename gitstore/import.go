@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/gitmem/gitmem/gitstore/internal/odb"
 	"github.com/gitmem/gitmem/internal/durable"
 )
 
@@ -23,7 +24,7 @@ import (
 // if you do not adopt it (Open removes it otherwise).
 func (d *DataDir) PrepareImport() (string, error) {
 	dir := d.Layout().StoresTemp(".import-" + NewID("", d.opts.Clock()) + ".git")
-	if err := initRepo(dir); err != nil {
+	if err := odb.Init(dir); err != nil {
 		os.RemoveAll(dir)
 		return "", err
 	}
@@ -110,7 +111,7 @@ func importedInfo(repoDir string) (StoreInfo, error) {
 	if err != nil {
 		return StoreInfo{}, err
 	}
-	head, err := r.readRef()
+	head, err := r.ReadRef()
 	if err != nil {
 		return StoreInfo{}, err
 	}
@@ -128,7 +129,7 @@ func importedInfo(repoDir string) (StoreInfo, error) {
 	if !found {
 		return StoreInfo{}, invalidf("/%s is missing on main: this is not the history of a gitmem store", storeFile)
 	}
-	raw, err := r.blob(e.Hash)
+	raw, err := r.Blob(e.Hash)
 	if err != nil {
 		return StoreInfo{}, err
 	}

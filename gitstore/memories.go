@@ -387,7 +387,7 @@ func (s *Store) view(ctx context.Context, fn func(ct catTx) error) error {
 // nor the writer's group being published is at: a push or a commit made with git. Reads
 // thus never wait for the writer's own groups, only once after an outside change.
 func (s *Store) fresh(ctx context.Context) error {
-	head, err := s.repo.readRef()
+	head, err := s.repo.ReadRef()
 	if err != nil {
 		return err
 	}
@@ -403,7 +403,7 @@ func (s *Store) fresh(ctx context.Context) error {
 }
 
 func (s *Store) loadContent(blob string) (*string, error) {
-	raw, err := s.repo.blob(plumbing.NewHash(blob))
+	raw, err := s.repo.Blob(plumbing.NewHash(blob))
 	if err != nil {
 		return nil, err
 	}

@@ -99,7 +99,7 @@ func (s *Store) Integrate(ctx context.Context, remote string, theirs string) (Me
 	var res MergeResult
 	err := s.runTask(ctx, func() error {
 		// git fetch wrote packs that go-git's storage does not know of yet.
-		s.repo.reload()
+		s.repo.Reload()
 		if _, ok := s.repo.hasObject(th); !ok {
 			return fmt.Errorf("integrate %s: commit %s is not in the repository (fetch it first)", remote, theirs)
 		}
@@ -227,7 +227,7 @@ func (m *merger) newCommits() ([]*object.Commit, error) {
 
 // gitOut runs git in the store's repository and returns its standard output.
 func (m *merger) gitOut(stdin []byte, args ...string) ([]byte, error) {
-	dir, err := filepath.Abs(m.s.repo.path)
+	dir, err := filepath.Abs(m.s.repo.Path())
 	if err != nil {
 		return nil, err
 	}

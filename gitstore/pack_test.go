@@ -2,13 +2,17 @@ package gitstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/gitmem/gitmem/gitstore/internal/odb"
 )
 
 // TestPacking writes enough to pack loose objects many times and checks that the packs are
@@ -39,15 +43,15 @@ func TestPacking(t *testing.T) {
 	if len(packs) > idlePacks {
 		t.Errorf("%d packs after %d writes; want at most %d", len(packs), n, idlePacks)
 	}
-	if _, err := s.repo.blob(plumbing.NewHash(blob)); err != nil {
+	if _, err := s.repo.Blob(plumbing.NewHash(blob)); err != nil {
 		t.Errorf("the packed loose object: %v", err)
 	}
-	loose, err := s.repo.listLoose()
+	st, err := s.repo.Stats()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(loose) != 0 {
-		t.Errorf("%d loose objects left after maintenance", len(loose))
+	if st.LooseObjects != 0 {
+		t.Errorf("%d loose objects left after maintenance", st.LooseObjects)
 	}
 	for i := 0; i < n; i++ {
 		m, err := s.GetByPath(ctx, fmt.Sprintf("/p%d/n%d.md", i%7, i), true)
@@ -60,26 +64,6 @@ func TestPacking(t *testing.T) {
 	}
 	if out, err := exec.Command("git", "-C", s.RepoPath(), "fsck", "--full", "--strict").CombinedOutput(); err != nil {
 		t.Fatalf("git fsck: %v\n%s", err, out)
-	}
-}
-
-func TestGeometricSplit(t *testing.T) {
-	for _, tc := range []struct {
-		counts []uint32
-		want   int
-	}{
-		{[]uint32{5, 5, 5, 5, 100}, 4},
-		{[]uint32{5, 20, 100}, 0},
-		{[]uint32{5, 5}, 2},
-		{[]uint32{1000}, 0},
-	} {
-		var packs []packFile
-		for _, c := range tc.counts {
-			packs = append(packs, packFile{count: c})
-		}
-		if got := geometricSplit(packs); got != tc.want {
-			t.Errorf("geometricSplit(%v) = %d, want %d", tc.counts, got, tc.want)
-		}
 	}
 }
 
@@ -96,7 +80,7 @@ func TestMergeDeltaPack(t *testing.T) {
 	}
 	if err := s.runTask(ctx, func() error {
 		gitIn(t, s.RepoPath(), "repack", "-a", "-d", "-f", "-q")
-		s.repo.reload()
+		s.repo.Reload()
 		return nil
 	}); err != nil {
 		t.Fatal(err)
@@ -107,7 +91,7 @@ func TestMergeDeltaPack(t *testing.T) {
 	for i := 40; i < 45; i++ {
 		s.Write(ctx, WriteInput{Path: "/notes/n.md", Content: long + fmt.Sprint(i), Actor: apiActor})
 	}
-	if err := s.runTask(ctx, func() error { return s.repo.mergePacks(1) }); err != nil {
+	if err := s.runTask(ctx, func() error { return s.repo.MergePacks(1) }); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(mustGlobAll(t, s.RepoPath()+"/objects/pack/*.pack")); n != 1 {
@@ -144,4 +128,29 @@ func mustGlob(t *testing.T, pattern string) string {
 		t.Fatalf("%s matches %d files", pattern, len(m))
 	}
 	return m[0]
+}
+
+// TestWriteRefLocked: a write while a git process holds main.lock fails with the store's
+// error (its kind and a message that names the lock file), and changes nothing.
+func TestWriteRefLocked(t *testing.T) {
+	ctx := context.Background()
+	s := newTestStore(t)
+	mustWrite(t, s, "/a.md", "one", apiActor)
+	head := s.Head()
+	lock := filepath.Join(s.RepoPath(), mainRef+".lock")
+	if err := os.WriteFile(lock, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(lock)
+	_, err := s.Write(ctx, WriteInput{Path: "/b.md", Content: "two", Actor: apiActor})
+	var e *Error
+	if !errors.As(err, &e) || e.Kind != KindConflict || !errors.Is(err, odb.ErrRefLocked) {
+		t.Fatalf("write with main.lock held: %v; want a %s error", err, KindConflict)
+	}
+	if want := mainRef + " is locked by another git process (" + lock + " exists)"; e.Message != want {
+		t.Errorf("message %q; want %q", e.Message, want)
+	}
+	if got := s.Head(); got != head {
+		t.Errorf("head moved from %s to %s", head, got)
+	}
 }

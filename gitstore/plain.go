@@ -160,7 +160,7 @@ func (r *repo) lastTouch(rev plumbing.Hash, path string) (plumbing.Hash, bool) {
 	if _, err := gitexec.Path(); err != nil {
 		return plumbing.ZeroHash, false
 	}
-	out, err := r.gitOutput(context.Background(), "log", "-1", "--format=%H", rev.String(), "--", strings.TrimPrefix(path, "/"))
+	out, err := r.GitOutput(context.Background(), "log", "-1", "--format=%H", rev.String(), "--", strings.TrimPrefix(path, "/"))
 	if err != nil {
 		return plumbing.ZeroHash, false
 	}

@@ -1,7 +1,6 @@
 package gitstore
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -9,12 +8,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -22,6 +19,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/gitmem/gitmem/gitstore/internal/odb"
 )
 
 // Redaction removes the content of one version from the store's history for real: the
@@ -128,7 +127,7 @@ func (s *Store) Redact(ctx context.Context, in RedactInput) (RedactResult, error
 		if err := s.finishRedaction(ctx); err != nil {
 			return err
 		}
-		res.ContentRemains = !res.blob.IsZero() && s.repo.git(ctx, "cat-file", "-e", res.blob.String()) == nil
+		res.ContentRemains = !res.blob.IsZero() && s.repo.Git(ctx, "cat-file", "-e", res.blob.String()) == nil
 		res.Took = time.Since(start)
 		return nil
 	})
@@ -231,16 +230,16 @@ func (s *Store) redact(ctx context.Context, in RedactInput) (redactOutcome, erro
 		return out, err
 	}
 	written, listed := 0, 0
-	var lock *refLock // taken after a few lost races, so that pushes cannot starve the rewrite
+	var lock *odb.RefLock // taken after a few lost races, so that pushes cannot starve the rewrite
 	defer func() {
 		if lock != nil {
-			lock.release()
+			lock.Release()
 		}
 	}()
 	for attempt := 0; ; attempt++ {
 		newHead := rw.mapped(head)
 		if written < len(rw.objs) {
-			if err := s.repo.writePack(rw.objs[written:]); err != nil {
+			if err := s.repo.WritePack(rw.objs[written:]); err != nil {
 				return out, err
 			}
 			written = len(rw.objs)
@@ -313,7 +312,7 @@ func (s *Store) listForPrune(hs []plumbing.Hash) error {
 // publishRedaction moves main from head to newHead (through lock, if held) and updates the
 // catalog in place in the same step. It returns errRefMoved if main is no longer at head;
 // nothing changed then.
-func (s *Store) publishRedaction(t redactTarget, newOf map[plumbing.Hash]plumbing.Hash, red redaction, head, newHead plumbing.Hash, lock *refLock) (verRec, error) {
+func (s *Store) publishRedaction(t redactTarget, newOf map[plumbing.Hash]plumbing.Hash, red redaction, head, newHead plumbing.Hash, lock *odb.RefLock) (verRec, error) {
 	tx, err := s.db.Begin(true)
 	if err != nil {
 		return verRec{}, fmt.Errorf("begin catalog update: %w", err)
@@ -326,10 +325,10 @@ func (s *Store) publishRedaction(t redactTarget, newOf map[plumbing.Hash]plumbin
 	s.publishing.Store(newHead)
 	if lock == nil {
 		err = s.repo.casRef(head, newHead)
-	} else if cur, rerr := s.repo.readRef(); rerr != nil || cur != head {
+	} else if cur, rerr := s.repo.ReadRef(); rerr != nil || cur != head {
 		err = errors.Join(errRefMoved, rerr)
 	} else {
-		err = lock.commit(newHead)
+		err = lock.Commit(newHead)
 	}
 	if err != nil {
 		return v, err
@@ -388,7 +387,7 @@ func (rw *rewriter) run(ctx context.Context, from, head plumbing.Hash) error {
 			args = append(args, "--ancestry-path", "^"+c.ParentHashes[0].String())
 		}
 	}
-	listing, err := rw.s.repo.gitOutput(ctx, args...)
+	listing, err := rw.s.repo.GitOutput(ctx, args...)
 	if err != nil {
 		return err
 	}
@@ -406,7 +405,7 @@ func (rw *rewriter) run(ctx context.Context, from, head plumbing.Hash) error {
 		rw.mark = m.Hash()
 		rw.old = append(rw.old, rw.t.blob)
 	}
-	return rw.s.repo.catCommits(ctx, hashes, func(c *object.Commit) error { return rw.rewrite(c) })
+	return rw.s.repo.CatCommits(ctx, hashes, func(c *object.Commit) error { return rw.rewrite(c) })
 }
 
 // rewrite makes the new commit of c, if anything of it changes.
@@ -664,7 +663,7 @@ func (s *Store) RewrittenTo(ctx context.Context, commit string) (string, bool, e
 // that took its place: otherwise they would keep the redacted content reachable, and the
 // repack would keep it.
 func (s *Store) moveOtherRefs(ctx context.Context) error {
-	out, err := s.repo.gitOutput(ctx, "for-each-ref", "--format=%(objectname) %(refname)")
+	out, err := s.repo.GitOutput(ctx, "for-each-ref", "--format=%(objectname) %(refname)")
 	if err != nil {
 		return err
 	}
@@ -677,7 +676,7 @@ func (s *Store) moveOtherRefs(ctx context.Context) error {
 		if err != nil || !rewritten {
 			continue
 		}
-		if err := s.repo.git(ctx, "update-ref", ref, to, hash); err != nil {
+		if err := s.repo.Git(ctx, "update-ref", ref, to, hash); err != nil {
 			return err
 		}
 	}
@@ -784,7 +783,7 @@ func (s *Store) pruneRedacted(ctx context.Context) error {
 	}
 	r := s.repo
 	for attempt := 0; ; attempt++ {
-		moved, err := r.repackAll(ctx)
+		moved, err := r.RepackAll(ctx)
 		if err != nil {
 			return err
 		}
@@ -799,96 +798,22 @@ func (s *Store) pruneRedacted(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := r.git(ctx, "prune-packed", "-q"); err != nil {
+	if err := r.Git(ctx, "prune-packed", "-q"); err != nil {
 		return err
 	}
 	// What is still loose is not reachable from main: git repack would have packed it.
 	for _, h := range todo {
-		if err := os.Remove(r.loosePath(h)); err != nil && !os.IsNotExist(err) {
+		if err := os.Remove(r.LoosePath(h)); err != nil && !os.IsNotExist(err) {
 			return fmt.Errorf("remove redacted object: %w", err)
 		}
 	}
-	packs, err := r.packFiles()
-	if err != nil {
+	if err := r.CountPacks(); err != nil {
 		return err
 	}
-	r.packs = len(packs)
 	return s.db.Update(func(tx *bolt.Tx) error {
 		if tx.Bucket(bPrune) == nil {
 			return nil
 		}
 		return tx.DeleteBucket(bPrune)
 	})
-}
-
-// catCommits reads the commits hs with one git cat-file --batch, in order, and passes each
-// to fn: far faster than decoding them through go-git one by one.
-func (r *repo) catCommits(ctx context.Context, hs []plumbing.Hash, fn func(c *object.Commit) error) error {
-	if len(hs) == 0 {
-		return nil
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	cmd, stderr := r.gitCmd(ctx, "cat-file", "--batch")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("git cat-file in %s: %w", r.path, err)
-	}
-	go func() {
-		w := bufio.NewWriter(stdin)
-		for _, h := range hs {
-			w.WriteString(h.String())
-			w.WriteByte('\n')
-		}
-		w.Flush()
-		stdin.Close()
-	}()
-	rd := bufio.NewReaderSize(stdout, 1<<20)
-	ferr := func() error {
-		for _, h := range hs {
-			hdr, err := rd.ReadString('\n')
-			if err != nil {
-				return fmt.Errorf("read commit %s: %w", h, err)
-			}
-			f := strings.Fields(hdr)
-			if len(f) != 3 || f[0] != h.String() || f[1] != "commit" {
-				return fmt.Errorf("git cat-file answered %q for commit %s", strings.TrimSpace(hdr), h)
-			}
-			n, err := strconv.Atoi(f[2])
-			if err != nil {
-				return fmt.Errorf("git cat-file answered %q for commit %s", strings.TrimSpace(hdr), h)
-			}
-			buf := make([]byte, n+1)
-			if _, err := io.ReadFull(rd, buf); err != nil {
-				return fmt.Errorf("read commit %s: %w", h, err)
-			}
-			o := &plumbing.MemoryObject{}
-			o.SetType(plumbing.CommitObject)
-			o.Write(buf[:n])
-			c := &object.Commit{}
-			if err := c.Decode(o); err != nil {
-				return fmt.Errorf("decode commit %s: %w", h, err)
-			}
-			if err := fn(c); err != nil {
-				return err
-			}
-		}
-		return nil
-	}()
-	if ferr != nil {
-		cancel()
-		cmd.Wait()
-		return ferr
-	}
-	if err := cmd.Wait(); err != nil {
-		return fmt.Errorf("git cat-file in %s: %v: %s", r.path, err, strings.TrimSpace(stderr.String()))
-	}
-	return nil
 }

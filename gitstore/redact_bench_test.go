@@ -35,9 +35,9 @@ func BenchmarkRedact(b *testing.B) {
 			var repack time.Duration
 			err := s.runTask(ctx, func() error {
 				start := time.Now()
-				err := s.repo.git(ctx, "repack", "-a", "-d", "-q")
+				err := s.repo.Git(ctx, "repack", "-a", "-d", "-q")
 				repack = time.Since(start)
-				s.repo.reload()
+				s.repo.Reload()
 				return err
 			})
 			if err != nil {

@@ -92,7 +92,7 @@ func (s *Store) close() error {
 func (s *Store) ID() string { return s.id }
 
 // RepoPath returns the path of the store's bare repository.
-func (s *Store) RepoPath() string { return s.repo.path }
+func (s *Store) RepoPath() string { return s.repo.Path() }
 
 // Head returns the commit that reads currently reflect.
 func (s *Store) Head() string {
@@ -108,7 +108,7 @@ type Progress func(done, total int)
 // crash, a push, or a commit made with the git CLI. If main no longer contains the applied
 // commit (history was rewritten), it rebuilds the catalog from the first commit.
 func (s *Store) catchUp(progress Progress) error {
-	head, err := s.repo.readRef()
+	head, err := s.repo.ReadRef()
 	if err != nil {
 		return err
 	}
@@ -121,7 +121,7 @@ func (s *Store) catchUp(progress Progress) error {
 	}
 	// main moved without our writer: a git process may have added packs that go-git's
 	// storage does not know of yet (TRAPS.md, go-git#2242).
-	s.repo.reload()
+	s.repo.Reload()
 	chain, found, err := s.repo.newCommits(head, applied)
 	if err != nil {
 		return err

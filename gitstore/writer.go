@@ -101,7 +101,7 @@ func (s *Store) run() {
 				group[0].done <- result{err: group[0].task()}
 				group = group[1:]
 			}
-			if s.repo.packs > s.opts.MaxPacks {
+			if s.repo.Packs() > s.opts.MaxPacks {
 				s.maintain(s.opts.MaxPacks)
 			}
 			idle.Reset(s.opts.IdlePack)
@@ -121,19 +121,22 @@ func (s *Store) run() {
 	}
 }
 
+// idlePacks is how many packs a repository keeps once the writer has been idle.
+const idlePacks = 8
+
 // maintain packs loose objects and merges packs down to maxPacks; a failure is logged and
 // tried again later, never fatal.
 func (s *Store) maintain(maxPacks int) {
 	start := time.Now()
-	if err := s.repo.packLoose(); err != nil {
+	if err := s.repo.PackLoose(); err != nil {
 		s.log.Error("pack loose objects", "store", s.id, "err", err)
 		return
 	}
-	if err := s.repo.mergePacks(maxPacks); err != nil {
+	if err := s.repo.MergePacks(maxPacks); err != nil {
 		s.log.Error("merge packs", "store", s.id, "err", err)
 		return
 	}
-	s.log.Debug("packed objects", "store", s.id, "packs", s.repo.packs, "took", time.Since(start))
+	s.log.Debug("packed objects", "store", s.id, "packs", s.repo.Packs(), "took", time.Since(start))
 }
 
 func (s *Store) runGroup(group []*request) {
@@ -187,7 +190,7 @@ func (s *Store) tryGroup(group []*request) ([]result, error) {
 		return results, nil
 	}
 	if len(b.pending) > 0 { // none for a fast-forward to fetched commits
-		if err := s.repo.writePack(b.pending); err != nil {
+		if err := s.repo.WritePack(b.pending); err != nil {
 			return nil, err
 		}
 	}

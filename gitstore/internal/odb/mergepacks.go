@@ -1,13 +1,10 @@
-package gitstore
+package odb
 
 import (
 	"bufio"
-	"compress/zlib"
 	"crypto/sha1"
 	"encoding/binary"
 	"fmt"
-	"hash"
-	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
@@ -16,21 +13,15 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
-
-	"github.com/gitmem/gitmem/internal/durable"
 )
 
-// idlePacks is how many packs a repository keeps once the writer has been idle.
-const idlePacks = 8
-
-// packFile is one pack of the repository and how many objects it holds.
 type packFile struct {
 	base  string // objects/pack/pack-<hash>, without extension
 	count uint32
 }
 
 // packFiles lists the packs that have an index, smallest first.
-func (r *repo) packFiles() ([]packFile, error) {
+func (r *Repo) packFiles() ([]packFile, error) {
 	dir := filepath.Join(r.path, "objects", "pack")
 	entries, err := os.ReadDir(dir)
 	if os.IsNotExist(err) {
@@ -85,11 +76,11 @@ func geometricSplit(packs []packFile) int {
 	return k
 }
 
-// mergePacks merges the smallest packs once there are more than maxPacks, so that a store with a
+// MergePacks merges the smallest packs once there are more than maxPacks, so that a store with a
 // million versions stays a few files. The new pack and its index are written and fsynced
 // under temporary names and published index first; only then are the old packs removed,
 // under the storage lock, and the storage reloaded.
-func (r *repo) mergePacks(maxPacks int) error {
+func (r *Repo) MergePacks(maxPacks int) error {
 	packs, err := r.packFiles()
 	if err != nil {
 		return err
@@ -168,26 +159,11 @@ func idxEntries(path string) ([]idxfile.Entry, error) {
 	}
 }
 
-// countingWriter hashes and counts what passes through it, as a pack's trailer and
-// offsets need.
-type countingWriter struct {
-	w   io.Writer
-	h   hash.Hash
-	off uint64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.h.Write(p[:n])
-	c.off += uint64(n)
-	return n, err
-}
-
 // writeMerged writes one pack with every object of packs, and returns its checksum and
 // index. An object stored whole is copied as it is, compressed bytes and CRC included, so a
 // merge costs I/O and no compression; a delta (git pushes send them) is resolved and
 // written whole, since its base may not come along.
-func (r *repo) writeMerged(packs []packFile, out io.Writer) (plumbing.Hash, *idxfile.MemoryIndex, error) {
+func (r *Repo) writeMerged(packs []packFile, out io.Writer) (plumbing.Hash, *idxfile.MemoryIndex, error) {
 	type source struct {
 		pack    packFile
 		entries []idxfile.Entry
@@ -241,7 +217,7 @@ func (r *repo) writeMerged(packs []packFile, out io.Writer) (plumbing.Hash, *idx
 }
 
 // copyObjects appends the objects of one pack (entries sorted by offset) to cw.
-func (r *repo) copyObjects(path string, entries []idxfile.Entry, written map[plumbing.Hash]bool, cw *countingWriter, iw *idxfile.Writer, ww *wholeWriter) error {
+func (r *Repo) copyObjects(path string, entries []idxfile.Entry, written map[plumbing.Hash]bool, cw *countingWriter, iw *idxfile.Writer, ww *wholeWriter) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("read pack %s: %w", path, err)
@@ -273,7 +249,7 @@ func (r *repo) copyObjects(path string, entries []idxfile.Entry, written map[plu
 			}
 			iw.Add(e.Hash, off, e.CRC32)
 		default:
-			o, err := r.object(e.Hash)
+			o, err := r.Object(e.Hash)
 			if err != nil {
 				return err
 			}
@@ -285,65 +261,4 @@ func (r *repo) copyObjects(path string, entries []idxfile.Entry, written map[plu
 		}
 	}
 	return nil
-}
-
-// wholeWriter writes objects whole into a pack: type and size, then the zlib-compressed
-// content. It reuses one compressor, which is costly to make.
-type wholeWriter struct {
-	zw *zlib.Writer
-}
-
-func newWholeWriter() *wholeWriter {
-	zw, _ := zlib.NewWriterLevel(io.Discard, zlib.BestSpeed)
-	return &wholeWriter{zw: zw}
-}
-
-// write writes o to w and returns the CRC-32 of the bytes written, as the pack index needs.
-func (ww *wholeWriter) write(w io.Writer, o plumbing.EncodedObject) (uint32, error) {
-	crc := crc32.NewIEEE()
-	mw := io.MultiWriter(w, crc)
-	size := o.Size()
-	b := byte(o.Type())<<4 | byte(size&0x0f)
-	size >>= 4
-	var hdr []byte
-	for size > 0 {
-		hdr = append(hdr, b|0x80)
-		b = byte(size & 0x7f)
-		size >>= 7
-	}
-	hdr = append(hdr, b)
-	if _, err := mw.Write(hdr); err != nil {
-		return 0, err
-	}
-	rd, err := o.Reader()
-	if err != nil {
-		return 0, err
-	}
-	defer rd.Close()
-	ww.zw.Reset(mw)
-	if _, err := io.Copy(ww.zw, rd); err != nil {
-		return 0, err
-	}
-	if err := ww.zw.Close(); err != nil {
-		return 0, err
-	}
-	return crc.Sum32(), nil
-}
-
-// writeIdx writes a pack index at path, through a temporary file that is fsynced and
-// renamed; the caller fsyncs the directory.
-func writeIdx(idx *idxfile.MemoryIndex, path string) error {
-	tmp, err := durable.Create(path, 0o600)
-	if err != nil {
-		return err
-	}
-	defer tmp.Discard()
-	w := bufio.NewWriter(tmp)
-	if _, err := idxfile.NewEncoder(w).Encode(idx); err != nil {
-		return fmt.Errorf("write pack index: %w", err)
-	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	return tmp.Commit()
 }

@@ -1,0 +1,221 @@
+// Package odb is how a store's bytes reach disk: the bare repository's object database
+// (packs written durably by gitmem, loose objects left by git processes, pack merging and
+// repacking) and its main ref (read, compare-and-swap and lock, as git does, through
+// main.lock). gitstore builds commits and the catalog on top of it; odb knows nothing of
+// memories, versions or the catalog.
+//
+// A Repo is safe for concurrent reads; writes (WritePack, CASRef, PackLoose, MergePacks,
+// RepackAll, Reload) are made by one goroutine at a time, the store's writer.
+package odb
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/go-git/go-billy/v5/osfs"
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	gitconfig "github.com/go-git/go-git/v5/plumbing/format/config"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+
+	"github.com/gitmem/gitmem/internal/durable"
+)
+
+// MainRef is the branch that holds the memories.
+const MainRef = "refs/heads/main"
+
+// Repo is one bare repository. go-git's storage is not safe for concurrent use, so mu
+// serializes writes against reads; objects are immutable, so reads share it.
+type Repo struct {
+	path string
+
+	mu sync.RWMutex // guards st, recent and recentBytes: RLock to read, Lock to change
+	st *filesystem.Storage
+	// recent holds the objects of the packs written since st was made, which st does not
+	// know: go-git can learn of a pack only by parsing it again or by reloading every index.
+	// A reload (at the next merge, or when recent grows past maxRecentBytes) empties it.
+	recent      map[plumbing.Hash]plumbing.EncodedObject
+	recentBytes int64
+
+	packs int // packs written since the last count; the writer goroutine's only
+}
+
+// Init creates a bare repository at path with main as its default branch and the
+// configuration of repoConfig.
+func Init(path string) error {
+	_, err := git.PlainInitWithOptions(path, &git.PlainInitOptions{
+		InitOptions: git.InitOptions{DefaultBranch: plumbing.ReferenceName(MainRef)},
+		Bare:        true,
+	})
+	if err != nil {
+		return fmt.Errorf("init repository %s: %w", path, err)
+	}
+	return ensureConfig(path)
+}
+
+// repoConfig is the configuration of a store's repository. The core options are those that
+// git init --bare writes: without core.repositoryformatversion, stock git ignores core.bare
+// and does not take the repository for bare (git --git-dir R rev-parse
+// --is-bare-repository answers false). git's automatic gc is off, so that the git CLI never
+// repacks behind go-git's back. An option marked keep keeps a value the config has already.
+var repoConfig = []struct {
+	section, key, value string
+	keep                bool
+}{
+	{"core", "repositoryformatversion", "0", true},
+	{"core", "filemode", "true", true},
+	{"core", "bare", "true", false},
+	{"core", "logallrefupdates", "false", false},
+	{"gc", "auto", "0", false},
+	{"receive", "autogc", "false", false},
+}
+
+// ensureConfig gives the repository at path the options of repoConfig, keeping the rest of
+// its config, and writes the config durably if that changed it: stores made before an
+// option was added get it when they open. It is idempotent.
+func ensureConfig(path string) error {
+	file := filepath.Join(path, "config")
+	raw, err := os.ReadFile(file)
+	if err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("read config of %s: %w", path, err)
+	}
+	cfg := gitconfig.New()
+	if err := gitconfig.NewDecoder(bytes.NewReader(raw)).Decode(cfg); err != nil {
+		return fmt.Errorf("read config of %s: %w", path, err)
+	}
+	changed := false
+	for _, o := range repoConfig {
+		sec := cfg.Section(o.section)
+		if sec.HasOption(o.key) && (o.keep || sec.Option(o.key) == o.value) {
+			continue
+		}
+		sec.SetOption(o.key, o.value)
+		changed = true
+	}
+	if !changed {
+		return nil
+	}
+	// In core, the options in git init's order, before any other.
+	rank := func(key string) int {
+		for i, o := range repoConfig[:3] {
+			if strings.EqualFold(key, o.key) {
+				return i
+			}
+		}
+		return 3
+	}
+	core := cfg.Section("core")
+	sort.SliceStable(core.Options, func(i, j int) bool { return rank(core.Options[i].Key) < rank(core.Options[j].Key) })
+	var buf bytes.Buffer
+	if err := gitconfig.NewEncoder(&buf).Encode(cfg); err != nil {
+		return fmt.Errorf("write config of %s: %w", path, err)
+	}
+	return durable.WriteFile(file, buf.Bytes(), 0o644)
+}
+
+// Open opens the bare repository at path, giving its config the options of repoConfig.
+func Open(path string) (*Repo, error) {
+	if _, err := os.Stat(filepath.Join(path, "objects")); err != nil {
+		return nil, fmt.Errorf("open repository %s: %w", path, err)
+	}
+	if err := ensureConfig(path); err != nil {
+		return nil, err
+	}
+	r := &Repo{path: path, st: newStorage(path), recent: map[plumbing.Hash]plumbing.EncodedObject{}}
+	packs, err := r.packFiles()
+	if err != nil {
+		return nil, err
+	}
+	r.packs = len(packs)
+	return r, nil
+}
+
+func newStorage(path string) *filesystem.Storage {
+	fs := syncPacksFS{osfs.New(path)}
+	st := filesystem.NewStorageWithOptions(fs, cache.NewObjectLRU(32*cache.MiByte), filesystem.Options{})
+	// Load the pack indexes now, while no reader can see st: go-git loads them lazily on
+	// the first lookup, and two readers doing that at once see a half-filled index.
+	_ = st.HasEncodedObject(plumbing.ZeroHash)
+	return st
+}
+
+// Path returns the path of the repository.
+func (r *Repo) Path() string { return r.path }
+
+// Packs returns how many packs the repository has, as last counted or written; the writer
+// goroutine's only.
+func (r *Repo) Packs() int { return r.packs }
+
+// Object reads one object.
+func (r *Repo) Object(h plumbing.Hash) (plumbing.EncodedObject, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if o, ok := r.recent[h]; ok {
+		return o, nil
+	}
+	o, err := r.st.EncodedObject(plumbing.AnyObject, h)
+	if err != nil {
+		return nil, fmt.Errorf("read object %s: %w", h, err)
+	}
+	return o, nil
+}
+
+// Blob returns the content of a blob.
+func (r *Repo) Blob(h plumbing.Hash) ([]byte, error) {
+	o, err := r.Object(h)
+	if err != nil {
+		return nil, err
+	}
+	return ReadEncoded(o)
+}
+
+// ReadEncoded returns the content of an object.
+func ReadEncoded(o plumbing.EncodedObject) ([]byte, error) {
+	rd, err := o.Reader()
+	if err != nil {
+		return nil, fmt.Errorf("read object %s: %w", o.Hash(), err)
+	}
+	defer rd.Close()
+	b, err := io.ReadAll(rd)
+	if err != nil {
+		return nil, fmt.Errorf("read object %s: %w", o.Hash(), err)
+	}
+	return b, nil
+}
+
+// Reload replaces the storage, so that packs added or removed by a git process are seen.
+func (r *Repo) Reload() {
+	st := newStorage(r.path) // reads every index: outside the lock
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.st = st
+	clear(r.recent)
+	r.recentBytes = 0
+}
+
+func dedupe(hs []plumbing.Hash) []plumbing.Hash {
+	seen := make(map[plumbing.Hash]bool, len(hs))
+	out := make([]plumbing.Hash, 0, len(hs))
+	for _, h := range hs {
+		if !seen[h] {
+			seen[h] = true
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// ParseHash parses a full hex object name.
+func ParseHash(s string) (plumbing.Hash, bool) {
+	if len(s) != 40 || !plumbing.IsHash(s) {
+		return plumbing.ZeroHash, false
+	}
+	return plumbing.NewHash(s), true
+}
