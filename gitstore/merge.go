@@ -830,7 +830,7 @@ func (c catTx) applyMerge(or objectReader, commit *object.Commit) error {
 	actor, _ := actorFromTrailers(t, commit.Author.Name, commit.Author.Email)
 	for _, kv := range t {
 		if strings.EqualFold(kv.Key, trailerMergeFree) && kv.Value != "-" {
-			if err := c.tx.Bucket(bPath).Delete([]byte(kv.Value)); err != nil {
+			if err := c.deletePath(kv.Value); err != nil {
 				return err
 			}
 		}

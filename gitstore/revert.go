@@ -1,7 +1,6 @@
 package gitstore
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"sort"
@@ -187,21 +186,9 @@ func (b *batch) revert(in RevertInput) (RevertResult, error) {
 	filter := VersionFilter{SessionID: in.SessionID, APIKeyID: in.APIKeyID, CreatedAtGTE: in.Since, CreatedAtLTE: in.Until}
 	// The memories the selected versions touched, in the order of their first selected
 	// version, with that version's number.
-	var order []string
-	first := map[string][]byte{}
-	c := b.ct.tx.Bucket(bVer).Cursor()
-	for k, _ := c.First(); k != nil; k, _ = c.Next() {
-		v, err := b.ct.versionBySeq(k)
-		if err != nil {
-			return res, b.fail(err)
-		}
-		if !filter.matches(v) {
-			continue
-		}
-		if _, ok := first[v.Memory]; !ok {
-			first[v.Memory] = append([]byte(nil), k...)
-			order = append(order, v.Memory)
-		}
+	order, first, err := b.ct.firstMatchingVersions(filter)
+	if err != nil {
+		return res, b.fail(err)
 	}
 
 	var deletes, contents, moves []revertStep
@@ -371,11 +358,9 @@ func (b *batch) pathTaken(st revertStep, cid, cpath string) SkippedMemory {
 	sk := SkippedMemory{MemoryID: st.id, Path: path, Reason: SkipPathTaken, ConflictingMemoryID: cid,
 		Message: pathConflict(st.to.path, cid, cpath).Error()}
 	if rec, ok, err := b.ct.memory(cid); err == nil && ok && !rec.Deleted && rec.Path == cpath {
-		if seq := b.ct.tx.Bucket(bVerID).Get([]byte(rec.Version)); seq != nil {
-			if v, err := b.ct.versionBySeq(seq); err == nil {
-				ver := versionFrom(b.s.id, v)
-				sk.Blocking = &ver
-			}
+		if v, ok, err := b.ct.version(rec.Version); err == nil && ok {
+			ver := versionFrom(b.s.id, v)
+			sk.Blocking = &ver
 		}
 	}
 	return sk
@@ -486,10 +471,9 @@ func (p *pathSim) conflict(path string) (string, string, error) {
 		}
 	}
 	prefix := path + "/"
-	c := p.ct.tx.Bucket(bPath).Cursor()
-	for k, v := c.Seek([]byte(prefix)); k != nil && bytes.HasPrefix(k, []byte(prefix)); k, v = c.Next() {
-		if !p.gone[string(k)] {
-			return string(v), string(k), nil
+	for k, v := range p.ct.pathsBelow(prefix) {
+		if !p.gone[k] {
+			return v, k, nil
 		}
 	}
 	for q, id := range p.added {
