@@ -33,7 +33,7 @@ func (c catTx) applyCommit(or objectReader, commit *object.Commit, parentTree pl
 	}
 	if mem := onlyMemories(changes); len(mem) > 0 {
 		t := parseTrailers(commit.Message)
-		if t.get(trailerVersion) != "" && t.get(trailerMemory) != "" {
+		if _, _, ok := t.version(); ok {
 			err = c.applyGitmemCommit(or, commit, t, mem)
 		} else {
 			err = c.applyPlainCommit(or, commit, mem)
@@ -86,7 +86,7 @@ func (c catTx) applyStoreFile(or objectReader, h plumbing.Hash) error {
 // applyGitmemCommit reads a commit that gitmem made: one version of one memory, named by
 // its trailers.
 func (c catTx) applyGitmemCommit(or objectReader, commit *object.Commit, t trailers, changes []fileChange) error {
-	memID, verID := t.get(trailerMemory), t.get(trailerVersion)
+	memID, verID, _ := t.version()
 	op := Operation(t.get(trailerOperation))
 	actor, ok := actorFromTrailers(t, commit.Author.Name, commit.Author.Email)
 	if !ok {

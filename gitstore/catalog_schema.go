@@ -107,7 +107,7 @@ type verRec struct {
 }
 
 // redaction is who redacted a version and when (in verRec, and in a Gitmem-Redacted
-// trailer: redact.go).
+// trailer: commitformat.go).
 type redaction struct {
 	At        int64     `json:"t"` // unix ms
 	ActorType ActorType `json:"at"`

@@ -14,9 +14,6 @@ import (
 // versions of the memory from the catalog, oldest first, and their contents from the blobs
 // of the repository.
 
-// trailerRestoredFrom names the version that a restore brought back.
-const trailerRestoredFrom = "Gitmem-Restored-From"
-
 // RestoreInput restores the memory of version VersionID to that version's content and path.
 // If MemoryID is set, the version must be one of that memory's.
 type RestoreInput struct {

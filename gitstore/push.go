@@ -3,7 +3,6 @@ package gitstore
 import (
 	"context"
 	"encoding/json"
-	"strings"
 )
 
 // This file serves git pushes over HTTP (httpapi/git.go, gitserve/): the checks of the
@@ -36,19 +35,6 @@ func ParseStoreFile(raw []byte) (StoreInfo, error) {
 		return info, invalidf("%s is not valid store metadata: %s", storeFile, err.Error())
 	}
 	return info, nil
-}
-
-// GitmemTrailers returns the keys of the trailers in a commit message that gitmem writes
-// and the catalog reads (Gitmem-Version, Gitmem-Actor, ...), as the catalog finds them. A
-// commit that has them is read as gitmem's own, with the actor and ids they name.
-func GitmemTrailers(message string) []string {
-	var keys []string
-	for _, kv := range parseTrailers(message) {
-		if len(kv.Key) > 7 && strings.EqualFold(kv.Key[:7], "Gitmem-") {
-			keys = append(keys, kv.Key)
-		}
-	}
-	return keys
 }
 
 // VersionMark returns a mark of the catalog's newest version: the versions that later commits

@@ -31,15 +31,7 @@ import (
 // stays in the trees (the marker sits where the content was), so that every commit changes
 // the same files as before and the catalog reads the same versions from it; the path is
 // scrubbed from the redacted version's commit message. The redaction itself is recorded
-// in that commit as a Gitmem-Redacted trailer.
-
-// TrailerRedacted is the trailer in which a rewritten commit records a redaction.
-const TrailerRedacted = trailerRedacted
-
-const (
-	trailerRedacted    = "Gitmem-Redacted"
-	trailerDerivedFrom = "Gitmem-Derived-From"
-)
+// in that commit as a Gitmem-Redacted trailer. Both trailers are in commitformat.go.
 
 // redactedContent is the blob that takes the place of redacted content in every rewritten
 // tree.
@@ -426,9 +418,7 @@ func (rw *rewriter) scrubMessage(msg string) string {
 	if p := rw.t.v.Path; p != "" {
 		msg = scrubPath(msg, p)
 	}
-	r := rw.red
-	value := fmt.Sprintf("%s %s %s %s", rw.t.v.ID, r.ActorType, r.ActorID, msTime(r.At).Format(time.RFC3339Nano))
-	return addTrailers(msg, trailers{{trailerRedacted, value}})
+	return addTrailers(msg, trailers{{trailerRedacted, redactedValue(rw.t.v.ID, rw.red)}})
 }
 
 // scrubPath replaces the memory path p in a commit message, with or without its leading
@@ -492,42 +482,6 @@ func (rw *rewriter) replaceIn(tree plumbing.Hash, segs []string) (plumbing.Hash,
 		return o.Hash(), true, nil
 	}
 	return tree, false, nil
-}
-
-// addTrailers appends trailers to a message: to its trailer block if it ends with one,
-// else as a new paragraph.
-func addTrailers(msg string, t trailers) string {
-	msg = strings.TrimRight(msg, "\n")
-	sep := "\n\n"
-	if parseTrailers(msg) != nil {
-		sep = "\n"
-	}
-	var b strings.Builder
-	b.WriteString(msg)
-	b.WriteString(sep)
-	for _, kv := range t {
-		fmt.Fprintf(&b, "%s: %s\n", kv.Key, kv.Value)
-	}
-	return b.String()
-}
-
-// redactionOf reads the redaction of version id from a commit's trailers, if it has one.
-func redactionOf(msg, id string) *redaction {
-	for _, kv := range parseTrailers(msg) {
-		if !strings.EqualFold(kv.Key, trailerRedacted) {
-			continue
-		}
-		f := strings.Fields(kv.Value)
-		if len(f) != 4 || f[0] != id {
-			continue
-		}
-		at, err := time.Parse(time.RFC3339Nano, f[3])
-		if err != nil {
-			continue
-		}
-		return &redaction{At: at.UnixMilli(), ActorType: ActorType(f[1]), ActorID: f[2]}
-	}
-	return nil
 }
 
 // applyRedaction updates the catalog in place for a rewrite: the redacted version, the
@@ -618,32 +572,6 @@ func (s *Store) moveOtherRefs(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// RecordedRedaction is a redaction as a rewritten commit records it (a Gitmem-Redacted
-// trailer).
-type RecordedRedaction struct {
-	VersionID string
-	Actor     Actor
-	At        time.Time
-}
-
-// RedactionsIn returns the redactions that a commit message records.
-func RedactionsIn(message string) []RecordedRedaction {
-	var out []RecordedRedaction
-	for _, kv := range parseTrailers(message) {
-		if !strings.EqualFold(kv.Key, trailerRedacted) {
-			continue
-		}
-		f := strings.Fields(kv.Value)
-		if len(f) != 4 {
-			continue
-		}
-		if r := redactionOf(message, f[0]); r != nil {
-			out = append(out, RecordedRedaction{VersionID: f[0], Actor: Actor{Type: r.ActorType, ID: r.ActorID}, At: msTime(r.At)})
-		}
-	}
-	return out
 }
 
 // finishRedaction deals with the old history once main has moved to the redacted one: it

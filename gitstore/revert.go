@@ -14,10 +14,6 @@ import (
 // on top of history (nothing is reset). A memory that someone else changed after the
 // reverted actor first touched it in the range is left alone and reported, never clobbered.
 
-// trailerReverts names what a revert commit reverts: "session sesn_…" or "api_key apikey_…",
-// with the range if it has bounds.
-const trailerReverts = "Gitmem-Reverts"
-
 // RevertInput selects the versions to revert: those made by session SessionID, or by the
 // API key APIKeyID (directly or through a session that used it) — exactly one of the two —
 // with created_at in [Since, Until]; a zero time leaves that end open. DryRun reports what
@@ -159,17 +155,6 @@ func (in RevertInput) label() string {
 		return "session " + in.SessionID
 	}
 	return "api_key " + in.APIKeyID
-}
-
-func (in RevertInput) trailer() string {
-	v := in.label()
-	if !in.Since.IsZero() {
-		v += " since " + fmtTime(in.Since)
-	}
-	if !in.Until.IsZero() {
-		v += " until " + fmtTime(in.Until)
-	}
-	return v
 }
 
 // own reports whether version v was made by the reverted session or key.
