@@ -1,9 +1,7 @@
 package gitstore
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -11,7 +9,6 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
-	bolt "go.etcd.io/bbolt"
 )
 
 // As-of reads: the memories of a store as they were at a point of main's history, named by
@@ -66,14 +63,12 @@ func (s *Store) AtTime(ctx context.Context, t time.Time) (*Snapshot, error) {
 	ms := t.UnixMilli()
 	snap := &Snapshot{s: s}
 	err := s.view(ctx, func(ct catTx) error {
-		c := ct.tx.Bucket(bVer).Cursor()
-		for k, raw := c.Last(); k != nil; k, raw = c.Prev() {
-			v, err := decodeVersion(k, raw)
+		for v, err := range ct.versionsDown(everyVersion) {
 			if err != nil {
 				return err
 			}
 			if v.At <= ms {
-				snap.seq, snap.Commit = seqOf(k), v.Commit
+				snap.seq, snap.Commit = v.seq, v.Commit
 				return nil
 			}
 		}
@@ -131,14 +126,12 @@ func (s *Store) AtCommit(ctx context.Context, hash string) (*Snapshot, error) {
 			newer[h] = true
 		}
 		snap.Commit = found.String()
-		c := ct.tx.Bucket(bVer).Cursor()
-		for k, raw := c.Last(); k != nil; k, raw = c.Prev() {
-			v, err := decodeVersion(k, raw)
+		for v, err := range ct.versionsDown(everyVersion) {
 			if err != nil {
 				return err
 			}
 			if !newer[v.Commit] {
-				snap.seq = seqOf(k)
+				snap.seq = v.seq
 				return nil
 			}
 		}
@@ -162,45 +155,17 @@ func (sn *Snapshot) loadTree() error {
 	return nil
 }
 
-func seqOf(k []byte) uint64 {
-	var n uint64
-	for _, b := range k {
-		n = n<<8 | uint64(b)
-	}
-	return n
-}
-
-func decodeVersion(k, raw []byte) (verRec, error) {
-	var v verRec
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return v, fmt.Errorf("decode catalog version %x: %w", k, err)
-	}
-	return v, nil
-}
-
 // read runs fn on the catalog. The catalog only grows while main moves forward, so the
 // snapshot's version numbers keep their meaning; a rewritten history (which rebuilds the
 // catalog) can make an older snapshot answer wrongly, so snapshots are meant to be short-lived.
 func (sn *Snapshot) read(fn func(ct catTx) error) error {
-	return sn.s.db.View(func(tx *bolt.Tx) error { return fn(catTx{tx}) })
+	return sn.s.readCatalog(fn)
 }
 
 // memoryAsOf returns the last version of memory id numbered at most sn.seq and the latest
 // time of its versions up to it; ok is false if the memory had no version yet.
 func (sn *Snapshot) memoryAsOf(ct catTx, id string) (v verRec, updated int64, ok bool, err error) {
-	prefix := []byte(id)
-	c := ct.tx.Bucket(bMemVer).Cursor()
-	k, _ := c.Seek(append(append([]byte{}, prefix...), seqKey(sn.seq+1)...))
-	if k == nil {
-		k, _ = c.Last()
-	} else {
-		k, _ = c.Prev()
-	}
-	for ; k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Prev() {
-		if len(k) != len(prefix)+8 {
-			continue
-		}
-		w, err := ct.versionBySeq(k[len(prefix):])
+	for w, err := range ct.memoryVersionsDown(id, sn.seq) {
 		if err != nil {
 			return v, 0, false, err
 		}
@@ -319,13 +284,13 @@ func (sn *Snapshot) idsAt(ct catTx, paths []string) (map[string]asOf, error) {
 	out := make(map[string]asOf, len(paths))
 	want := map[string]bool{}
 	for _, p := range paths {
-		if id := ct.tx.Bucket(bPath).Get([]byte(p)); id != nil {
-			v, updated, ok, err := sn.memoryAsOf(ct, string(id))
+		if id, ok := ct.pathID(p); ok {
+			v, updated, ok, err := sn.memoryAsOf(ct, id)
 			if err != nil {
 				return nil, err
 			}
 			if ok && v.Op != OpDeleted && v.Path == p {
-				out[p] = asOf{string(id), v, updated}
+				out[p] = asOf{id, v, updated}
 				continue
 			}
 		}
@@ -334,15 +299,10 @@ func (sn *Snapshot) idsAt(ct catTx, paths []string) (map[string]asOf, error) {
 	if len(want) == 0 {
 		return out, nil
 	}
-	c := ct.tx.Bucket(bVer).Cursor()
-	k, raw := c.Seek(seqKey(sn.seq + 1))
-	if k == nil {
-		k, raw = c.Last()
-	} else {
-		k, raw = c.Prev()
-	}
-	for ; k != nil && len(want) > 0; k, raw = c.Prev() {
-		v, err := decodeVersion(k, raw)
+	for v, err := range ct.versionsDown(sn.seq) {
+		if len(want) == 0 {
+			break
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -8,7 +8,6 @@ import (
 	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	bolt "go.etcd.io/bbolt"
 )
 
 // This file serves views derived from main outside this package (the search index): the
@@ -36,7 +35,7 @@ func (s *Store) Latest(ctx context.Context) (string, error) {
 
 func (s *Store) headHash() plumbing.Hash {
 	var h plumbing.Hash
-	s.db.View(func(tx *bolt.Tx) error { h = catTx{tx}.applied(); return nil })
+	s.readCatalog(func(ct catTx) error { h = ct.applied(); return nil })
 	return h
 }
 
@@ -57,8 +56,7 @@ func (s *Store) Changes(ctx context.Context, from ...string) (head string, chang
 	if err := s.fresh(ctx); err != nil {
 		return "", nil, err
 	}
-	err = s.db.View(func(tx *bolt.Tx) error {
-		ct := catTx{tx}
+	err = s.readCatalog(func(ct catTx) error {
 		h := ct.applied()
 		head = commitName(h)
 		var root plumbing.Hash

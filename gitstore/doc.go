@@ -11,8 +11,17 @@
 //   - version: one mutation of one memory (created, modified, deleted); a commit made by
 //     gitmem is exactly one version, named by its Gitmem-* trailers. A commit made with plain
 //     git is one version per changed file, with ids derived from the commit and the path.
-//   - catalog: memory id -> path and state, and the list of versions; derived from the
-//     history of main, rebuilt from it at any time, never part of the repository.
+//   - commit format: what a commit of main means: every Gitmem-* trailer, how it is written
+//     and read (commitformat.go), and the one derivation of ids for commits made with plain
+//     git (plain.go).
+//   - catalog: a bbolt file per store, never part of the repository; its schema is in
+//     catalog_schema.go, and only the catalog's files (catalog*.go) open its buckets. The
+//     derived buckets (meta, mem, path, ver, verid, memver: memory id -> path and state, and
+//     the list of versions) come from the history of main and are rebuilt from it at any
+//     time. The kept buckets hold what history does not: which API key pushed a commit
+//     (pushkey), when a memory was last read (read), which commits a redaction rewrote
+//     (rewritten) and which objects it left to prune (prune); a rebuild keeps them, and
+//     nothing can rebuild them if the catalog file is lost.
 //   - writer: the one goroutine per store that commits. It takes queued mutations in groups;
 //     each mutation gets its own commit, and the group shares one durable ref update (group
 //     commit).

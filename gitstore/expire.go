@@ -2,22 +2,15 @@ package gitstore
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"sort"
 	"sync"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // Expiry deletes the memories of a store that nobody has read or written for the store's
 // Policy.ExpireAfter. Writes are in the catalog (a memory's updated time); reads are tracked
 // here, outside the repository, so that reading makes no commit.
-
-// bRead maps a memory id to the last time it was read (unix ms, 8 bytes). It is not derived
-// from history, so a rebuild of the catalog keeps it (resetCatalog).
-var bRead = []byte("read")
 
 // readFlushEvery bounds how many distinct memories are read before their read times are
 // written to the catalog, and readFlushAfter how long a read time waits at most; expiry and
@@ -67,20 +60,7 @@ func (s *Store) flushReads() error {
 	if len(pending) == 0 {
 		return nil
 	}
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bRead)
-		for id, ms := range pending {
-			if old := b.Get([]byte(id)); len(old) == 8 && int64(binary.BigEndian.Uint64(old)) >= ms {
-				continue
-			}
-			var v [8]byte
-			binary.BigEndian.PutUint64(v[:], uint64(ms))
-			if err := b.Put([]byte(id), v[:]); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	err := s.updateCatalog(func(ct catTx) error { return ct.putReadTimes(pending) })
 	if err != nil {
 		// Put them back, so that the next flush tries again.
 		r.mu.Lock()
@@ -100,10 +80,7 @@ func (s *Store) flushReads() error {
 
 // lastRead is when memory id was last read, as far as the catalog and the pending reads know.
 func (s *Store) lastRead(ct catTx, id string) int64 {
-	var ms int64
-	if raw := ct.tx.Bucket(bRead).Get([]byte(id)); len(raw) == 8 {
-		ms = int64(binary.BigEndian.Uint64(raw))
-	}
+	ms := ct.readTime(id)
 	s.reads.mu.Lock()
 	if p := s.reads.pending[id]; p > ms {
 		ms = p
@@ -147,18 +124,20 @@ func (s *Store) Expire(ctx context.Context, dryRun bool) (ExpireReport, error) {
 		rep.ExpireAfter = info.Policy.ExpireAfter
 		rep.Cutoff = s.opts.Clock().UTC().Add(-time.Duration(info.Policy.ExpireAfter))
 		var out []Expired
-		err = ct.tx.Bucket(bPath).ForEach(func(k, v []byte) error {
-			id := string(v)
-			rec, ok, err := ct.memory(id)
-			if err != nil || !ok {
-				return err
+		for _, id := range ct.pathsBelow("") {
+			var rec memRec
+			var ok bool
+			if rec, ok, err = ct.memory(id); err != nil {
+				break
+			}
+			if !ok {
+				continue
 			}
 			last := max(rec.Updated, s.lastRead(ct, id))
 			if last < rep.Cutoff.UnixMilli() {
 				out = append(out, Expired{MemoryID: id, Path: rec.Path, SizeBytes: rec.Size, LastUsed: msTime(last)})
 			}
-			return nil
-		})
+		}
 		sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 		return out, err
 	}

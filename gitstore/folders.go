@@ -1,7 +1,6 @@
 package gitstore
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -150,17 +149,15 @@ func (b *batch) below(path string) ([]string, []memRec, error) {
 	}
 	var ids []string
 	var recs []memRec
-	prefix := []byte(path + "/")
-	c := b.ct.tx.Bucket(bPath).Cursor()
-	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		rec, ok, err := b.ct.memory(string(v))
+	for k, v := range b.ct.pathsBelow(path + "/") {
+		rec, ok, err := b.ct.memory(v)
 		if err != nil {
 			return nil, nil, b.fail(err)
 		}
 		if !ok {
 			return nil, nil, b.fail(fmt.Errorf("catalog path %s names unknown memory %s", k, v))
 		}
-		ids = append(ids, string(v))
+		ids = append(ids, v)
 		recs = append(recs, rec)
 	}
 	return ids, recs, nil

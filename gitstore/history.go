@@ -1,7 +1,6 @@
 package gitstore
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -14,9 +13,6 @@ import (
 // History operations over a memory's versions: restore, diff and blame. Each reads the
 // versions of the memory from the catalog, oldest first, and their contents from the blobs
 // of the repository.
-
-// trailerRestoredFrom names the version that a restore brought back.
-const trailerRestoredFrom = "Gitmem-Restored-From"
 
 // RestoreInput restores the memory of version VersionID to that version's content and path.
 // If MemoryID is set, the version must be one of that memory's.
@@ -47,13 +43,12 @@ func (s *Store) Restore(ctx context.Context, in RestoreInput) (WriteResult, erro
 		if _, err := b.writableStore(); err != nil {
 			return WriteResult{}, err
 		}
-		seq := b.ct.tx.Bucket(bVerID).Get([]byte(in.VersionID))
-		if seq == nil {
-			return WriteResult{}, notFoundf("memory version %s not found", in.VersionID)
-		}
-		v, err := b.ct.versionBySeq(seq)
+		v, ok, err := b.ct.version(in.VersionID)
 		if err != nil {
 			return WriteResult{}, b.fail(err)
+		}
+		if !ok {
+			return WriteResult{}, notFoundf("memory version %s not found", in.VersionID)
 		}
 		if in.MemoryID != "" && v.Memory != in.MemoryID {
 			return WriteResult{}, preconditionf("version %s belongs to memory %s, not to memory %s; nothing was restored", v.ID, v.Memory, in.MemoryID)
@@ -131,24 +126,6 @@ func (b *batch) restorePut(actor Actor, v verRec, from string, content *string) 
 	return b.result(v.Memory, &verID)
 }
 
-// memoryVersions returns the versions of memory id, oldest first.
-func (ct catTx) memoryVersions(id string) ([]verRec, error) {
-	var out []verRec
-	prefix := []byte(id)
-	c := ct.tx.Bucket(bMemVer).Cursor()
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		if len(k) != len(prefix)+8 {
-			continue
-		}
-		v, err := ct.versionBySeq(k[len(prefix):])
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, nil
-}
-
 // versionContent is the content a version leaves: "" for a deletion or a redacted version.
 func (s *Store) versionContent(v verRec) (string, error) {
 	if v.contentBlob() == "" {
@@ -183,13 +160,12 @@ func (s *Store) DiffMemory(ctx context.Context, memoryID, fromID, toID string) (
 	var from, to *verRec
 	err := s.view(ctx, func(ct catTx) error {
 		byID := func(id string) (*verRec, error) {
-			seq := ct.tx.Bucket(bVerID).Get([]byte(id))
-			if seq == nil {
-				return nil, notFoundf("memory version %s not found", id)
-			}
-			v, err := ct.versionBySeq(seq)
+			v, ok, err := ct.version(id)
 			if err != nil {
 				return nil, err
+			}
+			if !ok {
+				return nil, notFoundf("memory version %s not found", id)
 			}
 			if memoryID != "" && v.Memory != memoryID {
 				return nil, invalidf("version %s belongs to memory %s, not to memory %s", id, v.Memory, memoryID)

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	bolt "go.etcd.io/bbolt"
 
 	"github.com/gitmem/gitmem/secrets"
 )
@@ -338,8 +337,7 @@ func (b *batch) result(id string, verID *string) (WriteResult, error) {
 	}
 	res := WriteResult{Memory: memoryFrom(b.s.id, id, rec)}
 	if verID != nil {
-		seq := b.ct.tx.Bucket(bVerID).Get([]byte(*verID))
-		v, err := b.ct.versionBySeq(seq)
+		v, err := b.ct.versionBySeq(b.ct.versionKey(*verID))
 		if err != nil {
 			return WriteResult{}, b.fail(err)
 		}
@@ -380,7 +378,7 @@ func (s *Store) view(ctx context.Context, fn func(ct catTx) error) error {
 	if err := s.fresh(ctx); err != nil {
 		return err
 	}
-	return s.db.View(func(tx *bolt.Tx) error { return fn(catTx{tx}) })
+	return s.readCatalog(fn)
 }
 
 // fresh has the writer catch the catalog up if main is at a commit that neither the catalog
@@ -395,7 +393,7 @@ func (s *Store) fresh(ctx context.Context) error {
 		return nil
 	}
 	var applied plumbing.Hash
-	s.db.View(func(tx *bolt.Tx) error { applied = catTx{tx}.applied(); return nil })
+	s.readCatalog(func(ct catTx) error { applied = ct.applied(); return nil })
 	if head == applied {
 		return nil
 	}
@@ -502,12 +500,12 @@ func (s *Store) List(ctx context.Context, opts ListOptions) (ListPage, error) {
 	}
 	var page ListPage
 	err = s.view(ctx, func(ct catTx) error {
-		c := ct.tx.Bucket(bPath).Cursor()
-		k, v := c.Seek([]byte(prefix))
+		c := ct.pathCursor()
+		k, v := c.seek([]byte(prefix))
 		if after != nil {
-			k, v = c.Seek(after)
+			k, v = c.seek(after)
 			for k != nil && (bytes.Equal(k, after) || after[len(after)-1] == '/' && bytes.HasPrefix(k, after)) {
-				k, v = c.Next()
+				k, v = c.next()
 			}
 		}
 		for k != nil && bytes.HasPrefix(k, []byte(prefix)) {
@@ -521,7 +519,7 @@ func (s *Store) List(ctx context.Context, opts ListOptions) (ListPage, error) {
 				roll := prefix + strings.Join(segs[:opts.Depth], "/") + "/"
 				page.Items = append(page.Items, ListItem{Prefix: roll})
 				// Skip everything below the rolled-up prefix: "0" is the byte after "/".
-				k, v = c.Seek([]byte(roll[:len(roll)-1] + "0"))
+				k, v = c.seek([]byte(roll[:len(roll)-1] + "0"))
 				continue
 			}
 			rec, ok, err := ct.memory(string(v))
@@ -538,7 +536,7 @@ func (s *Store) List(ctx context.Context, opts ListOptions) (ListPage, error) {
 				}
 			}
 			page.Items = append(page.Items, ListItem{Memory: &m})
-			k, v = c.Next()
+			k, v = c.next()
 		}
 		return nil
 	})
@@ -572,31 +570,7 @@ func (s *Store) Versions(ctx context.Context, f VersionFilter) (VersionPage, err
 	}
 	var page VersionPage
 	err = s.view(ctx, func(ct catTx) error {
-		// Walk version numbers newest first, through the memory's index when filtered by memory.
-		var c *bolt.Cursor
-		var prefix []byte
-		if f.MemoryID != "" {
-			c, prefix = ct.tx.Bucket(bMemVer).Cursor(), []byte(f.MemoryID)
-		} else {
-			c = ct.tx.Bucket(bVer).Cursor()
-		}
-		var k []byte
-		if before != nil {
-			k, _ = c.Seek(append(append([]byte{}, prefix...), before...))
-			k, _ = c.Prev()
-		} else if prefix != nil {
-			k, _ = c.Seek(append(append([]byte{}, prefix...), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff))
-			if k == nil {
-				k, _ = c.Last()
-			} else {
-				k, _ = c.Prev()
-			}
-		} else {
-			k, _ = c.Last()
-		}
-		for ; k != nil && bytes.HasPrefix(k, prefix) && len(k) == len(prefix)+8; k, _ = c.Prev() {
-			seq := k[len(prefix):]
-			v, err := ct.versionBySeq(seq)
+		for v, err := range ct.versionsBefore(f.MemoryID, before) {
 			if err != nil {
 				return err
 			}
@@ -621,7 +595,7 @@ func (s *Store) Versions(ctx context.Context, f VersionFilter) (VersionPage, err
 }
 
 func lastSeq(ct catTx, vs []Version) []byte {
-	return ct.tx.Bucket(bVerID).Get([]byte(vs[len(vs)-1].ID))
+	return ct.versionKey(vs[len(vs)-1].ID)
 }
 
 func (f VersionFilter) matches(v verRec) bool {
@@ -638,13 +612,12 @@ func (f VersionFilter) matches(v verRec) bool {
 func (s *Store) Version(ctx context.Context, id string, withContent bool) (Version, error) {
 	var ver Version
 	err := s.view(ctx, func(ct catTx) error {
-		seq := ct.tx.Bucket(bVerID).Get([]byte(id))
-		if seq == nil {
-			return notFoundf("memory version %s not found", id)
-		}
-		v, err := ct.versionBySeq(seq)
+		v, ok, err := ct.version(id)
 		if err != nil {
 			return err
+		}
+		if !ok {
+			return notFoundf("memory version %s not found", id)
 		}
 		ver = versionFrom(s.id, v)
 		if withContent && v.contentBlob() != "" {

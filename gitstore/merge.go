@@ -20,29 +20,6 @@ import (
 // This file merges a remote's main into the store's main: what gitmem sync does when both
 // sides changed since they last met. The rules and their reasons are in docs/git.md.
 
-// The trailers of a merge commit that gitmem made. They tell the catalog of every replica,
-// whichever order it applied the merge's two sides in, which memory lives at each path that
-// both sides changed and which version of it is current.
-const (
-	// "<memory id> <version id> <operation> <path>": the memory lives at path, with a version
-	// that the merge made.
-	trailerMergeLive = "Gitmem-Merge-Live"
-	// "<memory id> <version id> <path>": the memory is deleted, as of the version.
-	trailerMergeGone = "Gitmem-Merge-Gone"
-	// "<path>": no memory lives at path.
-	trailerMergeFree = "Gitmem-Merge-Free"
-)
-
-// isGitmemMerge reports whether a commit message is one of a merge that gitmem made.
-func isGitmemMerge(msg string) bool {
-	for _, kv := range parseTrailers(msg) {
-		if strings.HasPrefix(strings.ToLower(kv.Key), "gitmem-merge-") {
-			return true
-		}
-	}
-	return false
-}
-
 // MergeOutcome says what Integrate did.
 type MergeOutcome string
 
@@ -136,12 +113,10 @@ type merger struct {
 	short      string        // of our head, in conflict paths
 	when       time.Time
 	live       []mergeLive
-	gone       []string // trailer values
+	gone       []mergeGone
 	free       []string // paths
 	res        MergeResult
 }
-
-type mergeLive struct{ mem, ver, op, path string }
 
 func (m *merger) run(b *batch) (MergeResult, error) {
 	// Afresh on every try: a push may have moved main since the last one.
@@ -329,19 +304,7 @@ func (m *merger) addMergedPaths(changes map[string]fileChange, baseTree, tree, s
 	}
 	for _, msg := range strings.Split(string(out), "\x00") {
 		for _, kv := range parseTrailers(msg) {
-			var path string
-			switch {
-			case strings.EqualFold(kv.Key, trailerMergeLive):
-				if f := strings.SplitN(kv.Value, " ", 4); len(f) == 4 {
-					path = f[3]
-				}
-			case strings.EqualFold(kv.Key, trailerMergeGone):
-				if f := strings.SplitN(kv.Value, " ", 3); len(f) == 3 {
-					path = f[2]
-				}
-			case strings.EqualFold(kv.Key, trailerMergeFree) && kv.Value != "-":
-				path = kv.Value
-			}
+			path := mergedPath(kv.Key, kv.Value)
 			if _, ok := changes[path]; ok || path == "" {
 				continue
 			}
@@ -568,7 +531,7 @@ func (m *merger) bothGone(path string, dT map[string]fileChange) error {
 		if err != nil {
 			return err
 		}
-		m.gone = append(m.gone, mem+" "+ver+" "+path)
+		m.gone = append(m.gone, mergeGone{mem: mem, ver: ver, path: path})
 	}
 	return nil
 }
@@ -775,20 +738,7 @@ func (m *merger) commit(theirsCommit *object.Commit) (*object.Commit, error) {
 	if len(r.Conflicts) > 0 {
 		subject += fmt.Sprintf(", %s", plural(len(r.Conflicts), "conflict", "conflicts"))
 	}
-	t := actorTrailers(SystemActor)
-	for _, l := range m.live {
-		t = append(t, struct{ Key, Value string }{trailerMergeLive, strings.Join([]string{l.mem, l.ver, l.op, l.path}, " ")})
-	}
-	for _, g := range m.gone {
-		t = append(t, struct{ Key, Value string }{trailerMergeGone, g})
-	}
-	for _, p := range m.free {
-		t = append(t, struct{ Key, Value string }{trailerMergeFree, p})
-	}
-	if len(m.live)+len(m.gone)+len(m.free) == 0 {
-		// Marks the merge as gitmem's even when it resolved nothing.
-		t = append(t, struct{ Key, Value string }{trailerMergeFree, "-"})
-	}
+	t := append(actorTrailers(SystemActor), mergeTrailers(m.live, m.gone, m.free)...)
 	msg := formatMessage(subject, t)
 	if body.Len() > 0 {
 		msg = subject + "\n\n" + body.String() + "\n" + strings.TrimPrefix(msg, subject+"\n\n")
@@ -829,8 +779,8 @@ func (c catTx) applyMerge(or objectReader, commit *object.Commit) error {
 	t := parseTrailers(commit.Message)
 	actor, _ := actorFromTrailers(t, commit.Author.Name, commit.Author.Email)
 	for _, kv := range t {
-		if strings.EqualFold(kv.Key, trailerMergeFree) && kv.Value != "-" {
-			if err := c.tx.Bucket(bPath).Delete([]byte(kv.Value)); err != nil {
+		if strings.EqualFold(kv.Key, trailerMergeFree) && kv.Value != mergeFreeNone {
+			if err := c.deletePath(kv.Value); err != nil {
 				return err
 			}
 		}
@@ -839,27 +789,27 @@ func (c catTx) applyMerge(or objectReader, commit *object.Commit) error {
 		if !strings.EqualFold(kv.Key, trailerMergeGone) {
 			continue
 		}
-		f := strings.SplitN(kv.Value, " ", 3)
-		if len(f) != 3 {
+		g, ok := parseMergeGone(kv.Value)
+		if !ok {
 			return fmt.Errorf("merge %s: bad %s trailer %q", commit.Hash, trailerMergeGone, kv.Value)
 		}
-		rec, ok, err := c.memory(f[0])
+		rec, ok, err := c.memory(g.mem)
 		if err != nil || !ok {
 			return err
 		}
-		if err := c.freePath(f[2], f[0]); err != nil {
+		if err := c.freePath(g.path, g.mem); err != nil {
 			return err
 		}
 		if !rec.Deleted {
-			if err := c.freePath(rec.Path, f[0]); err != nil {
+			if err := c.freePath(rec.Path, g.mem); err != nil {
 				return err
 			}
 			if err := c.addUsage(liveDelta(true, false, rec.Size, 0)); err != nil {
 				return err
 			}
 		}
-		rec.Deleted, rec.Version = true, f[1]
-		if err := c.putMemory(f[0], rec); err != nil {
+		rec.Deleted, rec.Version = true, g.ver
+		if err := c.putMemory(g.mem, rec); err != nil {
 			return err
 		}
 	}
@@ -867,22 +817,22 @@ func (c catTx) applyMerge(or objectReader, commit *object.Commit) error {
 		if !strings.EqualFold(kv.Key, trailerMergeLive) {
 			continue
 		}
-		f := strings.SplitN(kv.Value, " ", 4)
-		if len(f) != 4 {
+		l, ok := parseMergeLive(kv.Value)
+		if !ok {
 			return fmt.Errorf("merge %s: bad %s trailer %q", commit.Hash, trailerMergeLive, kv.Value)
 		}
-		blob, err := fileAt(or, commit.TreeHash, f[3])
+		blob, err := fileAt(or, commit.TreeHash, l.path)
 		if err != nil {
 			return err
 		}
 		if blob.IsZero() {
-			return fmt.Errorf("merge %s: %s names %s, which its tree does not have", commit.Hash, trailerMergeLive, f[3])
+			return fmt.Errorf("merge %s: %s names %s, which its tree does not have", commit.Hash, trailerMergeLive, l.path)
 		}
-		when, ok := idTime(f[1])
+		when, ok := idTime(l.ver)
 		if !ok {
 			when = commit.Author.When
 		}
-		v := verRec{ID: f[1], Memory: f[0], Op: Operation(f[2]), Path: f[3], At: when.UnixMilli(),
+		v := verRec{ID: l.ver, Memory: l.mem, Op: Operation(l.op), Path: l.path, At: when.UnixMilli(),
 			ActorType: actor.Type, ActorID: actor.ID, Name: actor.Name, Email: actor.Email}
 		if err := c.record(or, commit, v, blob); err != nil {
 			return err

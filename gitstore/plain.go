@@ -136,8 +136,8 @@ func memoryAt(or objectReader, rev plumbing.Hash, path string) (mem, ver string,
 		if len(c.ParentHashes) > 1 && isGitmemMerge(c.Message) {
 			return mergedAt(or, c, t, path)
 		}
-		if t.get(trailerMemory) != "" && t.get(trailerVersion) != "" {
-			return t.get(trailerMemory), t.get(trailerVersion), nil
+		if mem, ver, ok := t.version(); ok {
+			return mem, ver, nil
 		}
 		return plainChangeAt(or, c, parentTree, path)
 	}
@@ -179,13 +179,13 @@ func (b *batch) lastTouch(rev plumbing.Hash, path string) (plumbing.Hash, bool) 
 // they do not name path, from the history of its parents.
 func mergedAt(or objectReader, c *object.Commit, t trailers, path string) (mem, ver string, err error) {
 	for _, kv := range t {
-		live := strings.SplitN(kv.Value, " ", 4)
-		gone := strings.SplitN(kv.Value, " ", 3)
+		live, isLive := parseMergeLive(kv.Value)
+		gone, isGone := parseMergeGone(kv.Value)
 		switch {
-		case strings.EqualFold(kv.Key, trailerMergeLive) && len(live) == 4 && live[3] == path:
-			mem, ver = live[0], live[1]
-		case strings.EqualFold(kv.Key, trailerMergeGone) && len(gone) == 3 && gone[2] == path:
-			mem, ver = gone[0], gone[1]
+		case strings.EqualFold(kv.Key, trailerMergeLive) && isLive && live.path == path:
+			mem, ver = live.mem, live.ver
+		case strings.EqualFold(kv.Key, trailerMergeGone) && isGone && gone.path == path:
+			mem, ver = gone.mem, gone.ver
 		}
 	}
 	if mem != "" {

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/gitmem/gitmem/secrets"
 )
 
@@ -209,8 +207,8 @@ func (b *batch) admit(p Policy, content string, pre *scanned) (string, []secrets
 // off. The writer scans again only if the policy changed meanwhile.
 func (s *Store) prescan(content string) (*scanned, error) {
 	var p Policy
-	s.db.View(func(tx *bolt.Tx) error {
-		info, err := catTx{tx}.storeInfo()
+	s.readCatalog(func(ct catTx) error {
+		info, err := ct.storeInfo()
 		p = info.Policy
 		return err
 	})

@@ -2,13 +2,7 @@ package gitstore
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
-	"fmt"
-	"strings"
-
-	"github.com/go-git/go-git/v5/plumbing"
-	bolt "go.etcd.io/bbolt"
 )
 
 // This file serves git pushes over HTTP (httpapi/git.go, gitserve/): the checks of the
@@ -43,33 +37,11 @@ func ParseStoreFile(raw []byte) (StoreInfo, error) {
 	return info, nil
 }
 
-// GitmemTrailers returns the keys of the trailers in a commit message that gitmem writes
-// and the catalog reads (Gitmem-Version, Gitmem-Actor, ...), as the catalog finds them. A
-// commit that has them is read as gitmem's own, with the actor and ids they name.
-func GitmemTrailers(message string) []string {
-	var keys []string
-	for _, kv := range parseTrailers(message) {
-		if len(kv.Key) > 7 && strings.EqualFold(kv.Key[:7], "Gitmem-") {
-			keys = append(keys, kv.Key)
-		}
-	}
-	return keys
-}
-
-// bPushKey maps a commit (20 bytes) to the API key that pushed it over HTTP. It is not derived
-// from history (a commit does not say who pushed it), so a rebuild of the catalog keeps it.
-var bPushKey = []byte("pushkey")
-
 // VersionMark returns a mark of the catalog's newest version: the versions that later commits
 // make come after it. Take it before a push, and give it to AttributePush after.
 func (s *Store) VersionMark() uint64 {
 	var n uint64
-	s.db.View(func(tx *bolt.Tx) error {
-		if raw := tx.Bucket(bMeta).Get(kSeq); len(raw) == 8 {
-			n = binary.BigEndian.Uint64(raw)
-		}
-		return nil
-	})
+	s.readCatalog(func(ct catTx) error { n = ct.versionCount(); return nil })
 	return n
 }
 
@@ -94,41 +66,28 @@ func (s *Store) AttributePush(ctx context.Context, mark uint64, commits []string
 		if keyID == "" || len(set) == 0 {
 			return nil
 		}
-		return s.db.Update(func(tx *bolt.Tx) error {
-			ct := catTx{tx}
+		return s.updateCatalog(func(ct catTx) error {
 			for _, c := range commits { // a redaction may have rewritten the pushed commits since
 				if h, ok := parseHash(c); ok {
 					set[ct.rewrittenTo(h).String()] = true
 				}
 			}
-			vb := tx.Bucket(bVer)
-			type update struct {
-				k []byte
-				v verRec
-			}
-			var updates []update
-			cur := vb.Cursor()
-			for k, raw := cur.Seek(seqKey(mark + 1)); k != nil; k, raw = cur.Next() {
-				var v verRec
-				if err := json.Unmarshal(raw, &v); err != nil {
-					return fmt.Errorf("decode catalog version %x: %w", k, err)
-				}
-				if set[v.Commit] && v.ActorType == UserActor && v.APIKey == "" {
-					v.APIKey = keyID
-					updates = append(updates, update{append([]byte(nil), k...), v})
-				}
-			}
-			pk := tx.Bucket(bPushKey)
-			for _, u := range updates {
-				b, err := json.Marshal(u.v)
+			var updates []verRec
+			for v, err := range ct.versionsFrom(mark + 1) {
 				if err != nil {
 					return err
 				}
-				if err := vb.Put(u.k, b); err != nil {
+				if set[v.Commit] && v.ActorType == UserActor && v.APIKey == "" {
+					v.APIKey = keyID
+					updates = append(updates, v)
+				}
+			}
+			for _, v := range updates {
+				if err := ct.putVersion(v); err != nil {
 					return err
 				}
-				h, _ := parseHash(u.v.Commit)
-				if err := pk.Put(h[:], []byte(keyID)); err != nil {
+				h, _ := parseHash(v.Commit)
+				if err := ct.setPushKey(h, keyID); err != nil {
 					return err
 				}
 			}
@@ -137,13 +96,4 @@ func (s *Store) AttributePush(ctx context.Context, mark uint64, commits []string
 		})
 	})
 	return n, err
-}
-
-// pushKey returns the API key that pushed a commit, or "".
-func (c catTx) pushKey(h plumbing.Hash) string {
-	b := c.tx.Bucket(bPushKey)
-	if b == nil {
-		return ""
-	}
-	return string(b.Get(h[:]))
 }

@@ -2,7 +2,6 @@ package gitstore
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 )
 
@@ -10,29 +9,6 @@ import (
 type Usage struct {
 	Memories int
 	Bytes    int64
-}
-
-// kUsage (in the catalog's meta bucket) holds the Usage of the applied commit, kept by
-// record as versions are applied, so that quotas are checked without walking the store.
-var kUsage = []byte("usage")
-
-func (c catTx) usage() Usage {
-	raw := c.tx.Bucket(bMeta).Get(kUsage)
-	if len(raw) != 16 {
-		return Usage{}
-	}
-	return Usage{Memories: int(binary.BigEndian.Uint64(raw[:8])), Bytes: int64(binary.BigEndian.Uint64(raw[8:]))}
-}
-
-func (c catTx) addUsage(memories int, bytes int64) error {
-	if memories == 0 && bytes == 0 {
-		return nil
-	}
-	u := c.usage()
-	var raw [16]byte
-	binary.BigEndian.PutUint64(raw[:8], uint64(u.Memories+memories))
-	binary.BigEndian.PutUint64(raw[8:], uint64(u.Bytes+bytes))
-	return c.tx.Bucket(bMeta).Put(kUsage, raw[:])
 }
 
 // Usage returns how many memories the store holds and their bytes, as of main.

@@ -5,10 +5,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"regexp"
 	"slices"
@@ -18,7 +16,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
-	bolt "go.etcd.io/bbolt"
 
 	"github.com/gitmem/gitmem/gitstore/internal/odb"
 )
@@ -34,15 +31,7 @@ import (
 // stays in the trees (the marker sits where the content was), so that every commit changes
 // the same files as before and the catalog reads the same versions from it; the path is
 // scrubbed from the redacted version's commit message. The redaction itself is recorded
-// in that commit as a Gitmem-Redacted trailer.
-
-// TrailerRedacted is the trailer in which a rewritten commit records a redaction.
-const TrailerRedacted = trailerRedacted
-
-const (
-	trailerRedacted    = "Gitmem-Redacted"
-	trailerDerivedFrom = "Gitmem-Derived-From"
-)
+// in that commit as a Gitmem-Redacted trailer. Both trailers are in commitformat.go.
 
 // redactedContent is the blob that takes the place of redacted content in every rewritten
 // tree.
@@ -50,23 +39,6 @@ const redactedContent = "[redacted]\n"
 
 // redactedPath replaces the redacted version's path in its commit message.
 const redactedPath = "[redacted path]"
-
-// redaction is who redacted a version and when (catalog record and trailer).
-type redaction struct {
-	At        int64     `json:"t"` // unix ms
-	ActorType ActorType `json:"at"`
-	ActorID   string    `json:"ai"`
-}
-
-// Catalog buckets of redaction:
-//
-//	rewritten  old commit (20 bytes) -> the commit a redaction rewrote it into
-//	prune      object (20 bytes) -> nothing: objects of a rewritten history to delete if
-//	           still loose once the repository is repacked (a crash may interrupt that)
-var (
-	bRewritten = []byte("rewritten")
-	bPrune     = []byte("prune")
-)
 
 // RedactInput redacts version VersionID on behalf of Actor.
 type RedactInput struct {
@@ -148,7 +120,6 @@ type redactOutcome struct {
 // from v's until the memory's next version (stop).
 type redactTarget struct {
 	v     verRec
-	seq   []byte
 	blob  plumbing.Hash // zero for a deletion: only the message is scrubbed
 	stop  plumbing.Hash // the commit of the memory's next version, zero if none
 	next  string        // the id of that version
@@ -158,15 +129,14 @@ type redactTarget struct {
 
 // findTarget reads the version to redact and checks that it may be redacted.
 func (ct catTx) findTarget(id string) (redactTarget, error) {
-	seq := ct.tx.Bucket(bVerID).Get([]byte(id))
-	if seq == nil {
-		return redactTarget{}, notFoundf("memory version %s not found", id)
-	}
-	v, err := ct.versionBySeq(seq)
+	v, ok, err := ct.version(id)
 	if err != nil {
 		return redactTarget{}, err
 	}
-	t := redactTarget{v: v, seq: append([]byte(nil), seq...), segs: treePath(v.Path)}
+	if !ok {
+		return redactTarget{}, notFoundf("memory version %s not found", id)
+	}
+	t := redactTarget{v: v, segs: treePath(v.Path)}
 	if v.Redacted != nil {
 		return t, nil
 	}
@@ -205,8 +175,7 @@ func (s *Store) redact(ctx context.Context, in RedactInput) (redactOutcome, erro
 	}
 	var t redactTarget
 	var head plumbing.Hash
-	err := s.db.View(func(tx *bolt.Tx) error {
-		ct := catTx{tx}
+	err := s.readCatalog(func(ct catTx) error {
 		head = ct.applied()
 		var err error
 		t, err = ct.findTarget(in.VersionID)
@@ -291,18 +260,7 @@ func (s *Store) listForPrune(hs []plumbing.Hash) error {
 	}
 	// In key order: bbolt then fills pages one after another instead of splitting them.
 	hs = slices.SortedFunc(slices.Values(hs), func(a, b plumbing.Hash) int { return bytes.Compare(a[:], b[:]) })
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		b, err := tx.CreateBucketIfNotExists(bPrune)
-		if err != nil {
-			return err
-		}
-		for _, h := range hs {
-			if err := b.Put(append([]byte(nil), h[:]...), nil); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	err := s.updateCatalog(func(ct catTx) error { return ct.addToPrune(hs) })
 	if err != nil {
 		return fmt.Errorf("record objects to prune: %w", err)
 	}
@@ -460,9 +418,7 @@ func (rw *rewriter) scrubMessage(msg string) string {
 	if p := rw.t.v.Path; p != "" {
 		msg = scrubPath(msg, p)
 	}
-	r := rw.red
-	value := fmt.Sprintf("%s %s %s %s", rw.t.v.ID, r.ActorType, r.ActorID, msTime(r.At).Format(time.RFC3339Nano))
-	return addTrailers(msg, trailers{{trailerRedacted, value}})
+	return addTrailers(msg, trailers{{trailerRedacted, redactedValue(rw.t.v.ID, rw.red)}})
 }
 
 // scrubPath replaces the memory path p in a commit message, with or without its leading
@@ -528,47 +484,10 @@ func (rw *rewriter) replaceIn(tree plumbing.Hash, segs []string) (plumbing.Hash,
 	return tree, false, nil
 }
 
-// addTrailers appends trailers to a message: to its trailer block if it ends with one,
-// else as a new paragraph.
-func addTrailers(msg string, t trailers) string {
-	msg = strings.TrimRight(msg, "\n")
-	sep := "\n\n"
-	if parseTrailers(msg) != nil {
-		sep = "\n"
-	}
-	var b strings.Builder
-	b.WriteString(msg)
-	b.WriteString(sep)
-	for _, kv := range t {
-		fmt.Fprintf(&b, "%s: %s\n", kv.Key, kv.Value)
-	}
-	return b.String()
-}
-
-// redactionOf reads the redaction of version id from a commit's trailers, if it has one.
-func redactionOf(msg, id string) *redaction {
-	for _, kv := range parseTrailers(msg) {
-		if !strings.EqualFold(kv.Key, trailerRedacted) {
-			continue
-		}
-		f := strings.Fields(kv.Value)
-		if len(f) != 4 || f[0] != id {
-			continue
-		}
-		at, err := time.Parse(time.RFC3339Nano, f[3])
-		if err != nil {
-			continue
-		}
-		return &redaction{At: at.UnixMilli(), ActorType: ActorType(f[1]), ActorID: f[2]}
-	}
-	return nil
-}
-
 // applyRedaction updates the catalog in place for a rewrite: the redacted version, the
 // commits of later versions, the keys that pushed rewritten commits, and the commit the
 // catalog reflects. It leaves the catalog as a rebuild from the new history would.
 func (ct catTx) applyRedaction(t redactTarget, newOf map[plumbing.Hash]plumbing.Hash, r redaction, newHead plumbing.Hash) (verRec, error) {
-	vb := ct.tx.Bucket(bVer)
 	var markSHA string
 	var markBlob string
 	if !t.blob.IsZero() {
@@ -576,14 +495,8 @@ func (ct catTx) applyRedaction(t redactTarget, newOf map[plumbing.Hash]plumbing.
 		markSHA, markBlob = hex.EncodeToString(sum[:]), blobObject([]byte(redactedContent)).Hash().String()
 	}
 	var redacted verRec
-	type update struct {
-		k []byte
-		v verRec
-	}
-	var updates []update
-	cur := vb.Cursor()
-	for k, raw := cur.Seek(t.seq); k != nil; k, raw = cur.Next() {
-		v, err := decodeVersion(k, raw)
+	var updates []verRec
+	for v, err := range ct.versionsFrom(t.v.seq) {
 		if err != nil {
 			return v, err
 		}
@@ -600,10 +513,10 @@ func (ct catTx) applyRedaction(t redactTarget, newOf map[plumbing.Hash]plumbing.
 		} else if !moved {
 			continue
 		}
-		updates = append(updates, update{append([]byte(nil), k...), v})
+		updates = append(updates, v)
 	}
-	for _, u := range updates {
-		if err := ct.putVersion(u.k, u.v); err != nil {
+	for _, v := range updates {
+		if err := ct.putVersion(v); err != nil {
 			return redacted, err
 		}
 	}
@@ -617,32 +530,10 @@ func (ct catTx) applyRedaction(t redactTarget, newOf map[plumbing.Hash]plumbing.
 			return redacted, err
 		}
 	}
-	pk := ct.tx.Bucket(bPushKey)
-	rb, err := ct.tx.CreateBucketIfNotExists(bRewritten)
-	if err != nil {
+	if err := ct.recordRewrites(newOf); err != nil {
 		return redacted, err
 	}
-	olds := slices.SortedFunc(maps.Keys(newOf), func(a, b plumbing.Hash) int { return bytes.Compare(a[:], b[:]) })
-	for _, o := range olds { // in key order, for bbolt
-		n := newOf[o]
-		if key := pk.Get(o[:]); key != nil {
-			if err := pk.Put(append([]byte(nil), n[:]...), append([]byte(nil), key...)); err != nil {
-				return redacted, err
-			}
-		}
-		if err := rb.Put(append([]byte(nil), o[:]...), append([]byte(nil), n[:]...)); err != nil {
-			return redacted, err
-		}
-	}
 	return redacted, ct.setApplied(newHead)
-}
-
-func (ct catTx) putVersion(k []byte, v verRec) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	return ct.tx.Bucket(bVer).Put(k, b)
 }
 
 // RewrittenTo returns the commit of main's history that a redaction here put in the place of
@@ -683,46 +574,6 @@ func (s *Store) moveOtherRefs(ctx context.Context) error {
 	return nil
 }
 
-// RecordedRedaction is a redaction as a rewritten commit records it (a Gitmem-Redacted
-// trailer).
-type RecordedRedaction struct {
-	VersionID string
-	Actor     Actor
-	At        time.Time
-}
-
-// RedactionsIn returns the redactions that a commit message records.
-func RedactionsIn(message string) []RecordedRedaction {
-	var out []RecordedRedaction
-	for _, kv := range parseTrailers(message) {
-		if !strings.EqualFold(kv.Key, trailerRedacted) {
-			continue
-		}
-		f := strings.Fields(kv.Value)
-		if len(f) != 4 {
-			continue
-		}
-		if r := redactionOf(message, f[0]); r != nil {
-			out = append(out, RecordedRedaction{VersionID: f[0], Actor: Actor{Type: r.ActorType, ID: r.ActorID}, At: msTime(r.At)})
-		}
-	}
-	return out
-}
-
-// rewrittenTo follows the rewrites of commit h: the commit of main's history that took its
-// place, or h itself.
-func (ct catTx) rewrittenTo(h plumbing.Hash) plumbing.Hash {
-	b := ct.tx.Bucket(bRewritten)
-	for i := 0; b != nil && i < 1000; i++ {
-		n := b.Get(h[:])
-		if len(n) != 20 {
-			break
-		}
-		copy(h[:], n)
-	}
-	return h
-}
-
 // finishRedaction deals with the old history once main has moved to the redacted one: it
 // moves the other refs onto the new history and prunes the objects listed for pruning. It
 // runs in the writer. Both steps are idempotent; what they leave undone (a crash, an error)
@@ -742,13 +593,7 @@ func (s *Store) finishRedaction(ctx context.Context) error {
 // are still listed. It runs in the writer, before any request.
 func (s *Store) finishPendingPrune(ctx context.Context) error {
 	pending := false
-	if err := s.db.View(func(tx *bolt.Tx) error {
-		if b := tx.Bucket(bPrune); b != nil {
-			k, _ := b.Cursor().First()
-			pending = k != nil
-		}
-		return nil
-	}); err != nil || !pending {
+	if err := s.readCatalog(func(ct catTx) error { pending = ct.pruneListed(); return nil }); err != nil || !pending {
 		return err
 	}
 	if err := needGit("the pruning of an unfinished redaction"); err != nil {
@@ -764,18 +609,7 @@ func (s *Store) finishPendingPrune(ctx context.Context) error {
 // push is adding meanwhile are in packs or loose files that this leaves alone.
 func (s *Store) pruneRedacted(ctx context.Context) error {
 	var todo []plumbing.Hash
-	if err := s.db.View(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bPrune)
-		if b == nil {
-			return nil
-		}
-		return b.ForEach(func(k, _ []byte) error {
-			var h plumbing.Hash
-			copy(h[:], k)
-			todo = append(todo, h)
-			return nil
-		})
-	}); err != nil {
+	if err := s.readCatalog(func(ct catTx) (err error) { todo, err = ct.toPrune(); return err }); err != nil {
 		return err
 	}
 	if len(todo) == 0 {
@@ -810,10 +644,5 @@ func (s *Store) pruneRedacted(ctx context.Context) error {
 	if err := r.CountPacks(); err != nil {
 		return err
 	}
-	return s.db.Update(func(tx *bolt.Tx) error {
-		if tx.Bucket(bPrune) == nil {
-			return nil
-		}
-		return tx.DeleteBucket(bPrune)
-	})
+	return s.updateCatalog(func(ct catTx) error { return ct.clearPrune() })
 }

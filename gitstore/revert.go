@@ -1,7 +1,6 @@
 package gitstore
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"sort"
@@ -14,10 +13,6 @@ import (
 // Revert undoes what one session, or one API key, changed in a time range, as new commits
 // on top of history (nothing is reset). A memory that someone else changed after the
 // reverted actor first touched it in the range is left alone and reported, never clobbered.
-
-// trailerReverts names what a revert commit reverts: "session sesn_…" or "api_key apikey_…",
-// with the range if it has bounds.
-const trailerReverts = "Gitmem-Reverts"
 
 // RevertInput selects the versions to revert: those made by session SessionID, or by the
 // API key APIKeyID (directly or through a session that used it) — exactly one of the two —
@@ -162,17 +157,6 @@ func (in RevertInput) label() string {
 	return "api_key " + in.APIKeyID
 }
 
-func (in RevertInput) trailer() string {
-	v := in.label()
-	if !in.Since.IsZero() {
-		v += " since " + fmtTime(in.Since)
-	}
-	if !in.Until.IsZero() {
-		v += " until " + fmtTime(in.Until)
-	}
-	return v
-}
-
 // own reports whether version v was made by the reverted session or key.
 func (in RevertInput) own(v verRec) bool {
 	a := v.actor()
@@ -187,21 +171,9 @@ func (b *batch) revert(in RevertInput) (RevertResult, error) {
 	filter := VersionFilter{SessionID: in.SessionID, APIKeyID: in.APIKeyID, CreatedAtGTE: in.Since, CreatedAtLTE: in.Until}
 	// The memories the selected versions touched, in the order of their first selected
 	// version, with that version's number.
-	var order []string
-	first := map[string][]byte{}
-	c := b.ct.tx.Bucket(bVer).Cursor()
-	for k, _ := c.First(); k != nil; k, _ = c.Next() {
-		v, err := b.ct.versionBySeq(k)
-		if err != nil {
-			return res, b.fail(err)
-		}
-		if !filter.matches(v) {
-			continue
-		}
-		if _, ok := first[v.Memory]; !ok {
-			first[v.Memory] = append([]byte(nil), k...)
-			order = append(order, v.Memory)
-		}
+	order, first, err := b.ct.firstMatchingVersions(filter)
+	if err != nil {
+		return res, b.fail(err)
 	}
 
 	var deletes, contents, moves []revertStep
@@ -371,11 +343,9 @@ func (b *batch) pathTaken(st revertStep, cid, cpath string) SkippedMemory {
 	sk := SkippedMemory{MemoryID: st.id, Path: path, Reason: SkipPathTaken, ConflictingMemoryID: cid,
 		Message: pathConflict(st.to.path, cid, cpath).Error()}
 	if rec, ok, err := b.ct.memory(cid); err == nil && ok && !rec.Deleted && rec.Path == cpath {
-		if seq := b.ct.tx.Bucket(bVerID).Get([]byte(rec.Version)); seq != nil {
-			if v, err := b.ct.versionBySeq(seq); err == nil {
-				ver := versionFrom(b.s.id, v)
-				sk.Blocking = &ver
-			}
+		if v, ok, err := b.ct.version(rec.Version); err == nil && ok {
+			ver := versionFrom(b.s.id, v)
+			sk.Blocking = &ver
 		}
 	}
 	return sk
@@ -486,10 +456,9 @@ func (p *pathSim) conflict(path string) (string, string, error) {
 		}
 	}
 	prefix := path + "/"
-	c := p.ct.tx.Bucket(bPath).Cursor()
-	for k, v := c.Seek([]byte(prefix)); k != nil && bytes.HasPrefix(k, []byte(prefix)); k, v = c.Next() {
-		if !p.gone[string(k)] {
-			return string(v), string(k), nil
+	for k, v := range p.ct.pathsBelow(prefix) {
+		if !p.gone[k] {
+			return v, k, nil
 		}
 	}
 	for q, id := range p.added {

@@ -97,7 +97,7 @@ func (s *Store) RepoPath() string { return s.repo.Path() }
 // Head returns the commit that reads currently reflect.
 func (s *Store) Head() string {
 	var h plumbing.Hash
-	s.db.View(func(tx *bolt.Tx) error { h = catTx{tx}.applied(); return nil })
+	s.readCatalog(func(ct catTx) error { h = ct.applied(); return nil })
 	return h.String()
 }
 
@@ -113,7 +113,7 @@ func (s *Store) catchUp(progress Progress) error {
 		return err
 	}
 	var applied plumbing.Hash
-	if err := s.db.View(func(tx *bolt.Tx) error { applied = catTx{tx}.applied(); return nil }); err != nil {
+	if err := s.readCatalog(func(ct catTx) error { applied = ct.applied(); return nil }); err != nil {
 		return err
 	}
 	if head == applied {
@@ -132,14 +132,13 @@ func (s *Store) catchUp(progress Progress) error {
 	}
 	const perTx = 1000
 	for done := 0; done < len(chain) || reset; {
-		err := s.db.Update(func(tx *bolt.Tx) error {
+		err := s.updateCatalog(func(ct catTx) error {
 			if reset {
 				reset = false
-				if err := resetCatalog(tx); err != nil {
+				if err := ct.reset(); err != nil {
 					return err
 				}
 			}
-			ct := catTx{tx}
 			for n := 0; n < perTx && done < len(chain); n++ {
 				if err := ct.applyAny(s.repo, chain[done]); err != nil {
 					return err
@@ -161,7 +160,7 @@ func (s *Store) catchUp(progress Progress) error {
 
 // rebuild empties the catalog and reads the whole history again.
 func (s *Store) rebuild(progress Progress) error {
-	if err := s.db.Update(func(tx *bolt.Tx) error { return resetCatalog(tx) }); err != nil {
+	if err := s.updateCatalog(catTx.reset); err != nil {
 		return fmt.Errorf("reset catalog of %s: %w", s.id, err)
 	}
 	return s.catchUp(progress)

@@ -394,7 +394,7 @@ func (g *gitCmd) push(ctx context.Context, r Remote, main string) error {
 		if strings.Contains(msg, "non-fast-forward") || strings.Contains(msg, "fetch first") || strings.Contains(msg, "[rejected]") {
 			return ErrRejected
 		}
-		if strings.Contains(msg, "Gitmem-") {
+		if strings.Contains(msg, gitstore.TrailerPrefix) {
 			msg += "\n(the remote is a gitmem server, which refuses pushes of commits with Gitmem-* trailers: sync through a plain git repository instead)"
 		}
 		return fmt.Errorf("push to %s (%s): %s", r.Name, r.URL, msg)

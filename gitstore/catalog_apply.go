@@ -1,0 +1,233 @@
+package gitstore
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// How a commit becomes catalog records: the versions it makes, the memories they move and
+// the store metadata it changes. A merge that gitmem made is read by applyMerge (merge.go),
+// and catchUp (catchup.go) decides which of the two reads a commit.
+
+// applyCommit reads one commit into the catalog: the versions it makes and the store
+// metadata it changes. It is the one way into the catalog, for the writer's own commits and
+// for commits made elsewhere (git push, plain git, sync) alike.
+func (c catTx) applyCommit(or objectReader, commit *object.Commit, parentTree plumbing.Hash) error {
+	changes, err := diffTrees(or, parentTree, commit.TreeHash, "", nil)
+	if err != nil {
+		return fmt.Errorf("diff commit %s: %w", commit.Hash, err)
+	}
+	for _, ch := range changes {
+		if ch.Path == "/"+storeFile {
+			if err := c.applyStoreFile(or, ch.To); err != nil {
+				return err
+			}
+		}
+	}
+	if mem := onlyMemories(changes); len(mem) > 0 {
+		t := parseTrailers(commit.Message)
+		if _, _, ok := t.version(); ok {
+			err = c.applyGitmemCommit(or, commit, t, mem)
+		} else {
+			err = c.applyPlainCommit(or, commit, mem)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return c.setApplied(commit.Hash)
+}
+
+// onlyMemories keeps the changes of a commit that are changes of memories: none under
+// .gitmem/, and a symlink or a submodule is no memory (a file that becomes one is deleted).
+func onlyMemories(changes []fileChange) []fileChange {
+	var mem []fileChange
+	for _, ch := range changes {
+		if ch.Path == "/"+storeFile || strings.HasPrefix(ch.Path, "/"+reservedDir+"/") {
+			continue
+		}
+		if !ch.To.IsZero() && !ch.ToMode.IsFile() || ch.ToMode == filemode.Symlink {
+			ch.To = plumbing.ZeroHash
+		}
+		if ch.From.IsZero() && ch.To.IsZero() {
+			continue
+		}
+		mem = append(mem, ch)
+	}
+	return mem
+}
+
+func (c catTx) applyStoreFile(or objectReader, h plumbing.Hash) error {
+	if h.IsZero() {
+		return nil // a store without store.json keeps the metadata it had
+	}
+	o, err := or.object(h)
+	if err != nil {
+		return err
+	}
+	raw, err := readEncoded(o)
+	if err != nil {
+		return err
+	}
+	var info StoreInfo
+	if err := json.Unmarshal(raw, &info); err != nil {
+		return fmt.Errorf("decode %s: %w", storeFile, err)
+	}
+	return c.putStoreFile(raw)
+}
+
+// applyGitmemCommit reads a commit that gitmem made: one version of one memory, named by
+// its trailers.
+func (c catTx) applyGitmemCommit(or objectReader, commit *object.Commit, t trailers, changes []fileChange) error {
+	memID, verID, _ := t.version()
+	op := Operation(t.get(trailerOperation))
+	actor, ok := actorFromTrailers(t, commit.Author.Name, commit.Author.Email)
+	if !ok {
+		actor = userActor(commit.Author.Name, commit.Author.Email)
+	}
+	at, ok := idTime(verID)
+	if !ok {
+		at = commit.Author.When
+	}
+	var path string
+	var blob plumbing.Hash
+	for _, ch := range changes {
+		if !ch.To.IsZero() {
+			path, blob = ch.Path, ch.To
+		} else if path == "" {
+			path = ch.Path
+		}
+	}
+	if blob.IsZero() {
+		op = OpDeleted
+	}
+	return c.record(or, commit, verRec{ID: verID, Memory: memID, Op: op, Path: path, At: at.UnixMilli(),
+		ActorType: actor.Type, ActorID: actor.ID, Name: actor.Name, Email: actor.Email, APIKey: actor.APIKeyID}, blob)
+}
+
+// applyPlainCommit reads a commit made with plain git: each changed file is a version, with
+// ids derived from the commit and the path. A file removed and a file added with the same
+// content in one commit are a rename of one memory.
+func (c catTx) applyPlainCommit(or objectReader, commit *object.Commit, changes []fileChange) error {
+	actor := userActor(commit.Author.Name, commit.Author.Email)
+	renamedFrom := plainRenames(changes)
+	paired := map[int]bool{}
+	for _, r := range renamedFrom {
+		paired[r] = true
+	}
+	base := verRec{At: commit.Author.When.UnixMilli(), ActorType: actor.Type, ActorID: actor.ID, Name: actor.Name,
+		Email: actor.Email, APIKey: c.pushKey(commit.Hash)}
+	for i, ch := range changes {
+		if paired[i] {
+			continue
+		}
+		v := base
+		v.ID = plainVersionID(commit, ch.Path)
+		v.Path = ch.Path
+		src := ch.Path
+		if r, ok := renamedFrom[i]; ok {
+			src = changes[r].Path
+		}
+		id, ok, err := c.memoryBefore(or, commit, src)
+		if err != nil {
+			return err
+		}
+		switch {
+		case ch.To.IsZero():
+			if !ok {
+				continue // a file the catalog never knew (not a memory)
+			}
+			v.Memory, v.Op = id, OpDeleted
+		case ok:
+			v.Memory, v.Op = id, OpModified
+		default:
+			v.Memory = plainMemoryID(commit, ch.Path)
+			v.Op = OpCreated
+		}
+		if err := c.record(or, commit, v, ch.To); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// memoryBefore returns the memory that lives at path in the parent of commit, made with plain
+// git. The catalog knows it when the parent is the commit it applied last; a commit on the
+// second side of a merge comes after the first side, and there it is read from history, so
+// that every replica and every rebuild gives a change the same memory, whichever side it
+// applied first.
+func (c catTx) memoryBefore(or objectReader, commit *object.Commit, path string) (string, bool, error) {
+	applied := c.applied()
+	if len(commit.ParentHashes) == 0 && applied.IsZero() || len(commit.ParentHashes) > 0 && commit.ParentHashes[0] == applied {
+		id, _, ok, err := c.live(path)
+		return id, ok, err
+	}
+	if len(commit.ParentHashes) == 0 {
+		return "", false, nil
+	}
+	id, _, err := memoryAt(or, commit.ParentHashes[0], path)
+	return id, id != "", err
+}
+
+// record adds a version and moves its memory to the state it leaves.
+func (c catTx) record(or objectReader, commit *object.Commit, v verRec, blob plumbing.Hash) error {
+	v.Commit = commit.Hash.String()
+	if !blob.IsZero() {
+		o, err := or.object(blob)
+		if err != nil {
+			return err
+		}
+		content, err := readEncoded(o)
+		if err != nil {
+			return err
+		}
+		sum := sha256.Sum256(content)
+		v.Blob, v.SHA, v.Size = blob.String(), hex.EncodeToString(sum[:]), len(content)
+	}
+	rec, existed, err := c.memory(v.Memory)
+	if err != nil {
+		return err
+	}
+	wasLive, oldSize := existed && !rec.Deleted, rec.Size
+	if existed && !rec.Deleted && rec.Path != v.Path {
+		if err := c.freePath(rec.Path, v.Memory); err != nil {
+			return err
+		}
+	}
+	if !existed {
+		rec = memRec{Created: v.At}
+	}
+	if v.Op == OpDeleted {
+		if err := c.freePath(v.Path, v.Memory); err != nil {
+			return err
+		}
+		rec.Deleted = true
+		if rec.Path == "" {
+			rec.Path = v.Path
+		}
+	} else {
+		if err := c.setPath(v.Path, v.Memory); err != nil {
+			return err
+		}
+		rec.Path, rec.Blob, rec.SHA, rec.Size, rec.Deleted = v.Path, v.Blob, v.SHA, v.Size, false
+	}
+	rec.Version = v.ID
+	if v.At > rec.Updated { // a git commit time has whole seconds: never move backwards
+		rec.Updated = v.At
+	}
+	if err := c.putMemory(v.Memory, rec); err != nil {
+		return err
+	}
+	if err := c.addUsage(liveDelta(wasLive, !rec.Deleted, oldSize, rec.Size)); err != nil {
+		return err
+	}
+	v.Redacted = redactionOf(commit.Message, v.ID)
+	return c.addVersion(v)
+}

@@ -1,0 +1,205 @@
+package gitstore
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// The catalog's schema: every bbolt bucket, the records they hold and how the records are
+// encoded. The catalog is one bbolt file per store (catalog/<id>.db). Only the catalog's
+// files (catalog*.go) open its buckets; the rest of gitstore uses their accessors.
+//
+// Derived buckets hold what the history of main says, and resetCatalog empties them for a
+// rebuild from the first commit (catalog.go: meta and its keys; catalog_memories.go: mem,
+// path; catalog_versions.go: ver, verid, memver):
+//
+//	meta     applied -> the commit the catalog reflects (20 bytes);
+//	         seq -> the last version number (8 bytes, big endian);
+//	         store -> the store.json as of applied;
+//	         usage -> live memories and their bytes (8 + 8 bytes, big endian; quota.go);
+//	         format -> catalogFormat (a catalog of another format is rebuilt at open)
+//	mem      memory id -> memRec (JSON; deleted memories stay, marked)
+//	path     live memory path -> memory id (path order: listings are range scans)
+//	ver      version number (8 bytes, big endian, in the order commits were applied) -> verRec (JSON)
+//	verid    version id -> version number
+//	memver   memory id + version number -> nothing (the versions of a memory, also deleted)
+//
+// Kept buckets hold what history does not say; a rebuild keeps them (catalog_kept.go):
+//
+//	pushkey    commit (20 bytes) -> the API key that pushed it over HTTP (push.go)
+//	read       memory id -> when it was last read (unix ms, 8 bytes, big endian; expire.go)
+//	rewritten  old commit (20 bytes) -> the commit a redaction rewrote it into (redact.go);
+//	           made at the first redaction
+//	prune      object (20 bytes) -> nothing: objects of a rewritten history to delete if still
+//	           loose once the repository is repacked (redact.go); made by a redaction,
+//	           removed once the objects are pruned
+var (
+	bMeta   = []byte("meta")
+	bMem    = []byte("mem")
+	bPath   = []byte("path")
+	bVer    = []byte("ver")
+	bVerID  = []byte("verid")
+	bMemVer = []byte("memver")
+
+	bPushKey   = []byte("pushkey")
+	bRead      = []byte("read")
+	bRewritten = []byte("rewritten")
+	bPrune     = []byte("prune")
+
+	// The keys of meta.
+	kApplied = []byte("applied")
+	kSeq     = []byte("seq")
+	kStore   = []byte("store")
+	kUsage   = []byte("usage")
+	kFormat  = []byte("format")
+)
+
+// derivedBuckets are emptied by a rebuild; keptBuckets are not. ensureBuckets makes both
+// but rewritten and prune, which redaction makes when it needs them.
+var (
+	derivedBuckets = [][]byte{bMeta, bMem, bPath, bVer, bVerID, bMemVer}
+	keptBuckets    = [][]byte{bPushKey, bRead}
+)
+
+// catalogFormat changes when the records change shape; a catalog of another format is
+// rebuilt at open.
+const catalogFormat = "2" // 2: meta holds the usage counters (quota.go)
+
+// memRec is a memory's state (bucket mem).
+type memRec struct {
+	Path    string `json:"p"`
+	Blob    string `json:"b,omitempty"`
+	SHA     string `json:"s,omitempty"`
+	Size    int    `json:"z"`
+	Version string `json:"v"`
+	Created int64  `json:"c"` // unix ms
+	Updated int64  `json:"u"`
+	Deleted bool   `json:"d,omitempty"`
+}
+
+// verRec is a version (bucket ver).
+type verRec struct {
+	ID        string    `json:"i"`
+	Memory    string    `json:"m"`
+	Op        Operation `json:"o"`
+	Path      string    `json:"p"`
+	Blob      string    `json:"b,omitempty"`
+	SHA       string    `json:"s,omitempty"`
+	Size      int       `json:"z,omitempty"`
+	At        int64     `json:"t"` // unix ms
+	ActorType ActorType `json:"at"`
+	ActorID   string    `json:"ai"`
+	Name      string    `json:"an,omitempty"`
+	Email     string    `json:"ae,omitempty"`
+	APIKey    string    `json:"ak,omitempty"`
+	Commit    string    `json:"c"`
+	// Redacted is set on a redacted version (redact.go). Path, Blob, SHA and Size stay for
+	// the catalog's own use (the memory's path, the marker blob in the trees); callers see
+	// none of them.
+	Redacted *redaction `json:"r,omitempty"`
+
+	// seq is the version's number, its key in ver: set when it is read from the catalog,
+	// never stored in the record.
+	seq uint64
+}
+
+// redaction is who redacted a version and when (in verRec, and in a Gitmem-Redacted
+// trailer: commitformat.go).
+type redaction struct {
+	At        int64     `json:"t"` // unix ms
+	ActorType ActorType `json:"at"`
+	ActorID   string    `json:"ai"`
+}
+
+func (v verRec) actor() Actor {
+	return Actor{Type: v.ActorType, ID: v.ActorID, Name: v.Name, Email: v.Email, APIKeyID: v.APIKey}
+}
+
+func encodeMemory(r memRec) ([]byte, error) { return json.Marshal(r) }
+
+func decodeMemory(id string, raw []byte) (memRec, error) {
+	var r memRec
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return r, fmt.Errorf("decode catalog memory %s: %w", id, err)
+	}
+	return r, nil
+}
+
+func encodeVersion(v verRec) ([]byte, error) { return json.Marshal(v) }
+
+// decodeVersion decodes the version stored under key k of ver.
+func decodeVersion(k, raw []byte) (verRec, error) {
+	var v verRec
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return v, fmt.Errorf("decode catalog version %x: %w", k, err)
+	}
+	v.seq = seqOf(k)
+	return v, nil
+}
+
+// seqKey is the key of version number n in ver (and its suffix in memver).
+func seqKey(n uint64) []byte {
+	var k [8]byte
+	binary.BigEndian.PutUint64(k[:], n)
+	return k[:]
+}
+
+func seqOf(k []byte) uint64 {
+	var n uint64
+	for _, b := range k {
+		n = n<<8 | uint64(b)
+	}
+	return n
+}
+
+func decodeStoreInfo(raw []byte) (StoreInfo, error) {
+	var info StoreInfo
+	if err := json.Unmarshal(raw, &info); err != nil {
+		return info, fmt.Errorf("decode store metadata: %w", err)
+	}
+	return info, nil
+}
+
+func encodeUsage(u Usage) []byte {
+	var raw [16]byte
+	binary.BigEndian.PutUint64(raw[:8], uint64(u.Memories))
+	binary.BigEndian.PutUint64(raw[8:], uint64(u.Bytes))
+	return raw[:]
+}
+
+func decodeUsage(raw []byte) Usage {
+	if len(raw) != 16 {
+		return Usage{}
+	}
+	return Usage{Memories: int(binary.BigEndian.Uint64(raw[:8])), Bytes: int64(binary.BigEndian.Uint64(raw[8:]))}
+}
+
+// encodeMillis and decodeMillis are a time in unix ms (bucket read).
+func encodeMillis(ms int64) []byte {
+	var v [8]byte
+	binary.BigEndian.PutUint64(v[:], uint64(ms))
+	return v[:]
+}
+
+func decodeMillis(raw []byte) (int64, bool) {
+	if len(raw) != 8 {
+		return 0, false
+	}
+	return int64(binary.BigEndian.Uint64(raw)), true
+}
+
+// hashKey is a commit or object as a key or value (meta's applied, pushkey, rewritten,
+// prune): its 20 bytes, copied so that bbolt may keep them.
+func hashKey(h plumbing.Hash) []byte { return append([]byte(nil), h[:]...) }
+
+func decodeHash(raw []byte) (plumbing.Hash, bool) {
+	var h plumbing.Hash
+	if len(raw) != len(h) {
+		return h, false
+	}
+	copy(h[:], raw)
+	return h, true
+}
