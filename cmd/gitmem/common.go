@@ -165,11 +165,12 @@ func allStores(ctx context.Context, d *gitstore.DataDir, includeArchived bool) (
 	})
 }
 
-func allMemories(ctx context.Context, s *gitstore.Store, opts gitstore.ListOptions) ([]gitstore.ListItem, error) {
+// allMemories lists every memory that opts selects in the store or a snapshot, page after page.
+func allMemories(ctx context.Context, rd gitstore.MemoryReader, opts gitstore.ListOptions) ([]gitstore.ListItem, error) {
 	opts.Limit = 1000
 	return allPages(func(cursor string) ([]gitstore.ListItem, string, error) {
 		opts.Cursor = cursor
-		page, err := s.List(ctx, opts)
+		page, err := rd.List(ctx, opts)
 		return page.Items, page.NextCursor, err
 	})
 }
