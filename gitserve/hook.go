@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/gitmem/gitmem/gitstore"
 	"github.com/gitmem/gitmem/internal/gitexec"
 )
 
@@ -70,7 +71,7 @@ func runHook(name string, stdin io.Reader, stderr io.Writer) int {
 	storeID := os.Getenv(storeEnv)
 	if storeID == "" {
 		wd, _ := os.Getwd()
-		storeID = strings.TrimSuffix(filepath.Base(wd), ".git")
+		storeID, _ = gitstore.Layout{}.RepoStore(filepath.Base(wd))
 	}
 	var updates []update
 	sc := bufio.NewScanner(stdin)
