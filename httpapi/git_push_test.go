@@ -76,20 +76,8 @@ func TestGitPushRecordsKeyOfEveryCommit(t *testing.T) {
 // whole: main stays, and the pusher is told. (Before, main moved, the push was answered as
 // a success and which key pushed it was lost.)
 func TestGitPushRefusedWhenKeyNotRecorded(t *testing.T) {
-	hook := fastHook
-	if hook == "" {
-		var err error
-		if hook, err = os.Executable(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	syncDir := t.TempDir()
-	// The hook waits for the test before it checks the push.
-	wrapper := filepath.Join(syncDir, "slow-hook")
-	put(t, wrapper, fmt.Sprintf("#!/bin/sh\ntouch '%s/started'\nwhile [ ! -e '%s/go' ]; do sleep 0.01; done\nexec '%s' \"$@\"\n",
-		syncDir, syncDir, hook))
-	os.Chmod(wrapper, 0o755)
-	g := startGitServerWith(t, GitOptions{HookProgram: wrapper})
+	hook := newPausedHook(t, false)
+	g := startGitServerWith(t, GitOptions{HookProgram: hook.program})
 	_, secret, err := g.keys.Create("laptop", apikeys.ReadWrite, "")
 	if err != nil {
 		t.Fatal(err)
@@ -108,11 +96,57 @@ func TestGitPushRefusedWhenKeyNotRecorded(t *testing.T) {
 	gitOK(t, wt, "add", "-A")
 	gitOK(t, wt, "commit", "-qm", "a")
 
-	type result struct {
-		out string
-		err error
+	pushed := hook.push(t, wt)
+	if err := g.data.Close(); err != nil {
+		t.Fatal(err)
 	}
-	pushed := make(chan result, 1)
+	r := hook.resume(t, pushed)
+	if r.err == nil {
+		t.Fatalf("push accepted although its key could not be recorded:\n%s", r.out)
+	}
+	mustHave(t, "refused push", r.out, "[remote rejected] main -> main", "gitmem could not record", "nothing was changed")
+	if testing.Verbose() {
+		t.Log(r.out)
+	}
+	if head := strings.TrimSpace(gitOK(t, repo, "rev-parse", "refs/heads/main")); head != before {
+		t.Errorf("main moved to %s by a push whose key was not recorded", head)
+	}
+}
+
+// pausedHook is a push hook that waits for the test: it touches dir/paused and waits for
+// dir/go, before or after the real hook's checks.
+type pausedHook struct{ program, dir string }
+
+func newPausedHook(t *testing.T, afterChecks bool) pausedHook {
+	t.Helper()
+	hook := fastHook
+	if hook == "" {
+		var err error
+		if hook, err = os.Executable(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := pausedHook{dir: t.TempDir()}
+	h.program = filepath.Join(h.dir, "paused-hook")
+	wait := fmt.Sprintf("touch '%s/paused'\nwhile [ ! -e '%s/go' ]; do sleep 0.01; done\n", h.dir, h.dir)
+	script := "#!/bin/sh\n" + wait + "exec '" + hook + "' \"$@\"\n"
+	if afterChecks {
+		script = "#!/bin/sh\n'" + hook + "' \"$@\"\nrc=$?\n" + wait + "exit $rc\n"
+	}
+	put(t, h.program, script)
+	os.Chmod(h.program, 0o755)
+	return h
+}
+
+type pushResult struct {
+	out string
+	err error
+}
+
+// push starts git push origin main in wt and returns once the hook has paused.
+func (h pausedHook) push(t *testing.T, wt string) <-chan pushResult {
+	t.Helper()
+	pushed := make(chan pushResult, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -124,11 +158,11 @@ func TestGitPushRefusedWhenKeyNotRecorded(t *testing.T) {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("the push did not end within a minute: %w", err)
 		}
-		pushed <- result{out.String(), err}
+		pushed <- pushResult{out.String(), err}
 	}()
 	for {
-		if _, err := os.Stat(filepath.Join(syncDir, "started")); err == nil {
-			break
+		if _, err := os.Stat(filepath.Join(h.dir, "paused")); err == nil {
+			return pushed
 		}
 		select {
 		case r := <-pushed:
@@ -137,19 +171,11 @@ func TestGitPushRefusedWhenKeyNotRecorded(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if err := g.data.Close(); err != nil {
-		t.Fatal(err)
-	}
-	put(t, filepath.Join(syncDir, "go"), "")
-	r := <-pushed
-	if r.err == nil {
-		t.Fatalf("push accepted although its key could not be recorded:\n%s", r.out)
-	}
-	mustHave(t, "refused push", r.out, "[remote rejected] main -> main", "gitmem could not record", "nothing was changed")
-	if testing.Verbose() {
-		t.Log(r.out)
-	}
-	if head := strings.TrimSpace(gitOK(t, repo, "rev-parse", "refs/heads/main")); head != before {
-		t.Errorf("main moved to %s by a push whose key was not recorded", head)
-	}
+}
+
+// resume lets the hook go on and waits for the push.
+func (h pausedHook) resume(t *testing.T, pushed <-chan pushResult) pushResult {
+	t.Helper()
+	put(t, filepath.Join(h.dir, "go"), "")
+	return <-pushed
 }
