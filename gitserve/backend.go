@@ -3,7 +3,7 @@
 // pre-receive hook that is this same program (see RunHookIfAsked and docs/git.md).
 //
 // It knows nothing of API keys: the caller (httpapi) authenticates, says whether the
-// request may push, and catches the store's catalog up after a push.
+// request may push, and accepts a checked push before git moves main (Request.Accept).
 package gitserve
 
 import (
@@ -116,8 +116,11 @@ type Request struct {
 	RemoteUser string
 	// Push allows git-receive-pack.
 	Push bool
-	// Report, if set, is a file where an accepted push lists its commits, one a line.
-	Report string
+	// Accept, if set, is asked to accept a push that passed the hook's checks, with the
+	// commits that it adds to main (oldest first), before git moves main: if it fails, the
+	// push is refused with its error's message. It runs on its own goroutine while Serve
+	// runs.
+	Accept func(ctx context.Context, commits []string) error
 }
 
 var protocolHeader = regexp.MustCompile(`^[A-Za-z0-9=:._,-]{1,256}$`)
@@ -148,8 +151,26 @@ func (b *Backend) config(push bool) [][2]string {
 	}
 }
 
-// ServeHTTP-like: Serve answers one request by running git http-backend.
-func (b *Backend) Serve(w http.ResponseWriter, r *http.Request, req Request) {
+// Serve answers one request by running git http-backend. With req.Accept set, it says
+// whether a push was accepted: then Accept has recorded it, and main moved to its commits
+// unless git lost the race for main at the last step (the pusher is then told so). Its error
+// is only for a socket that it could not make, before anything was answered.
+func (b *Backend) Serve(w http.ResponseWriter, r *http.Request, req Request) (accepted bool, err error) {
+	env := b.env(r, req)
+	if req.Accept != nil {
+		a, err := listenAccept(r.Context(), req.Accept)
+		if err != nil {
+			return false, err
+		}
+		defer func() { accepted = a.close() }()
+		env = append(env, acceptEnv+"="+a.path())
+	}
+	b.runCGI(w, r, req, env)
+	return false, nil
+}
+
+// env is the environment of git http-backend for one request.
+func (b *Backend) env(r *http.Request, req Request) []string {
 	env := []string{
 		"GIT_PROJECT_ROOT=" + b.opts.StoresDir,
 		"GIT_HTTP_EXPORT_ALL=1",
@@ -157,9 +178,6 @@ func (b *Backend) Serve(w http.ResponseWriter, r *http.Request, req Request) {
 		"REMOTE_USER=" + req.RemoteUser,
 		storeEnv + "=" + req.StoreID,
 		gitexec.PathEnv + "=" + b.git,
-	}
-	if req.Report != "" {
-		env = append(env, reportEnv+"="+req.Report)
 	}
 	if p := r.Header.Get("Git-Protocol"); protocolHeader.MatchString(p) {
 		env = append(env, "GIT_PROTOCOL="+p)
@@ -169,6 +187,11 @@ func (b *Backend) Serve(w http.ResponseWriter, r *http.Request, req Request) {
 	for i, kv := range cfg {
 		env = append(env, fmt.Sprintf("GIT_CONFIG_KEY_%d=%s", i, kv[0]), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", i, kv[1]))
 	}
+	return env
+}
+
+// runCGI runs git http-backend as a CGI program for one request.
+func (b *Backend) runCGI(w http.ResponseWriter, r *http.Request, req Request, env []string) {
 	// The CGI environment gets every request header as HTTP_*: not the key.
 	r = r.Clone(r.Context())
 	r.Header.Del("Authorization")

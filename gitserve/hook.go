@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/gitmem/gitmem/gitstore"
 	"github.com/gitmem/gitmem/internal/gitexec"
 )
 
@@ -15,7 +16,7 @@ import (
 const (
 	hookEnv   = "GITMEM_GIT_HOOK"    // set by the hook script: run as this hook
 	storeEnv  = "GITMEM_STORE_ID"    // the store the push goes to
-	reportEnv = "GITMEM_PUSH_REPORT" // a file where an accepted push lists its commits
+	acceptEnv = "GITMEM_PUSH_ACCEPT" // the server's socket that accepts a checked push (accept.go)
 )
 
 // RunHookIfAsked runs the git hook that the program was started as, by the script that New
@@ -54,6 +55,7 @@ func (c *checker) lines() []string {
 // runHook is the pre-receive hook: it reads the ref updates of a push on stdin, checks them
 // and the objects they bring (still in git's quarantine directory) and refuses the push whole,
 // with exit status 1 and the reasons on stderr, which git shows the pusher as "remote: ...".
+// A push that passes is accepted only once the server has recorded it (askAccept).
 func runHook(name string, stdin io.Reader, stderr io.Writer) int {
 	errw := bufio.NewWriter(stderr)
 	defer errw.Flush()
@@ -69,7 +71,7 @@ func runHook(name string, stdin io.Reader, stderr io.Writer) int {
 	storeID := os.Getenv(storeEnv)
 	if storeID == "" {
 		wd, _ := os.Getwd()
-		storeID = strings.TrimSuffix(filepath.Base(wd), ".git")
+		storeID, _ = gitstore.Layout{}.RepoStore(filepath.Base(wd))
 	}
 	var updates []update
 	sc := bufio.NewScanner(stdin)
@@ -102,8 +104,8 @@ func runHook(name string, stdin io.Reader, stderr io.Writer) int {
 		}
 		return 1
 	}
-	if report := os.Getenv(reportEnv); report != "" {
-		if err := os.WriteFile(report, []byte(strings.Join(commits, "\n")), 0o600); err != nil {
+	if path := os.Getenv(acceptEnv); path != "" {
+		if err := askAccept(path, commits); err != nil {
 			fmt.Fprintf(errw, "gitmem could not record this push (%v); nothing was changed\n", err)
 			return 1
 		}

@@ -28,6 +28,35 @@ type Snapshot struct {
 	seq    uint64 // the versions numbered 1 to seq made the snapshot's state
 }
 
+// MemoryReader reads a store's memories: the Store as it is, or a Snapshot of it as of a
+// point of its history. Store.ReaderAt gives the one that an "at" names; the API, the CLI
+// and the tools read through it, so that they read the past as they read the present.
+type MemoryReader interface {
+	// Get returns the memory with an id, if it is (was) live; else a KindNotFound error.
+	Get(ctx context.Context, id string, withContent bool) (Memory, error)
+	// GetByPath returns the memory at a path; else a KindNotFound error.
+	GetByPath(ctx context.Context, path string, withContent bool) (Memory, error)
+	// List lists the memories and folders that opts selects, one page at a time.
+	List(ctx context.Context, opts ListOptions) (ListPage, error)
+}
+
+var (
+	_ MemoryReader = (*Store)(nil)
+	_ MemoryReader = (*Snapshot)(nil)
+)
+
+// ReaderAt returns the store if at is "", else the store as of at (see At).
+func (s *Store) ReaderAt(ctx context.Context, at string) (MemoryReader, error) {
+	if at == "" {
+		return s, nil
+	}
+	snap, err := s.At(ctx, at)
+	if err != nil {
+		return nil, err // not a nil *Snapshot in the interface
+	}
+	return snap, nil
+}
+
 // AtFormHint names the forms that At accepts, for error messages.
 const AtFormHint = "an RFC 3339 time (such as 2025-01-02T15:04:05Z) or a commit hash (at least 7 hex digits)"
 

@@ -206,8 +206,7 @@ func (d *DataDir) storeIDs() ([]string, error) {
 	}
 	var ids []string
 	for _, e := range entries {
-		id, ok := strings.CutSuffix(e.Name(), ".git")
-		if ok && validID(StorePrefix, id) {
+		if id, ok := d.Layout().RepoStore(e.Name()); ok {
 			ids = append(ids, id)
 		}
 	}

@@ -1,9 +1,12 @@
 package gitstore
 
-import "path/filepath"
+import (
+	"path/filepath"
+	"strings"
+)
 
 // Layout says where each thing is in a data directory. Every path into a data directory is
-// made here:
+// made here, and every name found in one is read back here:
 //
 //	gitmem.lock            the exclusive lock of the process that holds the directory
 //	keys.json              the API keys, hashed, and keys.json.lock (package apikeys)
@@ -31,6 +34,13 @@ func (l Layout) StoreRepo(id string) string { return filepath.Join(l.StoresDir()
 // "."): what a crash leaves so named is removed when the directory is opened.
 func (l Layout) StoresTemp(name string) string { return filepath.Join(l.StoresDir(), name) }
 
+// RepoStore returns the id of the store whose repository is named name in StoresDir, and
+// false for any other name (a temporary repository, say).
+func (Layout) RepoStore(name string) (string, bool) {
+	id, ok := strings.CutSuffix(name, ".git")
+	return id, ok && validID(StorePrefix, id)
+}
+
 // CatalogDir holds the stores' catalogs.
 func (l Layout) CatalogDir() string { return filepath.Join(l.Root, "catalog") }
 
@@ -43,6 +53,12 @@ func (l Layout) SearchDir() string { return filepath.Join(l.Root, "search") }
 // SearchIndex is the search index of the store id.
 func (l Layout) SearchIndex(id string) string { return filepath.Join(l.SearchDir(), id+".bleve") }
 
+// SearchIndexStore returns the id of the store whose index is named name in SearchDir, and
+// false if name is not an index's.
+func (Layout) SearchIndexStore(name string) (string, bool) {
+	return strings.CutSuffix(name, ".bleve")
+}
+
 // HooksDir holds the git hooks that git over HTTP runs.
 func (l Layout) HooksDir() string { return filepath.Join(l.Root, "git-hooks") }
 
@@ -51,6 +67,16 @@ func (l Layout) RemotesDir() string { return filepath.Join(l.Root, "remotes") }
 
 // RemotesFile lists the remotes of the store id.
 func (l Layout) RemotesFile(id string) string { return filepath.Join(l.RemotesDir(), id+".json") }
+
+// RemotesFileStore returns the id of the store whose remotes are listed in the file named
+// name in RemotesDir, and false for any other name (a sync state, a temporary file).
+func (Layout) RemotesFileStore(name string) (string, bool) {
+	id, ok := strings.CutSuffix(name, ".json")
+	if !ok || strings.HasSuffix(id, ".state") || strings.HasPrefix(id, ".") {
+		return "", false
+	}
+	return id, true
+}
 
 // SyncStateFile holds the sync state of the remotes of the store id.
 func (l Layout) SyncStateFile(id string) string {

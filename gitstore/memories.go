@@ -123,23 +123,7 @@ func (s *Store) Write(ctx context.Context, in WriteInput) (WriteResult, error) {
 // it succeeds anyway, changing nothing, when the memory already has the requested content
 // and path.
 func (s *Store) UpdateMemory(ctx context.Context, in UpdateInput) (WriteResult, error) {
-	if err := validateTarget("update", in.ID, in.FromPath); err != nil {
-		return WriteResult{}, err
-	}
-	if in.Content != nil {
-		if err := ValidateContent(*in.Content); err != nil {
-			return WriteResult{}, err
-		}
-	}
-	if in.Path != nil {
-		if err := ValidatePath(*in.Path); err != nil {
-			return WriteResult{}, err
-		}
-	}
-	if err := validatePrecondition(in.Precondition, false); err != nil {
-		return WriteResult{}, err
-	}
-	if err := validateActor(in.Actor); err != nil {
+	if err := validateUpdate(in); err != nil {
 		return WriteResult{}, err
 	}
 	var scan *scanned
@@ -149,83 +133,121 @@ func (s *Store) UpdateMemory(ctx context.Context, in UpdateInput) (WriteResult, 
 			return WriteResult{}, err
 		}
 	}
-	return submitAs(ctx, s, func(b *batch) (WriteResult, error) {
-		info, err := b.writableStore()
+	return submitAs(ctx, s, func(b *batch) (WriteResult, error) { return b.update(in, scan) })
+}
+
+// validateUpdate checks an update's input, before it is queued to the writer.
+func validateUpdate(in UpdateInput) error {
+	if err := validateTarget("update", in.ID, in.FromPath); err != nil {
+		return err
+	}
+	if in.Content != nil {
+		if err := ValidateContent(*in.Content); err != nil {
+			return err
+		}
+	}
+	if in.Path != nil {
+		if err := ValidatePath(*in.Path); err != nil {
+			return err
+		}
+	}
+	if err := validatePrecondition(in.Precondition, false); err != nil {
+		return err
+	}
+	return validateActor(in.Actor)
+}
+
+// update applies an UpdateMemory in the writer, against the state its commit builds on.
+func (b *batch) update(in UpdateInput, scan *scanned) (WriteResult, error) {
+	info, err := b.writableStore()
+	if err != nil {
+		return WriteResult{}, err
+	}
+	id, rec, err := b.resolve(in.ID, in.FromPath)
+	if err != nil {
+		return WriteResult{}, err
+	}
+	path := rec.Path
+	if in.Path != nil {
+		path = *in.Path
+	}
+	content := in.Content
+	if pre := in.Precondition; pre != nil && pre.ContentSHA256 != rec.SHA {
+		same := (content == nil || sha256Hex(*content) == rec.SHA) && path == rec.Path && in.Edit == nil
+		if same {
+			return b.result(id, nil)
+		}
+		return WriteResult{}, preconditionf("precondition failed: content_sha256 %s does not match the current content of %s (%s)", pre.ContentSHA256, rec.Path, rec.SHA)
+	}
+	if in.Edit != nil {
+		if content, err = b.edit(rec, content, in.Edit); err != nil {
+			return WriteResult{}, err
+		}
+	}
+	// The final content, also one that Edit computed, passes the store's policy.
+	var red []secrets.Finding
+	var stored string
+	if content != nil && sha256Hex(*content) != rec.SHA {
+		out, r, err := b.prepare(info.Policy, *content, scan, &rec)
 		if err != nil {
 			return WriteResult{}, err
 		}
-		id, rec, err := b.resolve(in.ID, in.FromPath)
-		if err != nil {
-			return WriteResult{}, err
-		}
-		path := rec.Path
-		if in.Path != nil {
-			path = *in.Path
-		}
-		content := in.Content
-		if pre := in.Precondition; pre != nil && pre.ContentSHA256 != rec.SHA {
-			same := (content == nil || sha256Hex(*content) == rec.SHA) && path == rec.Path && in.Edit == nil
-			if same {
-				return b.result(id, nil)
-			}
-			return WriteResult{}, preconditionf("precondition failed: content_sha256 %s does not match the current content of %s (%s)", pre.ContentSHA256, rec.Path, rec.SHA)
-		}
-		if in.Edit != nil {
-			cur, err := b.content(rec)
-			if err != nil {
-				return WriteResult{}, err
-			}
-			if content != nil {
-				cur = *content
-			}
-			next, err := in.Edit(cur)
-			if err != nil {
-				return WriteResult{}, err
-			}
-			if err := ValidateContent(next); err != nil {
-				return WriteResult{}, err
-			}
-			content = &next
-		}
-		// The final content, also one that Edit computed, passes the store's policy.
-		var red []secrets.Finding
-		var stored string
-		if content != nil && sha256Hex(*content) != rec.SHA {
-			out, r, err := b.prepare(info.Policy, *content, scan, &rec)
-			if err != nil {
-				return WriteResult{}, err
-			}
-			content, red, stored = &out, r, out
-		}
-		if content != nil && sha256Hex(*content) == rec.SHA {
-			content = nil
-		}
-		if content == nil && path == rec.Path {
-			res, err := b.result(id, nil)
-			return redacted(res, err, red, stored)
-		}
-		if path != rec.Path {
-			without, err := b.setFile(b.root, rec.Path, nil)
-			if err != nil {
-				return WriteResult{}, err
-			}
-			if err := b.checkPathFree(without, path); err != nil {
-				return WriteResult{}, err
-			}
-			if err := b.checkNewNames(without, path); err != nil {
-				return WriteResult{}, err
-			}
-		}
-		if content == nil {
-			c, err := b.content(rec)
-			if err != nil {
-				return WriteResult{}, err
-			}
-			content = &c
-		}
-		res, err := b.put(in.Actor, id, OpModified, rec.Path, path, content)
+		content, red, stored = &out, r, out
+	}
+	if content != nil && sha256Hex(*content) == rec.SHA {
+		content = nil
+	}
+	if content == nil && path == rec.Path {
+		res, err := b.result(id, nil)
 		return redacted(res, err, red, stored)
-	})
+	}
+	if path != rec.Path {
+		if err := b.checkMove(rec.Path, path); err != nil {
+			return WriteResult{}, err
+		}
+	}
+	if content == nil {
+		c, err := b.content(rec)
+		if err != nil {
+			return WriteResult{}, err
+		}
+		content = &c
+	}
+	res, err := b.put(in.Actor, id, OpModified, rec.Path, path, content)
+	return redacted(res, err, red, stored)
+}
+
+// edit runs an update's Edit on the memory's content (or on the update's content, if it
+// has one) and checks what it returns.
+func (b *batch) edit(rec memRec, content *string, edit func(string) (string, error)) (*string, error) {
+	cur, err := b.content(rec)
+	if err != nil {
+		return nil, err
+	}
+	if content != nil {
+		cur = *content
+	}
+	next, err := edit(cur)
+	if err != nil {
+		return nil, err
+	}
+	if err := ValidateContent(next); err != nil {
+		return nil, err
+	}
+	return &next, nil
+}
+
+// checkMove checks that a memory at from may move to path: path is free once from is, and
+// its new names are names that every clone can hold.
+func (b *batch) checkMove(from, path string) error {
+	without, err := b.setFile(b.root, from, nil)
+	if err != nil {
+		return err
+	}
+	if err := b.checkPathFree(without, path); err != nil {
+		return err
+	}
+	return b.checkNewNames(without, path)
 }
 
 // Delete deletes one memory. With ExpectedSHA256 set it deletes only if the current content

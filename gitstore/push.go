@@ -3,6 +3,9 @@ package gitstore
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+
+	"github.com/go-git/go-git/v5/plumbing"
 )
 
 // This file serves git pushes over HTTP (httpapi/git.go, gitserve/): the checks of the
@@ -37,63 +40,45 @@ func ParseStoreFile(raw []byte) (StoreInfo, error) {
 	return info, nil
 }
 
-// VersionMark returns a mark of the catalog's newest version: the versions that later commits
-// make come after it. Take it before a push, and give it to AttributePush after.
-func (s *Store) VersionMark() uint64 {
-	var n uint64
-	s.readCatalog(func(ct catTx) error { n = ct.versionCount(); return nil })
-	return n
-}
-
-// AttributePush catches the catalog up with main (after a push) and records keyID as the API
-// key behind the pushed commits: their versions made by people (user_actor, from the commit
-// author) then also match the api_key_id filter. The versions are those after mark (see
-// VersionMark) whose commit is one of commits, so commits that never reached main (a push
-// that lost the race for the ref) change nothing. The record survives a rebuild of the
-// catalog. It returns how many versions it attributed.
-func (s *Store) AttributePush(ctx context.Context, mark uint64, commits []string, keyID string) (int, error) {
-	set := map[string]bool{}
+// ReceivePush records keyID as the API key that pushes commits over HTTP, before main moves
+// to them: the push hook asks for it (gitserve.Request.Accept), and git moves main only if
+// it returns nil. The catalog, which applies the commits once main has them, then gives their
+// versions made by people (user_actor, from the commit author) keyID too, so that they match
+// the api_key_id filter. The record is not in history and survives a rebuild of the catalog.
+// A push that then loses the race for main leaves records of commits that main does not
+// have, which nothing reads unless those very commits reach main later. With keyID "" there
+// is nothing to record. It runs beside the writer, not in it: one catalog transaction, which
+// waits for the writer's current group at most.
+func (s *Store) ReceivePush(ctx context.Context, commits []string, keyID string) error {
+	hs := make([]plumbing.Hash, 0, len(commits))
 	for _, c := range commits {
-		if _, ok := parseHash(c); ok {
-			set[c] = true
+		h, ok := parseHash(c)
+		if !ok {
+			return invalidf("a pushed commit %q is not a commit hash", c)
 		}
+		hs = append(hs, h)
 	}
-	n := 0
-	err := s.runTask(ctx, func() error {
-		if err := s.catchUp(nil); err != nil {
-			return err
+	select {
+	case <-s.quit:
+		return errClosed
+	default:
+	}
+	if keyID == "" || len(hs) == 0 {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	err := s.updateCatalog(func(ct catTx) error {
+		for _, h := range hs {
+			if err := ct.setPushKey(h, keyID); err != nil {
+				return err
+			}
 		}
-		if keyID == "" || len(set) == 0 {
-			return nil
-		}
-		return s.updateCatalog(func(ct catTx) error {
-			for _, c := range commits { // a redaction may have rewritten the pushed commits since
-				if h, ok := parseHash(c); ok {
-					set[ct.rewrittenTo(h).String()] = true
-				}
-			}
-			var updates []verRec
-			for v, err := range ct.versionsFrom(mark + 1) {
-				if err != nil {
-					return err
-				}
-				if set[v.Commit] && v.ActorType == UserActor && v.APIKey == "" {
-					v.APIKey = keyID
-					updates = append(updates, v)
-				}
-			}
-			for _, v := range updates {
-				if err := ct.putVersion(v); err != nil {
-					return err
-				}
-				h, _ := parseHash(v.Commit)
-				if err := ct.setPushKey(h, keyID); err != nil {
-					return err
-				}
-			}
-			n = len(updates)
-			return nil
-		})
+		return nil
 	})
-	return n, err
+	if err != nil {
+		return NoSpace(fmt.Errorf("record the key of a push to %s: %w", s.id, err), s.opts.dataDir)
+	}
+	return nil
 }

@@ -166,100 +166,138 @@ func (in RevertInput) own(v verRec) bool {
 	return a.KeyID() == in.APIKeyID
 }
 
+// revert selects the memories that the versions of in touched, classifies each (unchanged,
+// skipped, or a step: a deletion, a content change or a move), plans the order of the moves,
+// and applies the steps as commits (none in a dry run). Errors of the catalog abort the group.
 func (b *batch) revert(in RevertInput) (RevertResult, error) {
 	res := RevertResult{DryRun: in.DryRun}
+	// Select: the memories the selected versions touched, in the order of their first
+	// selected version, with that version's number.
 	filter := VersionFilter{SessionID: in.SessionID, APIKeyID: in.APIKeyID, CreatedAtGTE: in.Since, CreatedAtLTE: in.Until}
-	// The memories the selected versions touched, in the order of their first selected
-	// version, with that version's number.
 	order, first, err := b.ct.firstMatchingVersions(filter)
 	if err != nil {
 		return res, b.fail(err)
 	}
-
 	var deletes, contents, moves []revertStep
 	for _, id := range order {
-		rec, ok, err := b.ct.memory(id)
-		if err != nil {
-			return res, b.fail(err)
-		}
-		if !ok {
-			return res, b.fail(fmt.Errorf("catalog version names unknown memory %s", id))
-		}
-		now := memState{exists: !rec.Deleted, path: rec.Path, blob: rec.Blob, sha: rec.SHA}
-		versions, err := b.ct.memoryVersions(id)
-		if err != nil {
-			return res, b.fail(err)
-		}
-		firstVer, err := b.ct.versionBySeq(first[id])
-		if err != nil {
-			return res, b.fail(err)
-		}
-		var before memState
-		var prevVer string
-		var blocking, redactedBefore *verRec
-		at := -1
-		for i, v := range versions {
-			if v.ID == firstVer.ID {
-				at = i
-				if i > 0 {
-					p := versions[i-1]
-					prevVer = p.ID
-					if p.Op != OpDeleted && p.Blob != "" {
-						before = memState{exists: true, path: p.Path, blob: p.Blob, sha: p.SHA}
-					}
-					if p.Redacted != nil {
-						redactedBefore = &versions[i-1]
-					}
-				}
-				continue
-			}
-			if at >= 0 && blocking == nil && !in.own(v) {
-				blocking = &versions[i]
-			}
-		}
-		if before.exists == now.exists && (!now.exists || before.path == now.path && before.sha == now.sha) {
-			res.Unchanged = append(res.Unchanged, UnchangedMemory{MemoryID: id, Path: rec.Path})
-			continue
-		}
-		if blocking != nil {
-			ver := versionFrom(b.s.id, *blocking)
-			a := blocking.actor()
-			res.Skipped = append(res.Skipped, SkippedMemory{MemoryID: id, Path: rec.Path, Reason: SkipChangedLater, Blocking: &ver,
-				Message: fmt.Sprintf("changed later by %s %s (version %s at %s)", a.Type, a.ID, blocking.ID, fmtTime(ver.CreatedAt))})
-			continue
-		}
-		if redactedBefore != nil {
-			ver := versionFrom(b.s.id, *redactedBefore)
-			res.Skipped = append(res.Skipped, SkippedMemory{MemoryID: id, Path: rec.Path, Reason: SkipRedacted, Blocking: &ver,
-				Message: fmt.Sprintf("its state before the range is version %s, which was redacted: its content is gone", ver.ID)})
-			continue
-		}
-		st := revertStep{id: id, to: before, prevVer: prevVer}
-		if now.exists {
-			st.from = now.path
-		}
+		st, ok, err := b.revertClassify(in, id, first[id], &res)
 		switch {
-		case !before.exists:
-			st.action = RevertDeleted
-			st.to.path = now.path
+		case err != nil:
+			return res, b.fail(err)
+		case !ok:
+		case st.action == RevertDeleted:
 			deletes = append(deletes, st)
-		case !now.exists:
-			st.action = RevertRecreated
-			st.moveOnly = true
+		case st.moveOnly:
 			moves = append(moves, st)
 		default:
-			st.action = RevertRestored
-			if before.path != now.path {
-				st.moveOnly = true
-				moves = append(moves, st)
-			} else {
-				contents = append(contents, st)
-			}
+			contents = append(contents, st)
 		}
 	}
+	planned, err := b.revertPlan(deletes, moves, &res)
+	if err != nil {
+		return res, b.fail(err)
+	}
+	if err := b.revertApply(in, append(append(deletes, contents...), planned...), &res); err != nil {
+		return res, err
+	}
+	res.sort()
+	return res, nil
+}
 
-	// Plan the moves against the paths as the deletions and earlier moves leave them: each
-	// pass takes the moves whose destination is free, until none is left or none can go.
+// revertHistory is what a memory's versions say around its first selected version.
+type revertHistory struct {
+	before   memState // the state just before it (absent if it created the memory)
+	prevVer  string   // the version that made before; "" if none
+	redacted *verRec  // that version, if it is redacted
+	blocking *verRec  // the first later version by another actor
+}
+
+// historyAround reads a memory's versions (oldest first) around the version firstID.
+func historyAround(in RevertInput, versions []verRec, firstID string) revertHistory {
+	var h revertHistory
+	at := -1
+	for i, v := range versions {
+		if v.ID == firstID {
+			at = i
+			if i > 0 {
+				p := versions[i-1]
+				h.prevVer = p.ID
+				if p.Op != OpDeleted && p.Blob != "" {
+					h.before = memState{exists: true, path: p.Path, blob: p.Blob, sha: p.SHA}
+				}
+				if p.Redacted != nil {
+					h.redacted = &versions[i-1]
+				}
+			}
+			continue
+		}
+		if at >= 0 && h.blocking == nil && !in.own(v) {
+			h.blocking = &versions[i]
+		}
+	}
+	return h
+}
+
+// revertClassify compares memory id now with its state before its first selected version
+// (number first). A memory already in that state goes to res.Unchanged, one that may not be
+// reverted to res.Skipped; otherwise it returns the step that reverts it, and true.
+func (b *batch) revertClassify(in RevertInput, id string, first []byte, res *RevertResult) (revertStep, bool, error) {
+	rec, ok, err := b.ct.memory(id)
+	if err != nil {
+		return revertStep{}, false, err
+	}
+	if !ok {
+		return revertStep{}, false, fmt.Errorf("catalog version names unknown memory %s", id)
+	}
+	now := memState{exists: !rec.Deleted, path: rec.Path, blob: rec.Blob, sha: rec.SHA}
+	versions, err := b.ct.memoryVersions(id)
+	if err != nil {
+		return revertStep{}, false, err
+	}
+	firstVer, err := b.ct.versionBySeq(first)
+	if err != nil {
+		return revertStep{}, false, err
+	}
+	h := historyAround(in, versions, firstVer.ID)
+	before := h.before
+	switch {
+	case before.exists == now.exists && (!now.exists || before.path == now.path && before.sha == now.sha):
+		res.Unchanged = append(res.Unchanged, UnchangedMemory{MemoryID: id, Path: rec.Path})
+		return revertStep{}, false, nil
+	case h.blocking != nil:
+		ver := versionFrom(b.s.id, *h.blocking)
+		a := h.blocking.actor()
+		res.Skipped = append(res.Skipped, SkippedMemory{MemoryID: id, Path: rec.Path, Reason: SkipChangedLater, Blocking: &ver,
+			Message: fmt.Sprintf("changed later by %s %s (version %s at %s)", a.Type, a.ID, h.blocking.ID, fmtTime(ver.CreatedAt))})
+		return revertStep{}, false, nil
+	case h.redacted != nil:
+		ver := versionFrom(b.s.id, *h.redacted)
+		res.Skipped = append(res.Skipped, SkippedMemory{MemoryID: id, Path: rec.Path, Reason: SkipRedacted, Blocking: &ver,
+			Message: fmt.Sprintf("its state before the range is version %s, which was redacted: its content is gone", ver.ID)})
+		return revertStep{}, false, nil
+	}
+	st := revertStep{id: id, to: before, prevVer: h.prevVer}
+	if now.exists {
+		st.from = now.path
+	}
+	switch {
+	case !before.exists:
+		st.action = RevertDeleted
+		st.to.path = now.path
+	case !now.exists:
+		st.action = RevertRecreated
+		st.moveOnly = true
+	default:
+		st.action = RevertRestored
+		st.moveOnly = before.path != now.path
+	}
+	return st, true, nil
+}
+
+// revertPlan orders the moves against the paths as the deletions and earlier moves leave
+// them: each pass takes the moves whose destination is free, until none is left or none can
+// go; those go to res.Skipped.
+func (b *batch) revertPlan(deletes, moves []revertStep, res *RevertResult) ([]revertStep, error) {
 	sim := &pathSim{ct: b.ct, gone: map[string]bool{}, added: map[string]string{}}
 	for _, st := range deletes {
 		sim.remove(st.from)
@@ -273,7 +311,7 @@ func (b *batch) revert(in RevertInput) (RevertResult, error) {
 			}
 			cid, _, err := sim.conflict(st.to.path)
 			if err != nil {
-				return res, b.fail(err)
+				return nil, err
 			}
 			if cid != "" {
 				if st.from != "" {
@@ -286,31 +324,40 @@ func (b *batch) revert(in RevertInput) (RevertResult, error) {
 			planned = append(planned, st)
 		}
 		if len(rest) == len(moves) {
-			for _, st := range rest {
-				if st.from != "" {
-					sim.remove(st.from)
-				}
-				cid, cpath, err := sim.conflict(st.to.path)
-				if st.from != "" {
-					sim.add(st.from, st.id)
-				}
-				if err != nil {
-					return res, b.fail(err)
-				}
-				res.Skipped = append(res.Skipped, b.pathTaken(st, cid, cpath))
-			}
-			break
+			return planned, b.skipStuckMoves(sim, rest, res)
 		}
 		moves = rest
 	}
+	return planned, nil
+}
 
-	steps := append(append(deletes, contents...), planned...)
+// skipStuckMoves reports the moves that no order lets go, with the memory in each one's way.
+func (b *batch) skipStuckMoves(sim *pathSim, stuck []revertStep, res *RevertResult) error {
+	for _, st := range stuck {
+		if st.from != "" {
+			sim.remove(st.from)
+		}
+		cid, cpath, err := sim.conflict(st.to.path)
+		if st.from != "" {
+			sim.add(st.from, st.id)
+		}
+		if err != nil {
+			return err
+		}
+		res.Skipped = append(res.Skipped, b.pathTaken(st, cid, cpath))
+	}
+	return nil
+}
+
+// revertApply makes the commit of each step, in order (none in a dry run), and lists it in
+// res.Reverted, or in res.Skipped if its commit found the path taken after all.
+func (b *batch) revertApply(in RevertInput, steps []revertStep, res *RevertResult) error {
 	for _, st := range steps {
 		r := RevertedMemory{MemoryID: st.id, Path: st.to.path, FromPath: st.from, Action: st.action, RevertedTo: st.prevVer}
 		if !in.DryRun {
 			verID, skip, err := b.revertCommit(in, st)
 			if err != nil {
-				return res, err
+				return err
 			}
 			if skip != nil {
 				res.Skipped = append(res.Skipped, *skip)
@@ -320,6 +367,11 @@ func (b *batch) revert(in RevertInput) (RevertResult, error) {
 		}
 		res.Reverted = append(res.Reverted, r)
 	}
+	return nil
+}
+
+// sort puts each list in path order, then id order.
+func (res *RevertResult) sort() {
 	less := func(p1, id1, p2, id2 string) bool { return p1 < p2 || p1 == p2 && id1 < id2 }
 	sort.Slice(res.Reverted, func(i, j int) bool {
 		return less(res.Reverted[i].Path, res.Reverted[i].MemoryID, res.Reverted[j].Path, res.Reverted[j].MemoryID)
@@ -330,7 +382,6 @@ func (b *batch) revert(in RevertInput) (RevertResult, error) {
 	sort.Slice(res.Unchanged, func(i, j int) bool {
 		return less(res.Unchanged[i].Path, res.Unchanged[i].MemoryID, res.Unchanged[j].Path, res.Unchanged[j].MemoryID)
 	})
-	return res, nil
 }
 
 // pathTaken reports a move whose destination memory cid holds (at cpath).

@@ -44,8 +44,6 @@ type State struct {
 	Summary    string    `json:"summary,omitempty"` // of the last sync that succeeded
 }
 
-func remotesDir(dataDir string) string { return gitstore.Layout{Root: dataDir}.RemotesDir() }
-
 func configPath(dataDir, storeID string) string {
 	return gitstore.Layout{Root: dataDir}.RemotesFile(storeID)
 }
@@ -188,7 +186,8 @@ func States(dataDir, storeID string) (map[string]State, error) {
 // saved when the last remote was added. A deleted store's remotes are left out (ids are
 // never used again).
 func StoresWithRemotes(dataDir string) (map[string]string, error) {
-	entries, err := os.ReadDir(remotesDir(dataDir))
+	layout := gitstore.Layout{Root: dataDir}
+	entries, err := os.ReadDir(layout.RemotesDir())
 	if os.IsNotExist(err) {
 		return nil, nil
 	}
@@ -197,15 +196,15 @@ func StoresWithRemotes(dataDir string) (map[string]string, error) {
 	}
 	out := map[string]string{}
 	for _, e := range entries {
-		id, ok := strings.CutSuffix(e.Name(), ".json")
-		if !ok || strings.HasSuffix(id, ".state") || strings.HasPrefix(id, ".") {
+		id, ok := layout.RemotesFileStore(e.Name())
+		if !ok {
 			continue
 		}
 		var c config
-		if err := readJSON(filepath.Join(remotesDir(dataDir), e.Name()), &c); err != nil {
+		if err := readJSON(layout.RemotesFile(id), &c); err != nil {
 			return nil, err
 		}
-		if _, err := os.Stat(gitstore.Layout{Root: dataDir}.StoreRepo(id)); err != nil {
+		if _, err := os.Stat(layout.StoreRepo(id)); err != nil {
 			continue
 		}
 		if len(c.Remotes) > 0 {

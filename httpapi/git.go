@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
@@ -53,34 +52,92 @@ func gitError(c echo.Context, status int, format string, args ...any) error {
 // gitRealm is the basic auth realm that git's credential helpers store keys under.
 const gitRealm = `Basic realm="gitmem"`
 
+// serveGit answers one request of git's smart HTTP protocol: it finds the store and the
+// caller, then has git http-backend answer (servePush for the pack of a push).
 func (s *Server) serveGit(c echo.Context, backend *gitserve.Backend) error {
+	req, err := parseGitRequest(c)
+	if err != nil {
+		return answerGit(c, err)
+	}
+	keyID, err := s.authorizeGit(c, &req)
+	if err != nil {
+		return answerGit(c, err)
+	}
+	st, err := s.data.Store(c.Request().Context(), req.StoreID)
+	if gitstore.IsKind(err, gitstore.KindNotFound) {
+		return gitError(c, http.StatusNotFound, "memory store %s not found", req.StoreID)
+	}
+	if err != nil {
+		return err
+	}
+	// Without this, net/http stops reading the request body once the response starts.
+	if err := http.NewResponseController(c.Response()).EnableFullDuplex(); err != nil {
+		s.log.Debug("git: full duplex", "err", err)
+	}
+	if req.Push && c.Request().Method == http.MethodPost {
+		return s.servePush(c, backend, req, st, keyID)
+	}
+	_, err = backend.Serve(c.Response(), c.Request(), req)
+	return err
+}
+
+// gitRefusal is a git request answered with status and message, as plain text.
+type gitRefusal struct {
+	status  int
+	message string
+}
+
+func (e *gitRefusal) Error() string { return e.message }
+
+func refuseGit(status int, format string, args ...any) error {
+	return &gitRefusal{status: status, message: fmt.Sprintf(format, args...)}
+}
+
+// answerGit answers a refusal as git shows it; other errors go to the server's handler.
+func answerGit(c echo.Context, err error) error {
+	var r *gitRefusal
+	if errors.As(err, &r) {
+		return gitError(c, r.status, "%s", r.message)
+	}
+	return err
+}
+
+// parseGitRequest reads which store and which request of the smart HTTP protocol a
+// request under /git/ is; anything else is refused.
+func parseGitRequest(c echo.Context) (gitserve.Request, error) {
 	r := c.Request()
 	repo, rest, _ := strings.Cut(c.Param("*"), "/")
-	id := strings.TrimSuffix(repo, ".git")
-	var push bool
+	req := gitserve.Request{StoreID: strings.TrimSuffix(repo, ".git"), Path: rest}
 	switch {
 	case rest == "info/refs" && r.Method == http.MethodGet:
 		switch svc := r.URL.Query().Get("service"); svc {
 		case "git-upload-pack":
 		case "git-receive-pack":
-			push = true
+			req.Push = true
 		default:
-			return gitError(c, http.StatusForbidden, "gitmem serves git's smart HTTP protocol only (git 1.6.6 or newer)")
+			return req, refuseGit(http.StatusForbidden, "gitmem serves git's smart HTTP protocol only (git 1.6.6 or newer)")
 		}
 	case rest == "git-upload-pack" && r.Method == http.MethodPost:
 	case rest == "git-receive-pack" && r.Method == http.MethodPost:
-		push = true
+		req.Push = true
 	default:
-		return gitError(c, http.StatusNotFound, "not a git smart HTTP request: a store's repository is /git/{memstore_id}.git")
+		return req, refuseGit(http.StatusNotFound, "not a git smart HTTP request: a store's repository is /git/{memstore_id}.git")
 	}
+	return req, nil
+}
 
+// authorizeGit checks the caller's key against the request (the store, and a read_write
+// key for a push), names the caller in req.RemoteUser and returns the key's id ("" without
+// keys).
+func (s *Server) authorizeGit(c echo.Context, req *gitserve.Request) (keyID string, err error) {
+	r := c.Request()
 	// The key is the basic auth password (any user name), as git sends it.
 	_, secret, _ := r.BasicAuth()
 	if secret == "" {
 		secret = headerSecret(r)
 	}
 	cl, err := s.identify(r, secret, fmt.Sprintf("gitmem needs an API key: give it as the password (any user name), "+
-		"e.g. git clone http://gitmem:KEY@host/git/%s.git, or from a credential helper", id))
+		"e.g. git clone http://gitmem:KEY@host/git/%s.git, or from a credential helper", req.StoreID))
 	if err != nil {
 		ae := errorFor(err)
 		if ae.status == http.StatusUnauthorized {
@@ -89,66 +146,54 @@ func (s *Server) serveGit(c echo.Context, backend *gitserve.Backend) error {
 			closeAfter(c)
 		}
 		if ae.status == http.StatusInternalServerError {
-			return err
+			return "", err
 		}
-		return gitError(c, ae.status, "%s", ae.message)
+		return "", refuseGit(ae.status, "%s", ae.message)
 	}
-	if err := cl.checkStore(id); err != nil {
-		return gitError(c, http.StatusForbidden, "%s", errorFor(err).message)
+	if err := cl.checkStore(req.StoreID); err != nil {
+		return "", refuseGit(http.StatusForbidden, "%s", errorFor(err).message)
 	}
-	if push && cl.key != nil && cl.key.Access == apikeys.ReadOnly {
-		return gitError(c, http.StatusForbidden, "this API key (%s) is read_only: it may clone and fetch, but a push needs a read_write key", cl.key.ID)
+	if req.Push && cl.key != nil && cl.key.Access == apikeys.ReadOnly {
+		return "", refuseGit(http.StatusForbidden, "this API key (%s) is read_only: it may clone and fetch, but a push needs a read_write key", cl.key.ID)
 	}
-	st, err := s.data.Store(r.Context(), id)
-	if gitstore.IsKind(err, gitstore.KindNotFound) {
-		return gitError(c, http.StatusNotFound, "memory store %s not found", id)
-	}
-	if err != nil {
-		return err
-	}
-	user := cl.actor.ID
-	keyID := ""
+	req.RemoteUser = cl.actor.ID
 	if cl.key != nil {
 		keyID = cl.key.ID
 	}
-	// Without this, net/http stops reading the request body once the response starts.
-	if err := http.NewResponseController(c.Response()).EnableFullDuplex(); err != nil {
-		s.log.Debug("git: full duplex", "err", err)
-	}
-	req := gitserve.Request{StoreID: id, Path: rest, RemoteUser: user, Push: push}
-	if !push || r.Method != http.MethodPost {
-		backend.Serve(c.Response(), r, req)
-		return nil
-	}
+	return keyID, nil
+}
 
-	// A push: the hook lists the commits it accepted in a file; once git is done, the
-	// catalog (and the search index) catch up before the response ends, so that the push
-	// returns when the API shows it.
-	report, err := os.CreateTemp("", "gitmem-push-")
-	if err != nil {
+// servePush runs the pack of a push. The hook checks it and asks the store to record the
+// pushing key (Store.ReceivePush) before git moves main: a push whose key cannot be recorded
+// is refused. Once git is done, the catalog and the search index catch up before the
+// response ends, so that the push returns when the API and search show it.
+func (s *Server) servePush(c echo.Context, backend *gitserve.Backend, req gitserve.Request, st *gitstore.Store, keyID string) error {
+	req.Accept = func(ctx context.Context, commits []string) error {
+		err := st.ReceivePush(ctx, commits, keyID)
+		if err == nil {
+			s.log.Debug("git push accepted", "store", req.StoreID, "commits", len(commits), "key", keyID)
+			return nil
+		}
+		ae := errorFor(err)
+		if ae.status == http.StatusInternalServerError {
+			s.log.Error("git push: record the key", "store", req.StoreID, "err", err)
+		}
+		return errors.New(ae.message)
+	}
+	accepted, err := backend.Serve(c.Response(), c.Request(), req)
+	if err != nil || !accepted {
 		return err
 	}
-	report.Close()
-	defer os.Remove(report.Name())
-	req.Report = report.Name()
-	mark := st.VersionMark()
-	backend.Serve(c.Response(), r, req)
-	raw, err := os.ReadFile(report.Name())
-	if err != nil || len(raw) == 0 {
-		return nil // refused, or nothing was pushed
-	}
-	commits := strings.Fields(string(raw))
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), time.Minute)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), time.Minute)
 	defer cancel()
-	n, err := st.AttributePush(ctx, mark, commits, keyID)
-	if err != nil {
-		s.log.Error("git push: catch the catalog up", "store", id, "err", err)
+	if err := st.Refresh(ctx); err != nil {
+		// The push is in main, with its key: reads catch up on their own.
+		s.log.Error("git push: catch the catalog up", "store", req.StoreID, "err", err)
 		return nil
 	}
-	s.log.Debug("git push", "store", id, "commits", len(commits), "versions_attributed", n, "key", keyID)
 	if s.search != nil {
-		if err := s.search.CatchUp(ctx, id); err != nil && !errors.Is(err, context.Canceled) {
-			s.log.Warn("git push: catch the search index up", "store", id, "err", err)
+		if err := s.search.CatchUp(ctx, req.StoreID); err != nil && !errors.Is(err, context.Canceled) {
+			s.log.Warn("git push: catch the search index up", "store", req.StoreID, "err", err)
 		}
 	}
 	return nil

@@ -15,12 +15,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gitmem/gitmem/apikeys"
 	"github.com/gitmem/gitmem/gitstore"
 )
 
 // BenchmarkGit measures git over HTTP on a store of 10,000 memories (about 1 KB each, nested
-// paths, one commit per memory as the API makes them), each against a baseline in the same
-// run:
+// paths, one commit per memory as the API makes them), with an API key, each against a
+// baseline in the same run:
 //
 //   - clone, clone-no-checkout: git clone from the server (git http-backend behind
 //     net/http/cgi) against git clone file:// of the same bare repository (git alone).
@@ -36,7 +37,12 @@ import (
 func BenchmarkGit(b *testing.B) {
 	const n = 10000
 	g := startGitServer(b)
-	store := g.createStore(b, "", "bench")
+	// With a key, as on a network: a push records it for its commits.
+	_, key, err := g.keys.Create("bench", apikeys.ReadWrite, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	store := g.createStore(b, key, "bench")
 	st, err := g.data.Store(context.Background(), store)
 	if err != nil {
 		b.Fatal(err)
@@ -61,7 +67,7 @@ func BenchmarkGit(b *testing.B) {
 	wg.Wait()
 	b.Logf("filled %d memories in %v", n, time.Since(start))
 	// Build the search index now, as gitmem serve does at start, and not inside a push.
-	for g.api(b, "GET", "/v1/memory_stores/"+store+"/search?q=memory", "", "", nil) != 200 {
+	for g.api(b, "GET", "/v1/memory_stores/"+store+"/search?q=memory", key, "", nil) != 200 {
 		time.Sleep(100 * time.Millisecond)
 	}
 	work := b.TempDir()
@@ -78,7 +84,7 @@ func BenchmarkGit(b *testing.B) {
 			var viaHTTP, viaFile time.Duration
 			for i := 0; i < b.N; i++ {
 				for k := range 2 {
-					src, dir := g.repoURL("", store), filepath.Join(work, fmt.Sprintf("h%d", i))
+					src, dir := g.repoURL(key, store), filepath.Join(work, fmt.Sprintf("h%d", i))
 					if (i+k)%2 == 1 {
 						src, dir = "file://"+st.RepoPath(), filepath.Join(work, fmt.Sprintf("f%d", i))
 					}
@@ -105,7 +111,7 @@ func BenchmarkGit(b *testing.B) {
 	}
 
 	wt := filepath.Join(work, "person")
-	gitOK(b, work, "clone", "-q", g.repoURL("", store), wt)
+	gitOK(b, work, "clone", "-q", g.repoURL(key, store), wt)
 	bare := filepath.Join(work, "copy.git")
 	gitOK(b, work, "clone", "-q", "--bare", "file://"+st.RepoPath(), bare)
 	local := filepath.Join(work, "local")
@@ -142,19 +148,19 @@ func BenchmarkGit(b *testing.B) {
 			t0 := time.Now()
 			gitOK(b, wt, "push", "-q", "origin", "main")
 			t1 := time.Now()
-			if c, _, ok := g.read(b, "", store, "/projects/p0042/notes/n04242.md"); !ok || !strings.Contains(c, word) {
+			if c, _, ok := g.read(b, key, store, "/projects/p0042/notes/n04242.md"); !ok || !strings.Contains(c, word) {
 				b.Fatalf("after push: %q", c)
 			}
 			t2 := time.Now()
 			var hits struct{ Data []any }
-			g.api(b, "GET", "/v1/memory_stores/"+store+"/search?q="+url.QueryEscape(word), "", "", &hits)
+			g.api(b, "GET", "/v1/memory_stores/"+store+"/search?q="+url.QueryEscape(word), key, "", &hits)
 			if len(hits.Data) != 1 {
 				b.Fatalf("search after push: %d hits", len(hits.Data))
 			}
 			t3 := time.Now()
 			gitOK(b, local, "push", "-q", "origin", "main")
 			t4 := time.Now()
-			g.write(b, "", store, "/projects/p0042/notes/n04243.md", fmt.Sprintf("memory 4243, edited by an agent %d\n", i))
+			g.write(b, key, store, "/projects/p0042/notes/n04243.md", fmt.Sprintf("memory 4243, edited by an agent %d\n", i))
 			t5 := time.Now()
 			gitOK(b, plainWT, "push", "-q", "origin", "main")
 			pushing, reading, searching = pushing+t1.Sub(t0), reading+t2.Sub(t1), searching+t3.Sub(t2)

@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gitmem/gitmem/apikeys"
 	"github.com/gitmem/gitmem/gitserve"
@@ -862,20 +861,9 @@ func TestGitPushesDuringAPIWrites(t *testing.T) {
 // API write moves it. git's update of the ref, a compare-and-swap on main.lock like gitmem's,
 // fails: the push is refused whole, the write stays, and the pusher pulls and pushes again.
 func TestGitPushLosesRaceToAPIWrite(t *testing.T) {
-	self := fastHook
-	if self == "" {
-		var err error
-		if self, err = os.Executable(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	syncDir := t.TempDir()
 	// The hook checks the push, then waits for the test before git goes on to move main.
-	wrapper := filepath.Join(syncDir, "slow-hook")
-	put(t, wrapper, fmt.Sprintf("#!/bin/sh\n'%s' \"$@\"\nrc=$?\ntouch '%s/checked'\n"+
-		"while [ ! -e '%s/go' ]; do sleep 0.01; done\nexit $rc\n", self, syncDir, syncDir))
-	os.Chmod(wrapper, 0o755)
-	g := startGitServerWith(t, GitOptions{HookProgram: wrapper})
+	hook := newPausedHook(t, true)
+	g := startGitServerWith(t, GitOptions{HookProgram: hook.program})
 	store := g.createStore(t, "", "race")
 	work := t.TempDir()
 	gitOK(t, work, "clone", "-q", g.repoURL("", store), "c")
@@ -885,30 +873,10 @@ func TestGitPushLosesRaceToAPIWrite(t *testing.T) {
 	gitOK(t, wt, "commit", "-qm", "mine")
 	mine := strings.TrimSpace(gitOK(t, wt, "rev-parse", "HEAD"))
 
-	type result struct {
-		out string
-		err error
-	}
-	pushed := make(chan result, 1)
-	go func() {
-		out, err := gitTry(wt, "push", "origin", "main")
-		pushed <- result{out, err}
-	}()
-	for {
-		if _, err := os.Stat(filepath.Join(syncDir, "checked")); err == nil {
-			break
-		}
-		select {
-		case r := <-pushed:
-			t.Fatalf("push ended before its hook: %v\n%s", r.err, r.out)
-		default:
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	pushed := hook.push(t, wt)
 	g.write(t, "", store, "/api.md", "from the API\n") // answered: it moved main
 	apiHead := g.head(t, store)
-	put(t, filepath.Join(syncDir, "go"), "")
-	r := <-pushed
+	r := hook.resume(t, pushed)
 	if r.err == nil {
 		t.Fatalf("push went through over an answered write:\n%s", r.out)
 	}

@@ -15,8 +15,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -150,13 +148,13 @@ func (s *Service) WatchAll(ctx context.Context) error {
 		return fmt.Errorf("list search indexes: %w", err)
 	}
 	for _, e := range entries {
-		id, ok := strings.CutSuffix(e.Name(), ".bleve")
+		id, ok := s.data.Layout().SearchIndexStore(e.Name())
 		if !ok {
 			continue
 		}
 		if _, err := s.data.Store(ctx, id); gitstore.IsKind(err, gitstore.KindNotFound) {
 			s.log.Info("removing the search index of a deleted store", "store", id)
-			if err := os.RemoveAll(filepath.Join(s.dir, e.Name())); err != nil {
+			if err := os.RemoveAll(s.IndexPath(id)); err != nil {
 				return fmt.Errorf("remove index of deleted store %s: %w", id, err)
 			}
 		}

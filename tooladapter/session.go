@@ -67,18 +67,11 @@ type Options struct {
 	At string
 }
 
-// reader is what the tools read a store through: the store itself, or a snapshot of it
-// as of a time or commit.
-type reader interface {
-	GetByPath(ctx context.Context, path string, withContent bool) (gitstore.Memory, error)
-	List(ctx context.Context, opts gitstore.ListOptions) (gitstore.ListPage, error)
-}
-
 // mount is an attached store as the tools see it.
 type mount struct {
 	store  *gitstore.Store
-	reads  reader // the store, or its snapshot for a session with Options.At
-	at     string // Options.At, for messages
+	reads  gitstore.MemoryReader // the store, or its snapshot for a session with Options.At
+	at     string                // Options.At, for messages
 	info   gitstore.StoreInfo
 	slug   string // the folder below /memories, "" when it is the only store
 	access Access
@@ -135,13 +128,13 @@ func NewSession(ctx context.Context, opts Options) (*Session, error) {
 		if err != nil {
 			return nil, err
 		}
-		m := mount{store: a.Store, reads: a.Store, info: info, access: a.Access, prompt: a.Prompt}
+		reads, err := a.Store.ReaderAt(ctx, opts.At)
+		if err != nil {
+			return nil, err
+		}
+		m := mount{store: a.Store, reads: reads, info: info, access: a.Access, prompt: a.Prompt}
 		if opts.At != "" {
-			snap, err := a.Store.At(ctx, opts.At)
-			if err != nil {
-				return nil, err
-			}
-			m.reads, m.at, m.access = snap, opts.At, ReadOnly
+			m.at, m.access = opts.At, ReadOnly
 		}
 		s.mounts = append(s.mounts, m)
 	}

@@ -143,6 +143,21 @@ func allPages[T any](fetch func(cursor string) ([]T, string, error)) ([]T, error
 	}
 }
 
+// countVersions counts a store's versions, page after page.
+func countVersions(ctx context.Context, s *gitstore.Store) (int, error) {
+	n := 0
+	for cursor := ""; ; {
+		page, err := s.Versions(ctx, gitstore.VersionFilter{Limit: 1000, Cursor: cursor})
+		if err != nil {
+			return 0, err
+		}
+		n += len(page.Versions)
+		if cursor = page.NextCursor; cursor == "" {
+			return n, nil
+		}
+	}
+}
+
 func allStores(ctx context.Context, d *gitstore.DataDir, includeArchived bool) ([]gitstore.StoreInfo, error) {
 	return allPages(func(cursor string) ([]gitstore.StoreInfo, string, error) {
 		page, err := d.ListStores(ctx, gitstore.StoreListOptions{IncludeArchived: includeArchived, Limit: 1000, Cursor: cursor})
@@ -150,11 +165,12 @@ func allStores(ctx context.Context, d *gitstore.DataDir, includeArchived bool) (
 	})
 }
 
-func allMemories(ctx context.Context, s *gitstore.Store, opts gitstore.ListOptions) ([]gitstore.ListItem, error) {
+// allMemories lists every memory that opts selects in the store or a snapshot, page after page.
+func allMemories(ctx context.Context, rd gitstore.MemoryReader, opts gitstore.ListOptions) ([]gitstore.ListItem, error) {
 	opts.Limit = 1000
 	return allPages(func(cursor string) ([]gitstore.ListItem, string, error) {
 		opts.Cursor = cursor
-		page, err := s.List(ctx, opts)
+		page, err := rd.List(ctx, opts)
 		return page.Items, page.NextCursor, err
 	})
 }

@@ -49,110 +49,20 @@ func (a *app) importDir(cmd *cobra.Command, dir, ref string, overwrite, create b
 		if err != nil && !(create && !strings.HasPrefix(ref, gitstore.StorePrefix) && strings.HasPrefix(err.Error(), "no store with")) {
 			return err
 		}
-		existing := map[string]string{} // memory path -> sha256
-		var paths []string              // existing memory paths, sorted
+		sc := &dirScan{dir: dir, root: root, overwrite: overwrite, existing: map[string]string{}}
 		if s != nil {
-			info, err := s.Info(ctx)
-			if err != nil {
+			if err := sc.loadStore(ctx, s); err != nil {
 				return err
 			}
-			if info.ArchivedAt != nil {
-				return fmt.Errorf("store %s (%s) is archived and read-only", info.ID, info.Name)
-			}
-			mems, err := allMemories(ctx, s, gitstore.ListOptions{})
-			if err != nil {
-				return err
-			}
-			for _, it := range mems {
-				if it.Memory != nil {
-					existing[it.Memory.Path] = it.Memory.ContentSHA256
-					paths = append(paths, it.Memory.Path)
-				}
-			}
-			sort.Strings(paths)
 		}
-
-		var files []dirFile
-		var problems, notes []string
-		unchanged := 0
-		err = filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
-			if err != nil {
-				problems = append(problems, fmt.Sprintf("%s: %v", p, err))
-				return nil
-			}
-			rel, _ := filepath.Rel(root, p)
-			if rel == "." {
-				return nil
-			}
-			if e.IsDir() {
-				if rel == ".git" {
-					notes = append(notes, "skipped "+filepath.Join(dir, ".git")+" (the folder's own git repository)")
-					return filepath.SkipDir
-				}
-				return nil
-			}
-			mpath := "/" + filepath.ToSlash(rel)
-			if !e.Type().IsRegular() {
-				what := "not a regular file"
-				if e.Type()&fs.ModeSymlink != 0 {
-					what = "a symbolic link: memories are plain files (copy the file it points to, or remove the link)"
-				}
-				problems = append(problems, mpath+": "+what)
-				return nil
-			}
-			if err := gitstore.ValidateNewPath(mpath); err != nil {
-				problems = append(problems, ruleOf(err))
-				return nil
-			}
-			fi, err := e.Info()
-			if err != nil {
-				problems = append(problems, fmt.Sprintf("%s: %v", mpath, err))
-				return nil
-			}
-			if fi.Size() > gitstore.MaxContentBytes {
-				problems = append(problems, fmt.Sprintf("%s: content is %d bytes; the limit is %d bytes", mpath, fi.Size(), gitstore.MaxContentBytes))
-				return nil
-			}
-			b, err := os.ReadFile(p)
-			if err != nil {
-				problems = append(problems, fmt.Sprintf("%s: %v", mpath, err))
-				return nil
-			}
-			if err := gitstore.ValidateContent(string(b)); err != nil {
-				problems = append(problems, mpath+": "+ruleOf(err))
-				return nil
-			}
-			f := dirFile{file: p, path: mpath, sha: sha256Hex(b)}
-			if old, ok := existing[mpath]; ok {
-				switch {
-				case old == f.sha:
-					unchanged++
-					return nil
-				case !overwrite:
-					problems = append(problems, mpath+": a memory with other content is at this path (--overwrite replaces it with a new version)")
-					return nil
-				}
-				f.existing = old
-			} else if other := pathTaken(paths, mpath); other != "" {
-				problems = append(problems, fmt.Sprintf("%s: the memory %s is in the way (a memory cannot also be a folder)", mpath, other))
-				return nil
-			}
-			files = append(files, f)
-			return nil
-		})
-		if err != nil {
+		if err := filepath.WalkDir(root, sc.visit); err != nil {
 			return err
 		}
-		errw := cmd.ErrOrStderr()
-		for _, n := range notes {
-			fmt.Fprintln(errw, n)
+		for _, n := range sc.notes {
+			fmt.Fprintln(cmd.ErrOrStderr(), n)
 		}
-		if len(problems) > 0 {
-			lines := problems
-			if len(lines) > maxProblems {
-				lines = append(lines[:maxProblems:maxProblems], fmt.Sprintf("... and %d more", len(problems)-maxProblems))
-			}
-			return fmt.Errorf("refused to import %s; nothing was written:\n  %s", dir, strings.Join(lines, "\n  "))
+		if len(sc.problems) > 0 {
+			return sc.refusal()
 		}
 		if s == nil {
 			if s, err = d.CreateStore(ctx, gitstore.CreateStoreInput{Name: ref, Actor: cliActor()}); err != nil {
@@ -160,18 +70,146 @@ func (a *app) importDir(cmd *cobra.Command, dir, ref string, overwrite, create b
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "created store %s (%s)\n", s.ID(), ref)
 		}
-		created, updated, err := writeFiles(cmd, s, files)
-		info, ierr := s.Info(ctx)
-		if ierr != nil {
-			return ierr
-		}
-		summary := fmt.Sprintf("%d created, %d unchanged, %d updated", created, unchanged, updated)
-		if err != nil {
-			return fmt.Errorf("import of %s into %s stopped (%s; %d not written): %w", dir, info.ID, summary, len(files)-created-updated, err)
-		}
-		fmt.Fprintf(cmd.OutOrStdout(), "imported %s into store %s (%s): %s\n", dir, info.ID, info.Name, summary)
-		return nil
+		return importFiles(cmd, s, sc)
 	})
+}
+
+// dirScan is what a walk of a folder to import finds: the files to write, and the problems
+// that refuse the whole folder.
+type dirScan struct {
+	dir, root string            // the folder as given, and absolute
+	overwrite bool              // a file may replace a memory with other content
+	existing  map[string]string // the store's memories: path -> sha256
+	paths     []string          // the store's memory paths, sorted
+
+	files     []dirFile
+	problems  []string
+	notes     []string
+	unchanged int // files that the store has already, with the same content
+}
+
+// loadStore reads the memories of the store that the folder goes into. An archived store
+// takes no import.
+func (sc *dirScan) loadStore(ctx context.Context, s *gitstore.Store) error {
+	info, err := s.Info(ctx)
+	if err != nil {
+		return err
+	}
+	if info.ArchivedAt != nil {
+		return fmt.Errorf("store %s (%s) is archived and read-only", info.ID, info.Name)
+	}
+	mems, err := allMemories(ctx, s, gitstore.ListOptions{})
+	if err != nil {
+		return err
+	}
+	for _, it := range mems {
+		if it.Memory != nil {
+			sc.existing[it.Memory.Path] = it.Memory.ContentSHA256
+			sc.paths = append(sc.paths, it.Memory.Path)
+		}
+	}
+	sort.Strings(sc.paths)
+	return nil
+}
+
+// visit is the WalkDir function: it checks each file, and skips the folder's own .git.
+func (sc *dirScan) visit(p string, e fs.DirEntry, err error) error {
+	if err != nil {
+		sc.problems = append(sc.problems, fmt.Sprintf("%s: %v", p, err))
+		return nil
+	}
+	rel, _ := filepath.Rel(sc.root, p)
+	if rel == "." {
+		return nil
+	}
+	if e.IsDir() {
+		if rel == ".git" {
+			sc.notes = append(sc.notes, "skipped "+filepath.Join(sc.dir, ".git")+" (the folder's own git repository)")
+			return filepath.SkipDir
+		}
+		return nil
+	}
+	mpath := "/" + filepath.ToSlash(rel)
+	b, problem := readMemoryFile(p, mpath, e)
+	if problem != "" {
+		sc.problems = append(sc.problems, problem)
+		return nil
+	}
+	sc.add(dirFile{file: p, path: mpath, sha: sha256Hex(b)})
+	return nil
+}
+
+// readMemoryFile reads the file p as the memory mpath, or says which rule it breaks.
+func readMemoryFile(p, mpath string, e fs.DirEntry) ([]byte, string) {
+	if !e.Type().IsRegular() {
+		what := "not a regular file"
+		if e.Type()&fs.ModeSymlink != 0 {
+			what = "a symbolic link: memories are plain files (copy the file it points to, or remove the link)"
+		}
+		return nil, mpath + ": " + what
+	}
+	if err := gitstore.ValidateNewPath(mpath); err != nil {
+		return nil, ruleOf(err)
+	}
+	fi, err := e.Info()
+	if err != nil {
+		return nil, fmt.Sprintf("%s: %v", mpath, err)
+	}
+	if fi.Size() > gitstore.MaxContentBytes {
+		return nil, fmt.Sprintf("%s: content is %d bytes; the limit is %d bytes", mpath, fi.Size(), gitstore.MaxContentBytes)
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nil, fmt.Sprintf("%s: %v", mpath, err)
+	}
+	if err := gitstore.ValidateContent(string(b)); err != nil {
+		return nil, mpath + ": " + ruleOf(err)
+	}
+	return b, ""
+}
+
+// add takes a file to write, unless the store has it already or a memory is in its way.
+func (sc *dirScan) add(f dirFile) {
+	if old, ok := sc.existing[f.path]; ok {
+		switch {
+		case old == f.sha:
+			sc.unchanged++
+			return
+		case !sc.overwrite:
+			sc.problems = append(sc.problems, f.path+": a memory with other content is at this path (--overwrite replaces it with a new version)")
+			return
+		}
+		f.existing = old
+	} else if other := pathTaken(sc.paths, f.path); other != "" {
+		sc.problems = append(sc.problems, fmt.Sprintf("%s: the memory %s is in the way (a memory cannot also be a folder)", f.path, other))
+		return
+	}
+	sc.files = append(sc.files, f)
+}
+
+// refusal is the error of a folder with problems: up to maxProblems of them, then how many
+// more.
+func (sc *dirScan) refusal() error {
+	lines := sc.problems
+	if len(lines) > maxProblems {
+		lines = append(lines[:maxProblems:maxProblems], fmt.Sprintf("... and %d more", len(sc.problems)-maxProblems))
+	}
+	return fmt.Errorf("refused to import %s; nothing was written:\n  %s", sc.dir, strings.Join(lines, "\n  "))
+}
+
+// importFiles writes the files that a scan found into s and says what it did.
+func importFiles(cmd *cobra.Command, s *gitstore.Store, sc *dirScan) error {
+	created, updated, err := writeFiles(cmd, s, sc.files)
+	info, ierr := s.Info(cmd.Context())
+	if ierr != nil {
+		return ierr
+	}
+	summary := fmt.Sprintf("%d created, %d unchanged, %d updated", created, sc.unchanged, updated)
+	if err != nil {
+		return fmt.Errorf("import of %s into %s stopped (%s; %d not written): %w", sc.dir, info.ID, summary, len(sc.files)-created-updated, err)
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "imported %s into store %s (%s): %s\n", sc.dir, info.ID, info.Name, summary)
+	return nil
 }
 
 // writeFiles writes the files with a few concurrent writers and returns how many memories it

@@ -96,7 +96,7 @@ func newCatCmd(a *app) *cobra.Command {
 		Args: exactArgs("STORE", "PATH"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withStore(cmd.Context(), args[0], func(s *gitstore.Store) error {
-				rd, err := readerAt(cmd.Context(), s, at)
+				rd, err := s.ReaderAt(cmd.Context(), at)
 				if err != nil {
 					return err
 				}
@@ -179,11 +179,11 @@ func newLsCmd(a *app) *cobra.Command {
 				}
 			}
 			return a.withStore(cmd.Context(), args[0], func(s *gitstore.Store) error {
-				rd, err := readerAt(cmd.Context(), s, at)
+				rd, err := s.ReaderAt(cmd.Context(), at)
 				if err != nil {
 					return err
 				}
-				items, err := allMemoriesIn(cmd.Context(), rd, opts)
+				items, err := allMemories(cmd.Context(), rd, opts)
 				if err != nil {
 					return err
 				}

@@ -203,8 +203,12 @@ func (a *app) importHistory(cmd *cobra.Command, source, name string) error {
 		if err != nil {
 			return err
 		}
+		versions, err := countVersions(ctx, s)
+		if err != nil {
+			return err
+		}
 		fmt.Fprintf(cmd.OutOrStdout(), "imported store %s (%s) from %s: %d memories, %d versions, %d commits; head %s\n",
-			info.ID, info.Name, source, len(mems), s.VersionMark(), commits, shortHash(s.Head()))
+			info.ID, info.Name, source, len(mems), versions, commits, shortHash(s.Head()))
 		return nil
 	})
 }
