@@ -174,19 +174,19 @@ func (d *DataDir) CreateStore(ctx context.Context, in CreateStoreInput) (_ *Stor
 // Store returns the open store with the given id, opening it on first use.
 func (d *DataDir) Store(ctx context.Context, id string) (*Store, error) {
 	if !validID(StorePrefix, id) {
-		return nil, notFoundf("memory store %s not found", id)
+		return nil, noStore(id)
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
-		return nil, errClosed
+		return nil, ErrStoreClosed
 	}
 	if s, ok := d.stores[id]; ok {
 		return s, nil
 	}
 	if _, err := os.Stat(d.repoPath(id)); err != nil {
 		if os.IsNotExist(err) {
-			return nil, notFoundf("memory store %s not found", id)
+			return nil, noStore(id)
 		}
 		return nil, fmt.Errorf("open store %s: %w", id, err)
 	}

@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/gitmem/gitmem/gitstore/internal/odb"
+	"github.com/gitmem/gitmem/internal/gitexec"
 )
 
 // Kind classifies an error so that each interface (HTTP, tools, CLI) can map it once.
@@ -21,10 +24,47 @@ const (
 	KindPreconditionFailed Kind = "precondition_failed" // a precondition did not hold; nothing changed
 	KindPathConflict       Kind = "path_conflict"       // the path is taken, or is the parent or child of a memory
 	KindArchived           Kind = "archived"            // the store is archived and read-only
-	KindConflict           Kind = "conflict"            // another change won a race that cannot be retried here
+	KindConflict           Kind = "conflict"            // another change won a race, or the state forbids it (store exists, unrelated histories); retrying the same request does not help
+	KindUnavailable        Kind = "unavailable"         // a short-lived state (store closing, main.lock or the data directory held, search index rebuilding); retry in a moment
+	KindUnsupported        Kind = "unsupported"         // this installation cannot do it (git is not installed); nothing changed
 	KindStorage            Kind = "storage"             // the disk of the data directory is full or over quota; nothing changed
 	KindInternal           Kind = "internal"            // I/O or corruption; logged, never shown verbatim
 )
+
+// Sentinels for the decisions callers make; match them with errors.Is, never on an error's
+// text. Each is, or is wrapped in, an *Error of the kind noted.
+var (
+	// ErrStoreClosed: the store or data directory was closed (a server shutting down).
+	// KindUnavailable.
+	ErrStoreClosed = &Error{Kind: KindUnavailable, Message: "the store is closed"}
+	// ErrNoStore: no store has that id (or name). KindNotFound.
+	ErrNoStore = errors.New("no such memory store")
+	// ErrStoreExists: a store with that id exists already (import). KindConflict.
+	ErrStoreExists = errors.New("the memory store exists already")
+	// ErrDataDirLocked: another process holds the data directory; errors.As gives a
+	// *LockedError that names it. KindUnavailable.
+	ErrDataDirLocked = errors.New("the data directory is in use by another process")
+	// ErrRefLocked: a git process holds main.lock. KindUnavailable.
+	ErrRefLocked = odb.ErrRefLocked
+	// ErrNoGit: the git program is not installed. KindUnsupported.
+	ErrNoGit = gitexec.ErrNoGit
+)
+
+// LockedError says which process holds a data directory.
+type LockedError struct {
+	Dir    string
+	Holder string // what the holder wrote in gitmem.lock, e.g. "gitmem (pid 12: gitmem serve)"
+}
+
+func (e *LockedError) Error() string {
+	who := e.Holder
+	if who == "" {
+		who = "another process"
+	}
+	return fmt.Sprintf("data directory %s is in use by %s; stop it first, or talk to it over its HTTP API", e.Dir, who)
+}
+
+func (e *LockedError) Is(target error) bool { return target == ErrDataDirLocked }
 
 // Error is the store's error type. Message is safe to show to a caller.
 type Error struct {
@@ -128,6 +168,11 @@ func invalidf(format string, args ...any) error {
 
 func notFoundf(format string, args ...any) error {
 	return &Error{Kind: KindNotFound, Message: fmt.Sprintf(format, args...)}
+}
+
+// noStore is the error for a store id that names no store: KindNotFound, and ErrNoStore.
+func noStore(id string) error {
+	return &Error{Kind: KindNotFound, Message: fmt.Sprintf("memory store %s not found", id), Err: ErrNoStore}
 }
 
 func preconditionf(format string, args ...any) error {

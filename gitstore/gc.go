@@ -20,11 +20,11 @@ type GCResult struct {
 	Took         time.Duration
 }
 
-// needGit returns nil if git is installed, and otherwise an error of KindConflict that says
-// what needs it and is gitexec.ErrNoGit.
+// needGit returns nil if git is installed, and otherwise an error of KindUnsupported that
+// says what needs it and is ErrNoGit.
 func needGit(what string) error {
 	if err := gitexec.Need(what); err != nil {
-		return &Error{Kind: KindConflict, Message: err.Error(), Err: err}
+		return &Error{Kind: KindUnsupported, Message: err.Error(), Err: err}
 	}
 	return nil
 }
@@ -38,7 +38,7 @@ const pruneGrace = "10.minutes.ago"
 // older than a few minutes. It runs in the store's writer, so no write happens meanwhile;
 // readers keep reading throughout: the old packs are removed only when the storage that
 // knows the new one replaces the old storage, under the storage lock. Without the git
-// program its error is gitexec.ErrNoGit (of KindConflict).
+// program its error is ErrNoGit (of KindUnsupported).
 func (s *Store) GC(ctx context.Context) (GCResult, error) {
 	if err := needGit("gc"); err != nil {
 		return GCResult{}, err

@@ -63,7 +63,7 @@ func (d *DataDir) ImportStore(ctx context.Context, repoDir string, progress Prog
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
-		return nil, errClosed
+		return nil, ErrStoreClosed
 	}
 	// Checked again under the lock: a store of that id may have been made meanwhile.
 	_, statErr := os.Stat(d.repoPath(info.ID))
@@ -99,7 +99,7 @@ func (d *DataDir) refuseExisting(ctx context.Context, id string) error {
 			name = info.Name
 		}
 	}
-	return &Error{Kind: KindConflict, Message: fmt.Sprintf("store %s already exists (name %q); delete it first", id, name)}
+	return &Error{Kind: KindConflict, Message: fmt.Sprintf("store %s already exists (name %q); delete it first", id, name), Err: ErrStoreExists}
 }
 
 // importedInfo reads and checks .gitmem/store.json on main of a repository to import.

@@ -20,12 +20,8 @@ func lockDir(dir string) (*os.File, error) {
 		holder, _ := os.ReadFile(p)
 		f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			who := strings.TrimSpace(string(holder))
-			if who == "" {
-				who = "another process"
-			}
-			return nil, &Error{Kind: KindConflict, Message: fmt.Sprintf(
-				"data directory %s is in use by %s; stop it first, or talk to it over its HTTP API", dir, who)}
+			le := &LockedError{Dir: dir, Holder: strings.TrimSpace(string(holder))}
+			return nil, &Error{Kind: KindUnavailable, Message: le.Error(), Err: le}
 		}
 		return nil, fmt.Errorf("lock %s: %w", p, err)
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
-	"github.com/gitmem/gitmem/gitstore/internal/odb"
 )
 
 // TestPacking writes enough to pack loose objects many times and checks that the packs are
@@ -144,8 +143,8 @@ func TestWriteRefLocked(t *testing.T) {
 	defer os.Remove(lock)
 	_, err := s.Write(ctx, WriteInput{Path: "/b.md", Content: "two", Actor: apiActor})
 	var e *Error
-	if !errors.As(err, &e) || e.Kind != KindConflict || !errors.Is(err, odb.ErrRefLocked) {
-		t.Fatalf("write with main.lock held: %v; want a %s error", err, KindConflict)
+	if !errors.As(err, &e) || e.Kind != KindUnavailable || !errors.Is(err, ErrRefLocked) {
+		t.Fatalf("write with main.lock held: %v; want a %s error", err, KindUnavailable)
 	}
 	if want := mainRef + " is locked by another git process (" + lock + " exists)"; e.Message != want {
 		t.Errorf("message %q; want %q", e.Message, want)

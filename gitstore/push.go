@@ -60,7 +60,7 @@ func (s *Store) ReceivePush(ctx context.Context, commits []string, keyID string)
 	}
 	select {
 	case <-s.quit:
-		return errClosed
+		return ErrStoreClosed
 	default:
 	}
 	if keyID == "" || len(hs) == 0 {

@@ -626,7 +626,7 @@ func (s *Store) pruneRedacted(ctx context.Context) error {
 		}
 		// A push moved main while git repacked: its objects may be in the old packs.
 		if attempt == 3 {
-			return &Error{Kind: KindConflict, Message: "main kept moving (pushes) while the repository was repacked; redact again to finish pruning"}
+			return &Error{Kind: KindUnavailable, Message: "main kept moving (pushes) while the repository was repacked; redact again to finish pruning"}
 		}
 		if err := s.catchUp(nil); err != nil {
 			return err

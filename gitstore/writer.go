@@ -60,13 +60,22 @@ func (s *Store) enqueue(ctx context.Context, r *request) (any, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	case <-s.quit:
-		return nil, errClosed
+		return nil, ErrStoreClosed
 	}
-	res := <-r.done
+	// The queue may take a request after the writer has answered its last one and gone (the
+	// select above picks at random when both cases are ready): then no answer comes.
+	var res result
+	select {
+	case res = <-r.done:
+	case <-s.done:
+		select {
+		case res = <-r.done:
+		default:
+			return nil, ErrStoreClosed
+		}
+	}
 	return res.v, NoSpace(res.err, s.opts.dataDir)
 }
-
-var errClosed = &Error{Kind: KindConflict, Message: "the store is closed"}
 
 // run is the writer goroutine: the only one that writes to the store's repository and
 // catalog. It takes the queued mutations in groups, gives each its own commit, and makes the
@@ -112,7 +121,7 @@ func (s *Store) run() {
 			for {
 				select {
 				case r := <-s.reqs:
-					r.done <- result{err: errClosed}
+					r.done <- result{err: ErrStoreClosed}
 				default:
 					return
 				}

@@ -63,6 +63,11 @@ var kindStatus = map[gitstore.Kind]struct {
 	gitstore.KindPreconditionFailed: {http.StatusConflict, "memory_precondition_failed_error"},
 	gitstore.KindPathConflict:       {http.StatusConflict, "memory_path_conflict_error"},
 	gitstore.KindConflict:           {http.StatusConflict, "conflict_error"},
+	// Soon over (a store closing, main.lock held by git, an index rebuilding): 503 with the
+	// type the SDKs retry, after Retry-After.
+	gitstore.KindUnavailable: {http.StatusServiceUnavailable, "overloaded_error"},
+	// This installation cannot do it (no git): retrying does not help.
+	gitstore.KindUnsupported: {http.StatusNotImplemented, "api_error"},
 	// A full disk: 507 Insufficient Storage, which names the cause, and not 503, which the
 	// SDKs would retry twice within seconds, which a full disk does not outlast.
 	gitstore.KindStorage: {http.StatusInsufficientStorage, "storage_full_error"},
@@ -132,8 +137,14 @@ func (s *Server) handleError(err error, c echo.Context) {
 		closeAfter(c) // a client without a valid key keeps no connection open
 	}
 	// Deterministic conflicts, and a full disk, which an immediate retry does not cure.
-	if ae.status == http.StatusConflict || ae.status == http.StatusNotImplemented || ae.status == http.StatusInsufficientStorage {
+	switch ae.status {
+	case http.StatusConflict, http.StatusNotImplemented, http.StatusInsufficientStorage:
 		c.Response().Header().Set("x-should-retry", "false")
+	case http.StatusServiceUnavailable:
+		c.Response().Header().Set("x-should-retry", "true")
+		if c.Response().Header().Get("Retry-After") == "" {
+			c.Response().Header().Set("Retry-After", "1")
+		}
 	}
 	body := errorJSON{Type: ae.typ, Message: ae.message, ConflictingMemoryID: ae.conflictingID, ConflictingPath: ae.conflictingPath}
 	if err := c.JSON(ae.status, envelopeJSON{Type: "error", Error: body, RequestID: rid}); err != nil {

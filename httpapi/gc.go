@@ -1,13 +1,11 @@
 package httpapi
 
 import (
-	"errors"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/gitmem/gitmem/gitstore"
-	"github.com/gitmem/gitmem/internal/gitexec"
 )
 
 // gcRoutes: POST /v1/memory_stores/{id}/gc repacks the store's repository (a gitmem
@@ -36,9 +34,6 @@ func (s *Server) gcStore(c echo.Context) error {
 		return err
 	}
 	res, err := st.GC(c.Request().Context())
-	if errors.Is(err, gitexec.ErrNoGit) {
-		return &apiError{status: http.StatusNotImplemented, typ: "api_error", message: err.Error()}
-	}
 	if err != nil {
 		return err
 	}

@@ -27,7 +27,8 @@ type GitOptions struct {
 // EnableGit serves each store's repository over git's smart HTTP protocol at
 // /git/{memstore_id}.git: git clone, fetch and pull, and git push checked by the rules of
 // the store (docs/git.md). The key is the HTTP basic password. If git is not installed the
-// route answers 503 and EnableGit returns gitexec.ErrNoGit; the rest of the server works.
+// route answers 501 (not implemented here) and EnableGit returns gitexec.ErrNoGit; the rest
+// of the server works.
 func (s *Server) EnableGit(opts GitOptions) error {
 	layout := s.data.Layout()
 	backend, err := gitserve.New(gitserve.Options{StoresDir: layout.StoresDir(),
@@ -35,7 +36,7 @@ func (s *Server) EnableGit(opts GitOptions) error {
 		MaxPushBytes: opts.MaxPushBytes})
 	h := func(c echo.Context) error {
 		if err != nil {
-			return gitError(c, http.StatusServiceUnavailable, "%s", err.Error())
+			return gitError(c, http.StatusNotImplemented, "%s", err.Error())
 		}
 		return s.serveGit(c, backend)
 	}

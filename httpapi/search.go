@@ -54,7 +54,7 @@ func (s *Server) searchStore(c echo.Context) error {
 	if errors.As(err, &unavailable) {
 		// Not the caller's fault and soon over: the SDKs retry a 503 by themselves.
 		c.Response().Header().Set("Retry-After", strconv.Itoa(int(rebuildRetry.Seconds())))
-		return &apiError{status: http.StatusServiceUnavailable, typ: "api_error", message: unavailable.Error()}
+		return &apiError{status: http.StatusServiceUnavailable, typ: "overloaded_error", message: unavailable.Error()}
 	}
 	if err != nil {
 		return err

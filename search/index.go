@@ -188,7 +188,7 @@ func (x *storeIndex) waitFresh(ctx context.Context) error {
 			}
 			timer.Reset(x.svc.opts.RebuildWait)
 		case <-x.stopped:
-			return errClosed
+			return ErrClosed
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -200,7 +200,7 @@ func (x *storeIndex) rebuild(ctx context.Context, r rebuildRequest) error {
 	select {
 	case x.rebuilds <- r:
 	case <-x.stopped:
-		return errClosed
+		return ErrClosed
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -213,7 +213,7 @@ func (x *storeIndex) awaitRebuild(r rebuildRequest) error {
 	case err := <-r.done:
 		return err
 	case <-x.stopped:
-		return errClosed
+		return ErrClosed
 	}
 }
 

@@ -116,7 +116,9 @@ func (s *Service) Close() error {
 	return errors.Join(errs...)
 }
 
-var errClosed = &gitstore.Error{Kind: gitstore.KindConflict, Message: "the search service is closed"}
+// ErrClosed is the error of a search or watch after the service or a store's index closed
+// (the server is shutting down): KindUnavailable, a retry may reach a server that runs.
+var ErrClosed = &gitstore.Error{Kind: gitstore.KindUnavailable, Message: "the search service is closed"}
 
 // Watch starts keeping the index of a store up to date in the background, opening (or
 // building) it if needed. It returns at once.
@@ -178,7 +180,7 @@ func (s *Service) start(ctx context.Context, storeID string, first *rebuildReque
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return nil, false, errClosed
+		return nil, false, ErrClosed
 	}
 	if x, ok := s.indexes[storeID]; ok {
 		return x, false, nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -206,7 +207,18 @@ func TestLockedDataDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	mustContain(t, "locked", c.fails("", "stores", "list"), "is in use by gitmem (pid", "use its HTTP API, or stop it first")
+	out := c.fails("", "stores", "list")
+	mustContain(t, "locked", out, "is in use by gitmem (pid", "stop it first, or talk to it over its HTTP API")
+	if n := strings.Count(out, "stop it first"); n != 1 {
+		t.Errorf("the advice is given %d times, want once:\n%s", n, out)
+	}
+	// The test process holds the directory through the gitstore API: the error says so as a
+	// LockedError, which the CLI finds with errors.Is, not by the error's text.
+	_, err = gitstore.Open(context.Background(), c.data, gitstore.Options{})
+	var le *gitstore.LockedError
+	if !errors.Is(err, gitstore.ErrDataDirLocked) || !errors.As(err, &le) || le.Dir != c.data || gitstore.ErrorKind(err) != gitstore.KindUnavailable {
+		t.Errorf("second open: %v (kind %q), want a *LockedError for %s of kind unavailable", err, gitstore.ErrorKind(err), c.data)
+	}
 }
 
 // TestLogJSONActor: gitmem log --json shows the actor as the HTTP API does, with the name

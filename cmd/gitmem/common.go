@@ -20,9 +20,6 @@ func (a *app) openData(ctx context.Context) (*gitstore.DataDir, error) {
 		if gitstore.IsKind(err, gitstore.KindStorage) {
 			return nil, a.storageErr(err)
 		}
-		if gitstore.IsKind(err, gitstore.KindConflict) {
-			return nil, fmt.Errorf("%w\n(a running \"gitmem serve\" owns its data directory: use its HTTP API, or stop it first)", err)
-		}
 		return nil, err
 	}
 	return d, nil
@@ -78,7 +75,8 @@ func findStore(ctx context.Context, d *gitstore.DataDir, ref string) (*gitstore.
 	}
 	switch len(matches) {
 	case 0:
-		return nil, fmt.Errorf("no store with id or name %q (see \"gitmem stores list --all\")", ref)
+		return nil, &gitstore.Error{Kind: gitstore.KindNotFound, Err: gitstore.ErrNoStore,
+			Message: fmt.Sprintf("no store with id or name %q (see \"gitmem stores list --all\")", ref)}
 	case 1:
 		return d.Store(ctx, matches[0].ID)
 	default:

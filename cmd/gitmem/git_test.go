@@ -108,8 +108,9 @@ func TestServeGit(t *testing.T) {
 	mustContain(t, "after push", string(body), `"path":"/hello.md"`)
 }
 
-// TestServeWithoutGit: without git, gitmem serve says at start that git over HTTP is off,
-// the git route answers 503 with that, and the API works.
+// TestServeWithoutGit: without git, gitmem serve says at start that git over HTTP is off;
+// everything that needs git (the git route, gc, redact) answers 501 with the same sentence
+// and says not to retry, and the API works.
 func TestServeWithoutGit(t *testing.T) {
 	c := newCLI(t)
 	url, banner := serveForGit(t, c, "PATH="+t.TempDir())
@@ -121,8 +122,37 @@ func TestServeWithoutGit(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusServiceUnavailable {
+	if resp.StatusCode != http.StatusNotImplemented {
 		t.Errorf("git route without git: %d %s", resp.StatusCode, body)
 	}
-	mustContain(t, "git route", string(body), "git over HTTP is off because git is not installed")
+	mustContain(t, "git route", string(body), "git is not installed")
+
+	post := func(path, body string) (int, string, http.Header) {
+		t.Helper()
+		resp, err := http.Post(url+"/v1/memory_stores/"+store+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b), resp.Header
+	}
+	var mem struct {
+		ID              string `json:"id"`
+		MemoryVersionID string `json:"memory_version_id"`
+	}
+	code, out, _ := post("/memories", `{"path":"/a.md","content":"one"}`)
+	if err := json.Unmarshal([]byte(out), &mem); err != nil || code != http.StatusOK {
+		t.Fatalf("create memory without git: %d %s", code, out)
+	}
+	if code, out, _ := post("/memories/"+mem.ID, `{"content":"two"}`); code != http.StatusOK {
+		t.Fatalf("update memory without git: %d %s", code, out)
+	}
+	for _, path := range []string{"/gc", "/memory_versions/" + mem.MemoryVersionID + "/redact"} {
+		code, out, h := post(path, "")
+		if code != http.StatusNotImplemented || h.Get("x-should-retry") != "false" {
+			t.Errorf("%s without git: %d (x-should-retry %q) %s, want 501 and no retry", path, code, h.Get("x-should-retry"), out)
+		}
+		mustContain(t, path, out, "which is not installed")
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -46,7 +47,7 @@ func (a *app) importDir(cmd *cobra.Command, dir, ref string, overwrite, create b
 	}
 	return a.withData(ctx, func(d *gitstore.DataDir) error {
 		s, err := findStore(ctx, d, ref)
-		if err != nil && !(create && !strings.HasPrefix(ref, gitstore.StorePrefix) && strings.HasPrefix(err.Error(), "no store with")) {
+		if err != nil && !(create && !strings.HasPrefix(ref, gitstore.StorePrefix) && errors.Is(err, gitstore.ErrNoStore)) {
 			return err
 		}
 		sc := &dirScan{dir: dir, root: root, overwrite: overwrite, existing: map[string]string{}}

@@ -74,7 +74,7 @@ func (a *app) serveMCP(cmd *cobra.Command, log *slog.Logger, specs []storeSpec, 
 	ctx := cmd.Context()
 	d, err := gitstore.Open(ctx, a.dataDir, gitstore.Options{Logger: log})
 	if err != nil {
-		if gitstore.IsKind(err, gitstore.KindConflict) {
+		if errors.Is(err, gitstore.ErrDataDirLocked) {
 			return fmt.Errorf("%w\n(a running \"gitmem serve\" owns its data directory: use its /mcp endpoint, or stop it first)", err)
 		}
 		return err

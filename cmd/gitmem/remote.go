@@ -137,7 +137,7 @@ func (a *app) remoteStore(ctx context.Context, ref string, stores map[string]str
 		}
 		return s.ID(), nil
 	}
-	if !gitstore.IsKind(err, gitstore.KindConflict) {
+	if !errors.Is(err, gitstore.ErrDataDirLocked) {
 		return "", err
 	}
 	if _, ok := stores[ref]; ok {
