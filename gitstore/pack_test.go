@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
-
 )
 
 // TestPacking writes enough to pack loose objects many times and checks that the packs are
