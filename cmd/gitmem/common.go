@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -25,9 +26,17 @@ func (a *app) openData(ctx context.Context) (*gitstore.DataDir, error) {
 	return d, nil
 }
 
-// withData runs fn with the data directory open, and closes it after.
+// withData runs fn with the data directory open, and closes it after: for the commands that
+// work on the data directory itself, which say so in one line when a server holds it.
 func (a *app) withData(ctx context.Context, fn func(d *gitstore.DataDir) error) (err error) {
+	if u, _ := a.serverURL(); u != "" {
+		return a.needsDataDir(nil)
+	}
 	d, err := a.openData(ctx)
+	var le *gitstore.LockedError
+	if errors.As(err, &le) && le.URL != "" {
+		return a.needsDataDir(le)
+	}
 	if err != nil {
 		return err
 	}
@@ -156,7 +165,7 @@ func countVersions(ctx context.Context, s *gitstore.Store) (int, error) {
 	}
 }
 
-func allStores(ctx context.Context, d *gitstore.DataDir, includeArchived bool) ([]gitstore.StoreInfo, error) {
+func allStores(ctx context.Context, d storeLister, includeArchived bool) ([]gitstore.StoreInfo, error) {
 	return allPages(func(cursor string) ([]gitstore.StoreInfo, string, error) {
 		page, err := d.ListStores(ctx, gitstore.StoreListOptions{IncludeArchived: includeArchived, Limit: 1000, Cursor: cursor})
 		return page.Stores, page.NextCursor, err

@@ -93,8 +93,8 @@ func newStoresListCmd(a *app) *cobra.Command {
 		Short: "List memory stores, newest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withData(cmd.Context(), func(d *gitstore.DataDir) error {
-				stores, err := allStores(cmd.Context(), d, all)
+			return a.withTarget(cmd.Context(), func(t target) error {
+				stores, err := allStores(cmd.Context(), t.lister(), all)
 				if err != nil {
 					return err
 				}

@@ -1,0 +1,146 @@
+package client
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gitmem/gitmem/gitstore"
+	"github.com/gitmem/gitmem/search"
+)
+
+// wireStore is a store as the API answers it.
+type wireStore struct {
+	ID          string            `json:"id"`
+	Name        string            `json:"name"`
+	Description string            `json:"description"`
+	Metadata    map[string]string `json:"metadata"`
+	CreatedAt   time.Time         `json:"created_at"`
+	UpdatedAt   time.Time         `json:"updated_at"`
+	ArchivedAt  *time.Time        `json:"archived_at"`
+	Policy      gitstore.Policy   `json:"policy"`
+	Usage       struct {
+		Memories int   `json:"memories"`
+		Bytes    int64 `json:"bytes"`
+	} `json:"usage"`
+}
+
+func (w wireStore) info() gitstore.StoreInfo {
+	p := w.Policy
+	if p.Secrets == gitstore.SecretsPolicy("reject") {
+		p.Secrets = "" // the default, as store.json keeps it
+	}
+	return gitstore.StoreInfo{ID: w.ID, Name: w.Name, Description: w.Description, Metadata: w.Metadata,
+		CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt, ArchivedAt: w.ArchivedAt, Policy: p}
+}
+
+// ListStores returns one page of the server's stores, newest first.
+func (c *Client) ListStores(ctx context.Context, opts gitstore.StoreListOptions) (gitstore.StorePage, error) {
+	q := url.Values{}
+	if opts.IncludeArchived {
+		q.Set("include_archived", "true")
+	}
+	if opts.Limit > 0 {
+		q.Set("limit", strconv.Itoa(min(opts.Limit, 100)))
+	}
+	if opts.Cursor != "" {
+		q.Set("page", opts.Cursor)
+	}
+	var page struct {
+		Data     []wireStore `json:"data"`
+		NextPage *string     `json:"next_page"`
+	}
+	if err := c.do(ctx, http.MethodGet, "/v1/memory_stores", q, nil, &page); err != nil {
+		return gitstore.StorePage{}, err
+	}
+	out := gitstore.StorePage{NextCursor: deref(page.NextPage)}
+	for _, s := range page.Data {
+		out.Stores = append(out.Stores, s.info())
+	}
+	return out, nil
+}
+
+// CreateStore creates a store; the server records its caller (the key) as the actor.
+func (c *Client) CreateStore(ctx context.Context, in gitstore.CreateStoreInput) (*Store, error) {
+	body := map[string]any{"name": in.Name}
+	if in.Description != "" {
+		body["description"] = in.Description
+	}
+	if len(in.Metadata) > 0 {
+		body["metadata"] = in.Metadata
+	}
+	if in.Policy != (gitstore.Policy{}) {
+		body["policy"] = in.Policy
+	}
+	var w wireStore
+	if err := c.do(ctx, http.MethodPost, "/v1/memory_stores", nil, body, &w); err != nil {
+		return nil, err
+	}
+	return c.Store(w.ID), nil
+}
+
+// Store is one store of the server, by id.
+func (c *Client) Store(id string) *Store { return &Store{c: c, id: id} }
+
+// Store is a store on a server; its methods are those of *gitstore.Store that the CLI uses.
+type Store struct {
+	c  *Client
+	id string
+}
+
+func (s *Store) ID() string { return s.id }
+
+func (s *Store) path(parts ...string) string {
+	p := "/v1/memory_stores/" + url.PathEscape(s.id)
+	for _, x := range parts {
+		p += "/" + url.PathEscape(x)
+	}
+	return p
+}
+
+// Info returns the store's metadata and policy.
+func (s *Store) Info(ctx context.Context) (gitstore.StoreInfo, error) {
+	var w wireStore
+	err := s.c.do(ctx, http.MethodGet, s.path(), nil, nil, &w)
+	return w.info(), err
+}
+
+// Usage returns the store's live memories and their bytes.
+func (s *Store) Usage(ctx context.Context) (gitstore.Usage, error) {
+	var w wireStore
+	err := s.c.do(ctx, http.MethodGet, s.path(), nil, nil, &w)
+	return gitstore.Usage{Memories: w.Usage.Memories, Bytes: w.Usage.Bytes}, err
+}
+
+// Search searches the store's memories.
+func (s *Store) Search(ctx context.Context, req search.Request) (*search.Result, error) {
+	q := url.Values{"q": {req.Query}}
+	if req.PathPrefix != "" {
+		q.Set("path_prefix", req.PathPrefix)
+	}
+	if req.Limit > 0 {
+		q.Set("limit", strconv.Itoa(req.Limit))
+	}
+	if req.Snippets > 0 {
+		q.Set("snippets", strconv.Itoa(req.Snippets))
+	}
+	var w struct {
+		Commit string       `json:"commit"`
+		Total  uint64       `json:"total"`
+		Data   []search.Hit `json:"data"`
+	}
+	if err := s.c.do(ctx, http.MethodGet, s.path("search"), q, nil, &w); err != nil {
+		return nil, err
+	}
+	return &search.Result{Commit: w.Commit, Total: w.Total, Hits: w.Data}, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return strings.TrimSpace(*s)
+}
