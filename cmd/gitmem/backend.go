@@ -24,6 +24,9 @@ type storeAPI interface {
 	UpdateMemory(ctx context.Context, in gitstore.UpdateInput) (gitstore.WriteResult, error)
 	Delete(ctx context.Context, in gitstore.DeleteInput) (gitstore.Version, error)
 	Versions(ctx context.Context, f gitstore.VersionFilter) (gitstore.VersionPage, error)
+	Restore(ctx context.Context, in gitstore.RestoreInput) (gitstore.WriteResult, error)
+	DiffMemory(ctx context.Context, memoryID, fromID, toID string) (gitstore.MemoryDiff, error)
+	Blame(ctx context.Context, memoryID string) ([]gitstore.BlameLine, error)
 }
 
 // storeLister lists stores: *gitstore.DataDir and *client.Client.

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
+	"slices"
 	"regexp"
 	"strings"
 	"testing"
@@ -22,6 +24,10 @@ var readCommands = [][]string{
 	{"log", "notes", "--op", "deleted"},
 	{"search", "notes", "hello"},
 	{"search", "notes", "hello", "--json"},
+	{"diff", "notes", "/a/b.md"},
+	{"diff", "notes", "/a/b.md", "--json"},
+	{"blame", "notes", "/a/b.md"},
+	{"blame", "notes", "/a/b.md", "--json"},
 }
 
 // seedNotes makes a store "notes" with a few memories and versions.
@@ -83,14 +89,28 @@ func TestClientModeWritesAsLocal(t *testing.T) {
 		{"rm", "notes", "/v/w.md"},
 		{"rm", "notes", "/v/w.md"},
 		{"ls", "notes", "-R"},
+		{"restore", "notes", "{first}"},
+		{"restore", "notes", "{first}"}, // unchanged
+		{"restore", "notes", "memver_01M83RXJE06891D7CSNGD1TFB7"},
+		{"diff", "notes", "/a/b.md"},
 	}
 	run := func(c *cli, serve bool) []string {
 		seedNotes(c)
 		if serve {
 			serveForGit(t, c)
 		}
+		var versions []struct{ ID string }
+		if err := json.Unmarshal([]byte(c.ok("", "log", "notes", "/a/b.md", "--json")), &versions); err != nil || len(versions) == 0 {
+			t.Fatalf("versions of /a/b.md: %v", err)
+		}
 		var outs []string
 		for _, args := range writes {
+			args = slices.Clone(args)
+			for i, a := range args {
+				if a == "{first}" {
+					args[i] = versions[len(versions)-1].ID
+				}
+			}
 			out, errOut, code := c.run("written\n", args...)
 			outs = append(outs, varying.ReplaceAllString(out+errOut, "X")+" exit "+string(rune('0'+code)))
 		}
