@@ -76,3 +76,44 @@ func (s *Store) Blame(ctx context.Context, memoryID string) ([]gitstore.BlameLin
 	}
 	return out, nil
 }
+
+// Redact scrubs a version's content and path out of the store's history.
+func (s *Store) Redact(ctx context.Context, in gitstore.RedactInput) (gitstore.RedactResult, error) {
+	var w struct {
+		wireVersion
+		Redaction struct {
+			OldHead          *string `json:"old_head"`
+			NewHead          *string `json:"new_head"`
+			RewrittenCommits int     `json:"rewritten_commits"`
+			ContentRemains   bool    `json:"content_remains"`
+			TookMS           int64   `json:"took_ms"`
+		} `json:"redaction"`
+	}
+	if err := s.c.do(ctx, http.MethodPost, s.path("memory_versions", in.VersionID, "redact"), nil, nil, &w); err != nil {
+		return gitstore.RedactResult{}, err
+	}
+	r := w.Redaction
+	return gitstore.RedactResult{Version: w.version(), OldHead: deref(r.OldHead), NewHead: deref(r.NewHead),
+		Rewritten: r.RewrittenCommits, ContentRemains: r.ContentRemains, Took: time.Duration(r.TookMS) * time.Millisecond}, nil
+}
+
+// GC packs the store's repository (git repack, prune) on the server.
+func (s *Store) GC(ctx context.Context) (gitstore.GCResult, error) {
+	var w struct {
+		Before, After struct {
+			Packs        int   `json:"packs"`
+			PackBytes    int64 `json:"pack_bytes"`
+			LooseObjects int   `json:"loose_objects"`
+			LooseBytes   int64 `json:"loose_bytes"`
+		}
+		KeptOldPacks bool  `json:"kept_old_packs"`
+		TookMS       int64 `json:"took_ms"`
+	}
+	if err := s.c.do(ctx, http.MethodPost, s.path("gc"), nil, nil, &w); err != nil {
+		return gitstore.GCResult{}, err
+	}
+	return gitstore.GCResult{
+		Before:       gitstore.ObjectStats{Packs: w.Before.Packs, PackBytes: w.Before.PackBytes, LooseObjects: w.Before.LooseObjects, LooseBytes: w.Before.LooseBytes},
+		After:        gitstore.ObjectStats{Packs: w.After.Packs, PackBytes: w.After.PackBytes, LooseObjects: w.After.LooseObjects, LooseBytes: w.After.LooseBytes},
+		KeptOldPacks: w.KeptOldPacks, Took: time.Duration(w.TookMS) * time.Millisecond}, nil
+}

@@ -27,6 +27,8 @@ type storeAPI interface {
 	Restore(ctx context.Context, in gitstore.RestoreInput) (gitstore.WriteResult, error)
 	DiffMemory(ctx context.Context, memoryID, fromID, toID string) (gitstore.MemoryDiff, error)
 	Blame(ctx context.Context, memoryID string) ([]gitstore.BlameLine, error)
+	Redact(ctx context.Context, in gitstore.RedactInput) (gitstore.RedactResult, error)
+	GC(ctx context.Context) (gitstore.GCResult, error)
 }
 
 // storeLister lists stores: *gitstore.DataDir and *client.Client.
@@ -101,6 +103,18 @@ func (t target) lister() storeLister {
 	}
 	return t.data
 }
+
+// store opens the store with an id on the target.
+func (t target) store(ctx context.Context, id string) (storeAPI, error) {
+	if t.srv != nil {
+		return t.srv.Store(id), nil
+	}
+	return t.data.Store(ctx, id)
+}
+
+// local reports whether the target is the data directory, opened by this process: then the
+// commands that need the git program run it here, else the server does.
+func (t target) local() bool { return t.srv == nil }
 
 // withStoreAPI runs fn with the store named by ref (id, or unique name) on the command's
 // target.
