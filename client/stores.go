@@ -26,6 +26,7 @@ type wireStore struct {
 		Memories int   `json:"memories"`
 		Bytes    int64 `json:"bytes"`
 	} `json:"usage"`
+	Head string `json:"head"`
 }
 
 func (w wireStore) info() gitstore.StoreInfo {
@@ -113,6 +114,53 @@ func (s *Store) Usage(ctx context.Context) (gitstore.Usage, error) {
 	var w wireStore
 	err := s.c.do(ctx, http.MethodGet, s.path(), nil, nil, &w)
 	return gitstore.Usage{Memories: w.Usage.Memories, Bytes: w.Usage.Bytes}, err
+}
+
+// Head is the commit of main that the server's reads reflect.
+func (s *Store) Head(ctx context.Context) (string, error) {
+	var w wireStore
+	err := s.c.do(ctx, http.MethodGet, s.path(), nil, nil, &w)
+	return w.Head, err
+}
+
+// RepoURL is where git clones the store from.
+func (s *Store) RepoURL() string { return s.c.base + "/git/" + s.id + ".git" }
+
+// Archive makes the store read-only for good.
+func (s *Store) Archive(ctx context.Context, _ gitstore.Actor) (gitstore.StoreInfo, error) {
+	var w wireStore
+	err := s.c.do(ctx, http.MethodPost, s.path("archive"), nil, nil, &w)
+	return w.info(), err
+}
+
+// UpdateInfo changes the store's policy (the only part of a patch the CLI sends).
+func (s *Store) UpdateInfo(ctx context.Context, p gitstore.StorePatch) (gitstore.StoreInfo, error) {
+	policy := map[string]any{}
+	if pp := p.Policy; pp != nil {
+		if pp.Secrets != nil {
+			policy["secrets"] = *pp.Secrets
+		}
+		if pp.ExpireAfter != nil {
+			policy["expire_after"] = nil
+			if *pp.ExpireAfter != 0 {
+				policy["expire_after"] = pp.ExpireAfter.String()
+			}
+		}
+		if pp.MaxMemories != nil {
+			policy["max_memories"] = *pp.MaxMemories
+		}
+		if pp.MaxBytes != nil {
+			policy["max_bytes"] = *pp.MaxBytes
+		}
+	}
+	var w wireStore
+	err := s.c.do(ctx, http.MethodPost, s.path(), nil, map[string]any{"policy": policy}, &w)
+	return w.info(), err
+}
+
+// DeleteStore deletes a store with all its history.
+func (c *Client) DeleteStore(ctx context.Context, id string) error {
+	return c.do(ctx, http.MethodDelete, c.Store(id).path(), nil, nil, nil)
 }
 
 // Search searches the store's memories.

@@ -29,6 +29,8 @@ type storeAPI interface {
 	Blame(ctx context.Context, memoryID string) ([]gitstore.BlameLine, error)
 	Redact(ctx context.Context, in gitstore.RedactInput) (gitstore.RedactResult, error)
 	GC(ctx context.Context) (gitstore.GCResult, error)
+	Archive(ctx context.Context, actor gitstore.Actor) (gitstore.StoreInfo, error)
+	UpdateInfo(ctx context.Context, p gitstore.StorePatch) (gitstore.StoreInfo, error)
 }
 
 // storeLister lists stores: *gitstore.DataDir and *client.Client.
@@ -110,6 +112,38 @@ func (t target) store(ctx context.Context, id string) (storeAPI, error) {
 		return t.srv.Store(id), nil
 	}
 	return t.data.Store(ctx, id)
+}
+
+// createStore creates a store on the target.
+func (t target) createStore(ctx context.Context, in gitstore.CreateStoreInput) (storeAPI, error) {
+	if t.srv != nil {
+		return t.srv.CreateStore(ctx, in)
+	}
+	return t.data.CreateStore(ctx, in)
+}
+
+// deleteStore deletes a store, by id, on the target.
+func (t target) deleteStore(ctx context.Context, id string) error {
+	if t.srv != nil {
+		return t.srv.DeleteStore(ctx, id)
+	}
+	return t.data.DeleteStore(ctx, id)
+}
+
+// repository says where a store's repository is: its directory, or the URL git clones.
+func repository(s storeAPI) string {
+	if rs, ok := s.(*client.Store); ok {
+		return rs.RepoURL()
+	}
+	return s.(*gitstore.Store).RepoPath()
+}
+
+// head is the commit of main that reads of the store reflect.
+func head(ctx context.Context, s storeAPI) (string, error) {
+	if rs, ok := s.(*client.Store); ok {
+		return rs.Head(ctx)
+	}
+	return s.(*gitstore.Store).Head(), nil
 }
 
 // local reports whether the target is the data directory, opened by this process: then the
