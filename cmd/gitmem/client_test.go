@@ -3,8 +3,8 @@ package main
 import (
 	"encoding/json"
 	"os"
-	"slices"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
