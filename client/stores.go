@@ -192,3 +192,35 @@ func deref(s *string) string {
 	}
 	return strings.TrimSpace(*s)
 }
+
+// Expire deletes the memories unused for the store's expire_after (or says which would go).
+func (s *Store) Expire(ctx context.Context, dryRun bool) (gitstore.ExpireReport, error) {
+	var w struct {
+		DryRun      bool      `json:"dry_run"`
+		ExpireAfter *string   `json:"expire_after"`
+		Cutoff      time.Time `json:"cutoff"`
+		Expired     []struct {
+			MemoryID        string    `json:"memory_id"`
+			Path            string    `json:"path"`
+			SizeBytes       int       `json:"content_size_bytes"`
+			LastUsedAt      time.Time `json:"last_used_at"`
+			MemoryVersionID *string   `json:"memory_version_id"`
+		} `json:"expired"`
+	}
+	if err := s.c.do(ctx, http.MethodPost, s.path("expire"), nil, map[string]any{"dry_run": dryRun}, &w); err != nil {
+		return gitstore.ExpireReport{}, err
+	}
+	rep := gitstore.ExpireReport{DryRun: w.DryRun, Cutoff: w.Cutoff}
+	if w.ExpireAfter != nil {
+		d, err := gitstore.ParseDuration(*w.ExpireAfter)
+		if err != nil {
+			return rep, err
+		}
+		rep.ExpireAfter = d
+	}
+	for _, e := range w.Expired {
+		rep.Expired = append(rep.Expired, gitstore.Expired{MemoryID: e.MemoryID, Path: e.Path, SizeBytes: e.SizeBytes,
+			LastUsed: e.LastUsedAt, VersionID: deref(e.MemoryVersionID)})
+	}
+	return rep, nil
+}

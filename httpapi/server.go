@@ -92,7 +92,8 @@ func New(data *gitstore.DataDir, keys *apikeys.Keys, opts Options) *Server {
 	v1 := e.Group("/v1", middleware.BodyLimit(bodyLimit), s.authenticate, requireJSON, checkQuery)
 	v1.GET("/version", func(c echo.Context) error { return c.JSON(http.StatusOK, buildinfo.Read()) })
 	s.storeRoutes(v1)
-	s.gcRoutes(v1) // gc.go
+	s.gcRoutes(v1)     // gc.go
+	s.expireRoutes(v1) // expire.go
 	s.toolRoutes(v1)
 	s.mcpRoutes()
 	return s

@@ -31,6 +31,8 @@ type storeAPI interface {
 	GC(ctx context.Context) (gitstore.GCResult, error)
 	Archive(ctx context.Context, actor gitstore.Actor) (gitstore.StoreInfo, error)
 	UpdateInfo(ctx context.Context, p gitstore.StorePatch) (gitstore.StoreInfo, error)
+	Revert(ctx context.Context, in gitstore.RevertInput) (gitstore.RevertResult, error)
+	Expire(ctx context.Context, dryRun bool) (gitstore.ExpireReport, error)
 }
 
 // storeLister lists stores: *gitstore.DataDir and *client.Client.

@@ -100,9 +100,14 @@ func TestClientModeWritesAsLocal(t *testing.T) {
 		{"redact", "notes", "{first}"}, // redacted already
 		{"gc", "notes"},
 		{"gc"},
+		{"revert", "notes", "--key", "apikey_01M83EQW76530MXJ2NYMV3BFCX", "--dry-run"},
+		{"revert", "notes", "--session", "sesn_01M83PZ34EVJY3C18AZVHGZ9ME", "--since", "2026-01-02T15:04:05Z"},
+		{"expire", "notes", "--dry-run"},
 		{"stores", "create", "other", "--secrets", "redact", "--max-memories", "5", "--expire-after", "30d"},
 		{"stores", "create", "other"}, // a second store of that name, for now
 		{"stores", "set", "notes", "--max-bytes", "100000", "--expire-after", "2h"},
+		{"expire", "notes", "--dry-run"},
+		{"expire"},
 		{"stores", "show", "notes"},
 		{"stores", "show", "notes", "--json"},
 		{"stores", "archive", "notes"},
@@ -163,7 +168,20 @@ func TestClientModeRefusals(t *testing.T) {
 	mustContain(t, "--server reindex", c.fails("", "--server", url, "reindex", "notes"), "works on a data directory", "--server")
 	// A server that does not answer.
 	mustContain(t, "down", c.fails("", "--server", "http://127.0.0.1:1", "ls", "notes"), "does not answer")
-	_ = secret
+
+	// With the key, writes are the key's, and a revert of the key's changes finds them.
+	keyID := regexp.MustCompile(`apikey_[0-9A-Z]{26}`).FindString(out)
+	env := append(os.Environ(), "GITMEM_API_KEY="+secret)
+	for _, args := range [][]string{{"put", "notes", "/by-key.md", "-"}, {"revert", "notes", "--key", keyID, "--dry-run"}, {"log", "notes", "-n", "1"}} {
+		got, errOut, code := c.runEnv(env, "from the key\n", args...)
+		if code != 0 {
+			t.Fatalf("%v with the key: exit %d: %s", args, code, errOut)
+		}
+		out = got
+	}
+	mustContain(t, "log with the key", out, "/by-key.md", keyID)
+	got, _, _ := c.runEnv(env, "", "revert", "notes", "--key", keyID, "--dry-run")
+	mustContain(t, "revert through the server", got, "deleted", "/by-key.md", "would revert 1, skipped 0, unchanged 0")
 }
 
 // TestClientModeStaleLock: a server that died leaves its address in the lock; the next
