@@ -71,32 +71,36 @@ func (a *app) serverURL() (string, string) {
 // open finds the command's target: the server named by --server or GITMEM_SERVER; else the
 // data directory, opened here if it is free, or the server that holds it (its lock says
 // where it listens). close releases what open took.
-func (a *app) open(ctx context.Context) (t target, close func(), err error) {
+func (a *app) open(ctx context.Context) (t target, close func() error, err error) {
 	if u, via := a.serverURL(); u != "" {
-		return target{srv: client.New(u, os.Getenv("GITMEM_API_KEY")), via: via}, func() {}, nil
+		return target{srv: client.New(u, os.Getenv("GITMEM_API_KEY")), via: via}, func() error { return nil }, nil
 	}
 	d, err := a.openData(ctx)
 	var le *gitstore.LockedError
 	if errors.As(err, &le) && le.URL != "" {
-		return target{srv: client.New(le.URL, os.Getenv("GITMEM_API_KEY")), via: le.Holder}, func() {}, nil
+		return target{srv: client.New(le.URL, os.Getenv("GITMEM_API_KEY")), via: le.Holder}, func() error { return nil }, nil
 	}
 	if err != nil {
 		return target{}, nil, err
 	}
-	return target{data: d}, func() {
-		if cerr := d.Close(); cerr != nil {
-			fmt.Fprintln(os.Stderr, "gitmem: close data directory:", cerr)
-		}
-	}, nil
+	return target{data: d}, d.Close, nil
 }
 
-// withTarget runs fn on the command's target.
-func (a *app) withTarget(ctx context.Context, fn func(t target) error) error {
+// withTarget runs fn on the command's target. A full disk's error of the data directory
+// names the directory, as withData's does.
+func (a *app) withTarget(ctx context.Context, fn func(t target) error) (err error) {
 	t, done, err := a.open(ctx)
 	if err != nil {
 		return err
 	}
-	defer done()
+	defer func() {
+		if cerr := done(); err == nil {
+			err = cerr
+		}
+		if t.local() && gitstore.IsKind(err, gitstore.KindStorage) {
+			err = a.storageErr(err)
+		}
+	}()
 	return fn(t)
 }
 

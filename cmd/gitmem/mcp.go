@@ -128,7 +128,7 @@ func (a *app) serveMCP(cmd *cobra.Command, log *slog.Logger, specs []storeSpec, 
 	if err != nil {
 		return err
 	}
-	defer done()
+	defer done() // nothing to report on stdio
 	if t.srv != nil {
 		return forwardMCP(cmd, t, log, specs, sessionID)
 	}
