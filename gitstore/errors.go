@@ -54,6 +54,8 @@ var (
 type LockedError struct {
 	Dir    string
 	Holder string // what the holder wrote in gitmem.lock, e.g. "gitmem (pid 12: gitmem serve)"
+	PID    int    // the holder's process id, if it is gitmem
+	URL    string // where the holder serves the directory over HTTP (gitmem serve), if it does
 }
 
 func (e *LockedError) Error() string {

@@ -144,7 +144,9 @@ func (s *Server) storeJSON(c echo.Context, info gitstore.StoreInfo) (storeJSON, 
 	if err != nil {
 		return storeJSON{}, err
 	}
-	return toStore(info, u), nil
+	out := toStore(info, u)
+	out.Head = st.Head()
+	return out, nil
 }
 
 // storeObject answers with the memory_store object of st, whose metadata is info.
@@ -153,7 +155,9 @@ func storeObject(c echo.Context, st *gitstore.Store, info gitstore.StoreInfo) er
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, toStore(info, u))
+	out := toStore(info, u)
+	out.Head = st.Head()
+	return c.JSON(http.StatusOK, out)
 }
 
 // memoryReply answers a write with the memory it made: with its content in the full view,

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gitmem/gitmem/apikeys"
 	"github.com/gitmem/gitmem/gitstore"
+	"github.com/gitmem/gitmem/internal/buildinfo"
 	"github.com/gitmem/gitmem/search"
 )
 
@@ -89,8 +90,10 @@ func New(data *gitstore.DataDir, keys *apikeys.Keys, opts Options) *Server {
 	e.Use(s.limitRequests())   // limits.go
 	e.Use(refuseCrossOrigin()) // csrf.go: every route, git's and MCP's included
 	v1 := e.Group("/v1", middleware.BodyLimit(bodyLimit), s.authenticate, requireJSON, checkQuery)
+	v1.GET("/version", func(c echo.Context) error { return c.JSON(http.StatusOK, buildinfo.Read()) })
 	s.storeRoutes(v1)
-	s.gcRoutes(v1) // gc.go
+	s.gcRoutes(v1)     // gc.go
+	s.expireRoutes(v1) // expire.go
 	s.toolRoutes(v1)
 	s.mcpRoutes()
 	return s

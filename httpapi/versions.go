@@ -73,5 +73,31 @@ func (s *Server) redactVersion(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, toVersion(res.Version))
+	return c.JSON(http.StatusOK, redactedJSON{versionJSON: toVersion(res.Version), Redaction: redactionResultJSON{
+		OldHead: nilIfEmpty(res.OldHead), NewHead: nilIfEmpty(res.NewHead), RewrittenCommits: res.Rewritten,
+		ContentRemains: res.ContentRemains, TookMS: res.Took.Milliseconds()}})
+}
+
+// redactedJSON is the redacted version, with what the rewrite did as gitmem's own field
+// (the SDKs keep it as an extra field): main's commit before and after (null when the version
+// was redacted already), the commits rewritten, whether the same bytes remain as another
+// version's or file's.
+type redactedJSON struct {
+	versionJSON
+	Redaction redactionResultJSON `json:"redaction"`
+}
+
+type redactionResultJSON struct {
+	OldHead          *string `json:"old_head"`
+	NewHead          *string `json:"new_head"`
+	RewrittenCommits int     `json:"rewritten_commits"`
+	ContentRemains   bool    `json:"content_remains"`
+	TookMS           int64   `json:"took_ms"`
+}
+
+func nilIfEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }

@@ -33,6 +33,7 @@ type storeJSON struct {
 	// gitmem's own fields, which the SDKs keep as extra fields (hygiene.go).
 	Policy policyJSON `json:"policy"`
 	Usage  usageJSON  `json:"usage"`
+	Head   string     `json:"head,omitempty"` // the commit of main that reads reflect
 }
 
 func toStore(info gitstore.StoreInfo, u gitstore.Usage) storeJSON {

@@ -9,10 +9,10 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"runtime/debug"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/gitmem/gitmem/internal/buildinfo"
 	"github.com/gitmem/gitmem/tooladapter"
 )
 
@@ -62,12 +62,7 @@ func handler(sess *tooladapter.Session, name string, log *slog.Logger) mcp.ToolH
 }
 
 // version is gitmem's module version as the build recorded it.
-func version() string {
-	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
-		return info.Main.Version
-	}
-	return "(devel)"
-}
+func version() string { return buildinfo.Read().String() }
 
 // debugHandler logs every record at debug level: the SDK logs each connection and session
 // at info, which is noise next to gitmem's own logs.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -25,9 +26,17 @@ func (a *app) openData(ctx context.Context) (*gitstore.DataDir, error) {
 	return d, nil
 }
 
-// withData runs fn with the data directory open, and closes it after.
+// withData runs fn with the data directory open, and closes it after: for the commands that
+// work on the data directory itself, which say so in one line when a server holds it.
 func (a *app) withData(ctx context.Context, fn func(d *gitstore.DataDir) error) (err error) {
+	if u, _ := a.serverURL(); u != "" {
+		return a.needsDataDir(nil)
+	}
 	d, err := a.openData(ctx)
+	var le *gitstore.LockedError
+	if errors.As(err, &le) && le.URL != "" {
+		return a.needsDataDir(le)
+	}
 	if err != nil {
 		return err
 	}
@@ -58,34 +67,14 @@ func (a *app) withStore(ctx context.Context, ref string, fn func(s *gitstore.Sto
 	})
 }
 
-// findStore resolves a store id or a unique store name, archived stores included.
+// findStore opens the store named by a store id or a unique store name, archived stores
+// included.
 func findStore(ctx context.Context, d *gitstore.DataDir, ref string) (*gitstore.Store, error) {
-	if strings.HasPrefix(ref, gitstore.StorePrefix) {
-		return d.Store(ctx, ref)
-	}
-	stores, err := allStores(ctx, d, true)
+	id, err := resolveStore(ctx, d, ref)
 	if err != nil {
 		return nil, err
 	}
-	var matches []gitstore.StoreInfo
-	for _, info := range stores {
-		if info.Name == ref {
-			matches = append(matches, info)
-		}
-	}
-	switch len(matches) {
-	case 0:
-		return nil, &gitstore.Error{Kind: gitstore.KindNotFound, Err: gitstore.ErrNoStore,
-			Message: fmt.Sprintf("no store with id or name %q (see \"gitmem stores list --all\")", ref)}
-	case 1:
-		return d.Store(ctx, matches[0].ID)
-	default:
-		ids := make([]string, len(matches))
-		for i, m := range matches {
-			ids[i] = m.ID
-		}
-		return nil, fmt.Errorf("%d stores are named %q; name one by id: %s", len(matches), ref, strings.Join(ids, ", "))
-	}
+	return d.Store(ctx, id)
 }
 
 // cliActor is who the CLI writes as: a user named by git's user.email if set, else by the
@@ -156,7 +145,7 @@ func countVersions(ctx context.Context, s *gitstore.Store) (int, error) {
 	}
 }
 
-func allStores(ctx context.Context, d *gitstore.DataDir, includeArchived bool) ([]gitstore.StoreInfo, error) {
+func allStores(ctx context.Context, d storeLister, includeArchived bool) ([]gitstore.StoreInfo, error) {
 	return allPages(func(cursor string) ([]gitstore.StoreInfo, string, error) {
 		page, err := d.ListStores(ctx, gitstore.StoreListOptions{IncludeArchived: includeArchived, Limit: 1000, Cursor: cursor})
 		return page.Stores, page.NextCursor, err

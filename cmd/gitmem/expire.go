@@ -30,9 +30,9 @@ are tracked outside the repository: reading makes no commit. A listing is not a 
   gitmem expire`,
 		Args: rangeArgs(nil, "STORE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withData(cmd.Context(), func(d *gitstore.DataDir) error {
+			return a.withTarget(cmd.Context(), func(t target) error {
 				if len(args) == 0 {
-					reps, err := d.ExpireAll(cmd.Context(), dryRun)
+					reps, err := t.expireAll(cmd.Context(), dryRun)
 					if err != nil {
 						return err
 					}
@@ -51,7 +51,11 @@ are tracked outside the repository: reading makes no commit. A listing is not a 
 					}
 					return nil
 				}
-				s, err := findStore(cmd.Context(), d, args[0])
+				id, err := resolveStore(cmd.Context(), t.lister(), args[0])
+				if err != nil {
+					return err
+				}
+				s, err := t.store(cmd.Context(), id)
 				if err != nil {
 					return err
 				}
@@ -68,6 +72,29 @@ are tracked outside the repository: reading makes no commit. A listing is not a 
 	}
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "only show what would expire")
 	return cmd
+}
+
+// expireAll expires the memories of every store on the target; the report has the stores
+// where something expired.
+func (t target) expireAll(ctx context.Context, dryRun bool) (map[string]gitstore.ExpireReport, error) {
+	if t.srv == nil {
+		return t.data.ExpireAll(ctx, dryRun)
+	}
+	stores, err := allStores(ctx, t.srv, true)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]gitstore.ExpireReport{}
+	for _, info := range stores {
+		rep, err := t.srv.Store(info.ID).Expire(ctx, dryRun)
+		if err != nil {
+			return out, fmt.Errorf("expire memories of %s: %w", info.ID, err)
+		}
+		if len(rep.Expired) > 0 {
+			out[info.ID] = rep
+		}
+	}
+	return out, nil
 }
 
 func printExpiry(w io.Writer, storeID string, rep gitstore.ExpireReport) error {

@@ -5,7 +5,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gitmem/gitmem/gitstore"
 	"github.com/gitmem/gitmem/internal/gitexec"
 )
 
@@ -23,19 +22,21 @@ on POST /v1/memory_stores/{id}/gc.`,
   gitmem gc`,
 		Args: rangeArgs(nil, "STORE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := gitexec.Need("gitmem gc"); err != nil {
-				return err
-			}
-			return a.withData(cmd.Context(), func(d *gitstore.DataDir) error {
+			return a.withTarget(cmd.Context(), func(t target) error {
+				if t.local() {
+					if err := gitexec.Need("gitmem gc"); err != nil {
+						return err
+					}
+				}
 				var ids []string
 				if len(args) == 1 {
-					s, err := findStore(cmd.Context(), d, args[0])
+					id, err := resolveStore(cmd.Context(), t.lister(), args[0])
 					if err != nil {
 						return err
 					}
-					ids = append(ids, s.ID())
+					ids = append(ids, id)
 				} else {
-					infos, err := allStores(cmd.Context(), d, true)
+					infos, err := allStores(cmd.Context(), t.lister(), true)
 					if err != nil {
 						return err
 					}
@@ -45,7 +46,7 @@ on POST /v1/memory_stores/{id}/gc.`,
 				}
 				out := cmd.OutOrStdout()
 				for _, id := range ids {
-					s, err := d.Store(cmd.Context(), id)
+					s, err := t.store(cmd.Context(), id)
 					if err != nil {
 						return err
 					}

@@ -29,7 +29,7 @@ memory took since is a conflict. Find version ids with "gitmem log STORE PATH".`
   gitmem restore prefs memver_01M83RXJE06891D7CSNGD1TFB7`,
 		Args: exactArgs("STORE", "VERSION_ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withStore(cmd.Context(), args[0], func(s *gitstore.Store) error {
+			return a.withStoreAPI(cmd.Context(), args[0], func(s storeAPI) error {
 				res, err := s.Restore(cmd.Context(), gitstore.RestoreInput{VersionID: args[1], Actor: cliActor()})
 				if err != nil {
 					return err
@@ -47,7 +47,7 @@ memory took since is a conflict. Find version ids with "gitmem log STORE PATH".`
 }
 
 // memoryRef finds a memory by id (mem_…), or by path: the memory at it, or the last one there.
-func memoryRef(cmd *cobra.Command, s *gitstore.Store, ref string) (string, error) {
+func memoryRef(cmd *cobra.Command, s storeAPI, ref string) (string, error) {
 	if strings.HasPrefix(ref, gitstore.MemoryPrefix) {
 		return ref, nil
 	}
@@ -75,7 +75,7 @@ Prints nothing if the two contents are the same.`,
 			if len(args) > 3 {
 				to = args[3]
 			}
-			return a.withStore(cmd.Context(), args[0], func(s *gitstore.Store) error {
+			return a.withStoreAPI(cmd.Context(), args[0], func(s storeAPI) error {
 				id, err := memoryRef(cmd, s, args[1])
 				if err != nil {
 					return err
@@ -110,7 +110,7 @@ The memory is followed through its renames.`,
   gitmem blame prefs /style.md --json`,
 		Args: exactArgs("STORE", "PATH|MEMORY_ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withStore(cmd.Context(), args[0], func(s *gitstore.Store) error {
+			return a.withStoreAPI(cmd.Context(), args[0], func(s storeAPI) error {
 				var id string
 				if strings.HasPrefix(args[1], gitstore.MemoryPrefix) {
 					id = args[1]

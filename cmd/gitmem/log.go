@@ -30,7 +30,7 @@ renamed away).`,
 		Args: rangeArgs([]string{"STORE"}, "PATH"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f := gitstore.VersionFilter{Operation: gitstore.Operation(op), SessionID: session, Limit: 1000}
-			return a.withStore(cmd.Context(), args[0], func(s *gitstore.Store) error {
+			return a.withStoreAPI(cmd.Context(), args[0], func(s storeAPI) error {
 				if len(args) == 2 {
 					id, err := memoryAtPath(cmd, s, args[1])
 					if err != nil {
@@ -82,7 +82,7 @@ renamed away).`,
 }
 
 // memoryAtPath finds the memory at path, or else the last one that was there.
-func memoryAtPath(cmd *cobra.Command, s *gitstore.Store, path string) (string, error) {
+func memoryAtPath(cmd *cobra.Command, s storeAPI, path string) (string, error) {
 	m, err := s.GetByPath(cmd.Context(), path, false)
 	if err == nil {
 		return m.ID, nil

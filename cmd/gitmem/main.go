@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gitmem/gitmem/gitserve"
+	"github.com/gitmem/gitmem/internal/buildinfo"
 )
 
 // commands are the subcommands; each file adds its own with register.
@@ -21,6 +22,8 @@ func register(c func(*app) *cobra.Command) { commands = append(commands, c) }
 // app holds what every subcommand shares: the global flags.
 type app struct {
 	dataDir string
+	server  string // --server: a gitmem server to talk to instead of a data directory
+	command string // the command being run ("gitmem ls"), for messages
 }
 
 func defaultDataDir() string {
@@ -42,8 +45,12 @@ Start the server with "gitmem serve", or work on the data directory directly wit
 commands below.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       buildinfo.Read().String(),
 	}
+	root.SetVersionTemplate("gitmem {{.Version}}\n")
 	root.PersistentFlags().StringVar(&a.dataDir, "data", defaultDataDir(), "data directory (env GITMEM_DATA)")
+	root.PersistentFlags().StringVar(&a.server, "server", "", "talk to the gitmem server at this URL instead of a data directory (env GITMEM_SERVER; its key in GITMEM_API_KEY)")
+	root.PersistentPreRun = func(cmd *cobra.Command, args []string) { a.command = cmd.CommandPath() }
 	for _, c := range commands {
 		root.AddCommand(c(a))
 	}

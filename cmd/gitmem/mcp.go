@@ -5,11 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/gitmem/gitmem/gitstore"
+	"github.com/gitmem/gitmem/httpapi"
 	"github.com/gitmem/gitmem/mcpserver"
 	"github.com/gitmem/gitmem/search"
 	"github.com/gitmem/gitmem/tooladapter"
@@ -34,9 +39,9 @@ prompt: the memory protocol, and what each store holds.
 agent" does; the prompt (at most 4,096 characters) tells the model what the store is for.
 
 Writes are recorded as a session (a session_actor with a new sesn_ id, or --session), which
-is printed on stderr at start. Nothing but MCP goes to stdout; logs go to stderr. Like the
-other commands, it opens the data directory itself: stop "gitmem serve" first, or use its
-/mcp endpoint instead.`,
+is printed on stderr at start. Nothing but MCP goes to stdout; logs go to stderr. While
+"gitmem serve" holds the data directory (or with --server), it forwards every call to that
+server's /mcp endpoint, with GITMEM_API_KEY; store prompts are then not available.`,
 		Example: `  gitmem mcp --store notes
   gitmem mcp --store notes --store "Team Wiki:read_only:Conventions: follow them"`,
 		Args: cobra.NoArgs,
@@ -68,18 +73,66 @@ other commands, it opens the data directory itself: stop "gitmem serve" first, o
 	return cmd
 }
 
+// forwardMCP serves on stdio the tools of the server's /mcp, for the stores of specs, as one
+// session: what "gitmem mcp" does while a server holds the data directory, or with --server.
+func forwardMCP(cmd *cobra.Command, t target, log *slog.Logger, specs []storeSpec, sessionID string) error {
+	ctx := cmd.Context()
+	if sessionID == "" {
+		sessionID = gitstore.NewID(tooladapter.SessionPrefix, time.Now())
+	}
+	q := url.Values{}
+	for _, spec := range specs {
+		if spec.prompt != "" {
+			return fmt.Errorf("a store's prompt (%s) is not sent to a server: attach it without one, or stop the server that holds the data directory", quoteArg(spec.ref))
+		}
+		id, err := resolveStore(ctx, t.srv, spec.ref)
+		if err != nil {
+			return err
+		}
+		q.Add("store", id+":"+string(spec.access))
+	}
+	header := http.Header{httpapi.SessionHeader: {sessionID}}
+	if key := os.Getenv("GITMEM_API_KEY"); key != "" {
+		header.Set("x-api-key", key)
+	}
+	hc := &http.Client{Transport: headerTransport{header: header, next: http.DefaultTransport}}
+	errOut := cmd.ErrOrStderr()
+	fmt.Fprintf(errOut, "gitmem mcp: serving on stdio the memory tools of %s/mcp\n", t.srv.URL())
+	fmt.Fprintf(errOut, "session %s (every write is a version by this session_actor)\n", sessionID)
+	err := mcpserver.Forward(ctx, t.srv.URL()+httpapi.MCPPath+"?"+q.Encode(), hc, &mcp.StdioTransport{}, log)
+	if errors.Is(err, context.Canceled) {
+		return nil // interrupted
+	}
+	return err
+}
+
+// headerTransport adds headers to every request.
+type headerTransport struct {
+	header http.Header
+	next   http.RoundTripper
+}
+
+func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range h.header {
+		r.Header[k] = v
+	}
+	return h.next.RoundTrip(r)
+}
+
 // serveMCP serves the tools on stdio until the client closes stdin or the process is
 // interrupted.
 func (a *app) serveMCP(cmd *cobra.Command, log *slog.Logger, specs []storeSpec, sessionID string) error {
 	ctx := cmd.Context()
-	d, err := gitstore.Open(ctx, a.dataDir, gitstore.Options{Logger: log})
+	t, done, err := a.open(ctx)
 	if err != nil {
-		if errors.Is(err, gitstore.ErrDataDirLocked) {
-			return fmt.Errorf("%w\n(a running \"gitmem serve\" owns its data directory: use its /mcp endpoint, or stop it first)", err)
-		}
 		return err
 	}
-	defer d.Close()
+	defer done() // nothing to report on stdio
+	if t.srv != nil {
+		return forwardMCP(cmd, t, log, specs, sessionID)
+	}
+	d := t.data
 	idx := search.New(d, search.Options{Logger: log})
 	defer idx.Close() // before d.Close: deferred calls run last first
 

@@ -193,3 +193,54 @@ func TestMCPUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestMCPStdioThroughServer: while gitmem serve holds the data directory, "gitmem mcp" on
+// stdio forwards to the server's /mcp with the key, as one session whose writes are versions
+// of that session; the server's version is in the MCP server info.
+func TestMCPStdioThroughServer(t *testing.T) {
+	c := newCLI(t)
+	c.ok("", "stores", "create", "notes")
+	secret := regexp.MustCompile(`gitmem_[A-Za-z0-9_-]+`).FindString(c.ok("", "keys", "create", "--name", "mcp"))
+	serveForGit(t, c)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	sid := "sesn_01M83PZ34EVJY3C18AZVHGZ9ME"
+	cmd := exec.Command(binary, "--data", c.data, "mcp", "--store", "notes", "--session", sid)
+	cmd.Env = append(os.Environ(), "GITMEM_API_KEY="+secret)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "gitmem-test", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, stderr.String())
+	}
+	init := cs.InitializeResult()
+	mustContain(t, "instructions", init.Instructions, "Memory protocol")
+	if init.ServerInfo == nil || init.ServerInfo.Version == "" {
+		t.Errorf("server info: %+v", init.ServerInfo)
+	}
+	text, isErr := mcpText(t, ctx, cs, "memory", map[string]any{"command": "create", "path": "/memories/todo.md", "file_text": "buy milk\n"})
+	if isErr {
+		t.Fatalf("create through the server: %s", text)
+	}
+	text, _ = mcpText(t, ctx, cs, "memory", map[string]any{"command": "view", "path": "/memories/todo.md"})
+	mustContain(t, "view", text, "buy milk")
+	text, isErr = mcpText(t, ctx, cs, "memory", map[string]any{"command": "view", "path": "/memories/../x"})
+	if !isErr {
+		t.Errorf("a bad path is an error result: %s", text)
+	}
+	cs.Close()
+	mustContain(t, "stderr", stderr.String(), "/mcp", sid)
+
+	out, errOut, code := c.runEnv(append(os.Environ(), "GITMEM_API_KEY="+secret), "", "log", "notes", "--session", sid)
+	if code != 0 {
+		t.Fatalf("log: %s", errOut)
+	}
+	mustContain(t, "versions of the session", out, "/todo.md", sid)
+
+	// Without the key the server refuses, and the command says what to set.
+	cmd = exec.Command(binary, "--data", c.data, "mcp", "--store", "notes")
+	errBytes, _ := cmd.CombinedOutput()
+	mustContain(t, "no key", string(errBytes), "GITMEM_API_KEY")
+}

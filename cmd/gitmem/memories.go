@@ -47,7 +47,7 @@ creating it or replacing what is there. Each write that changes something is one
 			} else if ifSHA != "" {
 				in.Precondition = &gitstore.Precondition{Type: gitstore.ContentSHA256, ContentSHA256: ifSHA}
 			}
-			return a.withStore(cmd.Context(), args[0], func(s *gitstore.Store) error {
+			return a.withStoreAPI(cmd.Context(), args[0], func(s storeAPI) error {
 				res, err := s.Write(cmd.Context(), in)
 				if err != nil {
 					return err
@@ -95,7 +95,7 @@ func newCatCmd(a *app) *cobra.Command {
   gitmem cat prefs /style.md --at 2025-01-02T15:04:05Z`,
 		Args: exactArgs("STORE", "PATH"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withStore(cmd.Context(), args[0], func(s *gitstore.Store) error {
+			return a.withStoreAPI(cmd.Context(), args[0], func(s storeAPI) error {
 				rd, err := s.ReaderAt(cmd.Context(), at)
 				if err != nil {
 					return err
@@ -120,7 +120,7 @@ func newRmCmd(a *app) *cobra.Command {
 		Short: "Delete a memory (its history stays)",
 		Args:  exactArgs("STORE", "PATH"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withStore(cmd.Context(), args[0], func(s *gitstore.Store) error {
+			return a.withStoreAPI(cmd.Context(), args[0], func(s storeAPI) error {
 				v, err := s.Delete(cmd.Context(), gitstore.DeleteInput{Path: args[1], ExpectedSHA256: ifSHA, Actor: cliActor()})
 				if err != nil {
 					return err
@@ -141,7 +141,7 @@ func newMvCmd(a *app) *cobra.Command {
 		Example: `  gitmem mv prefs /style.md /preferences/style.md`,
 		Args:    exactArgs("STORE", "FROM", "TO"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withStore(cmd.Context(), args[0], func(s *gitstore.Store) error {
+			return a.withStoreAPI(cmd.Context(), args[0], func(s storeAPI) error {
 				to := args[2]
 				res, err := s.UpdateMemory(cmd.Context(), gitstore.UpdateInput{FromPath: args[1], Path: &to, Actor: cliActor()})
 				if err != nil {
@@ -178,7 +178,7 @@ func newLsCmd(a *app) *cobra.Command {
 					opts.PathPrefix += "/"
 				}
 			}
-			return a.withStore(cmd.Context(), args[0], func(s *gitstore.Store) error {
+			return a.withStoreAPI(cmd.Context(), args[0], func(s storeAPI) error {
 				rd, err := s.ReaderAt(cmd.Context(), at)
 				if err != nil {
 					return err

@@ -75,7 +75,7 @@ clones and sync; flags not given are left as they are.`,
 			if pp == nil {
 				return fmt.Errorf("nothing to set: give --secrets, --expire-after, --max-memories or --max-bytes")
 			}
-			return a.withStore(cmd.Context(), args[0], func(s *gitstore.Store) error {
+			return a.withStoreAPI(cmd.Context(), args[0], func(s storeAPI) error {
 				info, err := s.UpdateInfo(cmd.Context(), gitstore.StorePatch{Policy: pp, Actor: cliActor()})
 				if err != nil {
 					return err

@@ -33,10 +33,12 @@ It needs the git program. Find version ids with "gitmem log STORE PATH".`,
   gitmem redact prefs memver_01M83RXJE06891D7CSNGD1TFB7`,
 		Args: exactArgs("STORE", "VERSION_ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := gitexec.Need("gitmem redact"); err != nil {
-				return err
-			}
-			return a.withStore(cmd.Context(), args[0], func(s *gitstore.Store) error {
+			return a.withStoreAPI(cmd.Context(), args[0], func(s storeAPI) error {
+				if _, local := s.(*gitstore.Store); local {
+					if err := gitexec.Need("gitmem redact"); err != nil {
+						return err
+					}
+				}
 				res, err := s.Redact(cmd.Context(), gitstore.RedactInput{VersionID: args[1], Actor: cliActor()})
 				if err != nil {
 					return err

@@ -48,7 +48,7 @@ TIME is RFC 3339 (2026-01-02T15:04:05Z); without --since or --until that end is 
 				}
 				*f.t = t
 			}
-			return a.withStore(cmd.Context(), args[0], func(s *gitstore.Store) error {
+			return a.withStoreAPI(cmd.Context(), args[0], func(s storeAPI) error {
 				res, err := s.Revert(cmd.Context(), in)
 				if err != nil {
 					return err

@@ -43,12 +43,8 @@ and Korean text is found by any part of it.`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.Query = strings.Join(args[1:], " ")
-			return a.withData(cmd.Context(), func(d *gitstore.DataDir) error {
-				s, err := findStore(cmd.Context(), d, args[0])
-				if err != nil {
-					return err
-				}
-				res, err := runSearch(cmd.Context(), d, s.ID(), req, cmd.ErrOrStderr())
+			return a.withTarget(cmd.Context(), func(t target) error {
+				res, err := t.search(cmd.Context(), args[0], req, cmd.ErrOrStderr())
 				if err != nil {
 					return err
 				}
@@ -69,6 +65,22 @@ and Korean text is found by any part of it.`,
 
 // runSearch searches a store of the open data directory. An index being built is waited
 // for, with its progress on stderr.
+// search searches the store named by ref on the target.
+func (t target) search(ctx context.Context, ref string, req search.Request, progress io.Writer) (*search.Result, error) {
+	if t.srv != nil {
+		id, err := resolveStore(ctx, t.srv, ref)
+		if err != nil {
+			return nil, err
+		}
+		return t.srv.Store(id).Search(ctx, req)
+	}
+	s, err := findStore(ctx, t.data, ref)
+	if err != nil {
+		return nil, err
+	}
+	return runSearch(ctx, t.data, s.ID(), req, progress)
+}
+
 func runSearch(ctx context.Context, d *gitstore.DataDir, storeID string, req search.Request, progress io.Writer) (*search.Result, error) {
 	// Only warnings: that an index is built on first use shows as progress, if it takes long.
 	log := slog.New(slog.NewTextHandler(progress, &slog.HandlerOptions{Level: slog.LevelWarn}))

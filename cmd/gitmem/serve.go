@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -114,6 +115,9 @@ func serve(ctx context.Context, a *app, log *slog.Logger, f serveFlags, cmd *cob
 	defer startExpiry(ctx, d, f.expire, log)()
 	gitErr := srv.EnableGit(httpapi.GitOptions{})
 	url := "http://" + ln.Addr().String()
+	if err := d.SetServing(localURL(ln.Addr())); err != nil {
+		log.Warn("record the server's address in the data directory's lock; CLI commands will not find it", "err", err)
+	}
 	out := cmd.OutOrStdout()
 	fmt.Fprintf(out, "gitmem is serving %s/v1/memory_stores\n", url)
 	fmt.Fprintf(out, "  data:  %s\n", a.dataDir)
@@ -143,6 +147,20 @@ func serve(ctx context.Context, a *app, log *slog.Logger, f serveFlags, cmd *cob
 	err = <-errc
 	fmt.Fprintln(cmd.ErrOrStderr(), "gitmem: stopped")
 	return err
+}
+
+// localURL is the URL at which a process on this machine reaches a listener: an unspecified
+// address (0.0.0.0, ::) is reached on loopback.
+func localURL(addr net.Addr) string {
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok || !tcp.IP.IsUnspecified() {
+		return "http://" + addr.String()
+	}
+	loop := "127.0.0.1"
+	if tcp.IP.To4() == nil {
+		loop = "::1"
+	}
+	return "http://" + net.JoinHostPort(loop, strconv.Itoa(tcp.Port))
 }
 
 // isLoopback reports whether addr listens on a loopback address only.

@@ -53,8 +53,10 @@ func TestServe(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(string(body), `"name":"served"`) {
 		t.Fatalf("create store: %d %s", resp.StatusCode, body)
 	}
-	// While it runs, the CLI is refused the data directory, and told why.
-	mustContain(t, "locked", c.fails("", "stores", "list"), "in use by gitmem", "serve")
+	// While it runs, the CLI goes through it; a command that needs the directory itself says
+	// so in one line.
+	mustContain(t, "through the server", c.ok("", "stores", "list"), "served")
+	mustContain(t, "locked", c.fails("", "reindex", "served"), "gitmem reindex needs the data directory", "serve", url, "stop it first")
 
 	cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan error, 1)

@@ -49,8 +49,8 @@ func newStoresCreateCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.withData(cmd.Context(), func(d *gitstore.DataDir) error {
-				s, err := d.CreateStore(cmd.Context(), gitstore.CreateStoreInput{
+			return a.withTarget(cmd.Context(), func(t target) error {
+				s, err := t.createStore(cmd.Context(), gitstore.CreateStoreInput{
 					Name: args[0], Description: description, Metadata: meta, Policy: gitstore.ApplyPolicyPatch(gitstore.Policy{}, pp), Actor: cliActor()})
 				if err != nil {
 					return err
@@ -93,8 +93,8 @@ func newStoresListCmd(a *app) *cobra.Command {
 		Short: "List memory stores, newest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withData(cmd.Context(), func(d *gitstore.DataDir) error {
-				stores, err := allStores(cmd.Context(), d, all)
+			return a.withTarget(cmd.Context(), func(t target) error {
+				stores, err := allStores(cmd.Context(), t.lister(), all)
 				if err != nil {
 					return err
 				}
@@ -134,7 +134,7 @@ func newStoresShowCmd(a *app) *cobra.Command {
 		Short: "Show a memory store's metadata, policy, size and location",
 		Args:  exactArgs("STORE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withStore(cmd.Context(), args[0], func(s *gitstore.Store) error {
+			return a.withStoreAPI(cmd.Context(), args[0], func(s storeAPI) error {
 				info, err := s.Info(cmd.Context())
 				if err != nil {
 					return err
@@ -143,9 +143,13 @@ func newStoresShowCmd(a *app) *cobra.Command {
 				if err != nil {
 					return err
 				}
+				h, err := head(cmd.Context(), s)
+				if err != nil {
+					return err
+				}
 				if asJSON {
 					v := storeJSON(info)
-					v["memory_count"], v["content_bytes"], v["repository"], v["head"] = u.Memories, u.Bytes, s.RepoPath(), s.Head()
+					v["memory_count"], v["content_bytes"], v["repository"], v["head"] = u.Memories, u.Bytes, repository(s), h
 					v["policy"], v["usage"] = policyJSON(info.Policy, u)
 					return printJSON(cmd.OutOrStdout(), v)
 				}
@@ -169,8 +173,8 @@ func newStoresShowCmd(a *app) *cobra.Command {
 					expire = "after " + info.Policy.ExpireAfter.String() + " unread and unwritten"
 				}
 				fmt.Fprintf(tw, "expire\t%s\n", expire)
-				fmt.Fprintf(tw, "repository\t%s\n", s.RepoPath())
-				fmt.Fprintf(tw, "head\t%s\n", s.Head())
+				fmt.Fprintf(tw, "repository\t%s\n", repository(s))
+				fmt.Fprintf(tw, "head\t%s\n", h)
 				return tw.Flush()
 			})
 		},
@@ -185,7 +189,7 @@ func newStoresArchiveCmd(a *app) *cobra.Command {
 		Short: "Archive a memory store: it stays readable and refuses every write, for good",
 		Args:  exactArgs("STORE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withStore(cmd.Context(), args[0], func(s *gitstore.Store) error {
+			return a.withStoreAPI(cmd.Context(), args[0], func(s storeAPI) error {
 				info, err := s.Archive(cmd.Context(), cliActor())
 				if err != nil {
 					return err
@@ -204,8 +208,12 @@ func newStoresDeleteCmd(a *app) *cobra.Command {
 		Short: "Delete a memory store with all its memories and history, for good",
 		Args:  exactArgs("STORE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withData(cmd.Context(), func(d *gitstore.DataDir) error {
-				s, err := findStore(cmd.Context(), d, args[0])
+			return a.withTarget(cmd.Context(), func(t target) error {
+				id, err := resolveStore(cmd.Context(), t.lister(), args[0])
+				if err != nil {
+					return err
+				}
+				s, err := t.store(cmd.Context(), id)
 				if err != nil {
 					return err
 				}
@@ -223,7 +231,7 @@ func newStoresDeleteCmd(a *app) *cobra.Command {
 						return fmt.Errorf("not deleted")
 					}
 				}
-				if err := d.DeleteStore(cmd.Context(), info.ID); err != nil {
+				if err := t.deleteStore(cmd.Context(), info.ID); err != nil {
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "deleted store %s (%s)\n", info.ID, info.Name)

@@ -1,0 +1,139 @@
+// Package client talks to a running gitmem server over its HTTP API and answers in
+// gitstore's types, so that the CLI prints the same output whether it opened the data
+// directory itself or a server holds it (here or elsewhere). Errors come back as
+// *gitstore.Error of the kind the server answered, or as ErrAuth.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/gitmem/gitmem/gitstore"
+)
+
+// ErrAuth is the error when the server refuses the request's key (or that it has none).
+var ErrAuth = errors.New("the server refused the API key")
+
+// Client is a gitmem server at a base URL, with an API key (or none).
+type Client struct {
+	base string
+	key  string
+	http *http.Client
+}
+
+// New returns a client of the server at baseURL (http://host:port), sending key as
+// x-api-key when it is not empty.
+func New(baseURL, key string) *Client {
+	return &Client{base: strings.TrimRight(baseURL, "/"), key: key, http: &http.Client{Timeout: 5 * time.Minute}}
+}
+
+// URL is the server's base URL.
+func (c *Client) URL() string { return c.base }
+
+// maxAnswer bounds what the client reads of one answer: a page of 1,000 memories with their
+// metadata, or one memory of the largest size, fits easily.
+const maxAnswer = 64 << 20
+
+// do sends one request and decodes a 2xx answer's JSON into out (if out is not nil).
+func (c *Client) do(ctx context.Context, method, path string, q url.Values, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	u := c.base + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return fmt.Errorf("gitmem server %s: %w", c.base, err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.key != "" {
+		req.Header.Set("x-api-key", c.key)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("gitmem server %s does not answer: %w", c.base, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	if err != nil {
+		return fmt.Errorf("gitmem server %s: read the answer: %w", c.base, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		return c.answerError(resp.StatusCode, raw)
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("gitmem server %s: unexpected answer to %s %s: %w", c.base, method, path, err)
+	}
+	return nil
+}
+
+// kindOf is the gitstore kind of an error answer, by the error type the server names.
+var kindOf = map[string]gitstore.Kind{
+	"invalid_request_error":            gitstore.KindInvalid,
+	"not_found_error":                  gitstore.KindNotFound,
+	"memory_precondition_failed_error": gitstore.KindPreconditionFailed,
+	"memory_path_conflict_error":       gitstore.KindPathConflict,
+	"conflict_error":                   gitstore.KindConflict,
+	"overloaded_error":                 gitstore.KindUnavailable,
+	"storage_full_error":               gitstore.KindStorage,
+	"request_too_large":                gitstore.KindInvalid,
+}
+
+// answerError turns an error answer into the error the store would have returned.
+func (c *Client) answerError(status int, raw []byte) error {
+	var env struct {
+		Error struct {
+			Type                string `json:"type"`
+			Message             string `json:"message"`
+			ConflictingMemoryID string `json:"conflicting_memory_id"`
+			ConflictingPath     string `json:"conflicting_path"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(raw, &env)
+	msg := env.Error.Message
+	if msg == "" {
+		msg = strings.TrimSpace(string(raw))
+	}
+	switch {
+	case status == http.StatusUnauthorized && c.key == "":
+		return fmt.Errorf("%w: gitmem server %s requires an API key; set GITMEM_API_KEY", ErrAuth, c.base)
+	case status == http.StatusUnauthorized:
+		return fmt.Errorf("%w: gitmem server %s: %s (check GITMEM_API_KEY)", ErrAuth, c.base, msg)
+	case status == http.StatusForbidden:
+		return fmt.Errorf("%w: gitmem server %s: %s", ErrAuth, c.base, msg)
+	case status == http.StatusNotImplemented:
+		return &gitstore.Error{Kind: gitstore.KindUnsupported, Message: msg}
+	}
+	if k, ok := kindOf[env.Error.Type]; ok {
+		return &gitstore.Error{Kind: k, Message: msg, ConflictingMemoryID: env.Error.ConflictingMemoryID,
+			ConflictingPath: env.Error.ConflictingPath}
+	}
+	return fmt.Errorf("gitmem server %s answered %d: %s", c.base, status, msg)
+}
+
+// Version is the server's version: its module version and VCS revision.
+func (c *Client) Version(ctx context.Context) (map[string]string, error) {
+	var v map[string]string
+	err := c.do(ctx, http.MethodGet, "/v1/version", nil, nil, &v)
+	return v, err
+}

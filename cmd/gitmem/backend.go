@@ -1,0 +1,219 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/gitmem/gitmem/client"
+	"github.com/gitmem/gitmem/gitstore"
+)
+
+// storeAPI is what the commands that work through a server need of a store. *gitstore.Store
+// (the data directory opened by this process) and *client.Store (a running server's) both
+// have it, so such a command prints the same whichever answers.
+type storeAPI interface {
+	gitstore.MemoryReader
+	ID() string
+	Info(ctx context.Context) (gitstore.StoreInfo, error)
+	Usage(ctx context.Context) (gitstore.Usage, error)
+	ReaderAt(ctx context.Context, at string) (gitstore.MemoryReader, error)
+	Write(ctx context.Context, in gitstore.WriteInput) (gitstore.WriteResult, error)
+	UpdateMemory(ctx context.Context, in gitstore.UpdateInput) (gitstore.WriteResult, error)
+	Delete(ctx context.Context, in gitstore.DeleteInput) (gitstore.Version, error)
+	Versions(ctx context.Context, f gitstore.VersionFilter) (gitstore.VersionPage, error)
+	Restore(ctx context.Context, in gitstore.RestoreInput) (gitstore.WriteResult, error)
+	DiffMemory(ctx context.Context, memoryID, fromID, toID string) (gitstore.MemoryDiff, error)
+	Blame(ctx context.Context, memoryID string) ([]gitstore.BlameLine, error)
+	Redact(ctx context.Context, in gitstore.RedactInput) (gitstore.RedactResult, error)
+	GC(ctx context.Context) (gitstore.GCResult, error)
+	Archive(ctx context.Context, actor gitstore.Actor) (gitstore.StoreInfo, error)
+	UpdateInfo(ctx context.Context, p gitstore.StorePatch) (gitstore.StoreInfo, error)
+	Revert(ctx context.Context, in gitstore.RevertInput) (gitstore.RevertResult, error)
+	Expire(ctx context.Context, dryRun bool) (gitstore.ExpireReport, error)
+}
+
+// storeLister lists stores: *gitstore.DataDir and *client.Client.
+type storeLister interface {
+	ListStores(ctx context.Context, opts gitstore.StoreListOptions) (gitstore.StorePage, error)
+}
+
+var (
+	_ storeAPI    = (*gitstore.Store)(nil)
+	_ storeAPI    = (*client.Store)(nil)
+	_ storeLister = (*gitstore.DataDir)(nil)
+	_ storeLister = (*client.Client)(nil)
+)
+
+// target is where a command's requests go: a server (srv), or the data directory, opened by
+// this process (data).
+type target struct {
+	srv  *client.Client
+	data *gitstore.DataDir
+	// via says how the server was found, for messages: "--server", "GITMEM_SERVER" or the
+	// lock's holder.
+	via string
+}
+
+// serverFlag is --server, else GITMEM_SERVER.
+func (a *app) serverURL() (string, string) {
+	if a.server != "" {
+		return a.server, "--server"
+	}
+	if s := os.Getenv("GITMEM_SERVER"); s != "" {
+		return s, "GITMEM_SERVER"
+	}
+	return "", ""
+}
+
+// open finds the command's target: the server named by --server or GITMEM_SERVER; else the
+// data directory, opened here if it is free, or the server that holds it (its lock says
+// where it listens). close releases what open took.
+func (a *app) open(ctx context.Context) (t target, close func() error, err error) {
+	if u, via := a.serverURL(); u != "" {
+		return target{srv: client.New(u, os.Getenv("GITMEM_API_KEY")), via: via}, func() error { return nil }, nil
+	}
+	d, err := a.openData(ctx)
+	var le *gitstore.LockedError
+	if errors.As(err, &le) && le.URL != "" {
+		return target{srv: client.New(le.URL, os.Getenv("GITMEM_API_KEY")), via: le.Holder}, func() error { return nil }, nil
+	}
+	if err != nil {
+		return target{}, nil, err
+	}
+	return target{data: d}, d.Close, nil
+}
+
+// withTarget runs fn on the command's target. A full disk's error of the data directory
+// names the directory, as withData's does.
+func (a *app) withTarget(ctx context.Context, fn func(t target) error) (err error) {
+	t, done, err := a.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := done(); err == nil {
+			err = cerr
+		}
+		if t.local() && gitstore.IsKind(err, gitstore.KindStorage) {
+			err = a.storageErr(err)
+		}
+	}()
+	return fn(t)
+}
+
+// lister is the target's store listing.
+func (t target) lister() storeLister {
+	if t.srv != nil {
+		return t.srv
+	}
+	return t.data
+}
+
+// store opens the store with an id on the target.
+func (t target) store(ctx context.Context, id string) (storeAPI, error) {
+	if t.srv != nil {
+		return t.srv.Store(id), nil
+	}
+	return t.data.Store(ctx, id)
+}
+
+// createStore creates a store on the target.
+func (t target) createStore(ctx context.Context, in gitstore.CreateStoreInput) (storeAPI, error) {
+	if t.srv != nil {
+		return t.srv.CreateStore(ctx, in)
+	}
+	return t.data.CreateStore(ctx, in)
+}
+
+// deleteStore deletes a store, by id, on the target.
+func (t target) deleteStore(ctx context.Context, id string) error {
+	if t.srv != nil {
+		return t.srv.DeleteStore(ctx, id)
+	}
+	return t.data.DeleteStore(ctx, id)
+}
+
+// repository says where a store's repository is: its directory, or the URL git clones.
+func repository(s storeAPI) string {
+	if rs, ok := s.(*client.Store); ok {
+		return rs.RepoURL()
+	}
+	return s.(*gitstore.Store).RepoPath()
+}
+
+// head is the commit of main that reads of the store reflect.
+func head(ctx context.Context, s storeAPI) (string, error) {
+	if rs, ok := s.(*client.Store); ok {
+		return rs.Head(ctx)
+	}
+	return s.(*gitstore.Store).Head(), nil
+}
+
+// local reports whether the target is the data directory, opened by this process: then the
+// commands that need the git program run it here, else the server does.
+func (t target) local() bool { return t.srv == nil }
+
+// withStoreAPI runs fn with the store named by ref (id, or unique name) on the command's
+// target.
+func (a *app) withStoreAPI(ctx context.Context, ref string, fn func(s storeAPI) error) error {
+	return a.withTarget(ctx, func(t target) error {
+		if t.srv == nil {
+			s, err := findStore(ctx, t.data, ref)
+			if err != nil {
+				return err
+			}
+			return fn(s)
+		}
+		id, err := resolveStore(ctx, t.srv, ref)
+		if err != nil {
+			return err
+		}
+		return fn(t.srv.Store(id))
+	})
+}
+
+// resolveStore finds the id of a store named by id or by a name that one store has.
+func resolveStore(ctx context.Context, l storeLister, ref string) (string, error) {
+	if strings.HasPrefix(ref, gitstore.StorePrefix) {
+		return ref, nil
+	}
+	stores, err := allPages(func(cursor string) ([]gitstore.StoreInfo, string, error) {
+		page, err := l.ListStores(ctx, gitstore.StoreListOptions{IncludeArchived: true, Limit: 1000, Cursor: cursor})
+		return page.Stores, page.NextCursor, err
+	})
+	if err != nil {
+		return "", err
+	}
+	var ids []string
+	for _, info := range stores {
+		if info.Name == ref {
+			ids = append(ids, info.ID)
+		}
+	}
+	switch len(ids) {
+	case 0:
+		return "", &gitstore.Error{Kind: gitstore.KindNotFound, Err: gitstore.ErrNoStore,
+			Message: fmt.Sprintf("no store with id or name %q (see \"gitmem stores list --all\")", ref)}
+	case 1:
+		return ids[0], nil
+	default:
+		return "", fmt.Errorf("%d stores are named %q; name one by id: %s", len(ids), ref, strings.Join(ids, ", "))
+	}
+}
+
+// needsDataDir is the error of a command that works on the data directory itself when a
+// server holds it, or when a server was named.
+func (a *app) needsDataDir(le *gitstore.LockedError) error {
+	name := a.command
+	if name == "" {
+		name = "this command"
+	}
+	if le == nil {
+		_, via := a.serverURL()
+		return fmt.Errorf("%s works on a data directory, not through a server (%s is set); run it where the data directory is", name, via)
+	}
+	return fmt.Errorf("%s needs the data directory %s, which %s holds at %s; stop it first", name, le.Dir, le.Holder, le.URL)
+}

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// The commands that work through a running server, each with what it prints compared on
+// the same data: the data directory opened by the command itself, the server found through
+// the directory's lock, and the server named with --server (and a key).
+var readCommands = [][]string{
+	{"stores", "list"},
+	{"stores", "list", "--json"},
+	{"ls", "notes"},
+	{"ls", "notes", "-R", "--long"},
+	{"ls", "notes", "/a/", "--json"},
+	{"cat", "notes", "/a/b.md"},
+	{"log", "notes"},
+	{"log", "notes", "/a/b.md", "--json"},
+	{"log", "notes", "--op", "deleted"},
+	{"search", "notes", "hello"},
+	{"search", "notes", "hello", "--json"},
+	{"diff", "notes", "/a/b.md"},
+	{"diff", "notes", "/a/b.md", "--json"},
+	{"blame", "notes", "/a/b.md"},
+	{"blame", "notes", "/a/b.md", "--json"},
+}
+
+// seedNotes makes a store "notes" with a few memories and versions.
+func seedNotes(c *cli) {
+	c.ok("", "stores", "create", "notes")
+	c.ok("hello world\n", "put", "notes", "/a/b.md")
+	c.ok("hello again\n", "put", "notes", "/a/b.md")
+	c.ok("second\n", "put", "notes", "/a/c.md")
+	c.ok("gone\n", "put", "notes", "/x.md")
+	c.ok("", "rm", "notes", "/x.md")
+	c.ok("", "mv", "notes", "/a/c.md", "/d/c.md")
+}
+
+func TestClientModeReadsAsLocal(t *testing.T) {
+	c := newCLI(t)
+	seedNotes(c)
+	out := c.ok("", "keys", "create", "--name", "cli")
+	secret := regexp.MustCompile(`gitmem_[A-Za-z0-9_-]+`).FindString(out)
+	local := map[string]string{}
+	for _, args := range readCommands {
+		local[strings.Join(args, " ")] = c.ok("", args...)
+	}
+	url, _ := serveForGit(t, c)
+
+	withKey := append(os.Environ(), "GITMEM_API_KEY="+secret)
+	for _, args := range readCommands {
+		name := strings.Join(args, " ")
+		for how, env := range map[string][]string{
+			"lock":          withKey,
+			"--server":      withKey,
+			"GITMEM_SERVER": append(withKey, "GITMEM_SERVER="+url),
+		} {
+			a := args
+			if how == "--server" {
+				a = append([]string{"--server", url}, args...)
+			}
+			got, errOut, code := c.runEnv(env, "", a...)
+			if code != 0 {
+				t.Errorf("%s through the server (%s): exit %d: %s", name, how, code, errOut)
+				continue
+			}
+			if got != local[name] {
+				t.Errorf("%s through the server (%s) prints\n%s\nlocally\n%s", name, how, got, local[name])
+			}
+		}
+	}
+}
+
+// ids and times differ between two runs of the same writes; the rest of their output may not.
+// So do commits, durations and the sizes of packs, and who wrote: the CLI writes as the git
+// user, through a server as the server's caller (the key; "local user" without keys).
+var varying = regexp.MustCompile(`(mem|memver|memstore)_[0-9A-Z]{26}|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)?|` +
+	`\b[0-9a-f]{12}\b|[0-9a-f]{40}|repository\s+\S+|"repository": "[^"]*"|\d{4}-\d\d-\d\dT[0-9:.]+Z|by user_\w+|\d+(\.\d+)?(ms|s|µs|m)\b|\d+(\.\d+)? (B|KiB|MiB)\b`)
+
+func TestClientModeWritesAsLocal(t *testing.T) {
+	writes := [][]string{
+		{"put", "notes", "/w.md", "-"},
+		{"put", "notes", "/w.md", "-"}, // unchanged
+		{"put", "notes", "/w.md", "-", "--if-absent"},
+		{"mv", "notes", "/w.md", "/v/w.md"},
+		{"cat", "notes", "/v/w.md"},
+		{"rm", "notes", "/v/w.md"},
+		{"rm", "notes", "/v/w.md"},
+		{"ls", "notes", "-R"},
+		{"restore", "notes", "{first}"},
+		{"restore", "notes", "{first}"}, // unchanged
+		{"restore", "notes", "memver_01M83RXJE06891D7CSNGD1TFB7"},
+		{"diff", "notes", "/a/b.md"},
+		{"redact", "notes", "{first}"},
+		{"redact", "notes", "{first}"}, // redacted already
+		{"gc", "notes"},
+		{"gc"},
+		{"revert", "notes", "--key", "apikey_01M83EQW76530MXJ2NYMV3BFCX", "--dry-run"},
+		{"revert", "notes", "--session", "sesn_01M83PZ34EVJY3C18AZVHGZ9ME", "--since", "2026-01-02T15:04:05Z"},
+		{"expire", "notes", "--dry-run"},
+		{"stores", "create", "other", "--secrets", "redact", "--max-memories", "5", "--expire-after", "30d"},
+		{"stores", "create", "other"}, // a second store of that name, for now
+		{"stores", "set", "notes", "--max-bytes", "100000", "--expire-after", "2h"},
+		{"expire", "notes", "--dry-run"},
+		{"expire"},
+		{"stores", "show", "notes"},
+		{"stores", "show", "notes", "--json"},
+		{"stores", "archive", "notes"},
+		{"put", "notes", "/after-archive.md", "-"},
+		{"stores", "delete", "notes", "--yes"},
+		{"stores", "list", "--all"},
+	}
+	run := func(c *cli, serve bool) []string {
+		seedNotes(c)
+		if serve {
+			serveForGit(t, c)
+		}
+		var versions []struct{ ID string }
+		if err := json.Unmarshal([]byte(c.ok("", "log", "notes", "/a/b.md", "--json")), &versions); err != nil || len(versions) == 0 {
+			t.Fatalf("versions of /a/b.md: %v", err)
+		}
+		var outs []string
+		for _, args := range writes {
+			args = slices.Clone(args)
+			for i, a := range args {
+				if a == "{first}" {
+					args[i] = versions[len(versions)-1].ID
+				}
+			}
+			out, errOut, code := c.run("written\n", args...)
+			outs = append(outs, varying.ReplaceAllString(out+errOut, "X")+" exit "+string(rune('0'+code)))
+		}
+		return outs
+	}
+	local, served := run(newCLI(t), false), run(newCLI(t), true)
+	for i := range writes {
+		if local[i] != served[i] {
+			t.Errorf("%v through the server prints\n%s\nlocally\n%s", writes[i], served[i], local[i])
+		}
+	}
+}
+
+func TestClientModeRefusals(t *testing.T) {
+	c := newCLI(t)
+	seedNotes(c)
+	out := c.ok("", "keys", "create", "--name", "cli")
+	secret := regexp.MustCompile(`gitmem_[A-Za-z0-9_-]+`).FindString(out)
+	url, _ := serveForGit(t, c)
+
+	// No key, or a wrong one: one clear line, and a failure.
+	mustContain(t, "no key", c.fails("", "ls", "notes"), "requires an API key", "GITMEM_API_KEY")
+	_, errOut, code := c.runEnv(append(os.Environ(), "GITMEM_API_KEY=gitmem_wrong"), "", "ls", "notes")
+	if code == 0 || !strings.Contains(errOut, "check GITMEM_API_KEY") || strings.Contains(errOut, "gitmem_wrong") {
+		t.Errorf("wrong key: exit %d: %s", code, errOut)
+	}
+	// A command that needs the data directory says so in one line, naming the server.
+	msg := c.fails("", "reindex", "notes")
+	mustContain(t, "needs the directory", msg, "gitmem reindex needs the data directory", url, "stop it first")
+	if n := strings.Count(strings.TrimSpace(msg), "\n"); n != 0 {
+		t.Errorf("the refusal is %d lines:\n%s", n+1, msg)
+	}
+	// --server with a command that works on a data directory: said, not attempted.
+	mustContain(t, "--server reindex", c.fails("", "--server", url, "reindex", "notes"), "works on a data directory", "--server")
+	// A server that does not answer.
+	mustContain(t, "down", c.fails("", "--server", "http://127.0.0.1:1", "ls", "notes"), "does not answer")
+
+	// With the key, writes are the key's, and a revert of the key's changes finds them.
+	keyID := regexp.MustCompile(`apikey_[0-9A-Z]{26}`).FindString(out)
+	env := append(os.Environ(), "GITMEM_API_KEY="+secret)
+	for _, args := range [][]string{{"put", "notes", "/by-key.md", "-"}, {"revert", "notes", "--key", keyID, "--dry-run"}, {"log", "notes", "-n", "1"}} {
+		got, errOut, code := c.runEnv(env, "from the key\n", args...)
+		if code != 0 {
+			t.Fatalf("%v with the key: exit %d: %s", args, code, errOut)
+		}
+		out = got
+	}
+	mustContain(t, "log with the key", out, "/by-key.md", keyID)
+	got, _, _ := c.runEnv(env, "", "revert", "notes", "--key", keyID, "--dry-run")
+	mustContain(t, "revert through the server", got, "deleted", "/by-key.md", "would revert 1, skipped 0, unchanged 0")
+}
+
+// TestClientModeStaleLock: a server that died leaves its address in the lock; the next
+// command opens the directory itself, as the lock is free.
+func TestClientModeStaleLock(t *testing.T) {
+	c := newCLI(t)
+	seedNotes(c)
+	cmd, _, _ := startServe(t, c)
+	cmd.Process.Kill()
+	cmd.Wait()
+	lock, err := os.ReadFile(c.data + "/gitmem.lock")
+	if err != nil || !strings.Contains(string(lock), "serving http://") {
+		t.Fatalf("lock of a killed server: %q %v", lock, err)
+	}
+	mustContain(t, "after kill", c.ok("", "ls", "notes", "-R"), "/a/b.md")
+}
