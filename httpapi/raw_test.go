@@ -55,7 +55,7 @@ func keysOf(t *testing.T, body string) []string {
 func TestExactJSON(t *testing.T) {
 	ts := startServer(t, Options{})
 	_, body := rawRequest(t, "POST", ts.url+"/v1/memory_stores?beta=true", `{"name":"n"}`, nil)
-	if got, want := keysOf(t, body), []string{"archived_at", "created_at", "description", "id", "metadata", "name", "policy", "type", "updated_at", "usage"}; !reflect.DeepEqual(got, want) {
+	if got, want := keysOf(t, body), []string{"archived_at", "created_at", "description", "head", "id", "metadata", "name", "policy", "type", "updated_at", "usage"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("memory_store fields %v, want %v", got, want)
 	}
 	var store struct{ ID string }
