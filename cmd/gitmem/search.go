@@ -40,7 +40,13 @@ and Korean text is found by any part of it.`,
   gitmem search prefs '"code review" checklist'
   gitmem search prefs deplo* --path-prefix /projects/
   gitmem search prefs tea --json`,
-		Args: cobra.MinimumNArgs(2),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) < 2 {
+				return fmt.Errorf("%s needs a store and a query: %s STORE QUERY... (words, \"a phrase\", prefix*, -word, path:/dir/); see %q",
+					cmd.CommandPath(), cmd.CommandPath(), cmd.CommandPath()+" --help")
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.Query = strings.Join(args[1:], " ")
 			return a.withTarget(cmd.Context(), func(t target) error {
