@@ -120,7 +120,7 @@ func (s *Store) catchUp(progress Progress) error {
 		return nil
 	}
 	// main moved without our writer: a git process may have added packs that go-git's
-	// storage does not know of yet (TRAPS.md, go-git#2242).
+	// storage does not know of yet (go-git#2242: it does not rescan the pack directory).
 	s.repo.Reload()
 	chain, found, err := s.repo.newCommits(head, applied)
 	if err != nil {
