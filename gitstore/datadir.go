@@ -26,6 +26,8 @@ type DataDir struct {
 	mu     sync.Mutex // guards stores and closed
 	stores map[string]*Store
 	closed bool
+
+	names sync.Mutex // held from the check that a name is free to the commit that takes it
 }
 
 // Open opens the data directory dir, creating it if needed, and takes its exclusive lock. A
@@ -134,6 +136,11 @@ func (d *DataDir) CreateStore(ctx context.Context, in CreateStoreInput) (_ *Stor
 		return nil, err
 	}
 	if err := validateActor(in.Actor); err != nil {
+		return nil, err
+	}
+	d.names.Lock()
+	defer d.names.Unlock()
+	if err := d.checkNameFree(ctx, in.Name, ""); err != nil {
 		return nil, err
 	}
 	now := d.opts.Clock().UTC()

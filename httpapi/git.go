@@ -60,6 +60,13 @@ func (s *Server) serveGit(c echo.Context, backend *gitserve.Backend) error {
 	if err != nil {
 		return answerGit(c, err)
 	}
+	// /git/<name>.git is the store of that name. A name that names no store (or two) stays
+	// as it is, so that the caller is asked for a key before it learns which names exist.
+	if !strings.HasPrefix(req.StoreID, gitstore.StorePrefix) {
+		if id, err := s.data.ResolveStore(c.Request().Context(), req.StoreID); err == nil {
+			req.StoreID = id
+		}
+	}
 	keyID, err := s.authorizeGit(c, &req)
 	if err != nil {
 		return answerGit(c, err)
@@ -122,7 +129,7 @@ func parseGitRequest(c echo.Context) (gitserve.Request, error) {
 	case rest == "git-receive-pack" && r.Method == http.MethodPost:
 		req.Push = true
 	default:
-		return req, refuseGit(http.StatusNotFound, "not a git smart HTTP request: a store's repository is /git/{memstore_id}.git")
+		return req, refuseGit(http.StatusNotFound, "not a git smart HTTP request: a store's repository is /git/{memstore_id}.git or /git/{name}.git")
 	}
 	return req, nil
 }

@@ -270,8 +270,8 @@ func (g *gitSrv) fsck(t testing.TB, store string) {
 // commit, push; the API and search show the change before the push returns, as a version
 // by the commit's author; API writes reach the clone with fetch and pull.
 func TestGitCloneEditPush(t *testing.T) {
-	g := startGitServerWith(t, GitOptions{}) // the hook is this test binary, as gitmem serve's is itself
-	store := g.createStore(t, "", "notes")
+	g := startGitServerWith(t, GitOptions{})         // the hook is this test binary, as gitmem serve's is itself
+	store := g.createStore(t, "", "notes "+t.Name()) // store names are unique
 	g.write(t, "", store, "/prefs/style.md", "Prefers tabs\n")
 	work := t.TempDir()
 
@@ -360,7 +360,7 @@ func TestGitCloneEditPush(t *testing.T) {
 // pushes more than git sends in one piece (a chunked request body).
 func TestGitShallowCloneAndBigPush(t *testing.T) {
 	g := startGitServer(t)
-	store := g.createStore(t, "", "notes")
+	store := g.createStore(t, "", "notes "+t.Name()) // store names are unique
 	for i := range 5 {
 		g.write(t, "", store, fmt.Sprintf("/n/%d.md", i), fmt.Sprintf("note %d\n", i))
 	}
@@ -915,7 +915,7 @@ type ruleEnv struct {
 
 func newRuleEnv(t *testing.T, g *gitSrv) *ruleEnv {
 	t.Helper()
-	store := g.createStore(t, "", "notes")
+	store := g.createStore(t, "", "notes "+t.Name()) // store names are unique
 	g.write(t, "", store, "/a.md", "a\n")
 	work := t.TempDir()
 	gitOK(t, work, "clone", "-q", g.repoURL("", store), "c")

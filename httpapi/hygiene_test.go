@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
@@ -20,7 +21,7 @@ import (
 // field, and returns its id.
 func newPolicyStore(t *testing.T, c anthropic.Client, policy map[string]any) string {
 	t.Helper()
-	store, err := c.Beta.MemoryStores.New(context.Background(), anthropic.BetaMemoryStoreNewParams{Name: "hygiene"},
+	store, err := c.Beta.MemoryStores.New(context.Background(), anthropic.BetaMemoryStoreNewParams{Name: gitstore.NewID("hygiene_", time.Now())},
 		option.WithJSONSet("policy", policy))
 	if err != nil {
 		t.Fatal(err)

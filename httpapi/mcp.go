@@ -8,7 +8,6 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/gitmem/gitmem/gitstore"
 	"github.com/gitmem/gitmem/mcpserver"
 	"github.com/gitmem/gitmem/tooladapter"
 )
@@ -27,7 +26,7 @@ type mcpServerKey struct{}
 
 // mcpRoutes serves the memory tool and the agent tools over MCP (streamable HTTP) at
 //
-//	/mcp?store=memstore_…[:read_only|:read_write][&store=…]
+//	/mcp?store=memstore_…|NAME[:read_only|:read_write][&store=…]
 //
 // with the API's keys. Each request is handled statelessly: the tools are bound to the
 // stores it names for its caller, as POST /v1/memory_stores/{id}/tools/{name} binds them,
@@ -78,9 +77,14 @@ func (s *Server) mcpServer(c echo.Context) (*mcp.Server, error) {
 		if !ro {
 			id, _ = strings.CutSuffix(ref, ":"+string(tooladapter.ReadWrite))
 		}
-		if !strings.HasPrefix(id, gitstore.StorePrefix) {
-			return nil, badRequest("query parameter store must be a memory store id (%s…), optionally with %s; got %q",
-				gitstore.StorePrefix, readOnlySuffix, ref)
+		named := id
+		id, err := s.data.ResolveStore(ctx, named) // an id, or a store's name
+		if err != nil {
+			// A key limited to one store learns nothing of the names of others.
+			if cerr := cl.checkStore(named); cerr != nil {
+				return nil, cerr
+			}
+			return nil, err
 		}
 		if err := cl.checkStore(id); err != nil {
 			return nil, err

@@ -256,7 +256,7 @@ func TestMCP(t *testing.T) {
 		{"no key", "?store=" + alpha, mcpHeader, 401, "authentication_error"},
 		{"a key of another store", "?store=" + alpha, with("x-api-key", betaOnly), 403, "permission_error"},
 		{"no store", "", with("x-api-key", rw), 400, "invalid_request_error"},
-		{"not a store id", "?store=alpha", with("x-api-key", rw), 400, "invalid_request_error"},
+		{"an unknown store name", "?store=nope", with("x-api-key", rw), 404, "not_found_error"},
 		{"an unknown store", "?store=memstore_01NOSUCHSTORE0000000000000", with("x-api-key", rw), 404, "not_found_error"},
 		{"a store twice", "?store=" + alpha + "&store=" + alpha, with("x-api-key", rw), 400, "invalid_request_error"},
 		{"nine stores", "?store=" + strings.Repeat(alpha+"&store=", 8) + alpha, with("x-api-key", rw), 400, "invalid_request_error"},

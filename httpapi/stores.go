@@ -184,7 +184,7 @@ func (s *Server) updateStore(c echo.Context) error {
 	if p.Policy, err = patchPolicy(b); err != nil {
 		return err
 	}
-	info, err := st.UpdateInfo(c.Request().Context(), p)
+	info, err := s.data.UpdateStore(c.Request().Context(), st.ID(), p) // a new name must be free
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package tooladapter
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"regexp"
 	"strings"
@@ -206,7 +207,7 @@ func TestSessionLimits(t *testing.T) {
 	d := newTestData(t)
 	var many []Attachment
 	for i := 0; i < MaxStores+1; i++ {
-		many = append(many, Attachment{Store: newTestStore(t, d, "s", nil)})
+		many = append(many, Attachment{Store: newTestStore(t, d, fmt.Sprintf("s%d", i), nil)})
 	}
 	for _, tc := range []struct {
 		opts Options

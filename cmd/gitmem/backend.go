@@ -175,33 +175,21 @@ func (a *app) withStoreAPI(ctx context.Context, ref string, fn func(s storeAPI) 
 	})
 }
 
-// resolveStore finds the id of a store named by id or by a name that one store has.
+// resolveStore finds the id of a store named by id or by a name that one store has
+// (gitstore.ResolveStoreRef), among the stores that l lists.
 func resolveStore(ctx context.Context, l storeLister, ref string) (string, error) {
 	if strings.HasPrefix(ref, gitstore.StorePrefix) {
 		return ref, nil
 	}
-	stores, err := allPages(func(cursor string) ([]gitstore.StoreInfo, string, error) {
-		page, err := l.ListStores(ctx, gitstore.StoreListOptions{IncludeArchived: true, Limit: 1000, Cursor: cursor})
-		return page.Stores, page.NextCursor, err
-	})
+	stores, err := allStores(ctx, l, true)
 	if err != nil {
 		return "", err
 	}
-	var ids []string
-	for _, info := range stores {
-		if info.Name == ref {
-			ids = append(ids, info.ID)
-		}
+	id, err := gitstore.ResolveStoreRef(stores, ref)
+	if errors.Is(err, gitstore.ErrNoStore) {
+		return "", fmt.Errorf("%w (see \"gitmem stores list --all\")", err)
 	}
-	switch len(ids) {
-	case 0:
-		return "", &gitstore.Error{Kind: gitstore.KindNotFound, Err: gitstore.ErrNoStore,
-			Message: fmt.Sprintf("no store with id or name %q (see \"gitmem stores list --all\")", ref)}
-	case 1:
-		return ids[0], nil
-	default:
-		return "", fmt.Errorf("%d stores are named %q; name one by id: %s", len(ids), ref, strings.Join(ids, ", "))
-	}
+	return id, err
 }
 
 // needsDataDir is the error of a command that works on the data directory itself when a

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -162,8 +163,11 @@ func TestStoresLifecycle(t *testing.T) {
 	c := newCLI(t)
 	c.ok("", "stores", "create", "a")
 	c.ok("", "stores", "create", "dup")
-	c.ok("", "stores", "create", "dup")
-	mustContain(t, "ambiguous", c.fails("", "ls", "dup"), `2 stores are named "dup"`)
+	mustContain(t, "duplicate name", c.fails("", "stores", "create", "dup"), `a memory store named "dup" exists already (memstore_`, "choose another name")
+	// keys --store takes a name too.
+	dupID := regexp.MustCompile(`memstore_[0-9A-Z]{26}`).FindString(c.ok("", "stores", "show", "dup"))
+	mustContain(t, "keys --store NAME", c.ok("", "keys", "create", "--name", "k", "--store", "dup"), "store "+dupID)
+	mustContain(t, "keys --store unknown", c.fails("", "keys", "create", "--name", "k2", "--store", "nope"), `no store with id or name "nope"`)
 	mustContain(t, "unknown", c.fails("", "ls", "nope"), `no store with id or name "nope"`)
 
 	var created map[string]any

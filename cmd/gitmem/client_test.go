@@ -104,7 +104,7 @@ func TestClientModeWritesAsLocal(t *testing.T) {
 		{"revert", "notes", "--session", "sesn_01M83PZ34EVJY3C18AZVHGZ9ME", "--since", "2026-01-02T15:04:05Z"},
 		{"expire", "notes", "--dry-run"},
 		{"stores", "create", "other", "--secrets", "redact", "--max-memories", "5", "--expire-after", "30d"},
-		{"stores", "create", "other"}, // a second store of that name, for now
+		{"stores", "create", "other"}, // refused: store names are unique
 		{"stores", "set", "notes", "--max-bytes", "100000", "--expire-after", "2h"},
 		{"expire", "notes", "--dry-run"},
 		{"expire"},

@@ -30,14 +30,22 @@ key, it requires keys until it stops, even if every key is revoked.`,
 func newKeysCreateCmd(a *app) *cobra.Command {
 	var name, access, store string
 	cmd := &cobra.Command{
-		Use:   "create --name NAME [--access read_write|read_only] [--store ID]",
+		Use:   "create --name NAME [--access read_write|read_only] [--store STORE]",
 		Short: "Create an API key and print its secret, once",
 		Example: `  gitmem keys create --name laptop
-  gitmem keys create --name dashboard --access read_only --store memstore_01...`,
+  gitmem keys create --name dashboard --access read_only --store notes`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if store != "" && !strings.HasPrefix(store, gitstore.StorePrefix) {
-				return fmt.Errorf("--store takes a store id (memstore_...), got %q", store)
+				// A name: the data directory, or the server that holds it, says which store.
+				err := a.withTarget(cmd.Context(), func(t target) error {
+					id, err := resolveStore(cmd.Context(), t.lister(), store)
+					store = id
+					return err
+				})
+				if err != nil {
+					return err
+				}
 			}
 			keys, err := apikeys.Open(a.dataDir)
 			if err != nil {
