@@ -22,6 +22,9 @@ import (
 // ErrAuth is the error when the server refuses the request's key (or that it has none).
 var ErrAuth = errors.New("the server refused the API key")
 
+// ErrUnreachable is the error when the server does not answer at all.
+var ErrUnreachable = errors.New("the server does not answer")
+
 // Client is a gitmem server at a base URL, with an API key (or none).
 type Client struct {
 	base string
@@ -68,7 +71,7 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("gitmem server %s does not answer: %w", c.base, err)
+		return fmt.Errorf("gitmem server %s does not answer: %w (%w)", c.base, err, ErrUnreachable)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unicode"
 
 	"golang.org/x/text/unicode/norm"
@@ -139,7 +140,7 @@ func TestMemoryToolMatchesReference(t *testing.T) {
 func runCase(t *testing.T, ts *testServer, c refCase, want refResult) (ok bool, compared int, stopped string) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := ts.data.CreateStore(ctx, gitstore.CreateStoreInput{Name: "ref", Actor: LocalUser})
+	st, err := ts.data.CreateStore(ctx, gitstore.CreateStoreInput{Name: gitstore.NewID("ref_", time.Now()), Actor: LocalUser})
 	if err != nil {
 		t.Fatal(err)
 	}

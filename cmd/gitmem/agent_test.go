@@ -413,8 +413,8 @@ func TestAgentUsageErrors(t *testing.T) {
 	run := func(env []string, args ...string) string {
 		t.Helper()
 		out, errOut, code := c.runAgentCLI(env, append([]string{"agent"}, args...)...)
-		if code != 1 {
-			t.Fatalf("gitmem agent %v: exit %d, want 1\nstdout: %s\nstderr: %s", args, code, out, errOut)
+		if code == 0 {
+			t.Fatalf("gitmem agent %v: exit 0, want a failure\nstdout: %s\nstderr: %s", args, out, errOut)
 		}
 		return errOut
 	}

@@ -201,7 +201,8 @@ func (a *app) needsDataDir(le *gitstore.LockedError) error {
 	}
 	if le == nil {
 		_, via := a.serverURL()
-		return fmt.Errorf("%s works on a data directory, not through a server (%s is set); run it where the data directory is", name, via)
+		return usageError{fmt.Errorf("%s works on a data directory, not through a server (%s is set); run it where the data directory is", name, via)}
 	}
-	return fmt.Errorf("%s needs the data directory %s, which %s holds at %s; stop it first", name, le.Dir, le.Holder, le.URL)
+	return &gitstore.Error{Kind: gitstore.KindUnavailable, Err: le,
+		Message: fmt.Sprintf("%s needs the data directory %s, which %s holds at %s; stop it first", name, le.Dir, le.Holder, le.URL)}
 }

@@ -198,3 +198,56 @@ func TestClientModeStaleLock(t *testing.T) {
 	}
 	mustContain(t, "after kill", c.ok("", "ls", "notes", "-R"), "/a/b.md")
 }
+
+// TestExitCodes: each class of failure has its exit code, the same locally and through a
+// server.
+func TestExitCodes(t *testing.T) {
+	c := newCLI(t)
+	seedNotes(c)
+	cases := []struct {
+		args []string
+		code int
+	}{
+		{[]string{"ls", "notes"}, exitOK},
+		{[]string{"nosuchcommand"}, exitUsage},
+		{[]string{"ls"}, exitUsage},
+		{[]string{"ls", "notes", "--nosuchflag"}, exitUsage},
+		{[]string{"put", "notes", "no-slash.md", "-"}, exitUsage},
+		{[]string{"cat", "notes", "/nope.md"}, exitNotFound},
+		{[]string{"ls", "nope"}, exitNotFound},
+		{[]string{"put", "notes", "/a/b.md", "-", "--if-absent"}, exitConflict},
+		{[]string{"stores", "create", "notes"}, exitConflict},
+	}
+	check := func(how string, env []string) {
+		for _, tc := range cases {
+			_, errOut, code := c.runEnv(env, "x", tc.args...)
+			if code != tc.code {
+				t.Errorf("%s: gitmem %v: exit %d, want %d (%s)", how, tc.args, code, tc.code, errOut)
+			}
+		}
+	}
+	check("local", os.Environ())
+	var key struct{ ID, Secret string }
+	if err := json.Unmarshal([]byte(c.ok("", "keys", "create", "--name", "cli", "--json")), &key); err != nil || !strings.HasPrefix(key.Secret, "gitmem_") {
+		t.Fatalf("keys create --json: %+v %v", key, err)
+	}
+	secret := key.Secret
+	url, _ := serveForGit(t, c)
+	check("through the server", append(os.Environ(), "GITMEM_API_KEY="+secret))
+	for _, tc := range []struct {
+		env  []string
+		args []string
+		code int
+	}{
+		{nil, []string{"ls", "notes"}, exitAuth},
+		{[]string{"GITMEM_API_KEY=gitmem_wrong"}, []string{"ls", "notes"}, exitAuth},
+		{nil, []string{"--server", "http://127.0.0.1:1", "ls", "notes"}, exitUnavailable},
+		{[]string{"GITMEM_API_KEY=" + secret}, []string{"--server", url, "reindex", "notes"}, exitUsage},
+		{nil, []string{"reindex", "notes"}, exitUnavailable},
+	} {
+		_, errOut, code := c.runEnv(append(os.Environ(), tc.env...), "", tc.args...)
+		if code != tc.code {
+			t.Errorf("gitmem %v: exit %d, want %d (%s)", tc.args, code, tc.code, errOut)
+		}
+	}
+}

@@ -29,6 +29,7 @@ key, it requires keys until it stops, even if every key is revoked.`,
 
 func newKeysCreateCmd(a *app) *cobra.Command {
 	var name, access, store string
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "create --name NAME [--access read_write|read_only] [--store STORE]",
 		Short: "Create an API key and print its secret, once",
@@ -56,6 +57,11 @@ func newKeysCreateCmd(a *app) *cobra.Command {
 				return err
 			}
 			out := cmd.OutOrStdout()
+			if asJSON {
+				return printJSON(out, map[string]any{"type": "api_key", "id": key.ID, "name": key.Name,
+					"access": key.Access, "memory_store_id": nilIfEmpty(key.StoreID), "secret": secret,
+					"created_at": key.CreatedAt.UTC().Format(timeFormat)})
+			}
 			fmt.Fprintf(out, "created key %s (%s, %s", key.ID, key.Name, key.Access)
 			if key.StoreID != "" {
 				fmt.Fprintf(out, ", store %s", key.StoreID)
@@ -66,7 +72,8 @@ func newKeysCreateCmd(a *app) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&name, "name", "", "a name to tell the key apart (required)")
 	cmd.Flags().StringVar(&access, "access", string(apikeys.ReadWrite), "read_write or read_only")
-	cmd.Flags().StringVar(&store, "store", "", "limit the key to this store")
+	cmd.Flags().StringVar(&store, "store", "", "limit the key to this store (id or name)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the key as JSON, its secret in the field secret (for scripts)")
 	return cmd
 }
 

@@ -3,6 +3,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -61,8 +62,14 @@ func main() {
 	gitserve.RunHookIfAsked() // git runs this program as the push hook of gitmem serve
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := newRootCmd().ExecuteContext(ctx); err != nil {
+	root := newRootCmd()
+	markUsage(root)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err != nil {
+		if cmd == root && !errors.As(err, new(usageError)) {
+			err = usageError{err} // an unknown command
+		}
 		fmt.Fprintln(os.Stderr, "gitmem:", err)
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
 }

@@ -50,12 +50,13 @@ and Korean text is found by any part of it.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.Query = strings.Join(args[1:], " ")
 			return a.withTarget(cmd.Context(), func(t target) error {
-				res, err := t.search(cmd.Context(), args[0], req, cmd.ErrOrStderr())
+				res, id, err := t.search(cmd.Context(), args[0], req, cmd.ErrOrStderr())
 				if err != nil {
 					return err
 				}
-				if asJSON {
-					return printJSON(cmd.OutOrStdout(), res)
+				if asJSON { // as the API answers it
+					return printJSON(cmd.OutOrStdout(), map[string]any{"type": "memory_search_result", "memory_store_id": id,
+						"query": req.Query, "commit": res.Commit, "total": res.Total, "data": res.Hits})
 				}
 				printHits(cmd.OutOrStdout(), res, isTerminalWriter(cmd.OutOrStdout()))
 				return nil
@@ -72,19 +73,18 @@ and Korean text is found by any part of it.`,
 // runSearch searches a store of the open data directory. An index being built is waited
 // for, with its progress on stderr.
 // search searches the store named by ref on the target.
-func (t target) search(ctx context.Context, ref string, req search.Request, progress io.Writer) (*search.Result, error) {
-	if t.srv != nil {
-		id, err := resolveStore(ctx, t.srv, ref)
-		if err != nil {
-			return nil, err
-		}
-		return t.srv.Store(id).Search(ctx, req)
-	}
-	s, err := findStore(ctx, t.data, ref)
+func (t target) search(ctx context.Context, ref string, req search.Request, progress io.Writer) (*search.Result, string, error) {
+	id, err := resolveStore(ctx, t.lister(), ref)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return runSearch(ctx, t.data, s.ID(), req, progress)
+	var res *search.Result
+	if t.srv != nil {
+		res, err = t.srv.Store(id).Search(ctx, req)
+	} else {
+		res, err = runSearch(ctx, t.data, id, req, progress)
+	}
+	return res, id, err
 }
 
 func runSearch(ctx context.Context, d *gitstore.DataDir, storeID string, req search.Request, progress io.Writer) (*search.Result, error) {

@@ -33,7 +33,7 @@ func TestSearchCommand(t *testing.T) {
 	var res struct {
 		Commit string
 		Total  int
-		Hits   []struct {
+		Data   []struct {
 			MemoryID string `json:"memory_id"`
 			Path     string
 			Snippets []struct {
@@ -46,10 +46,10 @@ func TestSearchCommand(t *testing.T) {
 	if err := json.Unmarshal([]byte(c.ok("", "search", "prefs", `"green tea"`, "--json")), &res); err != nil {
 		t.Fatal(err)
 	}
-	if res.Total != 1 || len(res.Hits) != 1 || res.Hits[0].Path != "/drinks.md" || len(res.Commit) != 40 {
+	if res.Total != 1 || len(res.Data) != 1 || res.Data[0].Path != "/drinks.md" || len(res.Commit) != 40 {
 		t.Fatalf("search --json: %+v", res)
 	}
-	sn := res.Hits[0].Snippets[0]
+	sn := res.Data[0].Snippets[0]
 	if h := sn.Highlights[0]; sn.Line != 1 || sn.Text[h.Start:h.End] != "green tea" {
 		t.Errorf("search --json snippet: %+v", sn)
 	}

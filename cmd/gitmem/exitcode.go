@@ -1,0 +1,71 @@
+package main
+
+import (
+	"errors"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gitmem/gitmem/client"
+	"github.com/gitmem/gitmem/gitstore"
+)
+
+// The exit codes of every command, for scripts (docs/cli.md lists them).
+const (
+	exitOK          = 0
+	exitError       = 1 // anything else: I/O, an internal error, an error of the server
+	exitUsage       = 2 // the command line is wrong, the input breaks a rule, or the store is archived; nothing changed
+	exitNotFound    = 3 // no such store, memory or version
+	exitConflict    = 4 // a precondition failed, a path or name is taken, another change won
+	exitAuth        = 5 // the server wants a key, or refused the one given
+	exitUnavailable = 6 // try again: the server does not answer or is busy, the directory is held
+	exitStorage     = 7 // the disk of the data directory is full
+)
+
+// usageError is an error in how the command was called.
+type usageError struct{ error }
+
+func (e usageError) Unwrap() error { return e.error }
+
+// exitCode is the exit code for err.
+func exitCode(err error) int {
+	var ue usageError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ue):
+		return exitUsage
+	case errors.Is(err, client.ErrAuth):
+		return exitAuth
+	case errors.Is(err, client.ErrUnreachable):
+		return exitUnavailable
+	}
+	switch gitstore.ErrorKind(err) {
+	case gitstore.KindInvalid, gitstore.KindArchived: // both a 400 over HTTP
+		return exitUsage
+	case gitstore.KindNotFound:
+		return exitNotFound
+	case gitstore.KindPreconditionFailed, gitstore.KindPathConflict, gitstore.KindConflict:
+		return exitConflict
+	case gitstore.KindUnavailable:
+		return exitUnavailable
+	case gitstore.KindStorage:
+		return exitStorage
+	}
+	return exitError
+}
+
+// markUsage makes the argument and flag errors of cmd and its subcommands usage errors.
+func markUsage(cmd *cobra.Command) {
+	if args := cmd.Args; args != nil {
+		cmd.Args = func(c *cobra.Command, a []string) error {
+			if err := args(c, a); err != nil {
+				return usageError{err}
+			}
+			return nil
+		}
+	}
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	for _, sub := range cmd.Commands() {
+		markUsage(sub)
+	}
+}
