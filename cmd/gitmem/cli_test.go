@@ -249,3 +249,23 @@ func TestLogJSONActor(t *testing.T) {
 		t.Errorf("log --json: %+v", versions)
 	}
 }
+
+// TestLogAcrossStores: gitmem log without a store shows every store's versions, newest first,
+// with their store; --since and --until take the times people type.
+func TestLogAcrossStores(t *testing.T) {
+	c := newCLI(t)
+	c.ok("", "stores", "create", "one")
+	c.ok("", "stores", "create", "two")
+	c.ok("a\n", "put", "one", "/a.md")
+	c.ok("b\n", "put", "two", "/b.md")
+	out := c.ok("", "log")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 || !strings.HasSuffix(lines[0], "STORE") || !strings.Contains(lines[1], "/b.md") || !strings.Contains(lines[2], "/a.md") {
+		t.Errorf("log of every store:\n%s", out)
+	}
+	mustContain(t, "since today", c.ok("", "log", "--since", "today"), "/a.md", "/b.md")
+	if out := c.ok("", "log", "--until", "yesterday"); strings.Contains(out, ".md") {
+		t.Errorf("log --until yesterday:\n%s", out)
+	}
+	mustContain(t, "bad time", c.fails("", "log", "--since", "last week"), `--since: time "last week" must be`)
+}
