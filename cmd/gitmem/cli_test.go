@@ -169,7 +169,7 @@ func TestStoresLifecycle(t *testing.T) {
 	dupID := regexp.MustCompile(`memstore_[0-9A-Z]{26}`).FindString(c.ok("", "stores", "show", "dup"))
 	mustContain(t, "keys --store NAME", c.ok("", "keys", "create", "--name", "k", "--store", "dup"), "store "+dupID)
 	mustContain(t, "keys --store unknown", c.fails("", "keys", "create", "--name", "k2", "--store", "nope"), `no store with id or name "nope"`)
-	mustContain(t, "unknown", c.fails("", "ls", "nope"), `no store with id or name "nope"`)
+	mustContain(t, "unknown", c.fails("", "ls", "nope"), `no store with id or name "nope" in data directory `+c.data)
 
 	var created map[string]any
 	if err := json.Unmarshal([]byte(c.ok("", "stores", "create", "b", "--json")), &created); err != nil {

@@ -90,7 +90,7 @@ was deleted or renamed away). --since and --until take 2026-01-02T15:04:05Z, a d
 				if limit > 0 && len(versions) > limit {
 					versions = versions[:limit]
 				}
-				return printVersions(cmd.OutOrStdout(), versions, asJSON, len(args) == 0)
+				return printVersions(cmd.OutOrStdout(), versions, asJSON, len(args) == 0, useColor(cmd.OutOrStdout()))
 			})
 		},
 	}
@@ -122,7 +122,7 @@ func versionsOf(ctx context.Context, s storeAPI, f gitstore.VersionFilter, limit
 }
 
 // printVersions prints versions as a table (with their store, for several stores) or JSON.
-func printVersions(w io.Writer, versions []gitstore.Version, asJSON, withStore bool) error {
+func printVersions(w io.Writer, versions []gitstore.Version, asJSON, withStore, color bool) error {
 	if asJSON {
 		out := make([]any, len(versions))
 		for i, v := range versions {
@@ -141,8 +141,12 @@ func printVersions(w io.Writer, versions []gitstore.Version, asJSON, withStore b
 		if v.RedactedAt != nil {
 			path = "(redacted)"
 		}
+		op := string(v.Operation)
+		if color { // each code is as long as the others, so the columns stay aligned
+			op = "\033[" + map[gitstore.Operation]string{gitstore.OpCreated: "32", gitstore.OpModified: "33", gitstore.OpDeleted: "31"}[v.Operation] + "m" + op + "\033[0m"
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s", v.CreatedAt.Local().Format(time.DateTime+".000"),
-			v.Operation, path, actorString(v.CreatedBy), v.ID)
+			op, path, actorString(v.CreatedBy), v.ID)
 		if withStore {
 			fmt.Fprintf(tw, "\t%s", v.StoreID)
 		}
