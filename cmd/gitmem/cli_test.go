@@ -269,3 +269,18 @@ func TestLogAcrossStores(t *testing.T) {
 	}
 	mustContain(t, "bad time", c.fails("", "log", "--since", "last week"), `--since: time "last week" must be`)
 }
+
+// TestCompletion: the shell completes store names, then the paths in the store, folder by
+// folder (cobra's __complete is what the completion scripts call).
+func TestCompletion(t *testing.T) {
+	c := newCLI(t)
+	c.ok("", "stores", "create", "notes")
+	c.ok("x\n", "put", "notes", "/a/b.md")
+	c.ok("y\n", "put", "notes", "/c.md")
+	mustContain(t, "stores", c.ok("", "__complete", "cat", ""), "notes\n")
+	mustContain(t, "top", c.ok("", "__complete", "cat", "notes", "/"), "/a/\n", "/c.md\n")
+	mustContain(t, "folder", c.ok("", "__complete", "put", "notes", "/a/"), "/a/b.md\n")
+	if out := c.ok("", "__complete", "cat", "notes", "/a/"); strings.Contains(out, "/c.md") {
+		t.Errorf("completion of /a/ offers /c.md:\n%s", out)
+	}
+}
