@@ -58,18 +58,18 @@ func (s *Store) ReaderAt(ctx context.Context, at string) (MemoryReader, error) {
 }
 
 // AtFormHint names the forms that At accepts, for error messages.
-const AtFormHint = "an RFC 3339 time (such as 2025-01-02T15:04:05Z) or a commit hash (at least 7 hex digits)"
+const AtFormHint = TimeFormHint + ", or a commit hash (at least 7 hex digits)"
 
 // At returns the store as of at: an RFC 3339 time, for the state after the last version
 // made at or before it (a time before the store's first version gives an empty store, one
 // in the future the current state), or a commit hash, full or abbreviated to at least 7 hex
 // digits, of a commit on main's first-parent history.
 func (s *Store) At(ctx context.Context, at string) (*Snapshot, error) {
-	if t, err := time.Parse(time.RFC3339Nano, at); err == nil {
-		return s.AtTime(ctx, t)
-	}
 	if isHexPrefix(at) {
 		return s.AtCommit(ctx, at)
+	}
+	if t, err := ParseTime(at, s.opts.Clock()); err == nil {
+		return s.AtTime(ctx, t)
 	}
 	return nil, invalidf("at %q must be %s", at, AtFormHint)
 }

@@ -192,7 +192,7 @@ func TestAsOfErrors(t *testing.T) {
 	s := newTestStore(t)
 	first := mustWrite(t, s, "/x.md", "one", apiActor)
 	mustWrite(t, s, "/x.md", "two", apiActor)
-	for _, at := range []string{"", "yesterday", "2025-01-02", "2025-01-02 10:00:00", "abc", "12345g7", "abcdef"} {
+	for _, at := range []string{"", "last monday", "2025-13-02", "2025-01-02 10:00:00", "abc", "12345g7", "abcdef", "-1h"} {
 		if _, err := s.At(ctx, at); !IsKind(err, KindInvalid) || !strings.Contains(err.Error(), "RFC 3339") {
 			t.Errorf("at %q: %v, want an invalid request naming the forms", at, err)
 		}
@@ -213,5 +213,29 @@ func TestAsOfErrors(t *testing.T) {
 	}
 	if _, err := snap.List(ctx, ListOptions{Limit: 5000}); !IsKind(err, KindInvalid) {
 		t.Fatalf("list with a bad limit: %v", err)
+	}
+}
+
+// TestParseTime: the forms of a time that people type, and what they mean.
+func TestParseTime(t *testing.T) {
+	now := time.Date(2026, 11, 24, 10, 30, 0, 0, time.UTC)
+	for in, want := range map[string]time.Time{
+		"2026-01-02T15:04:05Z": time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC),
+		"2026-11-01":           time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC),
+		"today":                time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC),
+		"Yesterday":            time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC),
+		"now":                  now,
+		"90m":                  now.Add(-90 * time.Minute),
+		"1h":                   now.Add(-time.Hour),
+		"2d":                   now.Add(-48 * time.Hour),
+	} {
+		if got, err := ParseTime(in, now); err != nil || !got.Equal(want) {
+			t.Errorf("ParseTime(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "monday", "-1h", "1 h", "2026-13-01", "tomorrow"} {
+		if _, err := ParseTime(in, now); !IsKind(err, KindInvalid) {
+			t.Errorf("ParseTime(%q): %v, want invalid", in, err)
+		}
 	}
 }

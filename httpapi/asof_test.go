@@ -118,7 +118,7 @@ func TestAsOfRoutes(t *testing.T) {
 		t.Errorf("list before the store: %d %s", status, body)
 	}
 	// Bad at: 400 naming the accepted forms.
-	for _, bad := range []string{"yesterday", "2025-13-01", "xyz1234", "12345"} {
+	for _, bad := range []string{"last monday", "2025-13-01", "xyz1234", "12345"} {
 		status, body = get("/memories/"+a1.ID, bad)
 		if status != 400 || !strings.Contains(body, "invalid_request_error") || !strings.Contains(body, "RFC 3339") || !strings.Contains(body, "commit hash") {
 			t.Errorf("at %q: %d %s", bad, status, body)

@@ -64,9 +64,9 @@ func bodyTime(b body, field string) (time.Time, error) {
 	if err != nil || v == nil {
 		return time.Time{}, err
 	}
-	t, err := time.Parse(time.RFC3339Nano, *v)
+	t, err := gitstore.ParseTime(*v, time.Now())
 	if err != nil {
-		return time.Time{}, badRequest("field %q must be an RFC 3339 time like 2026-01-02T15:04:05Z, got %q", field, *v)
+		return time.Time{}, badRequest("field %q: %s", field, err)
 	}
 	return t, nil
 }

@@ -57,5 +57,12 @@ func TestAsOfCommands(t *testing.T) {
 	if got := c.ok("", "ls", "prefs", "-R", "--at", hashes[0]); got != "/style.md\n" {
 		t.Errorf("ls --at %s: %q", hashes[0], got)
 	}
-	mustContain(t, "bad at", c.fails("", "ls", "prefs", "--at", "yesterday"), "RFC 3339", "commit hash")
+	mustContain(t, "bad at", c.fails("", "ls", "prefs", "--at", "last monday"), "RFC 3339", "a date", "commit hash")
+	// The forms people type: a time ago, a date, today (before the first write: empty).
+	if got := c.ok("", "ls", "prefs", "-R", "--at", "now"); got != c.ok("", "ls", "prefs", "-R") {
+		t.Errorf("ls --at now: %q", got)
+	}
+	if got := c.ok("", "ls", "prefs", "-R", "--at", "2001-01-01"); got != "" {
+		t.Errorf("ls --at 2001-01-01: %q", got)
+	}
 }

@@ -186,8 +186,15 @@ func resolveStore(ctx context.Context, l storeLister, ref string) (string, error
 		return "", err
 	}
 	id, err := gitstore.ResolveStoreRef(stores, ref)
-	if errors.Is(err, gitstore.ErrNoStore) {
-		return "", fmt.Errorf("%w (see \"gitmem stores list --all\")", err)
+	if errors.Is(err, gitstore.ErrNoStore) { // say where it looked: a mistyped --data is a common cause
+		where := ""
+		switch l := l.(type) {
+		case *gitstore.DataDir:
+			where = " in data directory " + l.Dir()
+		case *client.Client:
+			where = " on " + l.URL()
+		}
+		return "", fmt.Errorf("%w%s (see \"gitmem stores list --all\")", err, where)
 	}
 	return id, err
 }

@@ -169,7 +169,7 @@ func TestStoresLifecycle(t *testing.T) {
 	dupID := regexp.MustCompile(`memstore_[0-9A-Z]{26}`).FindString(c.ok("", "stores", "show", "dup"))
 	mustContain(t, "keys --store NAME", c.ok("", "keys", "create", "--name", "k", "--store", "dup"), "store "+dupID)
 	mustContain(t, "keys --store unknown", c.fails("", "keys", "create", "--name", "k2", "--store", "nope"), `no store with id or name "nope"`)
-	mustContain(t, "unknown", c.fails("", "ls", "nope"), `no store with id or name "nope"`)
+	mustContain(t, "unknown", c.fails("", "ls", "nope"), `no store with id or name "nope" in data directory `+c.data)
 
 	var created map[string]any
 	if err := json.Unmarshal([]byte(c.ok("", "stores", "create", "b", "--json")), &created); err != nil {
@@ -247,5 +247,40 @@ func TestLogJSONActor(t *testing.T) {
 	if len(versions) != 1 || versions[0].CreatedBy["name"] != "Ada Lovelace" || versions[0].CreatedBy["email"] != "ada@example.com" ||
 		versions[0].CreatedBy["type"] != "user_actor" || !strings.HasPrefix(versions[0].CreatedBy["user_id"], "user_") {
 		t.Errorf("log --json: %+v", versions)
+	}
+}
+
+// TestLogAcrossStores: gitmem log without a store shows every store's versions, newest first,
+// with their store; --since and --until take the times people type.
+func TestLogAcrossStores(t *testing.T) {
+	c := newCLI(t)
+	c.ok("", "stores", "create", "one")
+	c.ok("", "stores", "create", "two")
+	c.ok("a\n", "put", "one", "/a.md")
+	c.ok("b\n", "put", "two", "/b.md")
+	out := c.ok("", "log")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 || !strings.HasSuffix(lines[0], "STORE") || !strings.Contains(lines[1], "/b.md") || !strings.Contains(lines[2], "/a.md") {
+		t.Errorf("log of every store:\n%s", out)
+	}
+	mustContain(t, "since today", c.ok("", "log", "--since", "today"), "/a.md", "/b.md")
+	if out := c.ok("", "log", "--until", "yesterday"); strings.Contains(out, ".md") {
+		t.Errorf("log --until yesterday:\n%s", out)
+	}
+	mustContain(t, "bad time", c.fails("", "log", "--since", "last week"), `--since: time "last week" must be`)
+}
+
+// TestCompletion: the shell completes store names, then the paths in the store, folder by
+// folder (cobra's __complete is what the completion scripts call).
+func TestCompletion(t *testing.T) {
+	c := newCLI(t)
+	c.ok("", "stores", "create", "notes")
+	c.ok("x\n", "put", "notes", "/a/b.md")
+	c.ok("y\n", "put", "notes", "/c.md")
+	mustContain(t, "stores", c.ok("", "__complete", "cat", ""), "notes\n")
+	mustContain(t, "top", c.ok("", "__complete", "cat", "notes", "/"), "/a/\n", "/c.md\n")
+	mustContain(t, "folder", c.ok("", "__complete", "put", "notes", "/a/"), "/a/b.md\n")
+	if out := c.ok("", "__complete", "cat", "notes", "/a/"); strings.Contains(out, "/c.md") {
+		t.Errorf("completion of /a/ offers /c.md:\n%s", out)
 	}
 }

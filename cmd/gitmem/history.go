@@ -89,7 +89,7 @@ Prints nothing if the two contents are the same.`,
 						"to": d.To.ID, "from_path": nilIfEmpty(d.From.Path), "to_path": d.To.Path, "diff": d.Diff}
 					return printJSON(cmd.OutOrStdout(), out)
 				}
-				_, err = io.WriteString(cmd.OutOrStdout(), d.Diff)
+				_, err = io.WriteString(cmd.OutOrStdout(), colorDiff(d.Diff, useColor(cmd.OutOrStdout())))
 				return err
 			})
 		},
@@ -155,4 +155,34 @@ The memory is followed through its renames.`,
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the lines as JSON, as the HTTP API answers them")
 	return cmd
+}
+
+// colorDiff colors a unified diff as git does on a terminal: headers bold, hunks cyan,
+// removed lines red, added lines green.
+func colorDiff(diff string, color bool) string {
+	if !color || diff == "" {
+		return diff
+	}
+	lines := strings.SplitAfter(diff, "\n")
+	for i, l := range lines {
+		code := ""
+		switch {
+		case strings.HasPrefix(l, "--- "), strings.HasPrefix(l, "+++ "):
+			code = "1"
+		case strings.HasPrefix(l, "@@"):
+			code = "36"
+		case strings.HasPrefix(l, "-"):
+			code = "31"
+		case strings.HasPrefix(l, "+"):
+			code = "32"
+		}
+		if code != "" {
+			body, nl := strings.CutSuffix(l, "\n")
+			lines[i] = "\033[" + code + "m" + body + "\033[0m"
+			if nl {
+				lines[i] += "\n"
+			}
+		}
+	}
+	return strings.Join(lines, "")
 }

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -16,69 +19,140 @@ func init() { register(newLogCmd) }
 
 func newLogCmd(a *app) *cobra.Command {
 	var limit int
-	var op, session string
+	var op, session, key, since, until string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "log STORE [PATH]",
-		Short: "Show versions, newest first: of the store, or of the memory at PATH",
-		Long: `Shows the versions of a store, newest first. With PATH, shows the history of the memory that
-is at PATH, or, if none is, of the last memory that was there (also after it was deleted or
-renamed away).`,
+		Use:   "log [STORE [PATH]]",
+		Short: "Show versions, newest first: of every store, of one, or of the memory at PATH",
+		Long: `Shows versions, newest first: of every store (with a STORE column), of STORE, or, with PATH,
+of the memory that is at PATH, or, if none is, of the last memory that was there (also after it
+was deleted or renamed away). --since and --until take 2026-01-02T15:04:05Z, a date
+(2026-01-02), today, yesterday, or a time ago (90m, 1h, 2d).`,
 		Example: `  gitmem log prefs
   gitmem log prefs /style.md --limit 5
+  gitmem log --since today                       # what changed today, in every store
+  gitmem log prefs --key apikey_01M83EQW76530MXJ2NYMV3BFCX --since 2h
   gitmem log prefs --session sesn_01M83PZ34EVJY3C18AZVHGZ9ME`,
-		Args: rangeArgs([]string{"STORE"}, "PATH"),
+		Args: rangeArgs(nil, "STORE", "PATH"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			f := gitstore.VersionFilter{Operation: gitstore.Operation(op), SessionID: session, Limit: 1000}
-			return a.withStoreAPI(cmd.Context(), args[0], func(s storeAPI) error {
-				if len(args) == 2 {
-					id, err := memoryAtPath(cmd, s, args[1])
+			f := gitstore.VersionFilter{Operation: gitstore.Operation(op), SessionID: session, APIKeyID: key, Limit: 1000}
+			for _, b := range []struct {
+				flag, v string
+				t       *time.Time
+			}{{"--since", since, &f.CreatedAtGTE}, {"--until", until, &f.CreatedAtLTE}} {
+				if b.v == "" {
+					continue
+				}
+				t, err := gitstore.ParseTime(b.v, time.Now())
+				if err != nil {
+					return usageError{fmt.Errorf("%s: %w", b.flag, err)}
+				}
+				*b.t = t
+			}
+			return a.withTarget(cmd.Context(), func(t target) error {
+				var refs []string
+				if len(args) > 0 {
+					refs = args[:1]
+				} else {
+					stores, err := allStores(cmd.Context(), t.lister(), true)
 					if err != nil {
 						return err
 					}
-					f.MemoryID = id
+					for _, info := range stores {
+						refs = append(refs, info.ID)
+					}
 				}
 				var versions []gitstore.Version
-				for limit <= 0 || len(versions) < limit {
-					page, err := s.Versions(cmd.Context(), f)
+				for _, ref := range refs {
+					id, err := resolveStore(cmd.Context(), t.lister(), ref)
 					if err != nil {
 						return err
 					}
-					versions = append(versions, page.Versions...)
-					if page.NextCursor == "" {
-						break
+					s, err := t.store(cmd.Context(), id)
+					if err != nil {
+						return err
 					}
-					f.Cursor = page.NextCursor
+					sf := f
+					if len(args) == 2 {
+						if sf.MemoryID, err = memoryAtPath(cmd, s, args[1]); err != nil {
+							return err
+						}
+					}
+					vs, err := versionsOf(cmd.Context(), s, sf, limit)
+					if err != nil {
+						return err
+					}
+					versions = append(versions, vs...)
+				}
+				if len(refs) > 1 { // newest first across stores
+					slices.SortStableFunc(versions, func(x, y gitstore.Version) int { return y.CreatedAt.Compare(x.CreatedAt) })
 				}
 				if limit > 0 && len(versions) > limit {
 					versions = versions[:limit]
 				}
-				if asJSON {
-					out := make([]any, len(versions))
-					for i, v := range versions {
-						out[i] = versionJSON(v)
-					}
-					return printJSON(cmd.OutOrStdout(), out)
-				}
-				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "TIME\tOPERATION\tPATH\tBY\tVERSION")
-				for _, v := range versions {
-					path := v.Path
-					if v.RedactedAt != nil {
-						path = "(redacted)"
-					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", v.CreatedAt.Local().Format(time.DateTime+".000"),
-						v.Operation, path, actorString(v.CreatedBy), v.ID)
-				}
-				return tw.Flush()
+				return printVersions(cmd.OutOrStdout(), versions, asJSON, len(args) == 0, useColor(cmd.OutOrStdout()))
 			})
 		},
 	}
 	cmd.Flags().IntVarP(&limit, "limit", "n", 20, "show at most this many versions (0: all)")
 	cmd.Flags().StringVar(&op, "op", "", "only versions of this operation: created, modified or deleted")
 	cmd.Flags().StringVar(&session, "session", "", "only versions written by this session (sesn_…), such as a gitmem agent run")
+	cmd.Flags().StringVar(&key, "key", "", "only versions written with this API key (apikey_…), directly or through its sessions")
+	cmd.Flags().StringVar(&since, "since", "", "only versions made at or after this time (today, 1h, 2026-01-02, ...)")
+	cmd.Flags().StringVar(&until, "until", "", "only versions made at or before this time")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the versions as JSON")
 	return cmd
+}
+
+// versionsOf pages through a store's versions that f selects, up to limit (0: all).
+func versionsOf(ctx context.Context, s storeAPI, f gitstore.VersionFilter, limit int) ([]gitstore.Version, error) {
+	var versions []gitstore.Version
+	for limit <= 0 || len(versions) < limit {
+		page, err := s.Versions(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		versions = append(versions, page.Versions...)
+		if page.NextCursor == "" {
+			break
+		}
+		f.Cursor = page.NextCursor
+	}
+	return versions, nil
+}
+
+// printVersions prints versions as a table (with their store, for several stores) or JSON.
+func printVersions(w io.Writer, versions []gitstore.Version, asJSON, withStore, color bool) error {
+	if asJSON {
+		out := make([]any, len(versions))
+		for i, v := range versions {
+			out[i] = versionJSON(v)
+		}
+		return printJSON(w, out)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	head := "TIME\tOPERATION\tPATH\tBY\tVERSION"
+	if withStore {
+		head += "\tSTORE"
+	}
+	fmt.Fprintln(tw, head)
+	for _, v := range versions {
+		path := v.Path
+		if v.RedactedAt != nil {
+			path = "(redacted)"
+		}
+		op := string(v.Operation)
+		if color { // each code is as long as the others, so the columns stay aligned
+			op = "\033[" + map[gitstore.Operation]string{gitstore.OpCreated: "32", gitstore.OpModified: "33", gitstore.OpDeleted: "31"}[v.Operation] + "m" + op + "\033[0m"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s", v.CreatedAt.Local().Format(time.DateTime+".000"),
+			op, path, actorString(v.CreatedBy), v.ID)
+		if withStore {
+			fmt.Fprintf(tw, "\t%s", v.StoreID)
+		}
+		fmt.Fprintln(tw)
+	}
+	return tw.Flush()
 }
 
 // memoryAtPath finds the memory at path, or else the last one that was there.

@@ -55,6 +55,7 @@ commands below.`,
 	for _, c := range commands {
 		root.AddCommand(c(a))
 	}
+	addCompletion(a, root)
 	return root
 }
 

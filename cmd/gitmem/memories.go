@@ -71,6 +71,9 @@ creating it or replacing what is there. Each write that changes something is one
 
 func readContent(cmd *cobra.Command, args []string) (string, error) {
 	var r io.Reader = cmd.InOrStdin()
+	if f, ok := r.(*os.File); ok && isTerminal(f) && (len(args) == 0 || args[0] == "-") {
+		fmt.Fprintln(cmd.ErrOrStderr(), "reading the content from standard input; end it with Ctrl-D (or give a FILE)")
+	}
 	if len(args) == 1 && args[0] != "-" {
 		f, err := os.Open(args[0])
 		if err != nil {

@@ -24,7 +24,8 @@ content and path come back (a rename is undone, the id stays), a memory it creat
 one it deleted comes back with its id. Each memory gets one new version, and all of them are
 published together. A memory that someone else changed after the session first touched it is
 left alone and listed as skipped, as is one whose earlier path another memory has taken.
-TIME is RFC 3339 (2026-01-02T15:04:05Z); without --since or --until that end is open.
+TIME is 2026-01-02T15:04:05Z, a date (2026-01-02), today, yesterday, or a time ago (90m,
+1h, 2d); without --since or --until that end is open.
 --dry-run shows what would happen and writes nothing.`,
 		Example: `  gitmem log prefs --session sesn_01M83PZ34EVJY3C18AZVHGZ9ME
   gitmem revert prefs --session sesn_01M83PZ34EVJY3C18AZVHGZ9ME --dry-run
@@ -42,9 +43,9 @@ TIME is RFC 3339 (2026-01-02T15:04:05Z); without --since or --until that end is 
 				if f.v == "" {
 					continue
 				}
-				t, err := time.Parse(time.RFC3339Nano, f.v)
+				t, err := gitstore.ParseTime(f.v, time.Now())
 				if err != nil {
-					return fmt.Errorf("%s must be an RFC 3339 time like 2026-01-02T15:04:05Z, got %q", f.name, f.v)
+					return usageError{fmt.Errorf("%s: %w", f.name, err)}
 				}
 				*f.t = t
 			}
@@ -60,8 +61,8 @@ TIME is RFC 3339 (2026-01-02T15:04:05Z); without --since or --until that end is 
 	}
 	cmd.Flags().StringVar(&session, "session", "", "revert the changes of this session (sesn_…)")
 	cmd.Flags().StringVar(&key, "key", "", "revert the changes made with this API key (apikey_…), also through sessions")
-	cmd.Flags().StringVar(&since, "since", "", "only changes made at or after this time (RFC 3339)")
-	cmd.Flags().StringVar(&until, "until", "", "only changes made at or before this time (RFC 3339)")
+	cmd.Flags().StringVar(&since, "since", "", "only changes made at or after this time (2026-01-02, today, 1h, or RFC 3339)")
+	cmd.Flags().StringVar(&until, "until", "", "only changes made at or before this time (2026-01-02, today, 1h, or RFC 3339)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show what would be reverted, and write nothing")
 	return cmd
 }

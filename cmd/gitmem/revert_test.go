@@ -80,5 +80,5 @@ func TestRevertCommand(t *testing.T) {
 	mustContain(t, "neither", c.fails("", "revert", "notes"), "give exactly one of --session and --key")
 	mustContain(t, "both", c.fails("", "revert", "notes", "--session", "sesn_1", "--key", "apikey_1"), "give exactly one of --session and --key")
 	mustContain(t, "bad time", c.fails("", "revert", "notes", "--session", "sesn_1", "--since", "monday"),
-		`--since must be an RFC 3339 time like 2026-01-02T15:04:05Z, got "monday"`)
+		`--since: time "monday" must be an RFC 3339 time`, "a date (2026-01-02)", "today")
 }

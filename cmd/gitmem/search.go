@@ -58,7 +58,7 @@ and Korean text is found by any part of it.`,
 					return printJSON(cmd.OutOrStdout(), map[string]any{"type": "memory_search_result", "memory_store_id": id,
 						"query": req.Query, "commit": res.Commit, "total": res.Total, "data": res.Hits})
 				}
-				printHits(cmd.OutOrStdout(), res, isTerminalWriter(cmd.OutOrStdout()))
+				printHits(cmd.OutOrStdout(), res, useColor(cmd.OutOrStdout()))
 				return nil
 			})
 		},
@@ -107,6 +107,9 @@ func runSearch(ctx context.Context, d *gitstore.DataDir, storeID string, req sea
 		}
 	}
 }
+
+// useColor reports whether to color output to w: a terminal, unless NO_COLOR is set.
+func useColor(w io.Writer) bool { return os.Getenv("NO_COLOR") == "" && isTerminalWriter(w) }
 
 func isTerminalWriter(w io.Writer) bool {
 	f, ok := w.(*os.File)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -222,7 +223,7 @@ func newStoresDeleteCmd(a *app) *cobra.Command {
 					return err
 				}
 				if !yes {
-					ok, err := confirm(cmd.InOrStdin(), cmd.ErrOrStderr(),
+					ok, err := confirm(cmd.Context(), cmd.InOrStdin(), cmd.ErrOrStderr(),
 						fmt.Sprintf("Delete store %s (%s) and all its history? Type the store's name to confirm: ", info.ID, info.Name), info.Name)
 					if err != nil {
 						return err
@@ -244,17 +245,32 @@ func newStoresDeleteCmd(a *app) *cobra.Command {
 }
 
 // confirm asks on a terminal; without one it refuses, so scripts must say --yes.
-func confirm(in io.Reader, out io.Writer, prompt, want string) (bool, error) {
+// Ctrl-C (which cancels ctx, as gitmem catches the signal) ends the question.
+func confirm(ctx context.Context, in io.Reader, out io.Writer, prompt, want string) (bool, error) {
 	f, ok := in.(*os.File)
 	if !ok || !term.IsTerminal(int(f.Fd())) {
-		return false, fmt.Errorf("refusing to delete without confirmation: standard input is not a terminal; pass --yes")
+		return false, usageError{fmt.Errorf("refusing to delete without confirmation: standard input is not a terminal; pass --yes")}
 	}
 	fmt.Fprint(out, prompt)
-	line, err := bufio.NewReader(in).ReadString('\n')
-	if err != nil && err != io.EOF {
-		return false, err
+	type answer struct {
+		line string
+		err  error
 	}
-	return strings.TrimSpace(line) == want, nil
+	got := make(chan answer, 1)
+	go func() {
+		line, err := bufio.NewReader(in).ReadString('\n')
+		got <- answer{line, err}
+	}()
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(out)
+		return false, fmt.Errorf("cancelled")
+	case a := <-got:
+		if a.err != nil && a.err != io.EOF {
+			return false, a.err
+		}
+		return strings.TrimSpace(a.line) == want, nil
+	}
 }
 
 // storeJSON is a store as the API shows it.

@@ -1,0 +1,39 @@
+package gitstore
+
+import (
+	"strings"
+	"time"
+)
+
+// TimeFormHint names the forms of a time that ParseTime takes, for messages and help.
+const TimeFormHint = `an RFC 3339 time (2026-01-02T15:04:05Z), a date (2026-01-02), "today", "yesterday", or a time ago (90m, 1h, 2d)`
+
+// ParseTime reads a time as people type it, for the CLI's --since, --until and --at and the
+// API's ?at= and revert bounds: an RFC 3339 time; a date, or "today" or "yesterday", meaning
+// its start in now's time zone; or a duration before now (ParseDuration's forms: 90m, 1h,
+// 2d).
+func ParseTime(s string, now time.Time) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	midnight := func(t time.Time) time.Time {
+		y, m, d := t.Date()
+		return time.Date(y, m, d, 0, 0, 0, 0, t.Location())
+	}
+	switch strings.ToLower(s) {
+	case "now":
+		return now, nil
+	case "today":
+		return midnight(now), nil
+	case "yesterday":
+		return midnight(now).AddDate(0, 0, -1), nil
+	}
+	if t, err := time.ParseInLocation(time.DateOnly, s, now.Location()); err == nil {
+		return t, nil
+	}
+	if d, err := ParseDuration(s); err == nil && s != "" && s[0] >= '0' && s[0] <= '9' {
+		return now.Add(-time.Duration(d)), nil
+	}
+	return time.Time{}, invalidf("time %q must be %s", s, TimeFormHint)
+}
