@@ -289,7 +289,7 @@ func TestSessionAt(t *testing.T) {
 	if got := files(t, st); got["plan.md"] != "second plan" || got["later.md"] != "later" || len(got) != 2 {
 		t.Errorf("the store after reading the past: %q", got)
 	}
-	if _, err := NewSession(ctx, Options{Stores: []Attachment{{Store: st}}, At: "yesterday"}); !gitstore.IsKind(err, gitstore.KindInvalid) {
+	if _, err := NewSession(ctx, Options{Stores: []Attachment{{Store: st}}, At: "last monday"}); !gitstore.IsKind(err, gitstore.KindInvalid) {
 		t.Errorf("a bad at: %v", err)
 	}
 }

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// runnableMark comes before each README block that TestReadmeRuns runs.
+const runnableMark = "<!-- runnable"
+
+// readmeBlock is one runnable block: its commands ("$ " lines, continuations joined) and
+// what the README shows them print (lines without "...", which stand for more).
+type readmeBlock struct {
+	commands []string
+	shown    []string
+}
+
+// readmeBlocks reads the runnable blocks of the README.
+func readmeBlocks(t *testing.T) []readmeBlock {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var blocks []readmeBlock
+	lines := strings.Split(string(raw), "\n")
+	for i := 0; i < len(lines); i++ {
+		if !strings.HasPrefix(lines[i], runnableMark) {
+			continue
+		}
+		var b readmeBlock
+		for i += 2; i < len(lines) && !strings.HasPrefix(lines[i], "```"); i++ {
+			line := lines[i]
+			switch {
+			case strings.HasPrefix(line, "$ "):
+				b.commands = append(b.commands, strings.TrimPrefix(line, "$ "))
+			case len(b.commands) > 0 && strings.HasSuffix(b.commands[len(b.commands)-1], "\\"):
+				b.commands[len(b.commands)-1] += "\n" + line
+			case !strings.Contains(line, "..."):
+				b.shown = append(b.shown, line)
+			}
+		}
+		blocks = append(blocks, b)
+	}
+	return blocks
+}
+
+// TestReadmeRuns runs the README's runnable blocks as a newcomer pastes them, in the folder
+// where gitmem serve runs (a fresh one), with "go run ./cmd/gitmem" standing for the built
+// binary; every command must succeed and print what the README shows.
+func TestReadmeRuns(t *testing.T) {
+	blocks := readmeBlocks(t)
+	if len(blocks) == 0 {
+		t.Fatal("the README has no runnable block")
+	}
+	for _, tool := range []string{"bash", "curl", "git"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed", tool)
+		}
+	}
+	for i, b := range blocks {
+		c := newCLI(t)
+		dir := filepath.Dir(c.data)
+		c.data = filepath.Join(dir, "gitmem-data") // the default, as the README's serve uses it
+		url, _ := serveForGit(t, c)
+		port := regexp.MustCompile(`:(\d+)$`).FindStringSubmatch(url)[1]
+		clone := filepath.Join(t.TempDir(), "notes")
+		script := "set -e\n" + strings.Join(b.commands, "\n") + "\n"
+		script = strings.NewReplacer("go run ./cmd/gitmem", binary, ":7437", ":"+port, "/tmp/notes", clone).Replace(script)
+		cmd := exec.Command("bash", "-c", script)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("README block %d failed: %v\n%s\nscript:\n%s", i+1, err, out, script)
+		}
+		for _, want := range b.shown {
+			if !strings.Contains(string(out), want) {
+				t.Errorf("README block %d: the README shows %q; it printed:\n%s", i+1, want, out)
+			}
+		}
+	}
+}
