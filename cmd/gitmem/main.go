@@ -4,8 +4,8 @@ package main
 import (
 	"context"
 	"errors"
-	"io"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
