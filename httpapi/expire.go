@@ -4,6 +4,8 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/gitmem/gitmem/gitstore"
 )
 
 // expireRoutes: POST /v1/memory_stores/{id}/expire deletes the memories unused for the
@@ -49,7 +51,12 @@ func (s *Server) expireStore(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := expireJSON{Type: "memory_store_expire", MemoryStoreID: st.ID(), DryRun: rep.DryRun,
+	return c.JSON(http.StatusOK, ExpireJSON(st.ID(), rep))
+}
+
+// ExpireJSON is an expiry's report as the expire route answers it (also the CLI's --json).
+func ExpireJSON(storeID string, rep gitstore.ExpireReport) any {
+	out := expireJSON{Type: "memory_store_expire", MemoryStoreID: storeID, DryRun: rep.DryRun,
 		Cutoff: wireTime(rep.Cutoff), Expired: []expiredJSON{}}
 	if rep.ExpireAfter != 0 {
 		out.ExpireAfter = strPtr(rep.ExpireAfter.String())
@@ -58,5 +65,5 @@ func (s *Server) expireStore(c echo.Context) error {
 		out.Expired = append(out.Expired, expiredJSON{MemoryID: e.MemoryID, Path: e.Path, SizeBytes: e.SizeBytes,
 			LastUsedAt: wireTime(e.LastUsed), MemoryVersionID: strPtr(e.VersionID)})
 	}
-	return c.JSON(http.StatusOK, out)
+	return out
 }

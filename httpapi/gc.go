@@ -37,7 +37,12 @@ func (s *Server) gcStore(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{"type": "memory_store_gc", "memory_store_id": st.ID(),
+	return c.JSON(http.StatusOK, GCJSON(st.ID(), res))
+}
+
+// GCJSON is a gc's result as the gc route answers it (also the CLI's --json).
+func GCJSON(storeID string, res gitstore.GCResult) any {
+	return map[string]any{"type": "memory_store_gc", "memory_store_id": storeID,
 		"before": toObjectStats(res.Before), "after": toObjectStats(res.After),
-		"kept_old_packs": res.KeptOldPacks, "took_ms": res.Took.Milliseconds()})
+		"kept_old_packs": res.KeptOldPacks, "took_ms": res.Took.Milliseconds()}
 }

@@ -137,3 +137,6 @@ func toRevert(r gitstore.RevertResult) revertJSON {
 	}
 	return out
 }
+
+// RevertJSON is a revert's result as the revert route answers it, for the CLI's --json.
+func RevertJSON(r gitstore.RevertResult) any { return toRevert(r) }

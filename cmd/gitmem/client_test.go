@@ -255,3 +255,58 @@ func TestExitCodes(t *testing.T) {
 		}
 	}
 }
+
+// TestJSONAndQuiet: the commands that change things print, with --json, what the HTTP API
+// answers (locally and through a server); --quiet silences their reports but not the data a
+// command was asked for.
+func TestJSONAndQuiet(t *testing.T) {
+	for _, served := range []bool{false, true} {
+		c := newCLI(t)
+		seedNotes(c)
+		c.ok("", "stores", "set", "notes", "--expire-after", "30d")
+		if served {
+			serveForGit(t, c)
+		}
+		jsonOf := func(stdin string, args ...string) map[string]any {
+			t.Helper()
+			var v map[string]any
+			if err := json.Unmarshal([]byte(c.ok(stdin, append(args, "--json")...)), &v); err != nil {
+				t.Fatalf("%v --json (served %v): %v", args, served, err)
+			}
+			return v
+		}
+		m := jsonOf("j\n", "put", "notes", "/j.md")
+		if m["type"] != "memory" || m["path"] != "/j.md" || m["content_size_bytes"] != 2.0 {
+			t.Errorf("put --json (served %v): %v", served, m)
+		}
+		if m := jsonOf("", "mv", "notes", "/j.md", "/k.md"); m["path"] != "/k.md" || m["id"] == nil {
+			t.Errorf("mv --json (served %v): %v", served, m)
+		}
+		v := jsonOf("", "rm", "notes", "/k.md")
+		if v["type"] != "memory_version" || v["operation"] != "deleted" {
+			t.Errorf("rm --json (served %v): %v", served, v)
+		}
+		var versions []map[string]any
+		json.Unmarshal([]byte(c.ok("", "log", "notes", "/k.md", "--json")), &versions)
+		created := versions[len(versions)-1]["id"].(string)
+		if m := jsonOf("", "restore", "notes", created); m["path"] != "/j.md" {
+			t.Errorf("restore --json (served %v): %v", served, m)
+		}
+		if r := jsonOf("", "revert", "notes", "--key", "apikey_01M83EQW76530MXJ2NYMV3BFCX", "--dry-run"); r["type"] != "memory_revert" || r["dry_run"] != true {
+			t.Errorf("revert --json (served %v): %v", served, r)
+		}
+		if g := jsonOf("", "gc", "notes"); g["type"] != "memory_store_gc" || g["before"] == nil {
+			t.Errorf("gc --json (served %v): %v", served, g)
+		}
+		if e := jsonOf("", "expire", "notes", "--dry-run"); e["type"] != "memory_store_expire" || e["expire_after"] != "30d" {
+			t.Errorf("expire --json (served %v): %v", served, e)
+		}
+		if out := c.ok("quiet\n", "put", "notes", "/q.md", "-q"); out != "" {
+			t.Errorf("put -q (served %v) printed %q", served, out)
+		}
+		if out := c.ok("", "cat", "notes", "/q.md", "--quiet"); out != "quiet\n" {
+			t.Errorf("cat --quiet (served %v): %q", served, out)
+		}
+		mustContain(t, "quiet failure", c.fails("", "cat", "notes", "/nope.md", "-q"), "no memory at /nope.md")
+	}
+}

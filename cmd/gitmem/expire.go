@@ -12,12 +12,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gitmem/gitmem/gitstore"
+	"github.com/gitmem/gitmem/httpapi"
 )
 
 func init() { register(newExpireCmd) }
 
 func newExpireCmd(a *app) *cobra.Command {
-	var dryRun bool
+	var dryRun, asJSON bool
 	cmd := &cobra.Command{
 		Use:   "expire [STORE]",
 		Short: "Delete the memories nobody has read or written for the store's expire-after",
@@ -36,14 +37,21 @@ are tracked outside the repository: reading makes no commit. A listing is not a 
 					if err != nil {
 						return err
 					}
-					if len(reps) == 0 {
-						fmt.Fprintln(cmd.OutOrStdout(), "no memory expires")
-					}
 					ids := make([]string, 0, len(reps))
 					for id := range reps {
 						ids = append(ids, id)
 					}
 					sort.Strings(ids)
+					if asJSON { // the reports of the stores where something expired
+						out := make([]any, len(ids))
+						for i, id := range ids {
+							out[i] = httpapi.ExpireJSON(id, reps[id])
+						}
+						return printJSON(cmd.OutOrStdout(), out)
+					}
+					if len(reps) == 0 {
+						fmt.Fprintln(cmd.OutOrStdout(), "no memory expires")
+					}
 					for _, id := range ids {
 						if err := printExpiry(cmd.OutOrStdout(), id, reps[id]); err != nil {
 							return err
@@ -66,11 +74,15 @@ are tracked outside the repository: reading makes no commit. A listing is not a 
 				if rep.ExpireAfter == 0 {
 					return fmt.Errorf("store %s has no expiry (or is archived); set one with: gitmem stores set %s --expire-after 30d", s.ID(), args[0])
 				}
+				if asJSON {
+					return printJSON(cmd.OutOrStdout(), httpapi.ExpireJSON(s.ID(), rep))
+				}
 				return printExpiry(cmd.OutOrStdout(), s.ID(), rep)
 			})
 		},
 	}
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "only show what would expire")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON, as the HTTP API answers it (a list without STORE)")
 	return cmd
 }
 

@@ -5,13 +5,15 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gitmem/gitmem/httpapi"
 	"github.com/gitmem/gitmem/internal/gitexec"
 )
 
 func init() { register(newGCCmd) }
 
 func newGCCmd(a *app) *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "gc [STORE]",
 		Short: "Repack a store's git objects (all stores without STORE)",
 		Long: `Packs every object of the store's repository into one pack with fresh deltas (git repack
@@ -45,6 +47,7 @@ on POST /v1/memory_stores/{id}/gc.`,
 					}
 				}
 				out := cmd.OutOrStdout()
+				var results []any
 				for _, id := range ids {
 					s, err := t.store(cmd.Context(), id)
 					if err != nil {
@@ -54,6 +57,10 @@ on POST /v1/memory_stores/{id}/gc.`,
 					if err != nil {
 						return fmt.Errorf("gc %s: %w", id, err)
 					}
+					if asJSON {
+						results = append(results, httpapi.GCJSON(id, res))
+						continue
+					}
 					fmt.Fprintf(out, "%s: %s in %d packs and %d loose objects -> %s in %d pack(s) and %d loose objects (%s)\n",
 						id, humanBytes(res.Before.Bytes()), res.Before.Packs, res.Before.LooseObjects,
 						humanBytes(res.After.Bytes()), res.After.Packs, res.After.LooseObjects, res.Took.Round(1e6))
@@ -61,10 +68,18 @@ on POST /v1/memory_stores/{id}/gc.`,
 						fmt.Fprintf(out, "%s: main moved during gc (a push); the old packs were kept: run gc again\n", id)
 					}
 				}
+				if asJSON { // one store's answer as the gc route gives it, or a list of them
+					if len(args) == 1 {
+						return printJSON(out, results[0])
+					}
+					return printJSON(out, results)
+				}
 				return nil
 			})
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON, as the HTTP API answers it (a list without STORE)")
+	return cmd
 }
 
 func humanBytes(n int64) string {

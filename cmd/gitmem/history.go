@@ -18,7 +18,8 @@ func init() {
 }
 
 func newRestoreCmd(a *app) *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "restore STORE VERSION_ID",
 		Short: "Restore a memory to an earlier version, as a new version",
 		Long: `Gives the memory of VERSION_ID that version's content and path again, as a new "modified"
@@ -34,6 +35,9 @@ memory took since is a conflict. Find version ids with "gitmem log STORE PATH".`
 				if err != nil {
 					return err
 				}
+				if asJSON { // as the restore route answers
+					return printJSON(cmd.OutOrStdout(), memoryJSON(res.Memory))
+				}
 				if res.Version == nil {
 					fmt.Fprintf(cmd.OutOrStdout(), "unchanged %s (%s): it is already as of version %s\n", res.Memory.Path, res.Memory.ID, args[1])
 					return nil
@@ -44,6 +48,8 @@ memory took since is a conflict. Find version ids with "gitmem log STORE PATH".`
 			})
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the memory as JSON, as the HTTP API answers a restore")
+	return cmd
 }
 
 // memoryRef finds a memory by id (mem_…), or by path: the memory at it, or the last one there.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -25,6 +26,17 @@ type app struct {
 	dataDir string
 	server  string // --server: a gitmem server to talk to instead of a data directory
 	command string // the command being run ("gitmem ls"), for messages
+	quiet   bool   // --quiet: commands that report what they did print nothing on success
+}
+
+// reports are the commands whose output only says what they did, which --quiet silences;
+// the others print what was asked for (cat, ls, log, a key's secret...), and keep it.
+var reports = map[string]bool{
+	"gitmem put": true, "gitmem rm": true, "gitmem mv": true, "gitmem restore": true,
+	"gitmem revert": true, "gitmem redact": true, "gitmem gc": true, "gitmem expire": true,
+	"gitmem stores create": true, "gitmem stores set": true, "gitmem stores archive": true,
+	"gitmem stores delete": true, "gitmem keys revoke": true, "gitmem sync": true,
+	"gitmem remote add": true, "gitmem remote remove": true, "gitmem import": true, "gitmem reindex": true,
 }
 
 func defaultDataDir() string {
@@ -51,7 +63,15 @@ commands below.`,
 	root.SetVersionTemplate("gitmem {{.Version}}\n")
 	root.PersistentFlags().StringVar(&a.dataDir, "data", defaultDataDir(), "data directory (env GITMEM_DATA)")
 	root.PersistentFlags().StringVar(&a.server, "server", "", "talk to the gitmem server at this URL instead of a data directory (env GITMEM_SERVER; its key in GITMEM_API_KEY)")
-	root.PersistentPreRun = func(cmd *cobra.Command, args []string) { a.command = cmd.CommandPath() }
+	root.PersistentFlags().BoolVarP(&a.quiet, "quiet", "q", false, "print nothing on success but what was asked for (errors still go to stderr)")
+	root.PersistentPreRun = func(cmd *cobra.Command, args []string) {
+		a.command = cmd.CommandPath()
+		if a.quiet && reports[a.command] {
+			if f := cmd.Flags().Lookup("json"); f == nil || !f.Changed {
+				cmd.SetOut(io.Discard)
+			}
+		}
+	}
 	for _, c := range commands {
 		root.AddCommand(c(a))
 	}

@@ -22,7 +22,7 @@ func init() {
 }
 
 func newPutCmd(a *app) *cobra.Command {
-	var ifAbsent bool
+	var ifAbsent, asJSON bool
 	var ifSHA string
 	cmd := &cobra.Command{
 		Use:   "put STORE PATH [FILE|-]",
@@ -53,6 +53,9 @@ creating it or replacing what is there. Each write that changes something is one
 					return err
 				}
 				redactedNote(cmd, res.Redacted)
+				if asJSON { // as the API answers a write
+					return printJSON(cmd.OutOrStdout(), memoryJSON(res.Memory))
+				}
 				switch {
 				case res.Version == nil:
 					fmt.Fprintf(cmd.OutOrStdout(), "unchanged %s (%s)\n", res.Memory.Path, res.Memory.ID)
@@ -66,6 +69,7 @@ creating it or replacing what is there. Each write that changes something is one
 	}
 	cmd.Flags().BoolVar(&ifAbsent, "if-absent", false, "create only: fail if the path is taken")
 	cmd.Flags().StringVar(&ifSHA, "if-sha", "", "replace only if the current content has this sha256")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the memory as JSON, as the HTTP API answers a write")
 	return cmd
 }
 
@@ -118,6 +122,7 @@ func newCatCmd(a *app) *cobra.Command {
 
 func newRmCmd(a *app) *cobra.Command {
 	var ifSHA string
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "rm STORE PATH",
 		Short: "Delete a memory (its history stays)",
@@ -128,17 +133,22 @@ func newRmCmd(a *app) *cobra.Command {
 				if err != nil {
 					return err
 				}
+				if asJSON {
+					return printJSON(cmd.OutOrStdout(), versionJSON(v))
+				}
 				fmt.Fprintf(cmd.OutOrStdout(), "deleted %s (%s, version %s)\n", v.Path, v.MemoryID, v.ID)
 				return nil
 			})
 		},
 	}
 	cmd.Flags().StringVar(&ifSHA, "if-sha", "", "delete only if the current content has this sha256")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the deleting version as JSON")
 	return cmd
 }
 
 func newMvCmd(a *app) *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:     "mv STORE FROM TO",
 		Short:   "Rename a memory; it keeps its id and history",
 		Example: `  gitmem mv prefs /style.md /preferences/style.md`,
@@ -150,6 +160,9 @@ func newMvCmd(a *app) *cobra.Command {
 				if err != nil {
 					return err
 				}
+				if asJSON {
+					return printJSON(cmd.OutOrStdout(), memoryJSON(res.Memory))
+				}
 				if res.Version == nil {
 					fmt.Fprintf(cmd.OutOrStdout(), "unchanged %s (%s)\n", res.Memory.Path, res.Memory.ID)
 					return nil
@@ -159,6 +172,8 @@ func newMvCmd(a *app) *cobra.Command {
 			})
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the memory as JSON, as the HTTP API answers a write")
+	return cmd
 }
 
 func newLsCmd(a *app) *cobra.Command {

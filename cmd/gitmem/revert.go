@@ -8,13 +8,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gitmem/gitmem/gitstore"
+	"github.com/gitmem/gitmem/httpapi"
 )
 
 func init() { register(newRevertCmd) }
 
 func newRevertCmd(a *app) *cobra.Command {
 	var session, key, since, until string
-	var dryRun bool
+	var dryRun, asJSON bool
 	cmd := &cobra.Command{
 		Use:   "revert STORE (--session SESSION_ID | --key API_KEY_ID) [--since TIME] [--until TIME] [--dry-run]",
 		Short: "Undo what one session or one API key changed, as new versions",
@@ -54,6 +55,9 @@ TIME is 2026-01-02T15:04:05Z, a date (2026-01-02), today, yesterday, or a time a
 				if err != nil {
 					return err
 				}
+				if asJSON {
+					return printJSON(cmd.OutOrStdout(), httpapi.RevertJSON(res))
+				}
 				printRevert(cmd, in, res)
 				return nil
 			})
@@ -64,6 +68,7 @@ TIME is 2026-01-02T15:04:05Z, a date (2026-01-02), today, yesterday, or a time a
 	cmd.Flags().StringVar(&since, "since", "", "only changes made at or after this time (2026-01-02, today, 1h, or RFC 3339)")
 	cmd.Flags().StringVar(&until, "until", "", "only changes made at or before this time (2026-01-02, today, 1h, or RFC 3339)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show what would be reverted, and write nothing")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON, as the HTTP API answers it")
 	return cmd
 }
 
