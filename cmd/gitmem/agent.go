@@ -12,9 +12,11 @@ import (
 	"unicode/utf8"
 
 	"github.com/anthropics/anthropic-sdk-go"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
-	"github.com/gitmem/gitmem/gitstore"
+	"github.com/gitmem/gitmem/internal/buildinfo"
+	"github.com/gitmem/gitmem/mcpserver"
 	"github.com/gitmem/gitmem/search"
 	"github.com/gitmem/gitmem/tooladapter"
 )
@@ -172,7 +174,11 @@ func runAgent(ctx context.Context, a *app, o agentOptions, task string, stdout, 
 		return err
 	}
 
-	return a.withData(ctx, func(d *gitstore.DataDir) error {
+	return a.withTarget(ctx, func(t target) error {
+		if t.srv != nil {
+			return agentThroughServer(ctx, t, o, specs, task, stdout, stderr)
+		}
+		d := t.data
 		opts := tooladapter.Options{ID: o.sessionID}
 		for _, spec := range specs {
 			s, err := findStore(ctx, d, spec.ref)
@@ -203,26 +209,78 @@ func runAgent(ctx context.Context, a *app, o agentOptions, task string, stdout, 
 			fmt.Fprintf(stderr, "  %s is the store %q (%s, %s)\n", mount, info.Name, info.ID, specs[i].access)
 		}
 		logHint := fmt.Sprintf("the run's versions are BY %s in: gitmem log %s", sess.ID(), quoteArg(specs[0].ref))
-		return agentLoop(ctx, sess, o, task, logHint, stdout, stderr)
+		return agentLoop(ctx, localTools{sess}, o, task, logHint, stdout, stderr)
 	})
+}
+
+// agentThroughServer runs the agent with the tools of the server's /mcp, as one session:
+// what "gitmem agent" does while a server holds the data directory, or with --server.
+func agentThroughServer(ctx context.Context, t target, o agentOptions, specs []storeSpec, task string, stdout, stderr io.Writer) error {
+	endpoint, hc, sessionID, err := mcpEndpoint(ctx, t, specs, o.sessionID)
+	if err != nil {
+		return err
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: mcpserver.Name + "-agent", Version: buildinfo.Read().Version}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc, MaxRetries: -1}, nil)
+	if err != nil {
+		return fmt.Errorf("connect to %s: %w", t.srv.URL(), err)
+	}
+	defer cs.Close()
+	fmt.Fprintf(stderr, "session %s (every write is a version by this session_actor), through %s\n", sessionID, t.srv.URL())
+	logHint := fmt.Sprintf("the run's versions are BY %s in: gitmem log %s", sessionID, quoteArg(specs[0].ref))
+	return agentLoop(ctx, mcpTools{cs}, o, task, logHint, stdout, stderr)
+}
+
+// agentTools answer the model's tool calls: a session on the data directory (localTools), or
+// a server's tools over MCP (mcpTools).
+type agentTools interface {
+	SystemPrompt() string
+	Run(ctx context.Context, b anthropic.BetaToolUseBlock) anthropic.BetaToolResultBlockParam
+}
+
+type localTools struct{ sess *tooladapter.Session }
+
+func (l localTools) SystemPrompt() string { return l.sess.SystemPrompt() }
+
+func (l localTools) Run(ctx context.Context, b anthropic.BetaToolUseBlock) anthropic.BetaToolResultBlockParam {
+	return runTool(ctx, l.sess, b)
+}
+
+type mcpTools struct{ cs *mcp.ClientSession }
+
+// SystemPrompt is the server's instructions: the same session prompt that it builds.
+func (m mcpTools) SystemPrompt() string { return m.cs.InitializeResult().Instructions }
+
+func (m mcpTools) Run(ctx context.Context, b anthropic.BetaToolUseBlock) anthropic.BetaToolResultBlockParam {
+	res, err := m.cs.CallTool(ctx, &mcp.CallToolParams{Name: b.Name, Arguments: json.RawMessage(toolInput(b))})
+	if err != nil {
+		return anthropic.NewBetaToolResultTextBlockParam(b.ID, "Error: the gitmem server did not answer: "+err.Error(), true)
+	}
+	var text strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			text.WriteString(tc.Text)
+		}
+	}
+	return anthropic.NewBetaToolResultTextBlockParam(b.ID, text.String(), res.IsError)
 }
 
 // agentLoop runs the conversation: a request, the tool calls of its reply, their results in
 // the next request, until the model ends its turn.
-func agentLoop(ctx context.Context, sess *tooladapter.Session, o agentOptions, task, logHint string, stdout, stderr io.Writer) error {
-	tools := []anthropic.BetaToolUnionParam{{OfMemoryTool20250818: &anthropic.BetaMemoryTool20250818Param{}}}
+func agentLoop(ctx context.Context, tools agentTools, o agentOptions, task, logHint string, stdout, stderr io.Writer) error {
+	defs := []anthropic.BetaToolUnionParam{{OfMemoryTool20250818: &anthropic.BetaMemoryTool20250818Param{}}}
 	if o.search {
 		for _, t := range tooladapter.BetaToolParams() {
 			if t.OfTool != nil && t.OfTool.Name == tooladapter.SearchTool {
-				tools = append(tools, t)
+				defs = append(defs, t)
 			}
 		}
 	}
 	params := anthropic.BetaMessageNewParams{
 		Model:     anthropic.Model(o.model),
 		MaxTokens: o.maxTokens,
-		System:    []anthropic.BetaTextBlockParam{{Text: sess.SystemPrompt()}},
-		Tools:     tools,
+		System:    []anthropic.BetaTextBlockParam{{Text: tools.SystemPrompt()}},
+		Tools:     defs,
 		ContextManagement: anthropic.BetaContextManagementConfigParam{
 			Edits: []anthropic.BetaContextManagementConfigEditUnionParam{{
 				// The memory tool's results are where the work survives a clearing, so they are
@@ -264,7 +322,7 @@ func agentLoop(ctx context.Context, sess *tooladapter.Session, o agentOptions, t
 				if ctx.Err() != nil {
 					return fmt.Errorf("interrupted in turn %d, before the tool call %s; %s", turn, toolLine(b.Name, toolInput(b)), logHint)
 				}
-				res := runTool(ctx, sess, b)
+				res := tools.Run(ctx, b)
 				fmt.Fprintln(stderr, describeResult(toolLine(b.Name, toolInput(b)), res))
 				results = append(results, anthropic.BetaContentBlockParamUnion{OfToolResult: &res})
 			}

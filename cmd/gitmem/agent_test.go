@@ -468,3 +468,41 @@ func TestParseStoreSpec(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentThroughServer: while gitmem serve holds the data directory, gitmem agent runs its
+// tools through the server's /mcp, with the server's session prompt, as one session; a store
+// prompt, which the server cannot take, is refused in one line.
+func TestAgentThroughServer(t *testing.T) {
+	c := newCLI(t)
+	c.ok("", "stores", "create", "Scratch")
+	serveForGit(t, c)
+	const task = "Note a todo"
+	const session = "sesn_01AGENTSERVED00000000000000"
+	fake := &fakeMessages{t: t, task: task,
+		system: []string{`/memories/ holds the memory store "Scratch" (read and write)`},
+		turns: []fakeTurn{
+			{content: []map[string]any{memoryUse("toolu_01", map[string]any{"command": "create", "path": "/memories/todo.md", "file_text": "- tabs"})},
+				stopReason: "tool_use"},
+			{results: []toolResult{{id: "toolu_01", content: "File created successfully at: /memories/todo.md"}},
+				content: []map[string]any{memoryUse("toolu_02", map[string]any{"command": "view", "path": "/memories/nope.md"})}, stopReason: "tool_use"},
+			{results: []toolResult{{id: "toolu_02", isError: true, content: "Error: The path /memories/nope.md does not exist. Please provide a valid path."}},
+				content: []map[string]any{textBlock("Done.")}, stopReason: "end_turn"},
+		}}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+
+	stdout, stderr, code := c.runAgentCLI(agentEnv(srv), "agent", "--session", session, "--store", "Scratch", task)
+	if code != 0 {
+		t.Fatalf("gitmem agent through the server: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	mustContain(t, "stderr", stderr, "session "+session, "through http://127.0.0.1:", "> memory create /memories/todo.md")
+	if got := c.ok("", "cat", "Scratch", "/todo.md"); got != "- tabs" {
+		t.Errorf("written through the server: %q", got)
+	}
+	mustContain(t, "the session's version", c.ok("", "log", "Scratch", "--session", session), "/todo.md", session)
+
+	_, stderr, code = c.runAgentCLI(agentEnv(srv), "agent", "--store", "Scratch:read_write:be brief", task)
+	if code == 0 || !strings.Contains(stderr, "is not sent to a server") {
+		t.Errorf("a store prompt through the server: exit %d: %s", code, stderr)
+	}
+}

@@ -77,17 +77,34 @@ server's /mcp endpoint, with GITMEM_API_KEY; store prompts are then not availabl
 // session: what "gitmem mcp" does while a server holds the data directory, or with --server.
 func forwardMCP(cmd *cobra.Command, t target, log *slog.Logger, specs []storeSpec, sessionID string) error {
 	ctx := cmd.Context()
+	endpoint, hc, sessionID, err := mcpEndpoint(ctx, t, specs, sessionID)
+	if err != nil {
+		return err
+	}
+	errOut := cmd.ErrOrStderr()
+	fmt.Fprintf(errOut, "gitmem mcp: serving on stdio the memory tools of %s/mcp\n", t.srv.URL())
+	fmt.Fprintf(errOut, "session %s (every write is a version by this session_actor)\n", sessionID)
+	err = mcpserver.Forward(ctx, endpoint, hc, &mcp.StdioTransport{}, log)
+	if errors.Is(err, context.Canceled) {
+		return nil // interrupted
+	}
+	return err
+}
+
+// mcpEndpoint is the server's /mcp for the stores of specs, and the HTTP client that calls
+// it with the key and the session (sessionID, or a new one, which it returns).
+func mcpEndpoint(ctx context.Context, t target, specs []storeSpec, sessionID string) (string, *http.Client, string, error) {
 	if sessionID == "" {
 		sessionID = gitstore.NewID(tooladapter.SessionPrefix, time.Now())
 	}
 	q := url.Values{}
 	for _, spec := range specs {
 		if spec.prompt != "" {
-			return fmt.Errorf("a store's prompt (%s) is not sent to a server: attach it without one, or stop the server that holds the data directory", quoteArg(spec.ref))
+			return "", nil, "", usageError{fmt.Errorf("a store's prompt (%s) is not sent to a server: attach it without one, or stop the server that holds the data directory", quoteArg(spec.ref))}
 		}
 		id, err := resolveStore(ctx, t.srv, spec.ref)
 		if err != nil {
-			return err
+			return "", nil, "", err
 		}
 		q.Add("store", id+":"+string(spec.access))
 	}
@@ -96,14 +113,7 @@ func forwardMCP(cmd *cobra.Command, t target, log *slog.Logger, specs []storeSpe
 		header.Set("x-api-key", key)
 	}
 	hc := &http.Client{Transport: headerTransport{header: header, next: http.DefaultTransport}}
-	errOut := cmd.ErrOrStderr()
-	fmt.Fprintf(errOut, "gitmem mcp: serving on stdio the memory tools of %s/mcp\n", t.srv.URL())
-	fmt.Fprintf(errOut, "session %s (every write is a version by this session_actor)\n", sessionID)
-	err := mcpserver.Forward(ctx, t.srv.URL()+httpapi.MCPPath+"?"+q.Encode(), hc, &mcp.StdioTransport{}, log)
-	if errors.Is(err, context.Canceled) {
-		return nil // interrupted
-	}
-	return err
+	return t.srv.URL() + httpapi.MCPPath + "?" + q.Encode(), hc, sessionID, nil
 }
 
 // headerTransport adds headers to every request.
