@@ -15,6 +15,7 @@ const runnableMark = "<!-- runnable"
 // readmeBlock is one runnable block: its commands ("$ " lines, continuations joined) and
 // what the README shows them print (lines without "...", which stand for more).
 type readmeBlock struct {
+	lang     string // sh, or js: a script for node with the official TypeScript SDK
 	commands []string
 	shown    []string
 }
@@ -32,9 +33,16 @@ func readmeBlocks(t *testing.T) []readmeBlock {
 		if !strings.HasPrefix(lines[i], runnableMark) {
 			continue
 		}
-		var b readmeBlock
+		b := readmeBlock{lang: strings.TrimPrefix(lines[i+1], "```")}
 		for i += 2; i < len(lines) && !strings.HasPrefix(lines[i], "```"); i++ {
 			line := lines[i]
+			if b.lang == "js" { // the whole block is the script; "// prints: X" says what it prints
+				b.commands = append(b.commands, line)
+				if _, shown, ok := strings.Cut(line, "// prints: "); ok {
+					b.shown = append(b.shown, shown)
+				}
+				continue
+			}
 			switch {
 			case strings.HasPrefix(line, "$ "):
 				b.commands = append(b.commands, strings.TrimPrefix(line, "$ "))
@@ -69,9 +77,12 @@ func TestReadmeRuns(t *testing.T) {
 		url, _ := serveForGit(t, c)
 		port := regexp.MustCompile(`:(\d+)$`).FindStringSubmatch(url)[1]
 		clone := filepath.Join(t.TempDir(), "notes")
-		script := "set -e\n" + strings.Join(b.commands, "\n") + "\n"
+		script := strings.Join(b.commands, "\n") + "\n"
 		script = strings.NewReplacer("go run ./cmd/gitmem", binary, ":7437", ":"+port, "/tmp/notes", clone).Replace(script)
-		cmd := exec.Command("bash", "-c", script)
+		cmd := exec.Command("bash", "-c", "set -e\n"+script)
+		if b.lang == "js" {
+			cmd = nodeScript(t, dir, script)
+		}
 		cmd.Dir = dir
 		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
 		out, err := cmd.CombinedOutput()
@@ -84,4 +95,28 @@ func TestReadmeRuns(t *testing.T) {
 			}
 		}
 	}
+}
+
+// nodeScript is the command that runs a README script with node and the official TypeScript
+// SDK that scripts/test installs for the SDK tests; the test is skipped where it is missing.
+func nodeScript(t *testing.T, dir, script string) *exec.Cmd {
+	t.Helper()
+	sdk, err := filepath.Abs(filepath.Join("..", "..", "httpapi", "testdata", "ts", "node_modules"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(sdk, "@anthropic-ai", "sdk")); err != nil {
+		t.Skip("the TypeScript SDK is not installed (scripts/test installs it)")
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is not installed")
+	}
+	if err := os.Symlink(sdk, filepath.Join(dir, "node_modules")); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "readme.mjs")
+	if err := os.WriteFile(file, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return exec.Command("node", file)
 }
