@@ -22,6 +22,12 @@ import (
 // ErrAuth is the error when the server refuses the request's key (or that it has none).
 var ErrAuth = errors.New("the server refused the API key")
 
+// authError is an ErrAuth that says what to do.
+type authError struct{ msg string }
+
+func (e *authError) Error() string        { return e.msg }
+func (e *authError) Is(target error) bool { return target == ErrAuth }
+
 // ErrUnreachable is the error when the server does not answer at all.
 var ErrUnreachable = errors.New("the server does not answer")
 
@@ -119,11 +125,11 @@ func (c *Client) answerError(status int, raw []byte) error {
 	}
 	switch {
 	case status == http.StatusUnauthorized && c.key == "":
-		return fmt.Errorf("%w: gitmem server %s requires an API key; set GITMEM_API_KEY", ErrAuth, c.base)
+		return &authError{fmt.Sprintf("gitmem server %s requires an API key; set GITMEM_API_KEY", c.base)}
 	case status == http.StatusUnauthorized:
-		return fmt.Errorf("%w: gitmem server %s: %s (check GITMEM_API_KEY)", ErrAuth, c.base, msg)
+		return &authError{fmt.Sprintf("gitmem server %s refused the API key: %s (check GITMEM_API_KEY)", c.base, msg)}
 	case status == http.StatusForbidden:
-		return fmt.Errorf("%w: gitmem server %s: %s", ErrAuth, c.base, msg)
+		return &authError{fmt.Sprintf("gitmem server %s: %s", c.base, msg)}
 	case status == http.StatusNotImplemented:
 		return &gitstore.Error{Kind: gitstore.KindUnsupported, Message: msg}
 	}
