@@ -31,13 +31,30 @@ func runGit(dir string, stdout, stderr io.Writer, args ...string) error {
 	cmd.Stdout = stdout
 	cmd.Stderr = io.MultiWriter(stderr, &errBuf)
 	if err := cmd.Run(); err != nil {
+		sub := gitSubcommand(args)
 		msg := strings.TrimSpace(errBuf.String())
 		if msg == "" {
 			msg = err.Error()
 		}
-		return fmt.Errorf("git %s: %s", args[0], msg)
+		if stderr != io.Discard { // git's own messages are on the terminal already: once is enough
+			return fmt.Errorf("git %s failed (%v; its messages are above)", sub, err)
+		}
+		return fmt.Errorf("git %s: %s", sub, msg)
 	}
 	return nil
+}
+
+// gitSubcommand is the git command that args run ("fetch" of "-c k=v fetch ...").
+func gitSubcommand(args []string) string {
+	for i := 0; i < len(args); i++ {
+		switch {
+		case args[i] == "-c" || args[i] == "-C":
+			i++
+		case !strings.HasPrefix(args[i], "-"):
+			return args[i]
+		}
+	}
+	return "git"
 }
 
 func gitOutput(dir string, args ...string) (string, error) {

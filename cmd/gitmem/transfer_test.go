@@ -95,7 +95,11 @@ func TestExportImport(t *testing.T) {
 	// --name renames the imported store (in a third data directory).
 	c3 := newCLI(t)
 	mustContain(t, "import --name", c3.ok("", "import", bundle, "--name", "copy"), "imported store "+store+" (copy)")
-	mustContain(t, "bad source", c3.fails("", "import", filepath.Join(work, "nothing-here")), "could not fetch main from", "nothing was imported")
+	bad := c3.fails("", "import", filepath.Join(work, "nothing-here"))
+	mustContain(t, "bad source", bad, "could not fetch main from", "nothing was imported", "git fetch failed")
+	if n := strings.Count(bad, "does not appear to be a git repository"); n != 1 {
+		t.Errorf("git's own message is shown %d times, want once:\n%s", n, bad)
+	}
 }
 
 // TestImportRefusesBadHistory: a history with a commit that breaks a push rule is refused with
