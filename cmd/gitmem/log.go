@@ -51,6 +51,7 @@ was deleted or renamed away). --since and --until take 2026-01-02T15:04:05Z, a d
 			}
 			return a.withTarget(cmd.Context(), func(t target) error {
 				var refs []string
+				names := map[string]string{} // store id -> name, for the STORE column
 				if len(args) > 0 {
 					refs = args[:1]
 				} else {
@@ -60,6 +61,7 @@ was deleted or renamed away). --since and --until take 2026-01-02T15:04:05Z, a d
 					}
 					for _, info := range stores {
 						refs = append(refs, info.ID)
+						names[info.ID] = info.Name
 					}
 				}
 				var versions []gitstore.Version
@@ -90,7 +92,7 @@ was deleted or renamed away). --since and --until take 2026-01-02T15:04:05Z, a d
 				if limit > 0 && len(versions) > limit {
 					versions = versions[:limit]
 				}
-				return printVersions(cmd.OutOrStdout(), versions, asJSON, len(args) == 0, useColor(cmd.OutOrStdout()))
+				return printVersions(cmd.OutOrStdout(), versions, asJSON, names, useColor(cmd.OutOrStdout()))
 			})
 		},
 	}
@@ -121,8 +123,10 @@ func versionsOf(ctx context.Context, s storeAPI, f gitstore.VersionFilter, limit
 	return versions, nil
 }
 
-// printVersions prints versions as a table (with their store, for several stores) or JSON.
-func printVersions(w io.Writer, versions []gitstore.Version, asJSON, withStore, color bool) error {
+// printVersions prints versions as a table or JSON; with stores (id -> name) the table has a
+// STORE column.
+func printVersions(w io.Writer, versions []gitstore.Version, asJSON bool, stores map[string]string, color bool) error {
+	withStore := len(stores) > 0
 	if asJSON {
 		out := make([]any, len(versions))
 		for i, v := range versions {
@@ -148,7 +152,7 @@ func printVersions(w io.Writer, versions []gitstore.Version, asJSON, withStore, 
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s", v.CreatedAt.Local().Format(time.DateTime+".000"),
 			op, path, actorString(v.CreatedBy), v.ID)
 		if withStore {
-			fmt.Fprintf(tw, "\t%s", v.StoreID)
+			fmt.Fprintf(tw, "\t%s", stores[v.StoreID])
 		}
 		fmt.Fprintln(tw)
 	}
