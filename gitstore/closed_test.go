@@ -3,8 +3,12 @@ package gitstore
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/gitmem/gitmem/internal/gitexec"
 )
 
 // A write that reaches a closed store is answered with ErrStoreClosed, of the retryable
@@ -29,5 +33,24 @@ func TestWriteAfterCloseIsAnswered(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatal("a write after close was never answered")
 		}
+	}
+}
+
+// Without git, whatever needed it (gc, redact, sync, the git route) fails with ErrNoGit,
+// which is of KindUnsupported wherever it comes from, wrapped or not: each interface maps
+// it once (HTTP: 501), never as an internal error.
+func TestNoGitIsUnsupported(t *testing.T) {
+	for _, err := range []error{ErrNoGit, gitexec.NoGit("sync needs git"), fmt.Errorf("sync origin: %w", ErrNoGit)} {
+		if k := ErrorKind(err); k != KindUnsupported {
+			t.Errorf("ErrorKind(%v) = %q, want %q", err, k, KindUnsupported)
+		}
+	}
+}
+
+// The message of each retryable error says to retry, whichever interface shows it (the
+// tools, the CLI, an HTTP client other than the SDKs).
+func TestUnavailableSaysRetry(t *testing.T) {
+	if !strings.HasSuffix(ErrStoreClosed.Error(), "; try again in a moment") {
+		t.Errorf("ErrStoreClosed: %q does not say to try again", ErrStoreClosed)
 	}
 }

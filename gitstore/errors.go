@@ -36,7 +36,7 @@ const (
 var (
 	// ErrStoreClosed: the store or data directory was closed (a server shutting down).
 	// KindUnavailable.
-	ErrStoreClosed = &Error{Kind: KindUnavailable, Message: "the store is closed"}
+	ErrStoreClosed = &Error{Kind: KindUnavailable, Message: "the store is closed" + RetryHint}
 	// ErrNoStore: no store has that id (or name). KindNotFound.
 	ErrNoStore = errors.New("no such memory store")
 	// ErrStoreExists: a store with that id exists already (import). KindConflict.
@@ -46,9 +46,13 @@ var (
 	ErrDataDirLocked = errors.New("the data directory is in use by another process")
 	// ErrRefLocked: a git process holds main.lock. KindUnavailable.
 	ErrRefLocked = odb.ErrRefLocked
-	// ErrNoGit: the git program is not installed. KindUnsupported.
+	// ErrNoGit: the git program is not installed. KindUnsupported, wrapped in an *Error or not.
 	ErrNoGit = gitexec.ErrNoGit
 )
+
+// RetryHint ends the message of a KindUnavailable error that has nothing more particular to
+// say, so that each interface (HTTP, tools, CLI) tells its caller the same: it is soon over.
+const RetryHint = "; try again in a moment"
 
 // LockedError says which process holds a data directory.
 type LockedError struct {
@@ -90,7 +94,8 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.Err }
 
 // ErrorKind returns the kind of err: the Kind of the first *Error in its chain;
-// KindStorage for another error that IsNoSpace; KindInternal for any other non-nil error.
+// KindUnsupported for another error that is ErrNoGit; KindStorage for another error that
+// IsNoSpace; KindInternal for any other non-nil error.
 func ErrorKind(err error) Kind {
 	if err == nil {
 		return ""
@@ -98,6 +103,9 @@ func ErrorKind(err error) Kind {
 	var e *Error
 	if errors.As(err, &e) && e.Kind != KindInternal {
 		return e.Kind
+	}
+	if errors.Is(err, ErrNoGit) {
+		return KindUnsupported
 	}
 	if IsNoSpace(err) {
 		return KindStorage

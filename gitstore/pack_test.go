@@ -145,7 +145,7 @@ func TestWriteRefLocked(t *testing.T) {
 	if !errors.As(err, &e) || e.Kind != KindUnavailable || !errors.Is(err, ErrRefLocked) {
 		t.Fatalf("write with main.lock held: %v; want a %s error", err, KindUnavailable)
 	}
-	if want := mainRef + " is locked by another git process (" + lock + " exists)"; e.Message != want {
+	if want := mainRef + " is locked by another git process (" + lock + " exists); try again in a moment"; e.Message != want {
 		t.Errorf("message %q; want %q", e.Message, want)
 	}
 	if got := s.Head(); got != head {

@@ -56,7 +56,7 @@ func (r *repo) lockRef() (*odb.RefLock, error) {
 // refError gives odb.ErrRefLocked (main.lock held by another git process) the store's kind.
 func refError(err error) error {
 	if errors.Is(err, odb.ErrRefLocked) {
-		return &Error{Kind: KindUnavailable, Message: err.Error(), Err: err}
+		return &Error{Kind: KindUnavailable, Message: err.Error() + RetryHint, Err: err}
 	}
 	return err
 }

@@ -26,7 +26,7 @@ type testServer struct {
 	requests atomic.Int64 // requests the server received
 }
 
-func startServer(t *testing.T, opts Options) *testServer {
+func startServer(t *testing.T, opts Options, setup ...func(*Server)) *testServer {
 	t.Helper()
 	dir := t.TempDir()
 	d, err := gitstore.Open(context.Background(), dir, gitstore.Options{})
@@ -39,6 +39,9 @@ func startServer(t *testing.T, opts Options) *testServer {
 	}
 	ts := &testServer{data: d, keys: keys}
 	srv := New(d, keys, opts)
+	for _, f := range setup {
+		f(srv)
+	}
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ts.requests.Add(1)
 		srv.ServeHTTP(w, r)

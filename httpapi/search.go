@@ -50,11 +50,9 @@ func (s *Server) searchStore(c echo.Context) error {
 		return err
 	}
 	res, err := s.search.Search(c.Request().Context(), st.ID(), req)
-	var unavailable *search.UnavailableError
-	if errors.As(err, &unavailable) {
-		// Not the caller's fault and soon over: the SDKs retry a 503 by themselves.
+	if errors.As(err, new(*search.UnavailableError)) {
+		// A 503 (KindUnavailable) that a rebuild outlasts longer than a closed store.
 		c.Response().Header().Set("Retry-After", strconv.Itoa(int(rebuildRetry.Seconds())))
-		return &apiError{status: http.StatusServiceUnavailable, typ: "overloaded_error", message: unavailable.Error()}
 	}
 	if err != nil {
 		return err

@@ -11,6 +11,8 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
+
+	"github.com/gitmem/gitmem/search"
 )
 
 // TestSDKRetriesUnavailable: a write that finds main.lock held by a git process (a push
@@ -58,5 +60,35 @@ func TestSDKRetriesUnavailable(t *testing.T) {
 	}
 	if n := ts.requests.Load() - before; n < 2 || m.Path != "/a.md" {
 		t.Errorf("the SDK sent %d requests (want a retry) and got %+v", n, m)
+	}
+}
+
+// TestSDKRetriesSearchClosed: a search that meets the search service closed (the server
+// shutting down) is the same 503 overloaded_error as any short-lived state, through the one
+// mapping of kinds; the official SDK retries it by itself (twice, its default), and then
+// reports it.
+func TestSDKRetriesSearchClosed(t *testing.T) {
+	ctx := context.Background()
+	var svc *search.Service
+	ts := startServer(t, Options{}, func(srv *Server) {
+		svc = search.New(srv.data, search.Options{})
+		srv.EnableSearch(svc)
+	})
+	c := ts.client(option.WithRequestTimeout(10 * time.Second))
+	store, err := c.Beta.MemoryStores.New(ctx, anthropic.BetaMemoryStoreNewParams{Name: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before := ts.requests.Load()
+	err = c.Get(ctx, "v1/memory_stores/"+store.ID+"/search?q=walrus", nil, new(map[string]any))
+	status, typ, body := apiErr(t, err)
+	if status != http.StatusServiceUnavailable || typ != "overloaded_error" || body["message"] != search.ErrClosed.Message {
+		t.Errorf("search with the service closed: %d %s %v, want 503 overloaded_error", status, typ, body)
+	}
+	if n := ts.requests.Load() - before; n != 3 {
+		t.Errorf("the SDK sent the search %d times, want 3 (two retries)", n)
 	}
 }

@@ -242,6 +242,10 @@ func TestUnavailableWhileRebuilding(t *testing.T) {
 	} else if !strings.Contains(err.Error(), "being rebuilt (10 of 50 memories)") {
 		t.Errorf("message: %s", err)
 	}
+	// Of the retryable kind, which every interface maps once (HTTP: 503 overloaded_error).
+	if k := gitstore.ErrorKind(err); k != gitstore.KindUnavailable {
+		t.Errorf("search during a rebuild: kind %q, want %q", k, gitstore.KindUnavailable)
+	}
 	f.write("/during.md", "a walrus arrived during the rebuild\n")
 	if _, err := f.st.GetByPath(f.ctx, "/during.md", true); err != nil {
 		t.Errorf("read during a rebuild: %v", err)

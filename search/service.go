@@ -118,7 +118,7 @@ func (s *Service) Close() error {
 
 // ErrClosed is the error of a search or watch after the service or a store's index closed
 // (the server is shutting down): KindUnavailable, a retry may reach a server that runs.
-var ErrClosed = &gitstore.Error{Kind: gitstore.KindUnavailable, Message: "the search service is closed"}
+var ErrClosed = &gitstore.Error{Kind: gitstore.KindUnavailable, Message: "the search service is closed" + gitstore.RetryHint}
 
 // Watch starts keeping the index of a store up to date in the background, opening (or
 // building) it if needed. It returns at once.
@@ -259,4 +259,10 @@ func (e *UnavailableError) Error() string {
 		return fmt.Sprintf("the search index of memory store %s is being rebuilt (%d of %d memories); search again in a moment", e.StoreID, e.Done, e.Total)
 	}
 	return fmt.Sprintf("the search index of memory store %s is being rebuilt; search again in a moment", e.StoreID)
+}
+
+// Unwrap makes the error one of gitstore's KindUnavailable, which each interface maps once
+// (HTTP: 503 overloaded_error, retried by the SDKs).
+func (e *UnavailableError) Unwrap() error {
+	return &gitstore.Error{Kind: gitstore.KindUnavailable, Message: e.Error()}
 }

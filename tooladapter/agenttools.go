@@ -149,10 +149,6 @@ func (s *Session) searchTool(ctx context.Context, raw []byte) (string, error) {
 	for i := range mounts {
 		m := &mounts[i]
 		res, err := s.search.Search(ctx, m.store.ID(), search.Request{Query: query, PathPrefix: t.prefix(), Limit: limit})
-		var unavailable *search.UnavailableError
-		if errors.As(err, &unavailable) {
-			return "", toolErrorf("%s", unavailable.Error())
-		}
 		if err != nil {
 			return "", err
 		}
