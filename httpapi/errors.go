@@ -103,13 +103,22 @@ func errorFor(err error) *apiError {
 		}
 		return &apiError{status: he.Code, typ: typ, message: msg}
 	}
-	var ge *gitstore.Error
-	if errors.As(err, &ge) {
-		if m, ok := kindStatus[ge.Kind]; ok {
-			ae := &apiError{status: m.status, typ: m.typ, message: ge.Message}
-			if ge.Kind == gitstore.KindPathConflict {
+	// By gitstore.ErrorKind, as the CLI: an ErrNoGit that no *gitstore.Error wraps is a 501
+	// as well, with its own text (it says what needed git). Other errors show only the
+	// message of their *gitstore.Error, never a cause's text.
+	kind := gitstore.ErrorKind(err)
+	if m, ok := kindStatus[kind]; ok {
+		ae := &apiError{status: m.status, typ: m.typ}
+		var ge *gitstore.Error
+		switch {
+		case errors.As(err, &ge) && ge.Kind == kind:
+			ae.message = ge.Message
+			if kind == gitstore.KindPathConflict {
 				ae.conflictingID, ae.conflictingPath = ge.ConflictingMemoryID, ge.ConflictingPath
 			}
+			return ae
+		case errors.Is(err, gitstore.ErrNoGit):
+			ae.message = err.Error()
 			return ae
 		}
 	}
