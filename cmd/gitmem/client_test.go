@@ -82,9 +82,11 @@ func TestClientModeReadsAsLocal(t *testing.T) {
 
 // ids and times differ between two runs of the same writes; the rest of their output may not.
 // So do commits, durations and the sizes of packs, and who wrote: the CLI writes as the git
-// user, through a server as the server's caller (the key; "local user" without keys).
+// user, through a server as the server's caller (the key; "local user" without keys). A store
+// not found is said to be not found in the data directory, or on the server.
 var varying = regexp.MustCompile(`(mem|memver|memstore)_[0-9A-Z]{26}|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)?|` +
-	`\b[0-9a-f]{12}\b|[0-9a-f]{40}|repository\s+\S+|"repository": "[^"]*"|\d{4}-\d\d-\d\dT[0-9:.]+Z|by user_\w+|\d+(\.\d+)?(ms|s|µs|m)\b|\d+(\.\d+)? (B|KiB|MiB)\b`)
+	`\b[0-9a-f]{12}\b|[0-9a-f]{40}|repository\s+\S+|"repository": "[^"]*"|\d{4}-\d\d-\d\dT[0-9:.]+Z|by user_\w+|\d+(\.\d+)?(ms|s|µs|m)\b|\d+(\.\d+)? (B|KiB|MiB)\b|` +
+	`(in data directory|on) (/|http://)\S+`)
 
 func TestClientModeWritesAsLocal(t *testing.T) {
 	writes := [][]string{
@@ -96,6 +98,11 @@ func TestClientModeWritesAsLocal(t *testing.T) {
 		{"rm", "notes", "/v/w.md"},
 		{"rm", "notes", "/v/w.md"},
 		{"ls", "notes", "-R"},
+		{"import", "--dir", "{dir}", "notes"},
+		{"import", "--dir", "{dir}", "notes"}, // unchanged
+		{"import", "--dir", "{dir}", "fresh"},
+		{"import", "--dir", "{dir}", "fresh", "--create"},
+		{"ls", "fresh", "-R", "--long"},
 		{"restore", "notes", "{first}"},
 		{"restore", "notes", "{first}"}, // unchanged
 		{"restore", "notes", "memver_01M83RXJE06891D7CSNGD1TFB7"},
@@ -119,6 +126,10 @@ func TestClientModeWritesAsLocal(t *testing.T) {
 		{"stores", "delete", "notes", "--yes"},
 		{"stores", "list", "--all"},
 	}
+	dir := t.TempDir()
+	os.MkdirAll(dir+"/sub", 0o755)
+	os.WriteFile(dir+"/top.md", []byte("top\n"), 0o644)
+	os.WriteFile(dir+"/sub/leaf.md", []byte("leaf\n"), 0o644)
 	run := func(c *cli, serve bool) []string {
 		seedNotes(c)
 		if serve {
@@ -132,8 +143,11 @@ func TestClientModeWritesAsLocal(t *testing.T) {
 		for _, args := range writes {
 			args = slices.Clone(args)
 			for i, a := range args {
-				if a == "{first}" {
+				switch a {
+				case "{first}":
 					args[i] = versions[len(versions)-1].ID
+				case "{dir}":
+					args[i] = dir
 				}
 			}
 			out, errOut, code := c.run("written\n", args...)
