@@ -86,7 +86,7 @@ func TestClientModeReadsAsLocal(t *testing.T) {
 // not found is said to be not found in the data directory, or on the server.
 var varying = regexp.MustCompile(`(mem|memver|memstore)_[0-9A-Z]{26}|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)?|` +
 	`\b[0-9a-f]{12}\b|[0-9a-f]{40}|repository\s+\S+|"repository": "[^"]*"|\d{4}-\d\d-\d\dT[0-9:.]+Z|by user_\w+|\d+(\.\d+)?(ms|s|µs|m)\b|\d+(\.\d+)? (B|KiB|MiB)\b|` +
-	`(in data directory|on) (/|http://)\S+`)
+	`(in data directory|on) (/|http://)\S+|head [0-9a-f]{7}, \d+ bytes`)
 
 func TestClientModeWritesAsLocal(t *testing.T) {
 	writes := [][]string{
@@ -103,6 +103,7 @@ func TestClientModeWritesAsLocal(t *testing.T) {
 		{"import", "--dir", "{dir}", "fresh"},
 		{"import", "--dir", "{dir}", "fresh", "--create"},
 		{"ls", "fresh", "-R", "--long"},
+		{"export", "notes", "{dir}.bundle"},
 		{"restore", "notes", "{first}"},
 		{"restore", "notes", "{first}"}, // unchanged
 		{"restore", "notes", "memver_01M83RXJE06891D7CSNGD1TFB7"},
@@ -146,8 +147,8 @@ func TestClientModeWritesAsLocal(t *testing.T) {
 				switch a {
 				case "{first}":
 					args[i] = versions[len(versions)-1].ID
-				case "{dir}":
-					args[i] = dir
+				case "{dir}", "{dir}.bundle":
+					args[i] = strings.Replace(a, "{dir}", dir, 1)
 				}
 			}
 			out, errOut, code := c.run("written\n", args...)
@@ -200,6 +201,38 @@ func TestClientModeRefusals(t *testing.T) {
 	mustContain(t, "log with the key", out, "/by-key.md", keyID)
 	got, _, _ := c.runEnv(env, "", "revert", "notes", "--key", keyID, "--dry-run")
 	mustContain(t, "revert through the server", got, "deleted", "/by-key.md", "would revert 1, skipped 0, unchanged 0")
+}
+
+// TestClientModeExport: a store exported through a server (with a key) is the store: imported
+// into another data directory, its history and memories are what the server has.
+func TestClientModeExport(t *testing.T) {
+	c := newCLI(t)
+	seedNotes(c)
+	out := c.ok("", "keys", "create", "--name", "cli")
+	secret := regexp.MustCompile(`gitmem_[A-Za-z0-9_-]+`).FindString(out)
+	url, _ := serveForGit(t, c)
+	env := append(os.Environ(), "GITMEM_API_KEY="+secret)
+	bundle := t.TempDir() + "/notes.bundle"
+	got, errOut, code := c.runEnv(env, "", "--server", url, "export", "notes", bundle)
+	if code != 0 {
+		t.Fatalf("export through the server: exit %d: %s", code, errOut)
+	}
+	mustContain(t, "export", got, "exported store memstore_", "(notes) to "+bundle, ": 7 commits, head ")
+	if _, errOut, code := c.runEnv(append(os.Environ(), "GITMEM_API_KEY=gitmem_wrong"), "", "--server", url, "export", "notes", bundle+"2"); code == 0 || strings.Contains(errOut, "gitmem_wrong") {
+		t.Errorf("export with a wrong key: exit %d: %s", code, errOut)
+	}
+
+	copy := newCLI(t)
+	mustContain(t, "import", copy.ok("", "import", bundle), "imported store memstore_", "2 memories, 6 versions, 7 commits")
+	for _, args := range [][]string{{"log", "notes"}, {"ls", "notes", "-R", "--long"}, {"cat", "notes", "/a/b.md"}} {
+		served, errOut, code := c.runEnv(env, "", args...)
+		if code != 0 {
+			t.Fatalf("%v through the server: exit %d: %s", args, code, errOut)
+		}
+		if imported := copy.ok("", args...); imported != served {
+			t.Errorf("%v of the imported export:\n%s\nof the server:\n%s", args, imported, served)
+		}
+	}
 }
 
 // TestClientModeStaleLock: a server that died leaves its address in the lock; the next
