@@ -3,9 +3,12 @@ package client
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 
+	"github.com/gitmem/gitmem/gitsync"
 	"github.com/gitmem/gitmem/internal/gitexec"
 )
 
@@ -30,4 +33,26 @@ func (s *Store) FetchMain(ctx context.Context, gitDir string) error {
 		return fmt.Errorf("git fetch from gitmem server %s: %s", s.c.base, msg)
 	}
 	return nil
+}
+
+// Sync syncs the store with its remotes on the server (with the one named remote, or all
+// for ""), as gitmem sync does with a data directory: what each sync did, and an error
+// for each remote whose sync failed.
+func (s *Store) Sync(ctx context.Context, remote string) ([]gitsync.Result, []error, error) {
+	body := map[string]string{}
+	if remote != "" {
+		body["remote"] = remote
+	}
+	var w struct {
+		Data   []gitsync.Result `json:"data"`
+		Errors []string         `json:"errors"`
+	}
+	if err := s.c.do(ctx, http.MethodPost, s.path("sync"), nil, body, &w); err != nil {
+		return nil, nil, err
+	}
+	var failed []error
+	for _, e := range w.Errors {
+		failed = append(failed, errors.New(e))
+	}
+	return w.Data, failed, nil
 }

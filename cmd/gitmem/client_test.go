@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
@@ -81,12 +82,13 @@ func TestClientModeReadsAsLocal(t *testing.T) {
 }
 
 // ids and times differ between two runs of the same writes; the rest of their output may not.
-// So do commits, durations and the sizes of packs, and who wrote: the CLI writes as the git
-// user, through a server as the server's caller (the key; "local user" without keys). A store
-// not found is said to be not found in the data directory, or on the server.
+// So do commits, durations, the number and sizes of packs (writes grouped by timing share
+// one), and who wrote: the CLI writes as the git user, through a server as the server's
+// caller (the key; "local user" without keys). A store not found is said to be not found
+// in the data directory, or on the server.
 var varying = regexp.MustCompile(`(mem|memver|memstore)_[0-9A-Z]{26}|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)?|` +
 	`\b[0-9a-f]{12}\b|[0-9a-f]{40}|repository\s+\S+|"repository": "[^"]*"|\d{4}-\d\d-\d\dT[0-9:.]+Z|by user_\w+|\d+(\.\d+)?(ms|s|µs|m)\b|\d+(\.\d+)? (B|KiB|MiB)\b|` +
-	`(in data directory|on) (/|http://)\S+|head [0-9a-f]{7}, \d+ bytes`)
+	`(in data directory|on) (/|http://)\S+|head [0-9a-f]{7}, \d+ bytes|main [0-9a-f]{7}\b|\d+ packs`)
 
 func TestClientModeWritesAsLocal(t *testing.T) {
 	writes := [][]string{
@@ -117,6 +119,10 @@ func TestClientModeWritesAsLocal(t *testing.T) {
 		{"expire", "notes", "--dry-run"},
 		{"stores", "create", "other", "--secrets", "redact", "--max-memories", "5", "--expire-after", "30d"},
 		{"stores", "create", "other"}, // refused: store names are unique
+		{"sync", "notes"},
+		{"sync", "notes", "origin", "--json"},
+		{"sync", "notes", "nope"},
+		{"sync", "other"},
 		{"stores", "set", "notes", "--max-bytes", "100000", "--expire-after", "2h"},
 		{"expire", "notes", "--dry-run"},
 		{"expire"},
@@ -133,8 +139,13 @@ func TestClientModeWritesAsLocal(t *testing.T) {
 	os.WriteFile(dir+"/sub/leaf.md", []byte("leaf\n"), 0o644)
 	run := func(c *cli, serve bool) []string {
 		seedNotes(c)
-		if serve {
-			serveForGit(t, c)
+		remote := t.TempDir()
+		if out, err := exec.Command("git", "init", "--quiet", "--bare", remote).CombinedOutput(); err != nil {
+			t.Fatalf("git init: %v %s", err, out)
+		}
+		c.ok("", "remote", "add", "notes", "origin", remote)
+		if serve { // without its sync loop: the syncs are the commands'
+			serveWith(t, c, []string{"--sync-interval", "0", "--sync-after-write", "0"})
 		}
 		var versions []struct{ ID string }
 		if err := json.Unmarshal([]byte(c.ok("", "log", "notes", "/a/b.md", "--json")), &versions); err != nil || len(versions) == 0 {
