@@ -144,6 +144,7 @@ func TestClientModeWritesAsLocal(t *testing.T) {
 			t.Fatalf("git init: %v %s", err, out)
 		}
 		c.ok("", "remote", "add", "notes", "origin", remote)
+		c.ok("", "remote", "add", "notes", "zbroken", "/nonexistent/broken.git")
 		if serve { // without its sync loop: the syncs are the commands'
 			serveWith(t, c, []string{"--sync-interval", "0", "--sync-after-write", "0"})
 		}
