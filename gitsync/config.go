@@ -126,15 +126,16 @@ func Remotes(dataDir, storeID string) ([]Remote, error) {
 }
 
 // Pick returns the store's remotes, or the one named name (all of them for ""). A store
-// without remotes is an invalid request, a name it has no remote of is not found.
-func Pick(dataDir, storeID, name string) ([]Remote, error) {
+// without remotes is an invalid request, a name it has no remote of is not found; their
+// messages name the store as storeRef (its name, as a person would type it).
+func Pick(dataDir, storeID, storeRef, name string) ([]Remote, error) {
 	remotes, err := Remotes(dataDir, storeID)
 	if err != nil {
 		return nil, err
 	}
 	if len(remotes) == 0 {
 		return nil, &gitstore.Error{Kind: gitstore.KindInvalid,
-			Message: fmt.Sprintf("store %s has no remotes: add one with \"gitmem remote add %s NAME URL\"", storeID, storeID)}
+			Message: fmt.Sprintf("store %s has no remotes: add one with \"gitmem remote add %s NAME URL\"", storeID, storeRef)}
 	}
 	if name == "" {
 		return remotes, nil
@@ -145,7 +146,7 @@ func Pick(dataDir, storeID, name string) ([]Remote, error) {
 		}
 	}
 	return nil, &gitstore.Error{Kind: gitstore.KindNotFound,
-		Message: fmt.Sprintf("store %s has no remote named %q (see \"gitmem remote list %s\")", storeID, name, storeID)}
+		Message: fmt.Sprintf("store %s has no remote named %q (see \"gitmem remote list %s\")", storeID, name, storeRef)}
 }
 
 // Add adds a remote to a store. It is refused if the name is taken or the name or URL is

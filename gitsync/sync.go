@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -148,7 +149,14 @@ func (y *Syncer) Sync(ctx context.Context, s *gitstore.Store, r Remote) (Result,
 // another: what each sync did, and an error ("sync with NAME: ...") for each remote whose
 // sync failed. gitmem sync and the server's POST .../sync both run it.
 func (y *Syncer) SyncRemotes(ctx context.Context, s *gitstore.Store, name string) ([]Result, []error, error) {
-	remotes, err := Pick(y.DataDir, s.ID(), name)
+	ref := s.ID()
+	if info, err := s.Info(ctx); err == nil && info.Name != "" {
+		ref = info.Name
+		if strings.ContainsAny(ref, " \t\"'\\$`") {
+			ref = strconv.Quote(ref)
+		}
+	}
+	remotes, err := Pick(y.DataDir, s.ID(), ref, name)
 	if err != nil {
 		return nil, nil, err
 	}

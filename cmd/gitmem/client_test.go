@@ -176,12 +176,20 @@ func TestClientModeWritesAsLocal(t *testing.T) {
 	}
 }
 
-func TestClientModeRefusals(t *testing.T) {
-	c := newCLI(t)
+// servedNotes is a data directory with the store "notes" (seedNotes) and a key, held by a
+// running server: the server's URL, and the key's secret and id.
+func servedNotes(t *testing.T) (c *cli, url, secret, keyID string) {
+	c = newCLI(t)
 	seedNotes(c)
 	out := c.ok("", "keys", "create", "--name", "cli")
-	secret := regexp.MustCompile(`gitmem_[A-Za-z0-9_-]+`).FindString(out)
-	url, _ := serveForGit(t, c)
+	secret = regexp.MustCompile(`gitmem_[A-Za-z0-9_-]+`).FindString(out)
+	keyID = regexp.MustCompile(`apikey_[0-9A-Z]{26}`).FindString(out)
+	url, _ = serveForGit(t, c)
+	return c, url, secret, keyID
+}
+
+func TestClientModeRefusals(t *testing.T) {
+	c, url, secret, keyID := servedNotes(t)
 
 	// No key, or a wrong one: one clear line, and a failure.
 	mustContain(t, "no key", c.fails("", "ls", "notes"), "requires an API key", "GITMEM_API_KEY")
@@ -201,8 +209,8 @@ func TestClientModeRefusals(t *testing.T) {
 	mustContain(t, "down", c.fails("", "--server", "http://127.0.0.1:1", "ls", "notes"), "does not answer")
 
 	// With the key, writes are the key's, and a revert of the key's changes finds them.
-	keyID := regexp.MustCompile(`apikey_[0-9A-Z]{26}`).FindString(out)
 	env := append(os.Environ(), "GITMEM_API_KEY="+secret)
+	var out string
 	for _, args := range [][]string{{"put", "notes", "/by-key.md", "-"}, {"revert", "notes", "--key", keyID, "--dry-run"}, {"log", "notes", "-n", "1"}} {
 		got, errOut, code := c.runEnv(env, "from the key\n", args...)
 		if code != 0 {
@@ -218,11 +226,7 @@ func TestClientModeRefusals(t *testing.T) {
 // TestClientModeExport: a store exported through a server (with a key) is the store: imported
 // into another data directory, its history and memories are what the server has.
 func TestClientModeExport(t *testing.T) {
-	c := newCLI(t)
-	seedNotes(c)
-	out := c.ok("", "keys", "create", "--name", "cli")
-	secret := regexp.MustCompile(`gitmem_[A-Za-z0-9_-]+`).FindString(out)
-	url, _ := serveForGit(t, c)
+	c, url, secret, _ := servedNotes(t)
 	env := append(os.Environ(), "GITMEM_API_KEY="+secret)
 	bundle := t.TempDir() + "/notes.bundle"
 	got, errOut, code := c.runEnv(env, "", "--server", url, "export", "notes", bundle)
