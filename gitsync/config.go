@@ -125,6 +125,30 @@ func Remotes(dataDir, storeID string) ([]Remote, error) {
 	return c.Remotes, err
 }
 
+// Pick returns the store's remotes, or the one named name (all of them for ""). A store
+// without remotes is an invalid request, a name it has no remote of is not found; their
+// messages name the store as storeRef (its name, as a person would type it).
+func Pick(dataDir, storeID, storeRef, name string) ([]Remote, error) {
+	remotes, err := Remotes(dataDir, storeID)
+	if err != nil {
+		return nil, err
+	}
+	if len(remotes) == 0 {
+		return nil, &gitstore.Error{Kind: gitstore.KindInvalid,
+			Message: fmt.Sprintf("store %s has no remotes: add one with \"gitmem remote add %s NAME URL\"", storeID, storeRef)}
+	}
+	if name == "" {
+		return remotes, nil
+	}
+	for _, r := range remotes {
+		if r.Name == name {
+			return []Remote{r}, nil
+		}
+	}
+	return nil, &gitstore.Error{Kind: gitstore.KindNotFound,
+		Message: fmt.Sprintf("store %s has no remote named %q (see \"gitmem remote list %s\")", storeID, name, storeRef)}
+}
+
 // Add adds a remote to a store. It is refused if the name is taken or the name or URL is
 // not valid; then nothing changes. The caller holds the data directory.
 func Add(dataDir, storeID, storeName, name, url string, now time.Time) (Remote, error) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -103,6 +104,22 @@ type Syncer struct {
 	Now func() time.Time
 
 	mu sync.Mutex // guards the read-modify-write of state files
+
+	storesMu sync.Mutex             // guards stores
+	stores   map[string]*sync.Mutex // by store id: one sync of a store at a time (the loop's, a request's)
+}
+
+// storeLock is the lock that one store's syncs take.
+func (y *Syncer) storeLock(id string) *sync.Mutex {
+	y.storesMu.Lock()
+	defer y.storesMu.Unlock()
+	if y.stores == nil {
+		y.stores = map[string]*sync.Mutex{}
+	}
+	if y.stores[id] == nil {
+		y.stores[id] = &sync.Mutex{}
+	}
+	return y.stores[id]
 }
 
 func (y *Syncer) now() time.Time {
@@ -115,13 +132,45 @@ func (y *Syncer) now() time.Time {
 // Sync fetches the remote's main, integrates it into the store's main (a fast-forward or a
 // merge, gitstore.Store.Integrate) and pushes main if the remote lacks it. If the push is
 // refused because another replica pushed meanwhile, it fetches and merges again, a few
-// times. It records the outcome in the store's sync state.
+// times. It records the outcome in the store's sync state. Syncs of one store wait for each
+// other, so the server's loop and a sync that a request asked for never overlap.
 func (y *Syncer) Sync(ctx context.Context, s *gitstore.Store, r Remote) (Result, error) {
+	l := y.storeLock(s.ID())
+	l.Lock()
+	defer l.Unlock()
 	res, err := y.sync(ctx, s, r)
 	if rerr := y.record(s.ID(), r.Name, res, err); err == nil {
 		err = rerr
 	}
 	return res, err
+}
+
+// SyncRemotes syncs s with its remotes, or with the one named name (Pick), one after
+// another: what each sync did, and an error ("sync with NAME: ...") for each remote whose
+// sync failed. gitmem sync and the server's POST .../sync both run it.
+func (y *Syncer) SyncRemotes(ctx context.Context, s *gitstore.Store, name string) ([]Result, []error, error) {
+	ref := s.ID()
+	if info, err := s.Info(ctx); err == nil && info.Name != "" {
+		ref = info.Name
+		if strings.ContainsAny(ref, " \t\"'\\$`") {
+			ref = strconv.Quote(ref)
+		}
+	}
+	remotes, err := Pick(y.DataDir, s.ID(), ref, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	results := []Result{}
+	var failed []error
+	for _, r := range remotes {
+		res, err := y.Sync(ctx, s, r)
+		if err != nil {
+			failed = append(failed, fmt.Errorf("sync with %s: %w", r.Name, err))
+			continue
+		}
+		results = append(results, res)
+	}
+	return results, failed, nil
 }
 
 func (y *Syncer) sync(ctx context.Context, s *gitstore.Store, r Remote) (Result, error) {

@@ -160,19 +160,28 @@ func (t target) local() bool { return t.srv == nil }
 // target.
 func (a *app) withStoreAPI(ctx context.Context, ref string, fn func(s storeAPI) error) error {
 	return a.withTarget(ctx, func(t target) error {
-		if t.srv == nil {
-			s, err := findStore(ctx, t.data, ref)
-			if err != nil {
-				return err
-			}
-			return fn(s)
-		}
-		id, err := resolveStore(ctx, t.srv, ref)
+		s, err := t.find(ctx, ref)
 		if err != nil {
 			return err
 		}
-		return fn(t.srv.Store(id))
+		return fn(s)
 	})
+}
+
+// find opens the store named by ref (id, or unique name) on the target.
+func (t target) find(ctx context.Context, ref string) (storeAPI, error) {
+	if t.srv == nil {
+		s, err := findStore(ctx, t.data, ref)
+		if err != nil {
+			return nil, err // not s: a nil *Store would be a storeAPI that is not nil
+		}
+		return s, nil
+	}
+	id, err := resolveStore(ctx, t.srv, ref)
+	if err != nil {
+		return nil, err
+	}
+	return t.srv.Store(id), nil
 }
 
 // resolveStore finds the id of a store named by id or by a name that one store has

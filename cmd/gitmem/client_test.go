@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
@@ -81,10 +82,13 @@ func TestClientModeReadsAsLocal(t *testing.T) {
 }
 
 // ids and times differ between two runs of the same writes; the rest of their output may not.
-// So do commits, durations and the sizes of packs, and who wrote: the CLI writes as the git
-// user, through a server as the server's caller (the key; "local user" without keys).
+// So do commits, durations, the number and sizes of packs (writes grouped by timing share
+// one), and who wrote: the CLI writes as the git user, through a server as the server's
+// caller (the key; "local user" without keys). A store not found is said to be not found
+// in the data directory, or on the server.
 var varying = regexp.MustCompile(`(mem|memver|memstore)_[0-9A-Z]{26}|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)?|` +
-	`\b[0-9a-f]{12}\b|[0-9a-f]{40}|repository\s+\S+|"repository": "[^"]*"|\d{4}-\d\d-\d\dT[0-9:.]+Z|by user_\w+|\d+(\.\d+)?(ms|s|µs|m)\b|\d+(\.\d+)? (B|KiB|MiB)\b`)
+	`\b[0-9a-f]{12}\b|[0-9a-f]{40}|repository\s+\S+|"repository": "[^"]*"|\d{4}-\d\d-\d\dT[0-9:.]+Z|by user_\w+|\d+(\.\d+)?(ms|s|µs|m)\b|\d+(\.\d+)? (B|KiB|MiB)\b|` +
+	`(in data directory|on) (/|http://)\S+|head [0-9a-f]{7}, \d+ bytes|main [0-9a-f]{7}\b|\d+ packs`)
 
 func TestClientModeWritesAsLocal(t *testing.T) {
 	writes := [][]string{
@@ -96,6 +100,12 @@ func TestClientModeWritesAsLocal(t *testing.T) {
 		{"rm", "notes", "/v/w.md"},
 		{"rm", "notes", "/v/w.md"},
 		{"ls", "notes", "-R"},
+		{"import", "--dir", "{dir}", "notes"},
+		{"import", "--dir", "{dir}", "notes"}, // unchanged
+		{"import", "--dir", "{dir}", "fresh"},
+		{"import", "--dir", "{dir}", "fresh", "--create"},
+		{"ls", "fresh", "-R", "--long"},
+		{"export", "notes", "{dir}.bundle"},
 		{"restore", "notes", "{first}"},
 		{"restore", "notes", "{first}"}, // unchanged
 		{"restore", "notes", "memver_01M83RXJE06891D7CSNGD1TFB7"},
@@ -109,6 +119,10 @@ func TestClientModeWritesAsLocal(t *testing.T) {
 		{"expire", "notes", "--dry-run"},
 		{"stores", "create", "other", "--secrets", "redact", "--max-memories", "5", "--expire-after", "30d"},
 		{"stores", "create", "other"}, // refused: store names are unique
+		{"sync", "notes"},
+		{"sync", "notes", "origin", "--json"},
+		{"sync", "notes", "nope"},
+		{"sync", "other"},
 		{"stores", "set", "notes", "--max-bytes", "100000", "--expire-after", "2h"},
 		{"expire", "notes", "--dry-run"},
 		{"expire"},
@@ -119,10 +133,20 @@ func TestClientModeWritesAsLocal(t *testing.T) {
 		{"stores", "delete", "notes", "--yes"},
 		{"stores", "list", "--all"},
 	}
+	dir := t.TempDir()
+	os.MkdirAll(dir+"/sub", 0o755)
+	os.WriteFile(dir+"/top.md", []byte("top\n"), 0o644)
+	os.WriteFile(dir+"/sub/leaf.md", []byte("leaf\n"), 0o644)
 	run := func(c *cli, serve bool) []string {
 		seedNotes(c)
-		if serve {
-			serveForGit(t, c)
+		remote := t.TempDir()
+		if out, err := exec.Command("git", "init", "--quiet", "--bare", remote).CombinedOutput(); err != nil {
+			t.Fatalf("git init: %v %s", err, out)
+		}
+		c.ok("", "remote", "add", "notes", "origin", remote)
+		c.ok("", "remote", "add", "notes", "zbroken", "/nonexistent/broken.git")
+		if serve { // without its sync loop: the syncs are the commands'
+			serveWith(t, c, []string{"--sync-interval", "0", "--sync-after-write", "0"})
 		}
 		var versions []struct{ ID string }
 		if err := json.Unmarshal([]byte(c.ok("", "log", "notes", "/a/b.md", "--json")), &versions); err != nil || len(versions) == 0 {
@@ -132,8 +156,11 @@ func TestClientModeWritesAsLocal(t *testing.T) {
 		for _, args := range writes {
 			args = slices.Clone(args)
 			for i, a := range args {
-				if a == "{first}" {
+				switch a {
+				case "{first}":
 					args[i] = versions[len(versions)-1].ID
+				case "{dir}", "{dir}.bundle":
+					args[i] = strings.Replace(a, "{dir}", dir, 1)
 				}
 			}
 			out, errOut, code := c.run("written\n", args...)
@@ -149,12 +176,20 @@ func TestClientModeWritesAsLocal(t *testing.T) {
 	}
 }
 
-func TestClientModeRefusals(t *testing.T) {
-	c := newCLI(t)
+// servedNotes is a data directory with the store "notes" (seedNotes) and a key, held by a
+// running server: the server's URL, and the key's secret and id.
+func servedNotes(t *testing.T) (c *cli, url, secret, keyID string) {
+	c = newCLI(t)
 	seedNotes(c)
 	out := c.ok("", "keys", "create", "--name", "cli")
-	secret := regexp.MustCompile(`gitmem_[A-Za-z0-9_-]+`).FindString(out)
-	url, _ := serveForGit(t, c)
+	secret = regexp.MustCompile(`gitmem_[A-Za-z0-9_-]+`).FindString(out)
+	keyID = regexp.MustCompile(`apikey_[0-9A-Z]{26}`).FindString(out)
+	url, _ = serveForGit(t, c)
+	return c, url, secret, keyID
+}
+
+func TestClientModeRefusals(t *testing.T) {
+	c, url, secret, keyID := servedNotes(t)
 
 	// No key, or a wrong one: one clear line, and a failure.
 	mustContain(t, "no key", c.fails("", "ls", "notes"), "requires an API key", "GITMEM_API_KEY")
@@ -174,8 +209,8 @@ func TestClientModeRefusals(t *testing.T) {
 	mustContain(t, "down", c.fails("", "--server", "http://127.0.0.1:1", "ls", "notes"), "does not answer")
 
 	// With the key, writes are the key's, and a revert of the key's changes finds them.
-	keyID := regexp.MustCompile(`apikey_[0-9A-Z]{26}`).FindString(out)
 	env := append(os.Environ(), "GITMEM_API_KEY="+secret)
+	var out string
 	for _, args := range [][]string{{"put", "notes", "/by-key.md", "-"}, {"revert", "notes", "--key", keyID, "--dry-run"}, {"log", "notes", "-n", "1"}} {
 		got, errOut, code := c.runEnv(env, "from the key\n", args...)
 		if code != 0 {
@@ -186,6 +221,34 @@ func TestClientModeRefusals(t *testing.T) {
 	mustContain(t, "log with the key", out, "/by-key.md", keyID)
 	got, _, _ := c.runEnv(env, "", "revert", "notes", "--key", keyID, "--dry-run")
 	mustContain(t, "revert through the server", got, "deleted", "/by-key.md", "would revert 1, skipped 0, unchanged 0")
+}
+
+// TestClientModeExport: a store exported through a server (with a key) is the store: imported
+// into another data directory, its history and memories are what the server has.
+func TestClientModeExport(t *testing.T) {
+	c, url, secret, _ := servedNotes(t)
+	env := append(os.Environ(), "GITMEM_API_KEY="+secret)
+	bundle := t.TempDir() + "/notes.bundle"
+	got, errOut, code := c.runEnv(env, "", "--server", url, "export", "notes", bundle)
+	if code != 0 {
+		t.Fatalf("export through the server: exit %d: %s", code, errOut)
+	}
+	mustContain(t, "export", got, "exported store memstore_", "(notes) to "+bundle, ": 7 commits, head ")
+	if _, errOut, code := c.runEnv(append(os.Environ(), "GITMEM_API_KEY=gitmem_wrong"), "", "--server", url, "export", "notes", bundle+"2"); code == 0 || strings.Contains(errOut, "gitmem_wrong") {
+		t.Errorf("export with a wrong key: exit %d: %s", code, errOut)
+	}
+
+	copy := newCLI(t)
+	mustContain(t, "import", copy.ok("", "import", bundle), "imported store memstore_", "2 memories, 6 versions, 7 commits")
+	for _, args := range [][]string{{"log", "notes"}, {"ls", "notes", "-R", "--long"}, {"cat", "notes", "/a/b.md"}} {
+		served, errOut, code := c.runEnv(env, "", args...)
+		if code != 0 {
+			t.Fatalf("%v through the server: exit %d: %s", args, code, errOut)
+		}
+		if imported := copy.ok("", args...); imported != served {
+			t.Errorf("%v of the imported export:\n%s\nof the server:\n%s", args, imported, served)
+		}
+	}
 }
 
 // TestClientModeStaleLock: a server that died leaves its address in the lock; the next

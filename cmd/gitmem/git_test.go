@@ -18,7 +18,13 @@ import (
 // environment, and returns its URL and first-run message. It is stopped when the test ends.
 func serveForGit(t *testing.T, c *cli, env ...string) (string, string) {
 	t.Helper()
-	cmd := exec.Command(binary, "--data", c.data, "serve", "--addr", "127.0.0.1:0")
+	return serveWith(t, c, nil, env...)
+}
+
+// serveWith is serveForGit with more flags of gitmem serve.
+func serveWith(t *testing.T, c *cli, flags []string, env ...string) (string, string) {
+	t.Helper()
+	cmd := exec.Command(binary, append([]string{"--data", c.data, "serve", "--addr", "127.0.0.1:0"}, flags...)...)
 	cmd.Env = append(os.Environ(), env...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

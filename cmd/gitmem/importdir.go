@@ -45,8 +45,8 @@ func (a *app) importDir(cmd *cobra.Command, dir, ref string, overwrite, create b
 	} else if !fi.IsDir() {
 		return fmt.Errorf("%s is not a folder", dir)
 	}
-	return a.withData(ctx, func(d *gitstore.DataDir) error {
-		s, err := findStore(ctx, d, ref)
+	return a.withTarget(ctx, func(t target) error {
+		s, err := t.find(ctx, ref)
 		if err != nil && !(create && !strings.HasPrefix(ref, gitstore.StorePrefix) && errors.Is(err, gitstore.ErrNoStore)) {
 			return err
 		}
@@ -66,7 +66,7 @@ func (a *app) importDir(cmd *cobra.Command, dir, ref string, overwrite, create b
 			return sc.refusal()
 		}
 		if s == nil {
-			if s, err = d.CreateStore(ctx, gitstore.CreateStoreInput{Name: ref, Actor: cliActor()}); err != nil {
+			if s, err = t.createStore(ctx, gitstore.CreateStoreInput{Name: ref, Actor: cliActor()}); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "created store %s (%s)\n", s.ID(), ref)
@@ -91,7 +91,7 @@ type dirScan struct {
 
 // loadStore reads the memories of the store that the folder goes into. An archived store
 // takes no import.
-func (sc *dirScan) loadStore(ctx context.Context, s *gitstore.Store) error {
+func (sc *dirScan) loadStore(ctx context.Context, s storeAPI) error {
 	info, err := s.Info(ctx)
 	if err != nil {
 		return err
@@ -199,7 +199,7 @@ func (sc *dirScan) refusal() error {
 }
 
 // importFiles writes the files that a scan found into s and says what it did.
-func importFiles(cmd *cobra.Command, s *gitstore.Store, sc *dirScan) error {
+func importFiles(cmd *cobra.Command, s storeAPI, sc *dirScan) error {
 	created, updated, err := writeFiles(cmd, s, sc.files)
 	info, ierr := s.Info(cmd.Context())
 	if ierr != nil {
@@ -215,7 +215,7 @@ func importFiles(cmd *cobra.Command, s *gitstore.Store, sc *dirScan) error {
 
 // writeFiles writes the files with a few concurrent writers and returns how many memories it
 // created and updated.
-func writeFiles(cmd *cobra.Command, s *gitstore.Store, files []dirFile) (created, updated int, err error) {
+func writeFiles(cmd *cobra.Command, s storeAPI, files []dirFile) (created, updated int, err error) {
 	ctx := cmd.Context()
 	actor := cliActor()
 	progress, done := progressBar(cmd.ErrOrStderr(), "importing files", "files")
@@ -259,7 +259,7 @@ func writeFiles(cmd *cobra.Command, s *gitstore.Store, files []dirFile) (created
 	return created, updated, err
 }
 
-func writeFile(ctx context.Context, s *gitstore.Store, actor gitstore.Actor, f dirFile) (gitstore.WriteResult, error) {
+func writeFile(ctx context.Context, s storeAPI, actor gitstore.Actor, f dirFile) (gitstore.WriteResult, error) {
 	b, err := os.ReadFile(f.file)
 	if err != nil {
 		return gitstore.WriteResult{}, err

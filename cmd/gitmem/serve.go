@@ -14,6 +14,7 @@ import (
 
 	"github.com/gitmem/gitmem/apikeys"
 	"github.com/gitmem/gitmem/gitstore"
+	"github.com/gitmem/gitmem/gitsync"
 	"github.com/gitmem/gitmem/httpapi"
 	"github.com/gitmem/gitmem/search"
 )
@@ -109,7 +110,11 @@ func serve(ctx context.Context, a *app, log *slog.Logger, f serveFlags, cmd *cob
 		}
 	}()
 	srv.EnableSearch(idx)
-	syncing, syncStopped := startSync(ctx, a, d, log, f.sync)
+	syncer := &gitsync.Syncer{DataDir: a.dataDir} // the loop's and POST .../sync's
+	srv.EnableSync(func(ctx context.Context, st *gitstore.Store, remote string) (any, []error, error) {
+		return syncer.SyncRemotes(ctx, st, remote)
+	})
+	syncing, syncStopped := startSync(ctx, syncer, d, log, f.sync)
 	// The sync loop and the expiry schedule stop before d.Close: deferred calls run last first.
 	defer syncStopped()
 	defer startExpiry(ctx, d, f.expire, log)()

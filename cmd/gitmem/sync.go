@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gitmem/gitmem/client"
 	"github.com/gitmem/gitmem/gitstore"
 	"github.com/gitmem/gitmem/gitsync"
 	"github.com/gitmem/gitmem/internal/gitexec"
@@ -32,44 +33,24 @@ It needs the git program. "gitmem serve" does the same after writes and on an in
   gitmem sync notes origin`,
 		Args: rangeArgs([]string{"STORE"}, "REMOTE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := gitexec.Need("gitmem sync"); err != nil {
-				return err
+			remote := ""
+			if len(args) == 2 {
+				remote = args[1]
 			}
-			return a.withStore(cmd.Context(), args[0], func(s *gitstore.Store) error {
-				remotes, err := gitsync.Remotes(a.dataDir, s.ID())
+			return a.withStoreAPI(cmd.Context(), args[0], func(s storeAPI) error {
+				results, failed, err := a.syncStore(cmd.Context(), s, remote)
 				if err != nil {
 					return err
 				}
-				if len(remotes) == 0 {
-					return fmt.Errorf("store %s has no remotes: add one with \"gitmem remote add %s NAME URL\"", s.ID(), args[0])
-				}
-				if len(args) == 2 {
-					var picked []gitsync.Remote
-					for _, r := range remotes {
-						if r.Name == args[1] {
-							picked = append(picked, r)
-						}
-					}
-					if len(picked) == 0 {
-						return fmt.Errorf("store %s has no remote named %q (see \"gitmem remote list %s\")", s.ID(), args[1], args[0])
-					}
-					remotes = picked
-				}
-				y := &gitsync.Syncer{DataDir: a.dataDir}
 				out := cmd.OutOrStdout()
-				var results []gitsync.Result
-				var failed []error
-				for _, r := range remotes {
-					res, err := y.Sync(cmd.Context(), s, r)
-					if err != nil {
-						failed = append(failed, fmt.Errorf("sync with %s: %w", r.Name, err))
-						continue
+				if asJSON {
+					if err := printJSON(out, results); err != nil {
+						return err
 					}
-					results = append(results, res)
-					if asJSON {
-						continue
-					}
-					fmt.Fprintf(out, "%s: %s\n", r.Name, res.Summary())
+					return errors.Join(failed...)
+				}
+				for _, res := range results {
+					fmt.Fprintf(out, "%s: %s\n", res.Remote, res.Summary())
 					for _, p := range res.TextMerged {
 						fmt.Fprintf(out, "  merged as text: %s\n", p)
 					}
@@ -80,11 +61,6 @@ It needs the git program. "gitmem serve" does the same after writes and on an in
 						fmt.Fprintf(out, "  conflict: %s (the remote's content stays); ours is at %s\n", c.Path, c.CopyPath)
 					}
 				}
-				if asJSON {
-					if err := printJSON(out, results); err != nil {
-						return err
-					}
-				}
 				return errors.Join(failed...)
 			})
 		},
@@ -93,20 +69,34 @@ It needs the git program. "gitmem serve" does the same after writes and on an in
 	return cmd
 }
 
+// syncStore syncs s with its remotes (the one named remote, or all for ""): through the
+// server that answers for s, or here. It returns what each sync did and an error for each
+// remote whose sync failed.
+func (a *app) syncStore(ctx context.Context, s storeAPI, remote string) ([]gitsync.Result, []error, error) {
+	if rs, ok := s.(*client.Store); ok {
+		return rs.Sync(ctx, remote)
+	}
+	if err := gitexec.Need("gitmem sync"); err != nil {
+		return nil, nil, err
+	}
+	y := &gitsync.Syncer{DataDir: a.dataDir}
+	return y.SyncRemotes(ctx, s.(*gitstore.Store), remote)
+}
+
 // syncOptions are serve's flags for syncing with remotes.
 type syncOptions struct{ every, afterWrite time.Duration }
 
 // startSync starts the loop that syncs stores with their remotes, and returns what the
 // banner says of it and a function that waits for the loop to stop once ctx is done, so that
 // no sync is cut off by the data directory closing.
-func startSync(ctx context.Context, a *app, d *gitstore.DataDir, log *slog.Logger, so syncOptions) (string, func()) {
+func startSync(ctx context.Context, y *gitsync.Syncer, d *gitstore.DataDir, log *slog.Logger, so syncOptions) (string, func()) {
 	if so.every <= 0 && so.afterWrite <= 0 {
 		return "off (--sync-interval 0 --sync-after-write 0)", func() {}
 	}
 	if err := gitexec.Need("sync"); err != nil {
 		return "off: " + err.Error(), func() {}
 	}
-	l := &gitsync.Loop{Syncer: &gitsync.Syncer{DataDir: a.dataDir}, Data: d, Interval: so.every, AfterWrite: so.afterWrite, Log: log}
+	l := &gitsync.Loop{Syncer: y, Data: d, Interval: so.every, AfterWrite: so.afterWrite, Log: log}
 	stopped := make(chan struct{})
 	go func() { defer close(stopped); l.Run(ctx) }()
 	var when []string

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gitmem/gitmem/client"
 	"github.com/gitmem/gitmem/gitserve"
 	"github.com/gitmem/gitmem/gitstore"
 	"github.com/gitmem/gitmem/internal/gitexec"
@@ -80,13 +81,21 @@ Needs the git program.`,
 			if err := gitexec.Need("export"); err != nil {
 				return err
 			}
-			return a.withStore(cmd.Context(), args[0], func(s *gitstore.Store) error {
+			return a.withStoreAPI(cmd.Context(), args[0], func(s storeAPI) error {
 				info, err := s.Info(cmd.Context())
 				if err != nil {
 					return err
 				}
-				repo := s.RepoPath()
+				repo, done, err := bundleSource(cmd.Context(), s)
+				if err != nil {
+					return err
+				}
+				defer done()
 				count, err := gitOutput(repo, "rev-list", "--count", "refs/heads/main")
+				if err != nil {
+					return err
+				}
+				head, err := gitOutput(repo, "rev-parse", "refs/heads/main")
 				if err != nil {
 					return err
 				}
@@ -107,11 +116,35 @@ Needs the git program.`,
 					where = "standard output"
 				}
 				fmt.Fprintf(report, "exported store %s (%s) to %s: %s commits, head %s%s\n",
-					info.ID, info.Name, where, count, shortHash(s.Head()), size)
+					info.ID, info.Name, where, count, shortHash(head), size)
 				return nil
 			})
 		},
 	}
+}
+
+// bundleSource is the repository that export bundles: the store's own, or, through a
+// server, a temporary one that main is fetched into from the server's git route (removed
+// by done).
+func bundleSource(ctx context.Context, s storeAPI) (repo string, done func(), err error) {
+	rs, ok := s.(*client.Store)
+	if !ok {
+		return s.(*gitstore.Store).RepoPath(), func() {}, nil
+	}
+	tmp, err := os.MkdirTemp("", "gitmem-export-*.git")
+	if err != nil {
+		return "", nil, err
+	}
+	done = func() { os.RemoveAll(tmp) }
+	err = runGit(tmp, io.Discard, io.Discard, "init", "--quiet", "--bare", "--initial-branch=main")
+	if err == nil {
+		err = rs.FetchMain(ctx, tmp)
+	}
+	if err != nil {
+		done()
+		return "", nil, err
+	}
+	return tmp, done, nil
 }
 
 func shortHash(h string) string {
