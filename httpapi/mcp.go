@@ -22,11 +22,32 @@ const mcpBodyLimit = 1 << 20
 // readOnlySuffix after a store id in ?store= attaches the store read-only.
 const readOnlySuffix = ":read_only"
 
+// storeParam splits a ?store= value, STORE[:ACCESS[:PROMPT]]: the store ends at the first
+// ":read_only" or ":read_write" that ends the value or is followed by ':', and the prompt
+// is what follows that ':', colons and all. A value without an access is all store (a name
+// may contain ':'), attached read-write.
+func storeParam(v string) (ref string, access tooladapter.Access, prompt string) {
+	for i := strings.IndexByte(v, ':'); i >= 0; {
+		rest := v[i+1:]
+		for _, a := range []tooladapter.Access{tooladapter.ReadOnly, tooladapter.ReadWrite} {
+			if after, ok := strings.CutPrefix(rest, string(a)); ok && (after == "" || after[0] == ':') {
+				return v[:i], a, strings.TrimPrefix(after, ":")
+			}
+		}
+		j := strings.IndexByte(rest, ':')
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	return v, tooladapter.ReadWrite, ""
+}
+
 type mcpServerKey struct{}
 
 // mcpRoutes serves the memory tool and the agent tools over MCP (streamable HTTP) at
 //
-//	/mcp?store=memstore_…|NAME[:read_only|:read_write][&store=…]
+//	/mcp?store=memstore_…|NAME[:read_only|:read_write[:PROMPT]][&store=…]
 //
 // with the API's keys. Each request is handled statelessly: the tools are bound to the
 // stores it names for its caller, as POST /v1/memory_stores/{id}/tools/{name} binds them,
@@ -65,7 +86,8 @@ func (s *Server) mcpServer(c echo.Context) (*mcp.Server, error) {
 	refs := c.QueryParams()["store"]
 	if len(refs) == 0 {
 		return nil, badRequest("query parameter store is required: %s?store=memstore_… attaches a memory store to the tools "+
-			"(repeat it for up to %d stores; add %s to attach one read-only)", MCPPath, tooladapter.MaxStores, readOnlySuffix)
+			"(repeat it for up to %d stores; add %s to attach one read-only, and :read_write:PROMPT or :read_only:PROMPT to say what it is for)",
+			MCPPath, tooladapter.MaxStores, readOnlySuffix)
 	}
 	if len(refs) > tooladapter.MaxStores {
 		return nil, badRequest("an MCP session can attach at most %d memory stores, got %d", tooladapter.MaxStores, len(refs))
@@ -73,11 +95,7 @@ func (s *Server) mcpServer(c echo.Context) (*mcp.Server, error) {
 	ctx := c.Request().Context()
 	stores := make([]tooladapter.Attachment, len(refs))
 	for i, ref := range refs {
-		id, ro := strings.CutSuffix(ref, readOnlySuffix)
-		if !ro {
-			id, _ = strings.CutSuffix(ref, ":"+string(tooladapter.ReadWrite))
-		}
-		named := id
+		named, access, prompt := storeParam(ref)
 		id, err := s.data.ResolveStore(ctx, named) // an id, or a store's name
 		if err != nil {
 			// A key limited to one store learns nothing of the names of others.
@@ -93,10 +111,7 @@ func (s *Server) mcpServer(c echo.Context) (*mcp.Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		stores[i] = tooladapter.Attachment{Store: st, Access: tooladapter.ReadWrite}
-		if ro {
-			stores[i].Access = tooladapter.ReadOnly
-		}
+		stores[i] = tooladapter.Attachment{Store: st, Access: access, Prompt: prompt}
 	}
 	sess, err := s.toolSession(c, cl, stores...)
 	if err != nil {

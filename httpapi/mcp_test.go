@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"reflect"
 	"strings"
 	"testing"
@@ -229,6 +230,19 @@ func TestMCP(t *testing.T) {
 	if text, isErr := mcpCall(t, ctx, csTwo, "memory_write", map[string]any{"path": "/memories/alpha/y.md", "content": "y"}); isErr {
 		t.Errorf("write to the read-write store of two: %s", text)
 	}
+	// A prompt after the access says what a store is for, in the instructions.
+	csPrompt, err := mcpConnect(t, ctx, endpoint+"?"+url.Values{"store": {"alpha:read_only:Style: follow it", beta}}.Encode(), map[string]string{"x-api-key": rw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`/memories/alpha/ holds the memory store "alpha" (read only: you cannot change it). Description: the alpha store` + "\n  For this session: Style: follow it",
+		`/memories/beta/ holds the memory store "beta" (read and write).`,
+	} {
+		if got := csPrompt.InitializeResult().Instructions; !strings.Contains(got, want) {
+			t.Errorf("instructions with a prompt: %q lacks %q", got, want)
+		}
+	}
 
 	// The key is checked on every request: a revoked key's session fails.
 	if _, err := keys.Revoke("reader"); err != nil {
@@ -260,6 +274,7 @@ func TestMCP(t *testing.T) {
 		{"an unknown store", "?store=memstore_01NOSUCHSTORE0000000000000", with("x-api-key", rw), 404, "not_found_error"},
 		{"a store twice", "?store=" + alpha + "&store=" + alpha, with("x-api-key", rw), 400, "invalid_request_error"},
 		{"nine stores", "?store=" + strings.Repeat(alpha+"&store=", 8) + alpha, with("x-api-key", rw), 400, "invalid_request_error"},
+		{"a prompt too long", "?store=" + alpha + ":read_write:" + strings.Repeat("p", tooladapter.MaxPromptChars+1), with("x-api-key", rw), 400, "invalid_request_error"},
 	} {
 		status, body := rawRequest(t, "POST", endpoint+c.query, initialize, c.header)
 		if status != c.status || !strings.Contains(body, `"type":"error","error":{"type":"`+c.typ+`"`) {
@@ -279,5 +294,28 @@ func TestMCP(t *testing.T) {
 	}
 	if status, body := rawRequest(t, "GET", endpoint, "", map[string]string{"x-api-key": rw, "accept": "text/event-stream"}); status != 405 {
 		t.Errorf("GET %s: %d %s", MCPPath, status, body)
+	}
+}
+
+func TestStoreParam(t *testing.T) {
+	for _, c := range []struct {
+		in, ref string
+		access  tooladapter.Access
+		prompt  string
+	}{
+		{"notes", "notes", tooladapter.ReadWrite, ""},
+		{"notes:read_only", "notes", tooladapter.ReadOnly, ""},
+		{"notes:read_write", "notes", tooladapter.ReadWrite, ""},
+		{"notes:read_only:Style: follow it", "notes", tooladapter.ReadOnly, "Style: follow it"},
+		{"notes:read_write:", "notes", tooladapter.ReadWrite, ""},
+		{"a:b", "a:b", tooladapter.ReadWrite, ""},                               // a name with ':'
+		{"a:b:read_only:x", "a:b", tooladapter.ReadOnly, "x"},                   // ... and an access
+		{"notes:read_onlyish", "notes:read_onlyish", tooladapter.ReadWrite, ""}, // not an access
+		{"n:read_write:p:read_only", "n", tooladapter.ReadWrite, "p:read_only"},
+	} {
+		ref, access, prompt := storeParam(c.in)
+		if ref != c.ref || access != c.access || prompt != c.prompt {
+			t.Errorf("storeParam(%q) = %q %q %q, want %q %q %q", c.in, ref, access, prompt, c.ref, c.access, c.prompt)
+		}
 	}
 }

@@ -5,29 +5,22 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Forward serves on t the tools of the MCP server at endpoint (a running gitmem server's
-// /mcp?store=…), forwarding each call to it: so an MCP client that starts "gitmem mcp" as a
-// subprocess works while the server holds the data directory. hc carries the key and the
-// session. Instructions and tools are the remote server's, read once at start; a call that
-// the remote refuses is answered with its error.
-func Forward(ctx context.Context, endpoint string, hc *http.Client, t mcp.Transport, log *slog.Logger) error {
+// Forward serves on t the tools of remote, an MCP session with a running gitmem server's
+// /mcp?store=…, forwarding each call to it: so an MCP client that starts "gitmem mcp" as a
+// subprocess works while the server holds the data directory. Instructions and tools are
+// the remote server's, read once at start; a call that the remote refuses is answered with
+// its error.
+func Forward(ctx context.Context, remote *mcp.ClientSession, t mcp.Transport, log *slog.Logger) error {
 	if log == nil {
 		log = slog.Default()
 	}
-	cl := mcp.NewClient(&mcp.Implementation{Name: Name, Version: version()}, &mcp.ClientOptions{Logger: slog.New(debugHandler{log.Handler()})})
-	remote, err := cl.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc, MaxRetries: -1}, nil)
-	if err != nil {
-		return fmt.Errorf("connect to %s: %w", endpoint, err)
-	}
-	defer remote.Close()
 	tools, err := remote.ListTools(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("list the tools of %s: %w", endpoint, err)
+		return fmt.Errorf("list the tools of the server: %w", err)
 	}
 	var instructions string
 	if init := remote.InitializeResult(); init != nil {

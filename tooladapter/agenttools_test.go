@@ -261,6 +261,35 @@ func TestSlug(t *testing.T) {
 	}
 }
 
+// TestMountPaths: a client that only knows the stores' infos places them where a session
+// does, two names of one slug included.
+func TestMountPaths(t *testing.T) {
+	ctx := context.Background()
+	d := newTestData(t)
+	var atts []Attachment
+	var infos []gitstore.StoreInfo
+	for _, name := range []string{"Team Wiki", "team-wiki", "notes"} {
+		st := newTestStore(t, d, name, nil)
+		info, err := st.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		atts, infos = append(atts, Attachment{Store: st}), append(infos, info)
+	}
+	for _, n := range []int{1, 3} {
+		sess, err := NewSession(ctx, Options{Stores: atts[:n]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := MountPaths(infos[:n])
+		for i, info := range infos[:n] {
+			if want, _ := sess.MountPath(info.ID); got[i] != want {
+				t.Errorf("%d stores: MountPaths[%d] = %q, the session has %q", n, i, got[i], want)
+			}
+		}
+	}
+}
+
 // TestSessionAt reads the store as it was, through the memory tool and the agent tools, and
 // changes nothing.
 func TestSessionAt(t *testing.T) {

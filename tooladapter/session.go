@@ -138,19 +138,44 @@ func NewSession(ctx context.Context, opts Options) (*Session, error) {
 		}
 		s.mounts = append(s.mounts, m)
 	}
-	if len(s.mounts) > 1 {
-		slugs := map[string]bool{}
-		for i := range s.mounts {
-			m := &s.mounts[i]
-			m.slug = Slug(m.info.Name)
-			if slugs[m.slug] {
-				// Two stores of the same name: the later one's folder also says its id.
-				m.slug += "-" + strings.ToLower(strings.TrimPrefix(m.info.ID, gitstore.StorePrefix))
-			}
-			slugs[m.slug] = true
-		}
+	infos := make([]gitstore.StoreInfo, len(s.mounts))
+	for i, m := range s.mounts {
+		infos[i] = m.info
+	}
+	for i, slug := range slugs(infos) {
+		s.mounts[i].slug = slug
 	}
 	return s, nil
+}
+
+// slugs are the folders below /memories of stores attached in this order: none for one
+// store, else each store's Slug.
+func slugs(infos []gitstore.StoreInfo) []string {
+	out := make([]string, len(infos))
+	if len(infos) < 2 {
+		return out
+	}
+	seen := map[string]bool{}
+	for i, info := range infos {
+		out[i] = Slug(info.Name)
+		if seen[out[i]] {
+			// Two names of the same slug: the later one's folder also says its id.
+			out[i] += "-" + strings.ToLower(strings.TrimPrefix(info.ID, gitstore.StorePrefix))
+		}
+		seen[out[i]] = true
+	}
+	return out
+}
+
+// MountPaths returns where a session that attaches these stores, in this order, sees each
+// of them: /memories for one store, /memories/<slug> for several. For a client whose tools
+// run elsewhere (a server's /mcp), to say so as a local session's MountPath does.
+func MountPaths(infos []gitstore.StoreInfo) []string {
+	out := slugs(infos)
+	for i, slug := range out {
+		out[i] = mount{slug: slug}.root()
+	}
+	return out
 }
 
 // ID returns the session's id.

@@ -12,11 +12,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/anthropics/anthropic-sdk-go"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
-	"github.com/gitmem/gitmem/internal/buildinfo"
-	"github.com/gitmem/gitmem/mcpserver"
+	"github.com/gitmem/gitmem/client"
 	"github.com/gitmem/gitmem/search"
 	"github.com/gitmem/gitmem/tooladapter"
 )
@@ -60,8 +58,9 @@ an error. Claude's text goes to stdout; the session id and one line per tool cal
 Context editing (clear_tool_uses_20250919) is on; it never clears the memory tool's results.
 
 Needs an API key in ANTHROPIC_API_KEY. The SDK also reads ANTHROPIC_BASE_URL, to send the
-requests elsewhere. The data directory stays open while the agent runs: stop "gitmem serve"
-first.`,
+requests elsewhere. While "gitmem serve" holds the data directory (or with --server), the
+server runs the tool calls (its /mcp, with GITMEM_API_KEY) and --search uses its index; else
+the data directory stays open while the agent runs.`,
 		Example: `  export ANTHROPIC_API_KEY=sk-ant-...
   gitmem agent --store notes "Plan the move of the billing service to Postgres"
   gitmem agent --store notes --store "team wiki:read_only:Conventions: follow them" "Review the plan"
@@ -200,13 +199,8 @@ func runAgent(ctx context.Context, a *app, o agentOptions, task string, stdout, 
 			return err
 		}
 		fmt.Fprintf(stderr, "session %s (every write is a version by this session_actor)\n", sess.ID())
-		for i, at := range opts.Stores {
-			info, err := at.Store.Info(ctx)
-			if err != nil {
-				return err
-			}
-			mount, _ := sess.MountPath(at.Store.ID())
-			fmt.Fprintf(stderr, "  %s is the store %q (%s, %s)\n", mount, info.Name, info.ID, specs[i].access)
+		if err := printSessionMounts(ctx, stderr, sess, opts.Stores, specs); err != nil {
+			return err
 		}
 		logHint := fmt.Sprintf("the run's versions are BY %s in: gitmem log %s", sess.ID(), quoteArg(specs[0].ref))
 		return agentLoop(ctx, localTools{sess}, o, task, logHint, stdout, stderr)
@@ -216,19 +210,15 @@ func runAgent(ctx context.Context, a *app, o agentOptions, task string, stdout, 
 // agentThroughServer runs the agent with the tools of the server's /mcp, as one session:
 // what "gitmem agent" does while a server holds the data directory, or with --server.
 func agentThroughServer(ctx context.Context, t target, o agentOptions, specs []storeSpec, task string, stdout, stderr io.Writer) error {
-	endpoint, hc, sessionID, err := mcpEndpoint(ctx, t, specs, o.sessionID)
+	tools, sessionID, infos, err := connectTools(ctx, t, specs, o.sessionID)
 	if err != nil {
 		return err
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: mcpserver.Name + "-agent", Version: buildinfo.Read().Version}, nil)
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc, MaxRetries: -1}, nil)
-	if err != nil {
-		return fmt.Errorf("connect to %s: %w", t.srv.URL(), err)
-	}
-	defer cs.Close()
+	defer tools.Close()
 	fmt.Fprintf(stderr, "session %s (every write is a version by this session_actor), through %s\n", sessionID, t.srv.URL())
+	printMounts(stderr, tooladapter.MountPaths(infos), infos, specs)
 	logHint := fmt.Sprintf("the run's versions are BY %s in: gitmem log %s", sessionID, quoteArg(specs[0].ref))
-	return agentLoop(ctx, mcpTools{cs}, o, task, logHint, stdout, stderr)
+	return agentLoop(ctx, mcpTools{tools}, o, task, logHint, stdout, stderr)
 }
 
 // agentTools answer the model's tool calls: a session on the data directory (localTools), or
@@ -246,23 +236,17 @@ func (l localTools) Run(ctx context.Context, b anthropic.BetaToolUseBlock) anthr
 	return runTool(ctx, l.sess, b)
 }
 
-type mcpTools struct{ cs *mcp.ClientSession }
+type mcpTools struct{ tools *client.Tools }
 
 // SystemPrompt is the server's instructions: the same session prompt that it builds.
-func (m mcpTools) SystemPrompt() string { return m.cs.InitializeResult().Instructions }
+func (m mcpTools) SystemPrompt() string { return m.tools.InitializeResult().Instructions }
 
 func (m mcpTools) Run(ctx context.Context, b anthropic.BetaToolUseBlock) anthropic.BetaToolResultBlockParam {
-	res, err := m.cs.CallTool(ctx, &mcp.CallToolParams{Name: b.Name, Arguments: json.RawMessage(toolInput(b))})
+	res, err := m.tools.Call(ctx, b.Name, toolInput(b))
 	if err != nil {
 		return anthropic.NewBetaToolResultTextBlockParam(b.ID, "Error: the gitmem server did not answer: "+err.Error(), true)
 	}
-	var text strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			text.WriteString(tc.Text)
-		}
-	}
-	return anthropic.NewBetaToolResultTextBlockParam(b.ID, text.String(), res.IsError)
+	return anthropic.NewBetaToolResultTextBlockParam(b.ID, res.Content, res.IsError)
 }
 
 // agentLoop runs the conversation: a request, the tool calls of its reply, their results in
@@ -291,14 +275,14 @@ func agentLoop(ctx context.Context, tools agentTools, o agentOptions, task, logH
 		Betas: []anthropic.AnthropicBeta{anthropic.AnthropicBetaContextManagement2025_06_27},
 	}
 	messages := []anthropic.BetaMessageParam{anthropic.NewBetaUserMessage(anthropic.NewBetaTextBlock(task))}
-	client := anthropic.NewClient()
+	api := anthropic.NewClient()
 
 	for turn := 1; ; turn++ {
 		if turn > o.maxTurns {
 			return fmt.Errorf("stopped after %d turns (--max-turns %d) while Claude was still working; %s", o.maxTurns, o.maxTurns, logHint)
 		}
 		params.Messages = messages
-		resp, err := client.Beta.Messages.New(ctx, params)
+		resp, err := api.Beta.Messages.New(ctx, params)
 		if err != nil {
 			if ctx.Err() != nil {
 				return fmt.Errorf("interrupted in turn %d; %s", turn, logHint)

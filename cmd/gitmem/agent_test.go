@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/gitmem/gitmem/gitstore"
@@ -216,9 +217,53 @@ func openData(t *testing.T, c *cli) *gitstore.DataDir {
 	return d
 }
 
+// agentModes are the ways the agent reaches its stores: the data directory, opened by the
+// agent; the server that holds it, found through its lock; a server named with --server.
+// Through a server, keys are in force.
+var agentModes = []string{"local", "lock", "--server"}
+
+// via is how a test's commands reach the data: env and the arguments before the command,
+// and stop, which stops the server (if any) so that the test can open the directory.
+type via struct {
+	env  []string
+	pre  []string
+	stop func()
+}
+
+// reach sets up mode on c: for a server, a key and the server, started.
+func reach(t *testing.T, c *cli, mode string) via {
+	t.Helper()
+	if mode == "local" {
+		return via{stop: func() {}}
+	}
+	secret := regexp.MustCompile(`gitmem_[A-Za-z0-9_-]+`).FindString(c.ok("", "keys", "create", "--name", "agent"))
+	cmd, _, url := startServe(t, c)
+	v := via{env: []string{"GITMEM_API_KEY=" + secret}, stop: func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	}}
+	if mode == "--server" {
+		v.pre = []string{"--server", url}
+	}
+	return v
+}
+
+// run runs gitmem as v says, with stdin, and returns stdout, stderr and the exit code.
+func (v via) run(c *cli, stdin string, args ...string) (string, string, int) {
+	c.t.Helper()
+	return c.runEnv(append(os.Environ(), v.env...), stdin, append(slices.Clone(v.pre), args...)...)
+}
+
 func TestAgentMemoryTool(t *testing.T) {
+	for _, mode := range agentModes {
+		t.Run(mode, func(t *testing.T) { testAgentMemoryTool(t, mode) })
+	}
+}
+
+func testAgentMemoryTool(t *testing.T, mode string) {
 	c := newCLI(t)
 	c.ok("", "stores", "create", "project notes", "--description", "what we learn about the project")
+	v := reach(t, c, mode)
 	const task = "Plan the release: keep the plan in memory"
 	plan := "# Release plan\n- freeze on Monday\n- ship on Friday\n"
 	fake := &fakeMessages{t: t, task: task,
@@ -245,7 +290,7 @@ func TestAgentMemoryTool(t *testing.T) {
 	srv := httptest.NewServer(fake)
 	defer srv.Close()
 
-	stdout, stderr, code := c.runAgentCLI(agentEnv(srv), "agent", "--store", "project notes", task)
+	stdout, stderr, code := c.runAgentCLI(append(agentEnv(srv), v.env...), append(v.pre, "agent", "--store", "project notes", task)...)
 	if code != 0 {
 		t.Fatalf("gitmem agent: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
 	}
@@ -263,11 +308,12 @@ func TestAgentMemoryTool(t *testing.T) {
 		t.Fatalf("no session id on stderr:\n%s", stderr)
 	}
 	session := m[1]
-	log := c.ok("", "log", "project notes", "--session", session)
+	log, _, _ := v.run(c, "", "log", "project notes", "--session", session)
 	if lines := strings.Split(strings.TrimSpace(log), "\n"); len(lines) != 3 || strings.Count(log, session) != 2 {
 		t.Errorf("gitmem log --session %s:\n%s", session, log)
 	}
 
+	v.stop()
 	ctx := context.Background()
 	s, err := findStore(ctx, openData(t, c), "project notes")
 	if err != nil {
@@ -304,10 +350,17 @@ func TestAgentMemoryTool(t *testing.T) {
 }
 
 func TestAgentReadOnlyStore(t *testing.T) {
+	for _, mode := range agentModes {
+		t.Run(mode, func(t *testing.T) { testAgentReadOnlyStore(t, mode) })
+	}
+}
+
+func testAgentReadOnlyStore(t *testing.T, mode string) {
 	c := newCLI(t)
 	c.ok("", "stores", "create", "Scratch")
 	c.ok("", "stores", "create", "Team Wiki")
 	c.ok("Use tabs.\n", "put", "Team Wiki", "/style.md")
+	v := reach(t, c, mode)
 	const task = "Note a todo"
 	const session = "sesn_01AGENTTEST0000000000000000"
 	fake := &fakeMessages{t: t, task: task,
@@ -335,8 +388,8 @@ func TestAgentReadOnlyStore(t *testing.T) {
 	srv := httptest.NewServer(fake)
 	defer srv.Close()
 
-	stdout, stderr, code := c.runAgentCLI(agentEnv(srv), "agent", "--session", session,
-		"--store", "Scratch", "--store", "Team Wiki:read_only:Conventions: follow them; ask: never", task)
+	stdout, stderr, code := c.runAgentCLI(append(agentEnv(srv), v.env...), append(v.pre, "agent", "--session", session,
+		"--store", "Scratch", "--store", "Team Wiki:read_only:Conventions: follow them; ask: never", task)...)
 	if code != 0 {
 		t.Fatalf("gitmem agent: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
 	}
@@ -346,6 +399,7 @@ func TestAgentReadOnlyStore(t *testing.T) {
 		"> memory create /memories/team-wiki/todo.md  (is_error: /memories/team-wiki/todo.md is in the memory store",
 		"> memory create /memories/scratch/todo.md\n")
 
+	v.stop()
 	ctx := context.Background()
 	d := openData(t, c)
 	scratch, err := findStore(ctx, d, "Scratch")
@@ -369,9 +423,16 @@ func TestAgentReadOnlyStore(t *testing.T) {
 }
 
 func TestAgentSearchAndMaxTurns(t *testing.T) {
+	for _, mode := range agentModes {
+		t.Run(mode, func(t *testing.T) { testAgentSearchAndMaxTurns(t, mode) })
+	}
+}
+
+func testAgentSearchAndMaxTurns(t *testing.T, mode string) {
 	c := newCLI(t)
 	c.ok("", "stores", "create", "prefs")
 	c.ok("Use tabs for Go code.\n", "put", "prefs", "/style.md")
+	v := reach(t, c, mode)
 	search := func(id string) map[string]any {
 		return map[string]any{"type": "tool_use", "id": id, "name": tooladapter.SearchTool, "input": map[string]any{"query": "tabs"}}
 	}
@@ -397,7 +458,7 @@ func TestAgentSearchAndMaxTurns(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	stdout, stderr, code := c.runAgentCLI(agentEnv(srv), "agent", "--store", "prefs", "--search", "--max-turns", "2", "What is my style?")
+	stdout, stderr, code := c.runAgentCLI(append(agentEnv(srv), v.env...), append(v.pre, "agent", "--store", "prefs", "--search", "--max-turns", "2", "What is my style?")...)
 	if code != 1 {
 		t.Fatalf("gitmem agent: exit %d, want 1\nstdout: %s\nstderr: %s", code, stdout, stderr)
 	}
@@ -431,6 +492,13 @@ func TestAgentUsageErrors(t *testing.T) {
 		nine = append(nine, "--store", "s")
 	}
 	mustContain(t, "nine", run(key, append(nine, "hello")...), "at most 8")
+
+	// Through a server, what it refuses is said as it says it.
+	v := reach(t, c, "lock")
+	mustContain(t, "no key, served", run(key, "--store", "s", "hello"), "requires an API key; set GITMEM_API_KEY")
+	mustContain(t, "unknown store, served", run(append(key, v.env...), "--store", "nope", "hello"), `no store with id or name "nope"`)
+	mustContain(t, "twice, served", run(append(key, v.env...), "--store", "s", "--store", "s:read_only", "hello"), "attached twice")
+	mustContain(t, "bad session, served", run(append(key, v.env...), "--store", "s", "--session", "sesn_a.b", "hello"), "must be a session id like sesn_")
 }
 
 func TestParseStoreSpec(t *testing.T) {
@@ -501,8 +569,12 @@ func TestAgentThroughServer(t *testing.T) {
 	}
 	mustContain(t, "the session's version", c.ok("", "log", "Scratch", "--session", session), "/todo.md", session)
 
-	_, stderr, code = c.runAgentCLI(agentEnv(srv), "agent", "--store", "Scratch:read_write:be brief", task)
-	if code == 0 || !strings.Contains(stderr, "is not sent to a server") {
-		t.Errorf("a store prompt through the server: exit %d: %s", code, stderr)
+	// A store's prompt goes to the server, and into the system prompt.
+	brief := &fakeMessages{t: t, task: task, system: []string{"For this session: be brief"},
+		turns: []fakeTurn{{content: []map[string]any{textBlock("Done.")}, stopReason: "end_turn"}}}
+	srv2 := httptest.NewServer(brief)
+	defer srv2.Close()
+	if _, stderr, code = c.runAgentCLI(agentEnv(srv2), "agent", "--store", "Scratch:read_write:be brief", task); code != 0 || brief.requests != 1 {
+		t.Errorf("a store prompt through the server: exit %d, %d requests: %s", code, brief.requests, stderr)
 	}
 }

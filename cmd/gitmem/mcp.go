@@ -4,15 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
-	"net/http"
-	"net/url"
-	"os"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/gitmem/gitmem/client"
 	"github.com/gitmem/gitmem/gitstore"
 	"github.com/gitmem/gitmem/httpapi"
 	"github.com/gitmem/gitmem/mcpserver"
@@ -41,7 +40,7 @@ agent" does; the prompt (at most 4,096 characters) tells the model what the stor
 Writes are recorded as a session (a session_actor with a new sesn_ id, or --session), which
 is printed on stderr at start. Nothing but MCP goes to stdout; logs go to stderr. While
 "gitmem serve" holds the data directory (or with --server), it forwards every call to that
-server's /mcp endpoint, with GITMEM_API_KEY; store prompts are then not available.`,
+server's /mcp endpoint, with GITMEM_API_KEY.`,
 		Example: `  gitmem mcp --store notes
   gitmem mcp --store notes --store "Team Wiki:read_only:Conventions: follow them"`,
 		Args: cobra.NoArgs,
@@ -77,57 +76,68 @@ server's /mcp endpoint, with GITMEM_API_KEY; store prompts are then not availabl
 // session: what "gitmem mcp" does while a server holds the data directory, or with --server.
 func forwardMCP(cmd *cobra.Command, t target, log *slog.Logger, specs []storeSpec, sessionID string) error {
 	ctx := cmd.Context()
-	endpoint, hc, sessionID, err := mcpEndpoint(ctx, t, specs, sessionID)
+	tools, sessionID, infos, err := connectTools(ctx, t, specs, sessionID)
 	if err != nil {
 		return err
 	}
+	defer tools.Close()
 	errOut := cmd.ErrOrStderr()
-	fmt.Fprintf(errOut, "gitmem mcp: serving on stdio the memory tools of %s/mcp\n", t.srv.URL())
+	fmt.Fprintf(errOut, "gitmem mcp: serving on stdio the memory tools of %s%s\n", t.srv.URL(), httpapi.MCPPath)
 	fmt.Fprintf(errOut, "session %s (every write is a version by this session_actor)\n", sessionID)
-	err = mcpserver.Forward(ctx, endpoint, hc, &mcp.StdioTransport{}, log)
+	printMounts(errOut, tooladapter.MountPaths(infos), infos, specs)
+	fmt.Fprintf(errOut, "its versions: gitmem log %s --session %s\n", quoteArg(specs[0].ref), sessionID)
+	err = mcpserver.Forward(ctx, tools.ClientSession, &mcp.StdioTransport{}, log)
 	if errors.Is(err, context.Canceled) {
 		return nil // interrupted
 	}
 	return err
 }
 
-// mcpEndpoint is the server's /mcp for the stores of specs, and the HTTP client that calls
-// it with the key and the session (sessionID, or a new one, which it returns).
-func mcpEndpoint(ctx context.Context, t target, specs []storeSpec, sessionID string) (string, *http.Client, string, error) {
+// connectTools connects to the tools of the server's /mcp for the stores of specs, their
+// prompts included, as the session sessionID (or a new one, which it returns); infos are the
+// stores', in the order of specs.
+func connectTools(ctx context.Context, t target, specs []storeSpec, sessionID string) (*client.Tools, string, []gitstore.StoreInfo, error) {
 	if sessionID == "" {
 		sessionID = gitstore.NewID(tooladapter.SessionPrefix, time.Now())
 	}
-	q := url.Values{}
-	for _, spec := range specs {
-		if spec.prompt != "" {
-			return "", nil, "", usageError{fmt.Errorf("a store's prompt (%s) is not sent to a server: attach it without one, or stop the server that holds the data directory", quoteArg(spec.ref))}
-		}
+	stores := make([]client.ToolStore, len(specs))
+	infos := make([]gitstore.StoreInfo, len(specs))
+	for i, spec := range specs {
+		// Asked through the API first, whose errors say what to do (a key to set, a store
+		// not found).
 		id, err := resolveStore(ctx, t.srv, spec.ref)
 		if err != nil {
-			return "", nil, "", err
+			return nil, "", nil, err
 		}
-		q.Add("store", id+":"+string(spec.access))
+		if infos[i], err = t.srv.Store(id).Info(ctx); err != nil {
+			return nil, "", nil, err
+		}
+		stores[i] = client.ToolStore{ID: id, Access: spec.access, Prompt: spec.prompt}
 	}
-	header := http.Header{httpapi.SessionHeader: {sessionID}}
-	if key := os.Getenv("GITMEM_API_KEY"); key != "" {
-		header.Set("x-api-key", key)
-	}
-	hc := &http.Client{Transport: headerTransport{header: header, next: http.DefaultTransport}}
-	return t.srv.URL() + httpapi.MCPPath + "?" + q.Encode(), hc, sessionID, nil
+	tools, err := t.srv.ConnectTools(ctx, stores, sessionID)
+	return tools, sessionID, infos, err
 }
 
-// headerTransport adds headers to every request.
-type headerTransport struct {
-	header http.Header
-	next   http.RoundTripper
+// printMounts says where a session sees each of its stores: "  /memories is the store …".
+func printMounts(w io.Writer, mounts []string, infos []gitstore.StoreInfo, specs []storeSpec) {
+	for i, info := range infos {
+		fmt.Fprintf(w, "  %s is the store %q (%s, %s)\n", mounts[i], info.Name, info.ID, specs[i].access)
+	}
 }
 
-func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	for k, v := range h.header {
-		r.Header[k] = v
+// printSessionMounts says where a local session sees each of its stores, as printMounts.
+func printSessionMounts(ctx context.Context, w io.Writer, sess *tooladapter.Session, atts []tooladapter.Attachment, specs []storeSpec) error {
+	mounts := make([]string, len(atts))
+	infos := make([]gitstore.StoreInfo, len(atts))
+	for i, at := range atts {
+		var err error
+		if infos[i], err = at.Store.Info(ctx); err != nil {
+			return err
+		}
+		mounts[i], _ = sess.MountPath(infos[i].ID)
 	}
-	return h.next.RoundTrip(r)
+	printMounts(w, mounts, infos, specs)
+	return nil
 }
 
 // serveMCP serves the tools on stdio until the client closes stdin or the process is
@@ -166,13 +176,8 @@ func (a *app) serveMCP(cmd *cobra.Command, log *slog.Logger, specs []storeSpec, 
 	errOut := cmd.ErrOrStderr()
 	fmt.Fprintf(errOut, "gitmem mcp: serving the memory tools on stdio\n")
 	fmt.Fprintf(errOut, "session %s (every write is a version by this session_actor)\n", sess.ID())
-	for _, at := range opts.Stores {
-		info, err := at.Store.Info(ctx)
-		if err != nil {
-			return err
-		}
-		mount, _ := sess.MountPath(info.ID)
-		fmt.Fprintf(errOut, "  %s is the store %q (%s, %s)\n", mount, info.Name, info.ID, at.Access)
+	if err := printSessionMounts(ctx, errOut, sess, opts.Stores, specs); err != nil {
+		return err
 	}
 	fmt.Fprintf(errOut, "its versions: gitmem log %s --session %s\n", quoteArg(specs[0].ref), sess.ID())
 

@@ -200,31 +200,46 @@ func TestMCPUsageErrors(t *testing.T) {
 func TestMCPStdioThroughServer(t *testing.T) {
 	c := newCLI(t)
 	c.ok("", "stores", "create", "notes")
+	c.ok("", "stores", "create", "Team Wiki", "--description", "how we work")
 	secret := regexp.MustCompile(`gitmem_[A-Za-z0-9_-]+`).FindString(c.ok("", "keys", "create", "--name", "mcp"))
-	serveForGit(t, c)
-
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	sid := "sesn_01M83PZ34EVJY3C18AZVHGZ9ME"
-	cmd := exec.Command(binary, "--data", c.data, "mcp", "--store", "notes", "--session", sid)
-	cmd.Env = append(os.Environ(), "GITMEM_API_KEY="+secret)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "gitmem-test", Version: "1"}, nil)
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatalf("connect: %v\n%s", err, stderr.String())
+	connect := func() (*mcp.ClientSession, *bytes.Buffer) {
+		t.Helper()
+		cmd := exec.Command(binary, "--data", c.data, "mcp", "--store", "notes", "--store", "Team Wiki:read_only:Conventions: follow them", "--session", sid)
+		cmd.Env = append(os.Environ(), "GITMEM_API_KEY="+secret)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+		if err != nil {
+			t.Fatalf("connect: %v\n%s", err, stderr.String())
+		}
+		return cs, &stderr
 	}
+	// What the model is told, and what gitmem says on stderr, from the data directory...
+	cs, stderr := connect()
+	local := cs.InitializeResult().Instructions
+	cs.Close()
+	localErr := stderr.String()
+	serveForGit(t, c)
+
+	// ... are the same through the server, the stores' prompts included.
+	cs, stderr = connect()
 	init := cs.InitializeResult()
-	mustContain(t, "instructions", init.Instructions, "Memory protocol")
+	if init.Instructions != local {
+		t.Errorf("instructions through the server:\n%s\nfrom the data directory:\n%s", init.Instructions, local)
+	}
+	mustContain(t, "instructions", init.Instructions, "Memory protocol", "For this session: Conventions: follow them")
 	if init.ServerInfo == nil || init.ServerInfo.Version == "" {
 		t.Errorf("server info: %+v", init.ServerInfo)
 	}
-	text, isErr := mcpText(t, ctx, cs, "memory", map[string]any{"command": "create", "path": "/memories/todo.md", "file_text": "buy milk\n"})
+	text, isErr := mcpText(t, ctx, cs, "memory", map[string]any{"command": "create", "path": "/memories/notes/todo.md", "file_text": "buy milk\n"})
 	if isErr {
 		t.Fatalf("create through the server: %s", text)
 	}
-	text, _ = mcpText(t, ctx, cs, "memory", map[string]any{"command": "view", "path": "/memories/todo.md"})
+	text, _ = mcpText(t, ctx, cs, "memory", map[string]any{"command": "view", "path": "/memories/notes/todo.md"})
 	mustContain(t, "view", text, "buy milk")
 	text, isErr = mcpText(t, ctx, cs, "memory", map[string]any{"command": "view", "path": "/memories/../x"})
 	if !isErr {
@@ -232,6 +247,11 @@ func TestMCPStdioThroughServer(t *testing.T) {
 	}
 	cs.Close()
 	mustContain(t, "stderr", stderr.String(), "/mcp", sid)
+	for _, line := range strings.Split(strings.TrimSpace(localErr), "\n")[1:] { // the first line says where the tools are
+		if !strings.Contains(stderr.String(), line+"\n") {
+			t.Errorf("stderr through the server lacks %q:\n%s", line, stderr.String())
+		}
+	}
 
 	out, errOut, code := c.runEnv(append(os.Environ(), "GITMEM_API_KEY="+secret), "", "log", "notes", "--session", sid)
 	if code != 0 {
@@ -240,7 +260,6 @@ func TestMCPStdioThroughServer(t *testing.T) {
 	mustContain(t, "versions of the session", out, "/todo.md", sid)
 
 	// Without the key the server refuses, and the command says what to set.
-	cmd = exec.Command(binary, "--data", c.data, "mcp", "--store", "notes")
-	errBytes, _ := cmd.CombinedOutput()
+	errBytes, _ := exec.Command(binary, "--data", c.data, "mcp", "--store", "notes").CombinedOutput()
 	mustContain(t, "no key", string(errBytes), "GITMEM_API_KEY")
 }
