@@ -43,7 +43,7 @@ var funcs = template.FuncMap{
 		}
 		return d + "/"
 	},
-	"crumbs": crumbs,
+	"crumbs":    crumbs,
 	"list":      func(s ...string) []string { return s },
 	"highlight": highlight,
 }
