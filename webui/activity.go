@@ -1,6 +1,7 @@
 package webui
 
 import (
+	"html/template"
 	"net/http"
 	"net/url"
 	"strings"
@@ -20,15 +21,16 @@ func filterOf(v url.Values) activityFilter {
 	return activityFilter{Actor: g("actor"), Session: g("session"), Key: g("key"), Op: g("op"), Prefix: g("prefix"), Since: g("since"), Until: g("until")}
 }
 
-// query is the filter as a query string, to carry it to the next page or to a revert.
-func (f activityFilter) Query() string {
+// Query is the filter as a query string, to carry it to the next page or to a revert
+// (typed as a URL, so that pages insert it as it is: it is encoded here).
+func (f activityFilter) Query() template.URL {
 	v := url.Values{}
 	for k, s := range map[string]string{"actor": f.Actor, "session": f.Session, "key": f.Key, "op": f.Op, "prefix": f.Prefix, "since": f.Since, "until": f.Until} {
 		if s != "" {
 			v.Set(k, s)
 		}
 	}
-	return v.Encode()
+	return template.URL(v.Encode())
 }
 
 // versions turns the filter into a version filter, with its times read as people type them

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
-	"net/url"
 	"path"
 	"strings"
 	"time"
@@ -28,21 +27,12 @@ var funcs = template.FuncMap{
 		}
 		return t.UTC().Format("2006-01-02 15:04:05 UTC")
 	},
-	"ago":      ago,
-	"bytes":    humanBytes,
-	"short":    func(s string) string { return shortID(s) },
-	"markdown": markdown,
-	"actor":    actorName,
-	"q":        url.QueryEscape,
-	"p":        url.PathEscape,
-	"base":     func(p string) string { return path.Base(strings.TrimSuffix(p, "/")) },
-	"parent": func(p string) string {
-		d := path.Dir(strings.TrimSuffix(p, "/"))
-		if d == "/" {
-			return "/"
-		}
-		return d + "/"
-	},
+	"ago":       ago,
+	"bytes":     humanBytes,
+	"short":     func(s string) string { return shortID(s) },
+	"markdown":  markdown,
+	"actor":     actorName,
+	"base":      func(p string) string { return path.Base(strings.TrimSuffix(p, "/")) },
 	"crumbs":    crumbs,
 	"list":      func(s ...string) []string { return s },
 	"highlight": highlight,
