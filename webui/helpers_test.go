@@ -27,6 +27,7 @@ type env struct {
 	url  string
 	data *gitstore.DataDir
 	keys *apikeys.Keys
+	h    http.Handler // the server itself, for benchmarks that leave the network out
 }
 
 func start(t testing.TB) *env {
@@ -57,7 +58,7 @@ func start(t testing.TB) *env {
 		idx.Close()
 		d.Close()
 	})
-	return &env{t: t, url: hs.URL, data: d, keys: keys}
+	return &env{t: t, url: hs.URL, data: d, keys: keys, h: srv}
 }
 
 // key makes an API key and returns its secret and id.
