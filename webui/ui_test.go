@@ -306,3 +306,49 @@ func unsafeMarkup(body string) []string {
 		}
 	}
 }
+
+func TestStorePages(t *testing.T) {
+	e := start(t)
+	b := e.browser()
+	if p := b.get("/ui/login"); p.status != http.StatusSeeOther {
+		t.Errorf("the sign-in page without keys: %d", p.status)
+	}
+	p := b.submit("/ui/", "/ui/stores", url.Values{"name": {"team"}, "description": {"shared"}})
+	if p.status != http.StatusSeeOther || !strings.HasPrefix(p.header.Get("Location"), "/ui/stores/memstore_") {
+		t.Fatalf("create: %d %s", p.status, p.header.Get("Location"))
+	}
+	st := strings.TrimPrefix(p.header.Get("Location"), "/ui/stores/")
+	// Names are unique: a second store of the same name is refused with the store's message.
+	if p := b.submit("/ui/", "/ui/stores", url.Values{"name": {"team"}}); p.status != http.StatusConflict || !strings.Contains(p.body, "team") {
+		t.Fatalf("a duplicate name: %d %.300s", p.status, p.body)
+	}
+	if p := b.submit("/ui/stores/team", "/ui/stores/team/settings", url.Values{"name": {"crew"}, "description": {"the crew's notes"}}); p.status != http.StatusSeeOther {
+		t.Fatalf("settings: %d %.300s", p.status, p.body)
+	}
+	if p := b.get("/ui/stores/crew"); p.status != 200 || !strings.Contains(p.body, "the crew&#39;s notes") {
+		t.Fatalf("after the rename: %d", p.status)
+	}
+	if p := b.get("/ui/stores/" + st + "/new?prefix=/a/"); p.status != 200 || !strings.Contains(p.body, `value="/a/"`) {
+		t.Fatalf("new memory form: %d", p.status)
+	}
+	// Archiving needs the name typed; then the store is read-only, in the pages and in fact.
+	if p := b.submit("/ui/stores/"+st, "/ui/stores/"+st+"/archive", url.Values{"confirm": {"team"}}); p.status != http.StatusBadRequest {
+		t.Fatalf("archive with the wrong name: %d", p.status)
+	}
+	if p := b.submit("/ui/stores/"+st, "/ui/stores/"+st+"/archive", url.Values{"confirm": {"crew"}}); p.status != http.StatusSeeOther {
+		t.Fatalf("archive: %d %.300s", p.status, p.body)
+	}
+	page := b.get("/ui/stores/" + st)
+	if !strings.Contains(page.body, "archived") || strings.Contains(page.body, "New memory here") {
+		t.Fatalf("an archived store's page: %.1500s", page.body)
+	}
+	if p := b.submit("/ui/", "/ui/stores/"+st+"/memories", url.Values{"path": {"/x.md"}, "content": {"x"}}); p.status != http.StatusBadRequest || !strings.Contains(p.body, "archived") {
+		t.Fatalf("a write to an archived store: %d %.300s", p.status, p.body)
+	}
+	if p := b.get("/ui/"); strings.Contains(p.body, "crew") {
+		t.Error("an archived store is listed without asking")
+	}
+	if p := b.get("/ui/?archived=1"); !strings.Contains(p.body, "crew") {
+		t.Error("archived stores are not listed when asked")
+	}
+}
