@@ -2,7 +2,9 @@ package webui
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gitmem/gitmem/httpapi"
 )
@@ -11,7 +13,7 @@ func (u *UI) loginForm(w http.ResponseWriter, r *http.Request, q *request) error
 	if !q.keys {
 		return redirect(w, r, Prefix) // no keys, no sign-in
 	}
-	u.render(w, r, q, http.StatusOK, "login", loginPage{Next: safeNext(r.URL.Query().Get("next")), TTL: u.opts.SessionTTL.String()})
+	u.render(w, r, q, http.StatusOK, "login", loginPage{Next: safeNext(r.URL.Query().Get("next")), TTL: humanDuration(u.opts.SessionTTL)})
 	return nil
 }
 
@@ -25,7 +27,7 @@ func (u *UI) login(w http.ResponseWriter, r *http.Request, q *request) error {
 	cl, err := u.opts.Auth.Identify(r, strings.TrimSpace(r.PostFormValue("key")))
 	if err != nil {
 		status, _, msg := httpapi.ErrorStatus(err)
-		u.render(w, r, q, status, "login", loginPage{Next: next, Error: msg, TTL: u.opts.SessionTTL.String()})
+		u.render(w, r, q, status, "login", loginPage{Next: next, Error: msg, TTL: humanDuration(u.opts.SessionTTL)})
 		return nil
 	}
 	u.sessions.signIn(w, r, cl.Key.ID)
@@ -43,4 +45,23 @@ func safeNext(next string) string {
 		return Prefix
 	}
 	return next
+}
+
+// humanDuration says a session's length as people do: "12 hours", "30 minutes".
+func humanDuration(d time.Duration) string {
+	switch {
+	case d >= time.Hour && d%time.Hour == 0:
+		return plural(int(d/time.Hour), "hour")
+	case d >= time.Minute && d%time.Minute == 0:
+		return plural(int(d/time.Minute), "minute")
+	default:
+		return d.String()
+	}
+}
+
+func plural(n int, unit string) string {
+	if n == 1 {
+		return "1 " + unit
+	}
+	return strconv.Itoa(n) + " " + unit + "s"
 }
