@@ -16,6 +16,7 @@ import (
 //	search/<id>.bleve      a store's search index (package search)
 //	git-hooks/             the pre-receive hook of git over HTTP (package gitserve)
 //	remotes/<id>.json      a store's remotes, and <id>.state.json their sync state (package gitsync)
+//	ui-session.key         the key that signs the web UI's sign-in cookies (package webui)
 type Layout struct{ Root string }
 
 // LockFile is the file whose lock the process that holds the directory has.
@@ -82,3 +83,7 @@ func (Layout) RemotesFileStore(name string) (string, bool) {
 func (l Layout) SyncStateFile(id string) string {
 	return filepath.Join(l.RemotesDir(), id+".state.json")
 }
+
+// UISessionKeyFile holds the secret that signs the web UI's session and CSRF tokens: kept
+// in the directory so that sign-ins outlive a restart of the server.
+func (l Layout) UISessionKeyFile() string { return filepath.Join(l.Root, "ui-session.key") }

@@ -626,6 +626,8 @@ func (f VersionFilter) matches(v verRec) bool {
 	return (f.Operation == "" || v.Op == f.Operation) &&
 		(f.SessionID == "" || a.SessionID() == f.SessionID) &&
 		(f.APIKeyID == "" || a.KeyID() == f.APIKeyID) &&
+		(f.ActorID == "" || a.ID == f.ActorID) &&
+		(f.PathPrefix == "" || v.Redacted == nil && strings.HasPrefix(v.Path, f.PathPrefix)) &&
 		(f.CreatedAtGTE.IsZero() || !at.Before(f.CreatedAtGTE)) &&
 		(f.CreatedAtLTE.IsZero() || !at.After(f.CreatedAtLTE))
 }

@@ -189,10 +189,16 @@ type ListPage struct {
 
 // VersionFilter selects versions. Zero fields do not filter. Limit is 1 to 1000 (default 20).
 type VersionFilter struct {
-	MemoryID     string
-	Operation    Operation
-	SessionID    string
-	APIKeyID     string
+	MemoryID  string
+	Operation Operation
+	SessionID string
+	APIKeyID  string
+	// ActorID keeps the versions made by one actor: a key, a session or a user (user_…, or
+	// the id gitmem gives a plain git author).
+	ActorID string
+	// PathPrefix keeps the versions of paths below a folder ("/projects/"); a redacted
+	// version has no path, and is left out.
+	PathPrefix   string
 	CreatedAtGTE time.Time
 	CreatedAtLTE time.Time
 	Limit        int

@@ -84,7 +84,7 @@ func (s *Server) identify(r *http.Request, secret, missing string) (caller, erro
 			"once keys are in force they stay required, even when every key is revoked: create one with gitmem keys create)")
 	}
 	cl.key = &key
-	cl.actor = gitstore.Actor{Type: gitstore.APIActor, ID: key.ID, Name: key.Name}
+	cl.actor = keyActor(key)
 	return cl, nil
 }
 

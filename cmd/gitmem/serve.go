@@ -17,6 +17,7 @@ import (
 	"github.com/gitmem/gitmem/gitsync"
 	"github.com/gitmem/gitmem/httpapi"
 	"github.com/gitmem/gitmem/search"
+	"github.com/gitmem/gitmem/webui"
 )
 
 func init() { register(newServeCmd) }
@@ -110,6 +111,11 @@ func serve(ctx context.Context, a *app, log *slog.Logger, f serveFlags, cmd *cob
 		}
 	}()
 	srv.EnableSearch(idx)
+	ui, err := webui.New(webui.Options{Data: d, Keys: keys, Auth: srv, Search: idx, Logger: log})
+	if err != nil {
+		return err
+	}
+	srv.Mount(webui.Prefix, ui)
 	syncer := &gitsync.Syncer{DataDir: a.dataDir} // the loop's and POST .../sync's
 	srv.EnableSync(func(ctx context.Context, st *gitstore.Store, remote string) (any, []error, error) {
 		return syncer.SyncRemotes(ctx, st, remote)
@@ -125,6 +131,7 @@ func serve(ctx context.Context, a *app, log *slog.Logger, f serveFlags, cmd *cob
 	}
 	out := cmd.OutOrStdout()
 	fmt.Fprintf(out, "gitmem is serving %s/v1/memory_stores\n", url)
+	fmt.Fprintf(out, "  ui:    %s/ui/ (open it in a browser)\n", url)
 	fmt.Fprintf(out, "  data:  %s\n", a.dataDir)
 	if anyKey {
 		fmt.Fprintf(out, "  auth:  API keys required (x-api-key or Authorization: Bearer)\n")

@@ -1,0 +1,276 @@
+package webui_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/gitmem/gitmem/apikeys"
+)
+
+// chromium finds the headless browser: Debian's chromium, which .ci/run installs.
+func chromium(t *testing.T) string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("no chromium on this machine: .ci/run installs Debian's chromium package")
+	}
+	t.Skip("no chromium on this machine (apt-get install chromium): the browser tests need it")
+	return ""
+}
+
+// shots is where the browser test leaves its screenshots: $GITMEM_SCREENSHOTS, or a
+// temporary directory.
+func shots(t *testing.T) string {
+	if d := os.Getenv("GITMEM_SCREENSHOTS"); d != "" {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	return t.TempDir()
+}
+
+// TestBrowser drives the UI in headless Chromium as a reviewer would: sign in, browse, open
+// a memory, see its history, diff two versions, restore, redact, revert a session, edit
+// against a concurrent agent write, and search.
+func TestBrowser(t *testing.T) {
+	exe := chromium(t)
+	dir := shots(t)
+	e := start(t)
+	admin, _ := e.key("reviewer", apikeys.ReadWrite, "")
+	st := e.store(admin, "team-notes")
+	e.api("POST", "/v1/memory_stores/"+st, admin, map[string]any{"description": "what the support agents learned"}, nil)
+	plan := e.write(admin, st, "/billing/plan.md", "# Billing plan\n\nCustomers pay **monthly**.\n\n- invoices on the 1st\n- net 30\n", "x-gitmem-session-id", "sesn_billing")
+	e.write(admin, st, "/billing/plan.md", "# Billing plan\n\nCustomers pay **yearly**, with a discount.\n\n- invoices on the 1st\n- net 30\n- refunds within 14 days\n", "x-gitmem-session-id", "sesn_billing")
+	e.write(admin, st, "/support/tone.md", "Be brief and kind.\n", "x-gitmem-session-id", "sesn_support")
+	e.write(admin, st, "/support/escalation.md", "Escalate outages to the on-call engineer.\n", "x-gitmem-session-id", "sesn_support")
+	e.write(admin, st, "/support/junk.md", "lorem ipsum from a confused agent\n", "x-gitmem-session-id", "sesn_confused")
+	e.write(admin, st, "/support/tone.md", "Be curt.\n", "x-gitmem-session-id", "sesn_confused")
+
+	alloc, cancel := chromedp.NewExecAllocator(context.Background(), chromedp.ExecPath(exe), chromedp.Headless,
+		chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1280, 900))
+	defer cancel()
+	ctx, cancel := chromedp.NewContext(alloc)
+	defer cancel()
+	ctx, cancel = context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+
+	// The first action starts the browser and its tab on ctx itself: a context derived
+	// from it and cancelled later would close them.
+	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatal(err)
+	}
+	run := func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		for i, step := range steps {
+			sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+			err := chromedp.Do(sctx, step)
+			cancel()
+			if err != nil {
+				loc, _ := chromedp.Run(ctx, chromedp.Location())
+				t.Fatalf("%s, step %d (at %s): %v", what, i+1, loc, err)
+			}
+		}
+	}
+	shot := func(name string) chromedp.Action[chromedp.Void] {
+		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			buf, err := chromedp.FullScreenshot(100)(ctx, tg)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(dir, name+".png"), buf, 0o644)
+		})
+	}
+	text := func(sel string) string {
+		t.Helper()
+		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+		if err != nil {
+			t.Fatalf("read %s: %v", sel, err)
+		}
+		return s
+	}
+	eval := func(expr string) any {
+		t.Helper()
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[any](expr))
+		if err != nil {
+			t.Fatalf("evaluate %s: %v", expr, err)
+		}
+		return v
+	}
+	base := e.url + "/ui/stores/" + st
+
+	// Sign in: a page asks for the key and comes back to where the reviewer was going.
+	run("sign in",
+		chromedp.Navigate(base),
+		chromedp.WaitVisible(chromedp.CSS(`#key`)),
+		chromedp.SendKeys(chromedp.CSS(`#key`), admin),
+		chromedp.Submit(chromedp.CSS(`#key`)),
+		chromedp.WaitVisible(chromedp.CSS(`ul.tree`)),
+	)
+	run("stores", chromedp.Navigate(e.url+"/ui/"), chromedp.WaitVisible(chromedp.CSS(`table.list`)), shot("stores"))
+	if s := text("table.list"); !strings.Contains(s, "team-notes") || !strings.Contains(s, "sesn_confused") {
+		t.Fatalf("stores page shows %q", s)
+	}
+
+	// Browse into a folder and open a memory.
+	run("browse",
+		chromedp.Navigate(base),
+		chromedp.Click(chromedp.CSS(`li.folder a[href$="prefix=%2fbilling%2f"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`li.file a`)),
+		chromedp.Click(chromedp.CSS(`li.file a`)),
+		chromedp.WaitVisible(chromedp.CSS(`article.content h1`)),
+		shot("memory"),
+	)
+	if s := text("article.content"); !strings.Contains(s, "yearly") {
+		t.Fatalf("memory page shows %q", s)
+	}
+
+	// History, and a diff of the two versions (the page preselects the newest two).
+	run("history",
+		chromedp.Click(chromedp.CSS(`.toolbar a[href$="/history"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`table.timeline`)),
+		shot("history"),
+		chromedp.Click(chromedp.CSS(`#compare`)),
+		chromedp.WaitVisible(chromedp.CSS(`table.diff.split`)),
+		shot("diff"),
+	)
+	if s := text("table.diff"); !strings.Contains(s, "monthly") || !strings.Contains(s, "refunds within 14 days") {
+		t.Fatalf("diff shows %q", s)
+	}
+
+	// Restore the first version from its page.
+	var vs struct {
+		Data []struct{ ID string } `json:"data"`
+	}
+	e.api("GET", "/v1/memory_stores/"+st+"/memory_versions?memory_id="+plan.ID, admin, nil, &vs)
+	first := vs.Data[len(vs.Data)-1].ID
+	run("restore",
+		chromedp.Navigate(base+"/versions/"+first),
+		chromedp.Click(chromedp.CSS(`#restore`)),
+		chromedp.WaitVisible(chromedp.CSS(`article.content`)),
+	)
+	if got := e.read(admin, st, plan.ID).Content; !strings.Contains(got, "monthly") {
+		t.Fatalf("after restore: %q", got)
+	}
+
+	// Redact the yearly version: the confirmation says it cannot be undone.
+	second := vs.Data[0].ID
+	run("redact",
+		chromedp.Navigate(base+"/versions/"+second),
+		chromedp.Click(chromedp.CSS(`#redact-link`)),
+		chromedp.WaitVisible(chromedp.CSS(`#confirm`)),
+		shot("redact"),
+	)
+	if s := text("main"); !strings.Contains(s, "cannot be undone") {
+		t.Fatalf("redact confirmation shows %q", s)
+	}
+	run("confirm redaction",
+		chromedp.SendKeys(chromedp.CSS(`#confirm`), "redact"),
+		chromedp.Click(chromedp.CSS(`#redact-submit`)),
+		chromedp.WaitVisible(chromedp.CSS(`table.timeline`)),
+	)
+	if s := text("table.timeline"); !strings.Contains(s, "redacted") {
+		t.Fatalf("timeline after redaction: %q", s)
+	}
+
+	// Activity: filter by the confused session, look at the dry run, revert.
+	run("activity",
+		chromedp.Navigate(base+"/activity"),
+		chromedp.WaitVisible(chromedp.CSS(`#f-session`)),
+		chromedp.SendKeys(chromedp.CSS(`#f-session`), "sesn_confused"),
+		chromedp.SendKeys(chromedp.CSS(`#f-since`), "today"),
+		chromedp.Click(chromedp.CSS(`#filter`)),
+		chromedp.WaitVisible(chromedp.CSS(`#revert-link`)),
+		shot("activity"),
+		chromedp.Click(chromedp.CSS(`#revert-link`)),
+		chromedp.WaitVisible(chromedp.CSS(`h1.dry-run`)),
+		shot("revert-dry-run"),
+	)
+	if got := e.read(admin, st, plan.ID).Content; got == "" {
+		t.Fatal("unreachable")
+	}
+	run("revert",
+		chromedp.Click(chromedp.CSS(`#revert-submit`)),
+		chromedp.WaitVisible(chromedp.CSS(`h1.reverted`)),
+	)
+	var list struct {
+		Data []struct{ Path, ID string } `json:"data"`
+	}
+	e.api("GET", "/v1/memory_stores/"+st+"/memories?path_prefix=/support/", admin, nil, &list)
+	var tone string
+	for _, m := range list.Data {
+		if m.Path == "/support/junk.md" {
+			t.Fatal("the reverted session's new memory is still there")
+		}
+		if m.Path == "/support/tone.md" {
+			tone = m.ID
+		}
+	}
+	if got := e.read(admin, st, tone).Content; got != "Be brief and kind.\n" {
+		t.Fatalf("tone after the revert: %q", got)
+	}
+
+	// Edit while an agent writes: the save shows the conflict; a second save wins.
+	run("edit",
+		chromedp.Navigate(base+"/memories/"+tone+"/edit"),
+		chromedp.WaitVisible(chromedp.CSS(`#content`)),
+		chromedp.SetValue(chromedp.CSS(`#content`), "Be brief, kind and concrete.\n"),
+	)
+	e.write(admin, st, "/support/tone.md", "Be brief and kind. Sign with the team name.\n", "x-gitmem-session-id", "sesn_support")
+	run("save over a concurrent write",
+		chromedp.Click(chromedp.CSS(`#save`)),
+		chromedp.WaitVisible(chromedp.CSS(`section.conflict`)),
+		shot("edit-conflict"),
+	)
+	if got := e.read(admin, st, tone).Content; got != "Be brief and kind. Sign with the team name.\n" {
+		t.Fatalf("the agent's write was clobbered: %q", got)
+	}
+	run("save again",
+		chromedp.Click(chromedp.CSS(`#save`)),
+		chromedp.WaitVisible(chromedp.CSS(`article.content`)),
+	)
+	if got := e.read(admin, st, tone).Content; got != "Be brief, kind and concrete.\n" {
+		t.Fatalf("after the second save: %q", got)
+	}
+
+	// Search, with the match marked.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		run("search",
+			chromedp.Navigate(base+"/search"),
+			chromedp.WaitVisible(chromedp.CSS(`#sq`)),
+			chromedp.SendKeys(chromedp.CSS(`#sq`), "escalate"),
+			chromedp.Submit(chromedp.CSS(`#sq`)),
+			chromedp.WaitVisible(chromedp.CSS(`p.total`)),
+		)
+		if n, _ := eval(`document.querySelectorAll("ol.hits mark").length`).(float64); n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("search never found the memory")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	run("search shot", shot("search"))
+
+	// On a phone the pages reflow: no horizontal scrolling on the store list.
+	run("phone",
+		chromedp.EmulateViewport(390, 844),
+		chromedp.Navigate(e.url+"/ui/"),
+		chromedp.WaitVisible(chromedp.CSS(`table.list`)),
+		shot("stores-phone"),
+	)
+	if overflow, _ := eval(`document.documentElement.scrollWidth > window.innerWidth + 1`).(bool); overflow {
+		t.Error("the store list scrolls sideways on a phone")
+	}
+}
