@@ -6,11 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/gitmem/gitmem/gitstore/internal/odb"
 	"github.com/gitmem/gitmem/internal/durable"
@@ -128,11 +130,13 @@ func BenchmarkConcurrentWrites(b *testing.B) {
 }
 
 // concurrentWrites fills s with 1,000 memories, then times b.N updates of them by writers
-// concurrent writers.
+// concurrent writers, and reports their rate and the p50 and p99 of a write's latency
+// (a stall of the writer shows as a p99 far above the p50).
 func concurrentWrites(b *testing.B, s *Store, writers int) {
 	fill(b, s, 1000, benchPath)
 	var next atomic.Int64
 	var wg sync.WaitGroup
+	lat := make([][]time.Duration, writers)
 	b.ResetTimer()
 	for w := 0; w < writers; w++ {
 		wg.Add(1)
@@ -144,16 +148,26 @@ func concurrentWrites(b *testing.B, s *Store, writers int) {
 					return
 				}
 				k := (i * 7919) % 1000
+				t0 := time.Now()
 				if _, err := s.Write(context.Background(), WriteInput{Path: benchPath(k), Content: benchContent(k + i + 1), Actor: apiActor}); err != nil {
 					b.Error(err)
 					return
 				}
+				lat[w] = append(lat[w], time.Since(t0))
 			}
 		}()
 	}
 	wg.Wait()
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "writes/s")
+	all := slices.Concat(lat...)
+	slices.Sort(all)
+	if len(all) > 0 {
+		p50, p99 := all[len(all)/2], all[len(all)*99/100]
+		b.ReportMetric(float64(p50.Microseconds())/1000, "p50-ms")
+		b.ReportMetric(float64(p99.Microseconds())/1000, "p99-ms")
+		b.ReportMetric(float64(p99)/float64(p50), "p99/p50")
+	}
 }
 
 // BenchmarkGitCLIPlumbing is the baseline: the same write done with git's own plumbing on

@@ -463,8 +463,20 @@ func TestScrubPath(t *testing.T) {
 // after, on top of the rewritten history or under it, and the catalog is the one a rebuild
 // gives.
 func TestRedactDuringWrites(t *testing.T) {
+	// With the default pack limit, and with a limit of 2 that has a merge run beside the
+	// writer after nearly every group: a merge must never put the redacted content back.
+	for _, opts := range []Options{{}, {MaxPacks: 2}} {
+		t.Run(fmt.Sprintf("max_packs=%d", opts.MaxPacks), func(t *testing.T) { redactDuringWrites(t, opts) })
+	}
+}
+
+func redactDuringWrites(t *testing.T, opts Options) {
 	ctx := context.Background()
-	s := newTestStore(t)
+	d := newTestDataDir(t, opts)
+	s, err := d.CreateStore(ctx, CreateStoreInput{Name: "redact", Actor: apiActor})
+	if err != nil {
+		t.Fatal(err)
+	}
 	leak := mustWrite(t, s, "/leak.md", "secret KESTREL-31\n", apiActor)
 	mustWrite(t, s, "/leak.md", "clean\n", apiActor)
 	const writers, writes = 6, 25

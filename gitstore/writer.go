@@ -107,15 +107,13 @@ func (s *Store) run() {
 					group = group[n:]
 					continue
 				}
-				group[0].done <- result{err: group[0].task()}
+				group[0].done <- result{err: s.runTaskNow(group[0].task)}
 				group = group[1:]
 			}
-			if s.repo.Packs() > s.opts.MaxPacks {
-				s.maintain(s.opts.MaxPacks)
-			}
+			s.afterGroup()
 			idle.Reset(s.opts.IdlePack)
 		case <-idle.C:
-			s.maintain(idlePacks)
+			s.askMaintain(idlePacks)
 		case <-s.quit:
 			// Answer what is still queued, so that no caller waits forever.
 			for {
@@ -128,24 +126,6 @@ func (s *Store) run() {
 			}
 		}
 	}
-}
-
-// idlePacks is how many packs a repository keeps once the writer has been idle.
-const idlePacks = 8
-
-// maintain packs loose objects and merges packs down to maxPacks; a failure is logged and
-// tried again later, never fatal.
-func (s *Store) maintain(maxPacks int) {
-	start := time.Now()
-	if err := s.repo.PackLoose(); err != nil {
-		s.log.Error("pack loose objects", "store", s.id, "err", err)
-		return
-	}
-	if err := s.repo.MergePacks(maxPacks); err != nil {
-		s.log.Error("merge packs", "store", s.id, "err", err)
-		return
-	}
-	s.log.Debug("packed objects", "store", s.id, "packs", s.repo.Packs(), "took", time.Since(start))
 }
 
 func (s *Store) runGroup(group []*request) {

@@ -81,11 +81,13 @@ func geometricSplit(packs []packFile) int {
 // under temporary names and published index first; only then are the old packs removed,
 // under the storage lock, and the storage reloaded.
 func (r *Repo) MergePacks(maxPacks int) error {
+	r.swap.Lock()
+	defer r.swap.Unlock()
 	packs, err := r.packFiles()
 	if err != nil {
 		return err
 	}
-	r.packs = len(packs)
+	r.packs.Store(int64(len(packs)))
 	if len(packs) <= maxPacks {
 		return nil
 	}
@@ -126,7 +128,7 @@ func (r *Repo) MergePacks(maxPacks int) error {
 	r.st = newStorage(r.path)
 	clear(r.recent)
 	r.recentBytes = 0
-	r.packs = len(packs) - k + 1
+	r.packs.Add(-int64(k - 1)) // packs written meanwhile stay counted
 	return nil
 }
 

@@ -159,7 +159,7 @@ func (r *Repo) WritePack(objs []plumbing.EncodedObject) error {
 	}
 	r.recentBytes += size
 	r.mu.Unlock()
-	r.packs++
+	r.packs.Add(1)
 	if r.recentBytes > maxRecentBytes {
 		r.Reload()
 	}

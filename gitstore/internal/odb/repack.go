@@ -148,6 +148,6 @@ func (r *Repo) CountPacks() error {
 	if err != nil {
 		return err
 	}
-	r.packs = len(packs)
+	r.packs.Store(int64(len(packs)))
 	return nil
 }

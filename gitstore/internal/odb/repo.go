@@ -4,8 +4,11 @@
 // main.lock). gitstore builds commits and the catalog on top of it; odb knows nothing of
 // memories, versions or the catalog.
 //
-// A Repo is safe for concurrent reads; writes (WritePack, CASRef, PackLoose, MergePacks,
-// RepackAll, Reload) are made by one goroutine at a time, the store's writer.
+// A Repo is safe for concurrent reads. Writes (WritePack, CASRef, RepackAll) are made by one
+// goroutine at a time, the store's writer; maintenance (PackLoose, MergePacks) may run in
+// another goroutine at the same time, and Reload in either: MergePacks and Reload exclude
+// each other (swap), so that a storage listed before a merge never replaces the one made
+// after it. RepackAll must not run beside maintenance (the store holds them apart).
 package odb
 
 import (
@@ -17,6 +20,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5"
@@ -44,7 +48,11 @@ type Repo struct {
 	recent      map[plumbing.Hash]plumbing.EncodedObject
 	recentBytes int64
 
-	packs int // packs written since the last count; the writer goroutine's only
+	// swap is held by MergePacks and Reload for the whole of their work, from listing the
+	// packs to installing the storage made from them.
+	swap sync.Mutex
+
+	packs atomic.Int64 // packs, as of the last count plus those written since
 }
 
 // Init creates a bare repository at path with main as its default branch and the
@@ -133,7 +141,7 @@ func Open(path string) (*Repo, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.packs = len(packs)
+	r.packs.Store(int64(len(packs)))
 	return r, nil
 }
 
@@ -151,7 +159,7 @@ func (r *Repo) Path() string { return r.path }
 
 // Packs returns how many packs the repository has, as last counted or written; the writer
 // goroutine's only.
-func (r *Repo) Packs() int { return r.packs }
+func (r *Repo) Packs() int { return int(r.packs.Load()) }
 
 // Object reads one object.
 func (r *Repo) Object(h plumbing.Hash) (plumbing.EncodedObject, error) {
@@ -192,6 +200,8 @@ func ReadEncoded(o plumbing.EncodedObject) ([]byte, error) {
 
 // Reload replaces the storage, so that packs added or removed by a git process are seen.
 func (r *Repo) Reload() {
+	r.swap.Lock()
+	defer r.swap.Unlock()
 	st := newStorage(r.path) // reads every index: outside the lock
 	r.mu.Lock()
 	defer r.mu.Unlock()
