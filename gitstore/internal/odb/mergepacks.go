@@ -251,9 +251,9 @@ func (r *Repo) copyObjects(path string, entries []idxfile.Entry, written map[plu
 			}
 			iw.Add(e.Hash, off, e.CRC32)
 		default:
-			o, err := r.Object(e.Hash)
+			o, err := r.lookup(e.Hash) // not Object: a merge holds swap
 			if err != nil {
-				return err
+				return fmt.Errorf("read object %s: %w", e.Hash, err)
 			}
 			crc, err := ww.write(cw, o)
 			if err != nil {

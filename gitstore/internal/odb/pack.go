@@ -158,9 +158,10 @@ func (r *Repo) WritePack(objs []plumbing.EncodedObject) error {
 		r.recent[o.Hash()] = o
 	}
 	r.recentBytes += size
+	full := r.recentBytes > maxRecentBytes
 	r.mu.Unlock()
 	r.packs.Add(1)
-	if r.recentBytes > maxRecentBytes {
+	if full {
 		r.Reload()
 	}
 	return nil
@@ -217,6 +218,8 @@ func (r *Repo) listLoose() ([]plumbing.Hash, error) {
 // PackLoose moves loose objects (written by git processes, such as a push) into one pack: it writes and fsyncs the pack and its
 // index, tells the storage about them, and only then removes the loose files.
 func (r *Repo) PackLoose() error {
+	r.swap.Lock() // it changes the storage, as a merge or a reload does
+	defer r.swap.Unlock()
 	loose, err := r.listLoose()
 	if err != nil || len(loose) == 0 {
 		return err

@@ -56,6 +56,8 @@ func (r *Repo) RepackAll(ctx context.Context, extra ...string) (moved bool, err 
 // The storage lock is held from the removal to the replacement, so that no reader looks
 // for an object in a removed pack.
 func (r *Repo) replacePacks(old []packFile) error {
+	r.swap.Lock()
+	defer r.swap.Unlock()
 	now, err := r.packFiles()
 	if err != nil {
 		return err

@@ -7,8 +7,9 @@
 // A Repo is safe for concurrent reads. Writes (WritePack, CASRef, RepackAll) are made by one
 // goroutine at a time, the store's writer; maintenance (PackLoose, MergePacks) may run in
 // another goroutine at the same time, and Reload in either: MergePacks and Reload exclude
-// each other (swap), so that a storage listed before a merge never replaces the one made
-// after it. RepackAll must not run beside maintenance (the store holds them apart).
+// each other (swap), as do PackLoose and the storage swap of RepackAll, so that a storage
+// listed before a merge never replaces the one made after it. RepackAll must not run beside
+// maintenance (the store holds them apart).
 package odb
 
 import (
@@ -162,17 +163,31 @@ func (r *Repo) Path() string { return r.path }
 func (r *Repo) Packs() int { return int(r.packs.Load()) }
 
 // Object reads one object.
+//
+// A storage swapped in by one goroutine while another published a pack can miss that pack
+// (go-git learns of packs only by rereading the directory). Every object asked for here was
+// on disk before anyone could ask for it, so a miss is answered from a fresh storage before
+// it is believed. Code that holds swap uses lookup instead.
 func (r *Repo) Object(h plumbing.Hash) (plumbing.EncodedObject, error) {
+	if o, err := r.lookup(h); err == nil {
+		return o, nil
+	}
+	r.Reload()
+	o, err := r.lookup(h)
+	if err != nil {
+		return nil, fmt.Errorf("read object %s: %w", h, err)
+	}
+	return o, nil
+}
+
+// lookup reads one object from the recent packs or the storage.
+func (r *Repo) lookup(h plumbing.Hash) (plumbing.EncodedObject, error) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if o, ok := r.recent[h]; ok {
 		return o, nil
 	}
-	o, err := r.st.EncodedObject(plumbing.AnyObject, h)
-	if err != nil {
-		return nil, fmt.Errorf("read object %s: %w", h, err)
-	}
-	return o, nil
+	return r.st.EncodedObject(plumbing.AnyObject, h)
 }
 
 // Blob returns the content of a blob.
