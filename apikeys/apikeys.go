@@ -9,7 +9,6 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -163,10 +162,10 @@ func (k *Keys) Authenticate(secret string) (Key, bool, error) {
 // Create makes a key and returns it with its secret, which is shown this once.
 func (k *Keys) Create(name string, access Access, storeID string) (Key, string, error) {
 	if strings.TrimSpace(name) == "" {
-		return Key{}, "", errors.New("a key needs a name (--name), to tell it apart later")
+		return Key{}, "", &gitstore.Error{Kind: gitstore.KindInvalid, Message: "a key needs a name (--name), to tell it apart later"}
 	}
 	if access != ReadWrite && access != ReadOnly {
-		return Key{}, "", fmt.Errorf("access must be read_write or read_only, got %q", access)
+		return Key{}, "", &gitstore.Error{Kind: gitstore.KindInvalid, Message: fmt.Sprintf("access must be read_write or read_only, got %q", access)}
 	}
 	raw := make([]byte, 32)
 	if _, err := rand.Read(raw); err != nil {
@@ -189,13 +188,13 @@ func (k *Keys) Revoke(ref string) (Key, error) {
 		for i, key := range keys {
 			if key.ID == ref || key.Name == ref && key.Active() {
 				if idx >= 0 {
-					return nil, fmt.Errorf("more than one active key is named %q; revoke it by id", ref)
+					return nil, &gitstore.Error{Kind: gitstore.KindConflict, Message: fmt.Sprintf("more than one active key is named %q; revoke it by id", ref)}
 				}
 				idx = i
 			}
 		}
 		if idx < 0 {
-			return nil, fmt.Errorf("no key with id or name %q (see \"gitmem keys list\")", ref)
+			return nil, &gitstore.Error{Kind: gitstore.KindNotFound, Message: fmt.Sprintf("no key with id or name %q (see \"gitmem keys list\")", ref)}
 		}
 		if keys[idx].Active() {
 			now := time.Now().UTC()

@@ -34,7 +34,7 @@ const maxProblems = 20
 
 // importDir writes the regular files below dir into a store, one version per file, after
 // checking all of them (see the import command's help).
-func (a *app) importDir(cmd *cobra.Command, dir, ref string, overwrite, create bool) error {
+func (a *app) importDir(cmd *cobra.Command, dir, ref string, overwrite, create, asJSON bool) error {
 	ctx := cmd.Context()
 	root, err := filepath.Abs(dir)
 	if err != nil {
@@ -69,9 +69,11 @@ func (a *app) importDir(cmd *cobra.Command, dir, ref string, overwrite, create b
 			if s, err = t.createStore(ctx, gitstore.CreateStoreInput{Name: ref, Actor: cliActor()}); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "created store %s (%s)\n", s.ID(), ref)
+			if !asJSON {
+				fmt.Fprintf(cmd.OutOrStdout(), "created store %s (%s)\n", s.ID(), ref)
+			}
 		}
-		return importFiles(cmd, s, sc)
+		return importFiles(cmd, s, sc, asJSON)
 	})
 }
 
@@ -199,7 +201,7 @@ func (sc *dirScan) refusal() error {
 }
 
 // importFiles writes the files that a scan found into s and says what it did.
-func importFiles(cmd *cobra.Command, s storeAPI, sc *dirScan) error {
+func importFiles(cmd *cobra.Command, s storeAPI, sc *dirScan, asJSON bool) error {
 	created, updated, err := writeFiles(cmd, s, sc.files)
 	info, ierr := s.Info(cmd.Context())
 	if ierr != nil {
@@ -208,6 +210,11 @@ func importFiles(cmd *cobra.Command, s storeAPI, sc *dirScan) error {
 	summary := fmt.Sprintf("%d created, %d unchanged, %d updated", created, sc.unchanged, updated)
 	if err != nil {
 		return fmt.Errorf("import of %s into %s stopped (%s; %d not written): %w", sc.dir, info.ID, summary, len(sc.files)-created-updated, err)
+	}
+	if asJSON {
+		out := storeJSON(info)
+		out["imported"] = map[string]any{"source": sc.dir, "created": created, "unchanged": sc.unchanged, "updated": updated}
+		return printJSON(cmd.OutOrStdout(), out)
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "imported %s into store %s (%s): %s\n", sc.dir, info.ID, info.Name, summary)
 	return nil

@@ -77,8 +77,20 @@ func newKeysCreateCmd(a *app) *cobra.Command {
 	return cmd
 }
 
+// keyJSON is a key as scripts read it: never its secret, only the first characters (hint).
+func keyJSON(k apikeys.Key) map[string]any {
+	var revoked any
+	if k.RevokedAt != nil {
+		revoked = k.RevokedAt.UTC().Format(timeFormat)
+	}
+	return map[string]any{"type": "api_key", "id": k.ID, "name": k.Name, "access": k.Access,
+		"memory_store_id": nilIfEmpty(k.StoreID), "secret_hint": k.Hint,
+		"created_at": k.CreatedAt.UTC().Format(timeFormat), "revoked_at": revoked}
+}
+
 func newKeysListCmd(a *app) *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List API keys (never their secrets)",
 		Args:  cobra.NoArgs,
@@ -90,6 +102,13 @@ func newKeysListCmd(a *app) *cobra.Command {
 			list, err := keys.List()
 			if err != nil {
 				return err
+			}
+			if asJSON {
+				data := []any{}
+				for _, k := range list {
+					data = append(data, keyJSON(k))
+				}
+				return printJSON(cmd.OutOrStdout(), map[string]any{"data": data})
 			}
 			if len(list) == 0 {
 				fmt.Fprintln(cmd.OutOrStdout(), "no API keys: gitmem serve runs without authentication, on loopback only")
@@ -111,10 +130,13 @@ func newKeysListCmd(a *app) *cobra.Command {
 			return tw.Flush()
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the keys as JSON (without secrets)")
+	return cmd
 }
 
 func newKeysRevokeCmd(a *app) *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "revoke ID|NAME",
 		Short: "Revoke an API key; requests with it fail from now on",
 		Args:  exactArgs("ID|NAME"),
@@ -127,7 +149,13 @@ func newKeysRevokeCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "revoked key %s (%s)\n", k.ID, k.Name)
+			if asJSON {
+				if err := printJSON(cmd.OutOrStdout(), keyJSON(k)); err != nil {
+					return err
+				}
+			} else {
+				fmt.Fprintf(cmd.OutOrStdout(), "revoked key %s (%s)\n", k.ID, k.Name)
+			}
 			if anyKey, err := keys.AnyActive(); err == nil && !anyKey {
 				fmt.Fprint(cmd.ErrOrStderr(), "warning: no active API key is left. A running gitmem serve keeps requiring keys: it refuses every request (401)\n"+
 					"until a key is created with \"gitmem keys create\". A gitmem serve restarted on a loopback address serves\n"+
@@ -136,4 +164,6 @@ func newKeysRevokeCmd(a *app) *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the revoked key as JSON")
+	return cmd
 }

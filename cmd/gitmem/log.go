@@ -180,7 +180,7 @@ func memoryAtPath(cmd *cobra.Command, s storeAPI, path string) (string, error) {
 			}
 		}
 		if page.NextCursor == "" {
-			return "", fmt.Errorf("no memory is or was at %s", path)
+			return "", &gitstore.Error{Kind: gitstore.KindNotFound, Message: fmt.Sprintf("no memory is or was at %s", path)}
 		}
 		f.Cursor = page.NextCursor
 	}

@@ -95,6 +95,7 @@ func readContent(cmd *cobra.Command, args []string) (string, error) {
 
 func newCatCmd(a *app) *cobra.Command {
 	var at string
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "cat STORE PATH",
 		Short: "Print the content of a memory",
@@ -111,12 +112,18 @@ func newCatCmd(a *app) *cobra.Command {
 				if err != nil {
 					return err
 				}
+				if asJSON { // as the API answers a read with view=full
+					out := memoryJSON(m)
+					out["content"] = *m.Content
+					return printJSON(cmd.OutOrStdout(), out)
+				}
 				_, err = io.WriteString(cmd.OutOrStdout(), *m.Content)
 				return err
 			})
 		},
 	}
 	cmd.Flags().StringVar(&at, "at", "", atUsage)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the memory with its content as JSON, as the API answers a read")
 	return cmd
 }
 

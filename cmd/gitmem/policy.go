@@ -57,6 +57,7 @@ func (p *policyFlags) patch(cmd *cobra.Command) (*gitstore.PolicyPatch, error) {
 
 func newStoresSetCmd(a *app) *cobra.Command {
 	var flags policyFlags
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "set STORE",
 		Short: "Set a store's hygiene policy: secrets, expiry, quotas",
@@ -73,7 +74,7 @@ clones and sync; flags not given are left as they are.`,
 				return err
 			}
 			if pp == nil {
-				return fmt.Errorf("nothing to set: give --secrets, --expire-after, --max-memories or --max-bytes")
+				return usageError{fmt.Errorf("nothing to set: give --secrets, --expire-after, --max-memories or --max-bytes")}
 			}
 			return a.withStoreAPI(cmd.Context(), args[0], func(s storeAPI) error {
 				info, err := s.UpdateInfo(cmd.Context(), gitstore.StorePatch{Policy: pp, Actor: cliActor()})
@@ -84,12 +85,16 @@ clones and sync; flags not given are left as they are.`,
 				if err != nil {
 					return err
 				}
+				if asJSON {
+					return printJSON(cmd.OutOrStdout(), storeWithPolicyJSON(info, u))
+				}
 				fmt.Fprintf(cmd.OutOrStdout(), "store %s (%s): %s\n", info.ID, info.Name, describePolicy(info.Policy, u))
 				return nil
 			})
 		},
 	}
 	flags.register(cmd.Flags())
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the store with its policy and usage as JSON")
 	return cmd
 }
 
@@ -150,4 +155,11 @@ func policyJSON(p gitstore.Policy, u gitstore.Usage) (map[string]any, map[string
 		pol["max_bytes"] = p.MaxBytes
 	}
 	return pol, map[string]any{"memories": u.Memories, "bytes": u.Bytes}
+}
+
+// storeWithPolicyJSON is a store with its policy and usage, as stores show --json has them.
+func storeWithPolicyJSON(info gitstore.StoreInfo, u gitstore.Usage) map[string]any {
+	v := storeJSON(info)
+	v["policy"], v["usage"] = policyJSON(info.Policy, u)
+	return v
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -119,4 +120,71 @@ func nodeScript(t *testing.T, dir, script string) *exec.Cmd {
 		t.Fatal(err)
 	}
 	return exec.Command("node", file)
+}
+
+// TestReadmeQuickstart checks the README's two Quickstart commands as far as a test can run
+// them: the serve command, started in a fresh folder with nothing set up, serves and prints
+// the banner the README shows (every line but the address), and the test command is the
+// one CI runs (.ci/run ends in it). Running scripts/test itself would run this test again.
+func TestReadmeQuickstart(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(raw), "<!-- quickstart")
+	if !ok {
+		t.Fatal("the README marks no Quickstart block")
+	}
+	blocks := regexp.MustCompile("(?s)```(?:sh)?\n(.*?)```").FindAllStringSubmatch(after, 2)
+	if len(blocks) != 2 {
+		t.Fatal("the Quickstart has no commands block followed by the banner")
+	}
+	var commands []string
+	for _, line := range strings.Split(strings.TrimSpace(blocks[0][1]), "\n") {
+		cmd, _, _ := strings.Cut(line, "#")
+		commands = append(commands, strings.TrimSpace(cmd))
+	}
+	if len(commands) != 2 || commands[0] != "go run ./cmd/gitmem serve" {
+		t.Fatalf("the Quickstart's commands are %q; this test knows the serve command and the test command", commands)
+	}
+	ci, err := os.ReadFile(filepath.Join("..", "..", ".ci", "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(ci), "exec bash "+commands[1]) {
+		t.Errorf(".ci/run does not run the README's test command %q", commands[1])
+	}
+	// The serve command in a fresh folder, with no flag but a free port: the default data
+	// directory, made there.
+	dir := t.TempDir()
+	serve := exec.Command(binary, "serve", "--addr", "127.0.0.1:0")
+	serve.Dir = dir
+	stdout, err := serve.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { serve.Process.Kill(); serve.Wait() })
+	var lines []string
+	for sc := bufio.NewScanner(stdout); sc.Scan(); {
+		if lines = append(lines, sc.Text()); strings.Contains(sc.Text(), "try:") {
+			break
+		}
+	}
+	banner := strings.Join(lines, "\n")
+	if _, err := os.Stat(filepath.Join(dir, "gitmem-data")); err != nil {
+		t.Fatalf("serve made no data directory ./gitmem-data: %v\n%s", err, banner)
+	}
+	port := regexp.MustCompile(`127\.0\.0\.1:(\d+)`).FindStringSubmatch(banner)
+	if port == nil {
+		t.Fatalf("no address in the banner:\n%s", banner)
+	}
+	for _, want := range strings.Split(strings.TrimSpace(blocks[1][1]), "\n") {
+		want = strings.ReplaceAll(want, ":7437", ":"+port[1])
+		if !strings.Contains(banner, strings.TrimSpace(want)) {
+			t.Errorf("the README's banner shows %q; gitmem serve printed:\n%s", want, banner)
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -18,6 +19,7 @@ func init() { register(newReindexCmd) }
 
 func newReindexCmd(a *app) *cobra.Command {
 	var only string
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "reindex STORE",
 		Short: "Rebuild a store's catalog and search index from its git history",
@@ -29,14 +31,23 @@ the catalog from the whole history, then the search index from the memories at t
 		Args: exactArgs("STORE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if only != "" && only != "catalog" && only != "search" {
-				return fmt.Errorf("--only %q: use catalog or search", only)
+				return usageError{fmt.Errorf("--only %q: use catalog or search", only)}
 			}
-			return a.withData(cmd.Context(), func(d *gitstore.DataDir) error {
+			return a.withData(cmd.Context(), func(d *gitstore.DataDir) (err error) {
 				s, err := findStore(cmd.Context(), d, args[0])
 				if err != nil {
 					return err
 				}
 				out := cmd.OutOrStdout()
+				report := map[string]any{"type": "reindex", "memory_store_id": s.ID()}
+				if asJSON {
+					out = io.Discard
+					defer func() {
+						if err == nil {
+							err = printJSON(cmd.OutOrStdout(), report)
+						}
+					}()
+				}
 				if only != "search" {
 					start := time.Now()
 					progress, done := progressBar(cmd.ErrOrStderr(), "reading history", "commits")
@@ -53,6 +64,8 @@ the catalog from the whole history, then the search index from the memories at t
 					if len(page.Versions) > 0 {
 						latest = page.Versions[0].ID
 					}
+					report["catalog"] = map[string]any{"commits": commits, "head": s.Head(), "latest_version_id": nilIfEmpty(strings.TrimPrefix(latest, "none")),
+						"took_ms": time.Since(start).Milliseconds()}
 					fmt.Fprintf(out, "reindexed %s: %d commits in %s; head %s, latest version %s\n",
 						s.ID(), commits, time.Since(start).Round(time.Millisecond), s.Head(), latest)
 				}
@@ -64,6 +77,7 @@ the catalog from the whole history, then the search index from the memories at t
 					if err != nil {
 						return err
 					}
+					report["search"] = map[string]any{"memories": memories, "took_ms": time.Since(start).Milliseconds()}
 					fmt.Fprintf(out, "rebuilt the search index of %s: %d memories in %s\n",
 						s.ID(), memories, time.Since(start).Round(time.Millisecond))
 				}
@@ -72,6 +86,7 @@ the catalog from the whole history, then the search index from the memories at t
 		},
 	}
 	cmd.Flags().StringVar(&only, "only", "", "rebuild only the `catalog` or only the `search` index")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print what was rebuilt as JSON")
 	return cmd
 }
 

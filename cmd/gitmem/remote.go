@@ -32,8 +32,15 @@ remotes/, outside the store's repository.`,
 	return cmd
 }
 
+// remoteJSON is a store's remote as scripts read it.
+func remoteJSON(storeID string, r gitsync.Remote) map[string]any {
+	return map[string]any{"type": "remote", "memory_store_id": storeID, "name": r.Name, "url": r.URL,
+		"added_at": r.AddedAt.UTC().Format(timeFormat)}
+}
+
 func newRemoteAddCmd(a *app) *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "add STORE NAME URL",
 		Short: "Add a remote to a store",
 		Long: `Adds a remote. The remote must be empty (the first sync pushes the store to it) or hold
@@ -52,16 +59,22 @@ this store's history (pushed there by a gitmem sync or import of the store elsew
 				if err != nil {
 					return err
 				}
+				if asJSON {
+					return printJSON(cmd.OutOrStdout(), remoteJSON(s.ID(), r))
+				}
 				fmt.Fprintf(cmd.OutOrStdout(), "added remote %s (%s) to store %s (%s)\nsync with \"gitmem sync %s\", or let \"gitmem serve\" do it\n",
 					r.Name, r.URL, info.Name, s.ID(), info.Name)
 				return nil
 			})
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the remote as JSON")
+	return cmd
 }
 
 func newRemoteRemoveCmd(a *app) *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:     "remove STORE NAME",
 		Aliases: []string{"rm"},
 		Short:   "Remove a remote from a store (the remote repository is left as it is)",
@@ -75,11 +88,18 @@ func newRemoteRemoveCmd(a *app) *cobra.Command {
 				if err := gitsync.RemoveTrackingRef(cmd.Context(), s, r.Name); err != nil && !errors.Is(err, gitexec.ErrNoGit) {
 					return err
 				}
+				if asJSON {
+					out := remoteJSON(s.ID(), r)
+					out["removed"] = true
+					return printJSON(cmd.OutOrStdout(), out)
+				}
 				fmt.Fprintf(cmd.OutOrStdout(), "removed remote %s (%s) from store %s\n", r.Name, r.URL, s.ID())
 				return nil
 			})
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the removed remote as JSON")
+	return cmd
 }
 
 func newRemoteListCmd(a *app) *cobra.Command {
@@ -96,12 +116,16 @@ runs; a store is then named by its id, or by the name it had when its remote was
   gitmem remote list --json`,
 		Args: rangeArgs(nil, "STORE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if u, _ := a.serverURL(); u != "" {
+				// The remotes are files of the data directory, not of the API.
+				return a.needsDataDir(nil)
+			}
 			stores, err := gitsync.StoresWithRemotes(a.dataDir)
 			if err != nil {
 				return err
 			}
 			if len(args) == 1 {
-				id, err := a.remoteStore(cmd.Context(), args[0], stores)
+				id, err := a.remoteStore(cmd.Context(), args[0])
 				if err != nil {
 					return err
 				}
@@ -112,6 +136,9 @@ runs; a store is then named by its id, or by the name it had when its remote was
 				return err
 			}
 			if asJSON {
+				if list == nil {
+					list = []remoteEntry{}
+				}
 				return printJSON(cmd.OutOrStdout(), list)
 			}
 			if len(list) == 0 {
@@ -126,37 +153,13 @@ runs; a store is then named by its id, or by the name it had when its remote was
 }
 
 // remoteStore resolves STORE for remote list: through the data directory if it is free,
-// else (a server holds it) by id or by the name saved with the remotes.
-func (a *app) remoteStore(ctx context.Context, ref string, stores map[string]string) (string, error) {
-	d, err := gitstore.Open(ctx, a.dataDir, gitstore.Options{})
-	if err == nil {
-		defer d.Close()
-		s, err := findStore(ctx, d, ref)
-		if err != nil {
-			return "", err
-		}
-		return s.ID(), nil
-	}
-	if !errors.Is(err, gitstore.ErrDataDirLocked) {
-		return "", err
-	}
-	if _, ok := stores[ref]; ok {
-		return ref, nil
-	}
-	var ids []string
-	for id, name := range stores {
-		if name == ref {
-			ids = append(ids, id)
-		}
-	}
-	switch len(ids) {
-	case 1:
-		return ids[0], nil
-	case 0:
-		return "", fmt.Errorf("no store with id or name %q has remotes (a running server holds the data directory: name the store by id)", ref)
-	default:
-		return "", fmt.Errorf("%d stores with remotes are named %q; name one by id: %s", len(ids), ref, strings.Join(ids, ", "))
-	}
+// else through the server that holds it.
+func (a *app) remoteStore(ctx context.Context, ref string) (id string, err error) {
+	err = a.withTarget(ctx, func(t target) error {
+		id, err = resolveStore(ctx, t.lister(), ref)
+		return err
+	})
+	return id, err
 }
 
 // remoteEntry is one remote of one store with its sync state, as remote list shows it.

@@ -34,7 +34,7 @@ TIME is 2026-01-02T15:04:05Z, a date (2026-01-02), today, yesterday, or a time a
 		Args: exactArgs("STORE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if (session == "") == (key == "") {
-				return fmt.Errorf("give exactly one of --session and --key")
+				return usageError{fmt.Errorf("give exactly one of --session and --key")}
 			}
 			in := gitstore.RevertInput{SessionID: session, APIKeyID: key, DryRun: dryRun, Actor: cliActor()}
 			for _, f := range []struct {

@@ -149,9 +149,8 @@ func newStoresShowCmd(a *app) *cobra.Command {
 					return err
 				}
 				if asJSON {
-					v := storeJSON(info)
+					v := storeWithPolicyJSON(info, u)
 					v["memory_count"], v["content_bytes"], v["repository"], v["head"] = u.Memories, u.Bytes, repository(s), h
-					v["policy"], v["usage"] = policyJSON(info.Policy, u)
 					return printJSON(cmd.OutOrStdout(), v)
 				}
 				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
@@ -185,7 +184,8 @@ func newStoresShowCmd(a *app) *cobra.Command {
 }
 
 func newStoresArchiveCmd(a *app) *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "archive STORE",
 		Short: "Archive a memory store: it stays readable and refuses every write, for good",
 		Args:  exactArgs("STORE"),
@@ -195,15 +195,20 @@ func newStoresArchiveCmd(a *app) *cobra.Command {
 				if err != nil {
 					return err
 				}
+				if asJSON {
+					return printJSON(cmd.OutOrStdout(), storeJSON(info))
+				}
 				fmt.Fprintf(cmd.OutOrStdout(), "archived store %s (%s)\n", info.ID, info.Name)
 				return nil
 			})
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the archived store as JSON")
+	return cmd
 }
 
 func newStoresDeleteCmd(a *app) *cobra.Command {
-	var yes bool
+	var yes, asJSON bool
 	cmd := &cobra.Command{
 		Use:   "delete STORE",
 		Short: "Delete a memory store with all its memories and history, for good",
@@ -235,12 +240,16 @@ func newStoresDeleteCmd(a *app) *cobra.Command {
 				if err := t.deleteStore(cmd.Context(), info.ID); err != nil {
 					return err
 				}
+				if asJSON { // as the API answers a delete
+					return printJSON(cmd.OutOrStdout(), map[string]any{"type": "memory_store_deleted", "id": info.ID})
+				}
 				fmt.Fprintf(cmd.OutOrStdout(), "deleted store %s (%s)\n", info.ID, info.Name)
 				return nil
 			})
 		},
 	}
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the deletion as JSON, as the API answers it")
 	return cmd
 }
 

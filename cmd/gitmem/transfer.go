@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -65,7 +66,8 @@ func gitOutput(dir string, args ...string) (string, error) {
 }
 
 func newExportCmd(a *app) *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "export STORE FILE|-",
 		Short: "Write a store's whole history to a git bundle",
 		Long: `Writes the store's repository (main, with its full history) to FILE as a git bundle, or to
@@ -107,9 +109,18 @@ Needs the git program.`,
 				if err := runGit(repo, out, cmd.ErrOrStderr(), "bundle", "create", "--quiet", file, "HEAD", "refs/heads/main"); err != nil {
 					return err
 				}
-				size := ""
+				size, bytes := "", int64(-1)
 				if fi, err := os.Stat(file); err == nil && file != "-" {
-					size = fmt.Sprintf(", %d bytes", fi.Size())
+					size, bytes = fmt.Sprintf(", %d bytes", fi.Size()), fi.Size()
+				}
+				if asJSON { // on standard error when the bundle goes to standard output
+					n, _ := strconv.Atoi(count)
+					out := map[string]any{"type": "export", "memory_store_id": info.ID, "name": info.Name, "file": file,
+						"commits": n, "head": head, "size_bytes": nil}
+					if bytes >= 0 {
+						out["size_bytes"] = bytes
+					}
+					return printJSON(report, out)
 				}
 				where := file
 				if file == "-" {
@@ -121,6 +132,8 @@ Needs the git program.`,
 			})
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print what was exported as JSON (on standard error with FILE -)")
+	return cmd
 }
 
 // bundleSource is the repository that export bundles: the store's own, or, through a
@@ -156,7 +169,7 @@ func shortHash(h string) string {
 
 func newImportCmd(a *app) *cobra.Command {
 	var name, dir string
-	var overwrite, create bool
+	var overwrite, create, asJSON bool
 	cmd := &cobra.Command{
 		Use:   "import FILE|URL  |  import --dir DIR STORE",
 		Short: "Create a store from a bundle or a git remote, or load a folder of files into a store",
@@ -180,30 +193,31 @@ skipped.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if dir != "" {
 				if len(args) != 1 {
-					return fmt.Errorf("usage: gitmem import --dir DIR STORE")
+					return usageError{fmt.Errorf("usage: gitmem import --dir DIR STORE")}
 				}
 				if name != "" {
-					return fmt.Errorf("--name is for an import from a bundle or a remote")
+					return usageError{fmt.Errorf("--name is for an import from a bundle or a remote")}
 				}
-				return a.importDir(cmd, dir, args[0], overwrite, create)
+				return a.importDir(cmd, dir, args[0], overwrite, create, asJSON)
 			}
 			if overwrite || create {
-				return fmt.Errorf("--overwrite and --create are for an import with --dir")
+				return usageError{fmt.Errorf("--overwrite and --create are for an import with --dir")}
 			}
 			if len(args) != 1 {
-				return fmt.Errorf("usage: gitmem import FILE|URL, or gitmem import --dir DIR STORE")
+				return usageError{fmt.Errorf("usage: gitmem import FILE|URL, or gitmem import --dir DIR STORE")}
 			}
-			return a.importHistory(cmd, args[0], name)
+			return a.importHistory(cmd, args[0], name, asJSON)
 		},
 	}
 	cmd.Flags().StringVar(&name, "name", "", "rename the imported store (one more commit of its metadata)")
 	cmd.Flags().StringVar(&dir, "dir", "", "load the files below this folder into STORE")
 	cmd.Flags().BoolVar(&overwrite, "overwrite", false, "with --dir: replace memories whose content differs")
 	cmd.Flags().BoolVar(&create, "create", false, "with --dir: create STORE (named so) if no store has that id or name")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the store and what was imported as JSON")
 	return cmd
 }
 
-func (a *app) importHistory(cmd *cobra.Command, source, name string) error {
+func (a *app) importHistory(cmd *cobra.Command, source, name string, asJSON bool) error {
 	if err := gitexec.Need("import"); err != nil {
 		return err
 	}
@@ -256,6 +270,11 @@ func (a *app) importHistory(cmd *cobra.Command, source, name string) error {
 		versions, err := countVersions(ctx, s)
 		if err != nil {
 			return err
+		}
+		if asJSON {
+			out := storeJSON(info)
+			out["imported"] = map[string]any{"source": source, "memories": len(mems), "versions": versions, "commits": commits, "head": s.Head()}
+			return printJSON(cmd.OutOrStdout(), out)
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "imported store %s (%s) from %s: %d memories, %d versions, %d commits; head %s\n",
 			info.ID, info.Name, source, len(mems), versions, commits, shortHash(s.Head()))
