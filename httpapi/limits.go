@@ -86,6 +86,10 @@ func (s *Server) limitRequests() echo.MiddlewareFunc {
 	inFlight := make(chan struct{}, l.MaxRequests)
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
+			if isStream(c.Request()) {
+				// An event stream lasts: it has its own cap and a deadline per write (events.go).
+				return next(c)
+			}
 			select {
 			case inFlight <- struct{}{}:
 				defer func() { <-inFlight }()

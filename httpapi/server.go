@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -56,6 +57,12 @@ type Server struct {
 
 	// search answers searches and the memory_search tool; nil until EnableSearch.
 	search *search.Service
+
+	// streams holds a token per open event stream (events.go); closing is closed when the
+	// server shuts down, which ends them.
+	streams   chan struct{}
+	closing   chan struct{}
+	closeOnce sync.Once
 }
 
 // New builds the server; other route groups (tools, git, MCP) add themselves to Echo().
@@ -64,7 +71,8 @@ func New(data *gitstore.DataDir, keys *apikeys.Keys, opts Options) *Server {
 		opts.Logger = slog.Default()
 	}
 	opts.Limits = opts.Limits.withDefaults()
-	s := &Server{data: data, keys: keys, opts: opts, log: opts.Logger, e: echo.New(), started: time.Now()}
+	s := &Server{data: data, keys: keys, opts: opts, log: opts.Logger, e: echo.New(), started: time.Now(),
+		streams: make(chan struct{}, maxStreams), closing: make(chan struct{})}
 	if anyKey, err := keys.AnyActive(); opts.RequireKeys || anyKey || err != nil {
 		// An unreadable key file fails closed: keys stay required, and requests fail
 		// until it can be read.
@@ -94,6 +102,7 @@ func New(data *gitstore.DataDir, keys *apikeys.Keys, opts Options) *Server {
 	s.storeRoutes(v1)
 	s.gcRoutes(v1)     // gc.go
 	s.expireRoutes(v1) // expire.go
+	s.eventRoutes(v1)  // events.go
 	s.toolRoutes(v1)
 	s.mcpRoutes()
 	return s
@@ -114,6 +123,7 @@ func (s *Server) ServeListener(ctx context.Context, ln net.Listener) error {
 		return err
 	case <-ctx.Done():
 	}
+	s.closeOnce.Do(func() { close(s.closing) }) // event streams end, or Shutdown would wait for them
 	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(shutdown); err != nil && !errors.Is(err, http.ErrServerClosed) {
