@@ -31,3 +31,9 @@ func (s *Store) CallTool(ctx context.Context, name string, input json.RawMessage
 	}
 	return w.Content, w.IsError, nil
 }
+
+// Call sends one request to the API (body as JSON, if not nil) and decodes its answer into
+// out, for routes that have no method of their own here.
+func (c *Client) Call(ctx context.Context, method, path string, body, out any) error {
+	return c.do(ctx, method, path, nil, body, out)
+}

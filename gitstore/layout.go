@@ -17,6 +17,8 @@ import (
 //	git-hooks/             the pre-receive hook of git over HTTP (package gitserve)
 //	remotes/<id>.json      a store's remotes, and <id>.state.json their sync state (package gitsync)
 //	ui-session.key         the key that signs the web UI's sign-in cookies (package webui)
+//	webhooks.json          the webhooks, with their signing secrets (package webhooks)
+//	webhooks/<id>.json     a webhook's delivery cursors and log (package webhooks)
 type Layout struct{ Root string }
 
 // LockFile is the file whose lock the process that holds the directory has.
@@ -87,3 +89,12 @@ func (l Layout) SyncStateFile(id string) string {
 // UISessionKeyFile holds the secret that signs the web UI's session and CSRF tokens: kept
 // in the directory so that sign-ins outlive a restart of the server.
 func (l Layout) UISessionKeyFile() string { return filepath.Join(l.Root, "ui-session.key") }
+
+// WebhooksFile lists the webhooks and their signing secrets.
+func (l Layout) WebhooksFile() string { return filepath.Join(l.Root, "webhooks.json") }
+
+// WebhookStateFile holds how far webhook id has delivered each store's events, and its
+// delivery log.
+func (l Layout) WebhookStateFile(id string) string {
+	return filepath.Join(l.Root, "webhooks", id+".json")
+}

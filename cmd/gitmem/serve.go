@@ -17,6 +17,7 @@ import (
 	"github.com/gitmem/gitmem/gitsync"
 	"github.com/gitmem/gitmem/httpapi"
 	"github.com/gitmem/gitmem/search"
+	"github.com/gitmem/gitmem/webhooks"
 	"github.com/gitmem/gitmem/webui"
 )
 
@@ -66,16 +67,18 @@ Create a key with "gitmem keys create" to require keys and to serve on other add
 	cmd.Flags().IntVar(&f.limits.MaxConns, "max-conns", d.MaxConns, "connections served at once; more wait to be accepted")
 	cmd.Flags().IntVar(&f.limits.MaxRequests, "max-requests", d.MaxRequests, "requests served at once; more are answered 503")
 	cmd.Flags().DurationVar(&f.expire, "expire-every", time.Hour, "how often to expire the memories of stores that have an expiry (gitmem expire); 0 turns it off")
+	cmd.Flags().BoolVar(&f.allowPrivateWebhooks, "allow-private-webhooks", false, "let webhooks deliver to loopback and private addresses (refused by default: a guard against requests into this network)")
 	return cmd
 }
 
 // serveFlags are serve's own flags.
 type serveFlags struct {
-	addr   string
-	strict bool
-	sync   syncOptions
-	expire time.Duration
-	limits httpapi.Limits
+	addr                 string
+	allowPrivateWebhooks bool
+	strict               bool
+	sync                 syncOptions
+	expire               time.Duration
+	limits               httpapi.Limits
 }
 
 func serve(ctx context.Context, a *app, log *slog.Logger, f serveFlags, cmd *cobra.Command) error {
@@ -124,6 +127,14 @@ func serve(ctx context.Context, a *app, log *slog.Logger, f serveFlags, cmd *cob
 	// The sync loop and the expiry schedule stop before d.Close: deferred calls run last first.
 	defer syncStopped()
 	defer startExpiry(ctx, d, f.expire, log)()
+	hooks := webhooks.Open(d.Layout())
+	hooks.AllowPrivate = f.allowPrivateWebhooks
+	srv.EnableWebhooks(hooks)
+	dispatcher := &webhooks.Dispatcher{Data: d, Registry: hooks, Payload: httpapi.EventPayload, Logger: log}
+	hooksCtx, stopHooks := context.WithCancel(ctx)
+	hooksDone := make(chan struct{})
+	go func() { dispatcher.Run(hooksCtx); close(hooksDone) }()
+	defer func() { stopHooks(); <-hooksDone }() // before d.Close: deferred calls run last first
 	gitErr := srv.EnableGit(httpapi.GitOptions{})
 	url := "http://" + ln.Addr().String()
 	if err := d.SetServing(localURL(ln.Addr())); err != nil {
