@@ -65,7 +65,7 @@ func TestWebhooksPage(t *testing.T) {
 	br := e.browser()
 	br.signIn(admin)
 	p := br.get("/ui/webhooks")
-	for _, want := range []string{flaky.URL + "/a", down.URL + "/b", "memory.created", "delivered (200)", "503", "failing", ">alpha<", ">beta<"} {
+	for _, want := range []string{flaky.URL + "/a", down.URL + "/b", "memory.created", "delivered (200)", "the receiver answered 503", "failing", ">alpha<", ">beta<"} {
 		if p.status != 200 || !strings.Contains(p.body, want) {
 			t.Fatalf("webhooks page (%d) lacks %q: %.3000s", p.status, want, p.body)
 		}
