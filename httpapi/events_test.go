@@ -164,6 +164,22 @@ func TestEventsEveryWayIn(t *testing.T) {
 	if ev := live.next(t, 1)[0]; ev.data["session_id"] != "sesn_tool" || ev.data["path"] != "/tool.md" {
 		t.Fatalf("tool event: %+v", ev)
 	}
+	// An agent tool over HTTP, and the same over MCP.
+	g.api(t, "POST", "/v1/memory_stores/"+store+"/tools/memory_write", "", `{"path":"/memories/agent.md","content":"by an agent tool"}`, nil)
+	if ev := live.next(t, 1)[0]; ev.name != "memory.created" || ev.data["path"] != "/agent.md" {
+		t.Fatalf("agent tool event: %+v", ev)
+	}
+	ctx := context.Background()
+	cs, err := mcpConnect(t, ctx, g.url+"/mcp?store="+store, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text, isErr := mcpCall(t, ctx, cs, "memory_write", map[string]any{"path": "/memories/mcp.md", "content": "over MCP"}); isErr {
+		t.Fatalf("MCP write: %s", text)
+	}
+	if ev := live.next(t, 1)[0]; ev.name != "memory.created" || ev.data["path"] != "/mcp.md" {
+		t.Fatalf("MCP event: %+v", ev)
+	}
 	// A push of a commit made with git.
 	work := t.TempDir()
 	gitOK(t, work, "clone", "-q", g.repoURL("", store), "w")

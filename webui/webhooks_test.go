@@ -1,9 +1,11 @@
 package webui_test
 
 import (
+	"bufio"
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -89,5 +91,45 @@ func TestWebhooksPage(t *testing.T) {
 	}
 	if p := e.browser().get("/ui/webhooks"); p.status != http.StatusSeeOther {
 		t.Fatalf("signed out: %d", p.status)
+	}
+}
+
+// TestUIWritesAreEvents: a memory made in the UI is an event on the store's stream, by the
+// signed-in key.
+func TestUIWritesAreEvents(t *testing.T) {
+	e := start(t)
+	admin, adminID := e.key("admin", apikeys.ReadWrite, "")
+	st := e.store(admin, "notes")
+	req, _ := http.NewRequest("GET", e.url+"/v1/memory_stores/"+st+"/events?after=now", nil)
+	req.Header.Set("x-api-key", admin)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("events: %v %v", resp, err)
+	}
+	defer resp.Body.Close()
+	lines := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	b := e.browser()
+	b.signIn(admin)
+	if p := b.submit("/ui/stores/"+st+"/new", "/ui/stores/"+st+"/memories", url.Values{"path": {"/from-ui.md"}, "content": {"typed"}}); p.status != http.StatusSeeOther {
+		t.Fatalf("create in the UI: %d", p.status)
+	}
+	for timeout := time.After(10 * time.Second); ; {
+		select {
+		case l := <-lines:
+			if strings.HasPrefix(l, "data: ") {
+				if !strings.Contains(l, `"path":"/from-ui.md"`) || !strings.Contains(l, adminID) {
+					t.Fatalf("the UI write's event: %s", l)
+				}
+				return
+			}
+		case <-timeout:
+			t.Fatal("no event for the UI write")
+		}
 	}
 }
