@@ -1,6 +1,7 @@
 package gitstore
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -26,7 +27,7 @@ func (c catTx) applyCommit(or objectReader, commit *object.Commit, parentTree pl
 	}
 	for _, ch := range changes {
 		if ch.Path == "/"+storeFile {
-			if err := c.applyStoreFile(or, ch.To); err != nil {
+			if err := c.applyStoreFile(or, ch.To, commit); err != nil {
 				return err
 			}
 		}
@@ -64,7 +65,9 @@ func onlyMemories(changes []fileChange) []fileChange {
 	return mem
 }
 
-func (c catTx) applyStoreFile(or objectReader, h plumbing.Hash) error {
+// applyStoreFile records the store.json of blob h as the store's metadata and, when commit
+// is not nil and the metadata changed, the change (storechg), to be seen in the feed.
+func (c catTx) applyStoreFile(or objectReader, h plumbing.Hash, commit *object.Commit) error {
 	if h.IsZero() {
 		return nil // a store without store.json keeps the metadata it had
 	}
@@ -80,7 +83,40 @@ func (c catTx) applyStoreFile(or objectReader, h plumbing.Hash) error {
 	if err := json.Unmarshal(raw, &info); err != nil {
 		return fmt.Errorf("decode %s: %w", storeFile, err)
 	}
+	before := c.tx.Bucket(bMeta).Get(kStore)
+	if commit != nil && !bytes.Equal(before, raw) {
+		if err := c.addStoreChange(storeChange(commit, before, info)); err != nil {
+			return err
+		}
+	}
 	return c.putStoreFile(raw)
+}
+
+// storeChange is the record of commit's change of store.json to info (from before, nil for
+// the store's first): its operation from gitmem's trailer, or, for a commit made elsewhere,
+// from what changed. Its id derives from the commit, as a version's made with plain git does,
+// so that a rebuild of the catalog and every replica give it the same.
+func storeChange(commit *object.Commit, before []byte, info StoreInfo) storeChgRec {
+	t := parseTrailers(commit.Message)
+	op := t.get(trailerStoreOp)
+	if op == "" {
+		var old StoreInfo
+		switch {
+		case before == nil:
+			op = "created"
+		case json.Unmarshal(before, &old) == nil && old.ArchivedAt == nil && info.ArchivedAt != nil:
+			op = "archived"
+		default:
+			op = "updated"
+		}
+	}
+	actor, ok := actorFromTrailers(t, commit.Author.Name, commit.Author.Email)
+	if !ok {
+		actor = userActor(commit.Author.Name, commit.Author.Email)
+	}
+	return storeChgRec{ID: derivedID(StoreChangePrefix, commit.Author.When, "store", derivationSource(commit)),
+		Op: op, At: commit.Author.When.UnixMilli(), ActorType: actor.Type, ActorID: actor.ID,
+		Name: actor.Name, Email: actor.Email, APIKey: actor.APIKeyID, Commit: commit.Hash.String()}
 }
 
 // applyGitmemCommit reads a commit that gitmem made: one version of one memory, named by

@@ -26,6 +26,8 @@ import (
 //	ver      version number (8 bytes, big endian, in the order commits were applied) -> verRec (JSON)
 //	verid    version id -> version number
 //	memver   memory id + version number -> nothing (the versions of a memory, also deleted)
+//	storechg number -> storeChgRec (JSON): a change of .gitmem/store.json, numbered in the
+//	         same sequence as the versions, so that a feed of both is in commit order
 //
 // Kept buckets hold what history does not say; a rebuild keeps them (catalog_kept.go):
 //
@@ -43,6 +45,7 @@ var (
 	bVer    = []byte("ver")
 	bVerID  = []byte("verid")
 	bMemVer = []byte("memver")
+	bStore  = []byte("storechg")
 
 	bPushKey   = []byte("pushkey")
 	bRead      = []byte("read")
@@ -60,13 +63,13 @@ var (
 // derivedBuckets are emptied by a rebuild; keptBuckets are not. ensureBuckets makes both
 // but rewritten and prune, which redaction makes when it needs them.
 var (
-	derivedBuckets = [][]byte{bMeta, bMem, bPath, bVer, bVerID, bMemVer}
+	derivedBuckets = [][]byte{bMeta, bMem, bPath, bVer, bVerID, bMemVer, bStore}
 	keptBuckets    = [][]byte{bPushKey, bRead}
 )
 
 // catalogFormat changes when the records change shape; a catalog of another format is
 // rebuilt at open.
-const catalogFormat = "2" // 2: meta holds the usage counters (quota.go)
+const catalogFormat = "3" // 2: meta holds the usage counters (quota.go); 3: storechg
 
 // memRec is a memory's state (bucket mem).
 type memRec struct {
@@ -104,6 +107,21 @@ type verRec struct {
 	// seq is the version's number, its key in ver: set when it is read from the catalog,
 	// never stored in the record.
 	seq uint64
+}
+
+// storeChgRec is a change of the store's metadata (bucket storechg).
+type storeChgRec struct {
+	ID        string    `json:"i"`
+	Op        string    `json:"o"` // created, updated, archived
+	At        int64     `json:"t"` // unix ms
+	ActorType ActorType `json:"at"`
+	ActorID   string    `json:"ai"`
+	Name      string    `json:"an,omitempty"`
+	Email     string    `json:"ae,omitempty"`
+	APIKey    string    `json:"ak,omitempty"`
+	Commit    string    `json:"c"`
+
+	seq uint64 // its number, its key in storechg
 }
 
 // redaction is who redacted a version and when (in verRec, and in a Gitmem-Redacted

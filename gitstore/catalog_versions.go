@@ -2,6 +2,7 @@ package gitstore
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"iter"
 	"math"
@@ -14,10 +15,67 @@ import (
 // everyVersion, as the upper bound of versionsDown, yields every version.
 const everyVersion = math.MaxUint64
 
+// nextSeq takes the next number of the sequence that versions and store changes share.
+func (c catTx) nextSeq() (uint64, error) {
+	n := c.versionCount() + 1
+	return n, c.tx.Bucket(bMeta).Put(kSeq, seqKey(n))
+}
+
+// addStoreChange gives ch the next number and records it.
+func (c catTx) addStoreChange(ch storeChgRec) error {
+	n, err := c.nextSeq()
+	if err != nil {
+		return err
+	}
+	ch.seq = n
+	return c.putStoreChange(ch)
+}
+
+func (c catTx) putStoreChange(ch storeChgRec) error {
+	b, err := json.Marshal(ch)
+	if err != nil {
+		return err
+	}
+	return c.tx.Bucket(bStore).Put(seqKey(ch.seq), b)
+}
+
+// storeChangesFrom yields the store changes numbered from on, oldest first; an error ends
+// the walk.
+func (c catTx) storeChangesFrom(from uint64) iter.Seq2[storeChgRec, error] {
+	return func(yield func(storeChgRec, error) bool) {
+		cur := c.tx.Bucket(bStore).Cursor()
+		for k, raw := cur.Seek(seqKey(from)); k != nil; k, raw = cur.Next() {
+			var ch storeChgRec
+			err := json.Unmarshal(raw, &ch)
+			if err != nil {
+				err = fmt.Errorf("decode catalog store change %x: %w", k, err)
+			}
+			ch.seq = seqOf(k)
+			if !yield(ch, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// storeChangeKey returns the number of the store change with id id, nil if there is none.
+// Store changes are few (a store's settings), so a walk finds it.
+func (c catTx) storeChangeKey(id string) []byte {
+	for ch, err := range c.storeChangesFrom(0) {
+		if err != nil {
+			return nil
+		}
+		if ch.ID == id {
+			return seqKey(ch.seq)
+		}
+	}
+	return nil
+}
+
 // addVersion gives v the next number and records it.
 func (c catTx) addVersion(v verRec) error {
-	n := c.versionCount() + 1
-	if err := c.tx.Bucket(bMeta).Put(kSeq, seqKey(n)); err != nil {
+	n, err := c.nextSeq()
+	if err != nil {
 		return err
 	}
 	v.seq = n

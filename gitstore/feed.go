@@ -2,61 +2,159 @@ package gitstore
 
 import (
 	"context"
+	"strings"
 	"time"
 )
 
-// The history is the event log: every change is a version, numbered in the order its
-// commit reached main (the catalog's ver bucket). A feed of changes reads that order after a
-// cursor, which is a version id, the one name of a version that survives restarts, gc and a
-// rebuild of the catalog (the numbers are the catalog's own).
+// The history is the event log: every change is a version of a memory or a change of the
+// store's own metadata, numbered in the order its commit reached main (the catalog's ver and
+// storechg buckets share one sequence). A feed of changes reads that order after a cursor,
+// which is a change's id, the one name of it that survives restarts, gc and a rebuild of the
+// catalog (the numbers are the catalog's own).
 
-// ErrCursorGone is the error of VersionsAfter when the cursor's version is not in the
-// history (a forced push replaced the history it was in).
-var ErrCursorGone = &Error{Kind: KindNotFound, Message: "the cursor's version is not in the store's history"}
+// ErrCursorGone is the error of EventsAfter when the cursor's change is not in the history
+// (a forced push replaced the history it was in).
+var ErrCursorGone = &Error{Kind: KindNotFound, Message: "the cursor's change is not in the store's history"}
 
-// VersionsAfter returns, oldest first, at most limit versions that came after the version
-// with id after ("" for the first versions of the store), and whether more follow.
-func (s *Store) VersionsAfter(ctx context.Context, after string, limit int) ([]Version, bool, error) {
-	var out []Version
+// An Event is one entry of a store's feed: a memory's version, or a change of the store.
+// Exactly one of the two is set.
+type Event struct {
+	Version *Version
+	Store   *StoreChange
+}
+
+// ID is the change's id, the cursor that a feed resumes after.
+func (c Event) ID() string {
+	if c.Version != nil {
+		return c.Version.ID
+	}
+	return c.Store.ID
+}
+
+// StoreChange is a change of the store's name, description, metadata, policy or state, as
+// one commit of .gitmem/store.json made it.
+type StoreChange struct {
+	ID        string // storechg_...
+	StoreID   string
+	Operation string // created, updated or archived
+	CreatedBy Actor
+	CreatedAt time.Time
+	Commit    string
+}
+
+// IsCursor tells whether s has the form of a change's id.
+func IsCursor(s string) bool {
+	return strings.HasPrefix(s, VersionPrefix) || strings.HasPrefix(s, StoreChangePrefix)
+}
+
+// EventsAfter returns, oldest first, at most limit changes that came after the change with
+// id after ("" for the first changes of the store), and whether more follow.
+func (s *Store) EventsAfter(ctx context.Context, after string, limit int) ([]Event, bool, error) {
+	var out []Event
 	more := false
 	err := s.view(ctx, func(ct catTx) error {
 		from := uint64(0)
 		if after != "" {
 			k := ct.versionKey(after)
+			if k == nil && strings.HasPrefix(after, StoreChangePrefix) {
+				k = ct.storeChangeKey(after)
+			}
 			if k == nil {
 				return ErrCursorGone
 			}
 			from = seqOf(k) + 1
 		}
+		// Merge the two walks by number; store changes are few, so read them first.
+		var chs []storeChgRec
+		for ch, err := range ct.storeChangesFrom(from) {
+			if err != nil {
+				return err
+			}
+			chs = append(chs, ch)
+		}
+		add := func(c Event) bool {
+			if len(out) == limit {
+				more = true
+				return false
+			}
+			out = append(out, c)
+			return true
+		}
 		for v, err := range ct.versionsFrom(from) {
 			if err != nil {
 				return err
 			}
-			if len(out) == limit {
-				more = true
+			for len(chs) > 0 && chs[0].seq < v.seq {
+				if !add(Event{Store: s.storeChange(chs[0])}) {
+					return nil
+				}
+				chs = chs[1:]
+			}
+			ver := versionFrom(s.id, v)
+			if !add(Event{Version: &ver}) {
 				return nil
 			}
-			out = append(out, versionFrom(s.id, v))
+		}
+		for _, ch := range chs {
+			if !add(Event{Store: s.storeChange(ch)}) {
+				return nil
+			}
 		}
 		return nil
 	})
 	return out, more, err
 }
 
-// VersionBefore returns the id of the last version made before t ("" if none was), as a
+func (s *Store) storeChange(ch storeChgRec) *StoreChange {
+	return &StoreChange{ID: ch.ID, StoreID: s.id, Operation: ch.Op, CreatedAt: msTime(ch.At), Commit: ch.Commit,
+		CreatedBy: Actor{Type: ch.ActorType, ID: ch.ActorID, Name: ch.Name, Email: ch.Email, APIKeyID: ch.APIKey}}
+}
+
+// EventBefore returns the id of the last change made before t ("" if none was), as a
 // cursor from which a feed starts at t.
-func (s *Store) VersionBefore(ctx context.Context, t time.Time) (string, error) {
+func (s *Store) EventBefore(ctx context.Context, t time.Time) (string, error) {
 	ms := t.UnixMilli()
-	id := ""
+	id, seq := "", uint64(0)
 	err := s.view(ctx, func(ct catTx) error {
 		for v, err := range ct.versionsDown(everyVersion) {
 			if err != nil {
 				return err
 			}
 			if v.At < ms {
-				id = v.ID
-				return nil
+				id, seq = v.ID, v.seq
+				break
 			}
+		}
+		for ch, err := range ct.storeChangesFrom(seq + 1) {
+			if err != nil {
+				return err
+			}
+			if ch.At < ms {
+				id = ch.ID
+			}
+		}
+		return nil
+	})
+	return id, err
+}
+
+// LastEvent returns the id of the store's newest change ("" for none): a feed from it
+// starts with what happens next.
+func (s *Store) LastEvent(ctx context.Context) (string, error) {
+	id, seq := "", uint64(0)
+	err := s.view(ctx, func(ct catTx) error {
+		for v, err := range ct.versionsDown(everyVersion) {
+			if err != nil {
+				return err
+			}
+			id, seq = v.ID, v.seq
+			break
+		}
+		for ch, err := range ct.storeChangesFrom(seq + 1) {
+			if err != nil {
+				return err
+			}
+			id = ch.ID
 		}
 		return nil
 	})

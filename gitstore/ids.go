@@ -15,7 +15,9 @@ const (
 	StorePrefix   = "memstore_"
 	MemoryPrefix  = "mem_"
 	VersionPrefix = "memver_"
-	UserPrefix    = "user_"
+	// StoreChangePrefix names a change of a store's own metadata, an entry of its feed.
+	StoreChangePrefix = "storechg_"
+	UserPrefix        = "user_"
 	// ServiceAccountPrefix names service accounts, of which gitmem itself is one.
 	ServiceAccountPrefix = "svac_"
 )

@@ -773,7 +773,7 @@ func plural(n int, one, many string) string {
 func (c catTx) applyMerge(or objectReader, commit *object.Commit) error {
 	if h, err := fileAt(or, commit.TreeHash, "/"+storeFile); err != nil {
 		return err
-	} else if err := c.applyStoreFile(or, h); err != nil {
+	} else if err := c.applyStoreFile(or, h, nil); err != nil { // each side recorded its own changes
 		return err
 	}
 	t := parseTrailers(commit.Message)

@@ -520,6 +520,21 @@ func (ct catTx) applyRedaction(t redactTarget, newOf map[plumbing.Hash]plumbing.
 			return redacted, err
 		}
 	}
+	var moved []storeChgRec
+	for ch, err := range ct.storeChangesFrom(t.v.seq) {
+		if err != nil {
+			return redacted, err
+		}
+		if n, ok := newOf[plumbing.NewHash(ch.Commit)]; ok {
+			ch.Commit = n.String()
+			moved = append(moved, ch)
+		}
+	}
+	for _, ch := range moved {
+		if err := ct.putStoreChange(ch); err != nil {
+			return redacted, err
+		}
+	}
 	// A deleted memory keeps the content of its last live version: if that is the
 	// redacted one (the deletion came next), the marker.
 	if rec, ok, err := ct.memory(t.v.Memory); err != nil {

@@ -2,10 +2,12 @@ package httpapi
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
 	"time"
 
@@ -15,11 +17,13 @@ import (
 )
 
 // GET /v1/memory_stores/{id}/events is the store's changes as server-sent events, one per
-// version, in commit order, whatever made the version (the API, the tools, MCP, the UI, a git
-// push, a sync merge, expiry, restore, revert): they are read from the history, not recorded
-// by each way in. An event's id is its version's id, the cursor to resume from, which a
-// reconnecting client sends as Last-Event-ID (or ?after=, which also takes a time). A
-// gitmem extension.
+// version and one per change of the store's own metadata, in commit order, whatever made the
+// change (the API, the tools, MCP, the UI, a git push, a sync merge, expiry, restore,
+// revert): they are read from the history, not recorded by each way in. An event's id is its
+// change's id (memver_ or storechg_), the cursor to resume from, which a reconnecting client
+// sends as Last-Event-ID (or ?after=, which also takes a time). GET /v1/events is the same
+// for every store the key may read, each store's events in order; its ids are cursors of all
+// the stores at once. Gitmem extensions.
 
 // The limits of event streams.
 const (
@@ -33,7 +37,7 @@ const (
 // HeartbeatEvery is how often an idle stream sends a comment, so that proxies keep it open.
 var HeartbeatEvery = 15 * time.Second
 
-// eventJSON is an event's data: the version, without content.
+// eventJSON is a version's event data, without content.
 type eventJSON struct {
 	Type            string    `json:"type"`
 	MemoryStoreID   string    `json:"memory_store_id"`
@@ -47,33 +51,60 @@ type eventJSON struct {
 	Commit          string    `json:"commit"`
 }
 
-// eventType is the SSE event name of a version: memory.created, memory.modified,
-// memory.deleted, or memory.redacted for a version whose content was redacted since.
-func eventType(v gitstore.Version) string {
-	if v.RedactedAt != nil {
-		return "memory.redacted"
-	}
-	return "memory." + string(v.Operation)
+// storeEventJSON is the event data of a change of the store's metadata.
+type storeEventJSON struct {
+	Type          string    `json:"type"`
+	MemoryStoreID string    `json:"memory_store_id"`
+	StoreChangeID string    `json:"store_change_id"`
+	Operation     string    `json:"operation"`
+	CreatedBy     actorJSON `json:"created_by"`
+	CreatedAt     string    `json:"created_at"`
+	SessionID     string    `json:"session_id,omitempty"`
+	Commit        string    `json:"commit"`
 }
 
-func toEvent(v gitstore.Version) eventJSON {
-	e := eventJSON{Type: eventType(v), MemoryStoreID: v.StoreID, MemoryID: v.MemoryID, MemoryVersionID: v.ID,
+// EventPayload is a change's event: its type (memory.created, memory.modified, memory.deleted,
+// memory.redacted for a version whose content was redacted since; store.created,
+// store.updated, store.archived) and its data. The webhooks send the same.
+func EventPayload(ch gitstore.Event) (typ string, data []byte, err error) {
+	if st := ch.Store; st != nil {
+		typ = "store." + st.Operation
+		data, err = json.Marshal(storeEventJSON{Type: typ, MemoryStoreID: st.StoreID, StoreChangeID: st.ID,
+			Operation: st.Operation, CreatedBy: toActor(st.CreatedBy), CreatedAt: wireTime(st.CreatedAt),
+			SessionID: st.CreatedBy.SessionID(), Commit: st.Commit})
+		return typ, data, err
+	}
+	v := ch.Version
+	typ = "memory." + string(v.Operation)
+	if v.RedactedAt != nil {
+		typ = "memory.redacted"
+	}
+	e := eventJSON{Type: typ, MemoryStoreID: v.StoreID, MemoryID: v.MemoryID, MemoryVersionID: v.ID,
 		Operation: string(v.Operation), CreatedBy: toActor(v.CreatedBy), CreatedAt: wireTime(v.CreatedAt),
 		SessionID: v.CreatedBy.SessionID(), Commit: v.Commit}
 	if v.Path != "" {
 		e.Path = &v.Path
 	}
-	return e
+	data, err = json.Marshal(e)
+	return typ, data, err
 }
 
 func (s *Server) eventRoutes(g *echo.Group) {
 	g.GET("/memory_stores/:store/events", s.storeEvents)
+	g.GET("/events", s.allEvents)
 }
 
 // isStream tells whether a request is for an event stream, which limitRequests does not
 // count nor bound in time.
 func isStream(r *http.Request) bool {
-	return r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/v1/memory_stores/") && strings.HasSuffix(r.URL.Path, "/events")
+	return r.Method == http.MethodGet && (r.URL.Path == "/v1/events" ||
+		strings.HasPrefix(r.URL.Path, "/v1/memory_stores/") && strings.HasSuffix(r.URL.Path, "/events"))
+}
+
+// A feed is one store's changes read by a stream, and how far the stream got in it.
+type feed struct {
+	st     *gitstore.Store
+	cursor string
 }
 
 func (s *Server) storeEvents(c echo.Context) error {
@@ -88,9 +119,133 @@ func (s *Server) storeEvents(c echo.Context) error {
 			return err
 		}
 	}
-	if cursor != "" && !strings.HasPrefix(cursor, gitstore.VersionPrefix) {
-		return badRequest("Last-Event-ID %q is not an event id (a memver_ id)", cursor)
+	if cursor != "" && !gitstore.IsCursor(cursor) {
+		return badRequest("Last-Event-ID %q is not an event id (a memver_ or storechg_ id)", cursor)
 	}
+	feeds := []*feed{{st: st, cursor: cursor}}
+	return s.stream(c, "gitmem events of "+st.ID(), feeds, nil, func(f *feed) string { return f.cursor })
+}
+
+// allEvents streams the changes of every store the key may read, and of the stores made
+// while it runs. An event's id is the cursors of all the stores, so that a client resumes
+// every store where it was with one Last-Event-ID.
+func (s *Server) allEvents(c echo.Context) error {
+	cl := callerOf(c)
+	r := c.Request()
+	ctx := r.Context()
+	cursors := map[string]string{}
+	if last := r.Header.Get("Last-Event-ID"); last != "" {
+		var err error
+		if cursors, err = decodeCursors(last); err != nil {
+			return err
+		}
+	}
+	var since *time.Time
+	if after := c.QueryParam("after"); after != "" && r.Header.Get("Last-Event-ID") == "" {
+		if strings.HasPrefix(after, allCursorPrefix) {
+			var err error
+			if cursors, err = decodeCursors(after); err != nil {
+				return err
+			}
+		} else if t, err := gitstore.ParseTime(after, time.Now()); err != nil {
+			return badRequest("after %q must be an event id of /v1/events (%s...) or %s", after, allCursorPrefix, gitstore.TimeFormHint)
+		} else {
+			since = &t
+		}
+	}
+	known := map[string]bool{}
+	var feeds []*feed
+	// refresh adds the stores made since, and a store that a key limited to it may read.
+	refresh := func() ([]*feed, error) {
+		var ids []string
+		if cl.key != nil && cl.key.StoreID != "" {
+			ids = []string{cl.key.StoreID}
+		} else {
+			for page := ""; ; {
+				p, err := s.data.ListStores(ctx, gitstore.StoreListOptions{IncludeArchived: true, Limit: 1000, Cursor: page})
+				if err != nil {
+					return nil, err
+				}
+				for _, info := range p.Stores {
+					ids = append(ids, info.ID)
+				}
+				if page = p.NextCursor; page == "" {
+					break
+				}
+			}
+		}
+		var added []*feed
+		for _, id := range ids {
+			if known[id] {
+				continue
+			}
+			st, err := s.data.Store(ctx, id)
+			if err != nil {
+				return nil, err
+			}
+			f := &feed{st: st, cursor: cursors[id]}
+			if since != nil && f.cursor == "" {
+				if f.cursor, err = st.EventBefore(ctx, *since); err != nil {
+					return nil, err
+				}
+			}
+			known[id] = true
+			added = append(added, f)
+		}
+		feeds = append(feeds, added...)
+		return added, nil
+	}
+	if _, err := refresh(); err != nil {
+		return err
+	}
+	id := func(*feed) string { return encodeCursors(feeds) }
+	return s.stream(c, "gitmem events of every store", feeds, refresh, id)
+}
+
+// allCursorPrefix starts the event ids of /v1/events.
+const allCursorPrefix = "evc_"
+
+// encodeCursors is the id of an event of /v1/events: each store's cursor, as base64url JSON.
+func encodeCursors(feeds []*feed) string {
+	m := make(map[string]string, len(feeds))
+	for _, f := range feeds {
+		if f.cursor != "" {
+			m[f.st.ID()] = f.cursor
+		}
+	}
+	raw, _ := json.Marshal(m) // sorted keys: the same cursors make the same id
+	return allCursorPrefix + base64.RawURLEncoding.EncodeToString(raw)
+}
+
+func decodeCursors(id string) (map[string]string, error) {
+	bad := badRequest("Last-Event-ID %q is not an event id of /v1/events (%s...)", clip(id, 40), allCursorPrefix)
+	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(id, allCursorPrefix))
+	if !strings.HasPrefix(id, allCursorPrefix) || err != nil {
+		return nil, bad
+	}
+	m := map[string]string{}
+	if json.Unmarshal(raw, &m) != nil {
+		return nil, bad
+	}
+	for store, cursor := range m {
+		if !strings.HasPrefix(store, gitstore.StorePrefix) || !gitstore.IsCursor(cursor) {
+			return nil, bad
+		}
+	}
+	return m, nil
+}
+
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
+}
+
+// stream sends the changes of feeds as server-sent events until the client goes, the server
+// stops or a cursor is gone; refresh, if not nil, is asked now and then for feeds to add. id
+// is the id of the event just read from a feed.
+func (s *Server) stream(c echo.Context, banner string, feeds []*feed, refresh func() ([]*feed, error), id func(*feed) string) error {
 	select {
 	case s.streams <- struct{}{}:
 		defer func() { <-s.streams }()
@@ -116,64 +271,99 @@ func (s *Server) storeEvents(c echo.Context) error {
 		}
 		return rc.Flush()
 	}
-	if err := send(": gitmem events of %s\n\n", st.ID()); err != nil {
+	if err := send(": %s\n\n", banner); err != nil {
 		return nil
 	}
-	ctx := r.Context()
-	beat := time.NewTicker(HeartbeatEvery)
-	defer beat.Stop()
-	for {
-		moved := st.Moved() // before reading, so that no change falls between
-		vs, more, err := st.VersionsAfter(ctx, cursor, eventBatch)
-		if errors.Is(err, gitstore.ErrCursorGone) {
-			// A forced push replaced the history the cursor was in: say where to restart.
-			data, _ := json.Marshal(map[string]string{"type": "error", "error": "cursor_gone",
-				"message": fmt.Sprintf("event %s is not in the history of store %s any more (its history was replaced); reconnect with ?after=TIME, or without a cursor for every event", cursor, st.ID())})
-			send("event: error\ndata: %s\n\n", data)
-			return nil
-		}
-		if err != nil {
-			if ctx.Err() == nil {
-				s.log.Warn("event stream", "store", st.ID(), "err", err)
-			}
-			return nil
-		}
-		for _, v := range vs {
-			data, err := json.Marshal(toEvent(v))
-			if err != nil {
-				return err
-			}
-			if err := send("id: %s\nevent: %s\ndata: %s\n\n", v.ID, eventType(v), data); err != nil {
+	// Where the stream starts, as an id without an event: a client that drops before the
+	// first event reconnects from there (?after=TIME was resolved once, here).
+	for _, f := range feeds {
+		if f.cursor != "" {
+			if err := send("id: %s\n\n", id(f)); err != nil {
 				return nil
 			}
-			cursor = v.ID
+			break
 		}
-		if more {
-			continue
+	}
+	ctx := c.Request().Context()
+	beat := time.NewTicker(HeartbeatEvery)
+	defer beat.Stop()
+	var newStores <-chan time.Time
+	if refresh != nil {
+		t := time.NewTicker(storeRefreshEvery)
+		defer t.Stop()
+		newStores = t.C
+	}
+	// The cases of the wait: each feed's store moving, then the fixed ones.
+	cases := make([]reflect.SelectCase, 0, len(feeds)+5)
+	for {
+		cases = cases[:0]
+		for _, f := range feeds {
+			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(f.st.Moved())}) // before reading: no change falls between
 		}
-		select {
-		case <-moved:
-		case <-beat.C:
+		for _, f := range feeds {
+			for more := true; more; {
+				chs, m, err := f.st.EventsAfter(ctx, f.cursor, eventBatch)
+				if errors.Is(err, gitstore.ErrCursorGone) {
+					// A forced push replaced the history the cursor was in: say where to restart.
+					data, _ := json.Marshal(map[string]string{"type": "error", "error": "cursor_gone", "memory_store_id": f.st.ID(),
+						"message": fmt.Sprintf("event %s is not in the history of store %s any more (its history was replaced); reconnect with ?after=TIME, or without a cursor for every event", f.cursor, f.st.ID())})
+					send("event: error\ndata: %s\n\n", data)
+					return nil
+				}
+				if err != nil {
+					if ctx.Err() == nil {
+						s.log.Warn("event stream", "store", f.st.ID(), "err", err)
+					}
+					return nil
+				}
+				for _, ch := range chs {
+					typ, data, err := EventPayload(ch)
+					if err != nil {
+						return err
+					}
+					f.cursor = ch.ID()
+					if err := send("id: %s\nevent: %s\ndata: %s\n\n", id(f), typ, data); err != nil {
+						return nil
+					}
+				}
+				more = m
+			}
+		}
+		fixed := len(cases)
+		cases = append(cases,
+			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(beat.C)},
+			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
+			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(s.closing)},
+			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(newStores)})
+		switch i, _, _ := reflect.Select(cases); i - fixed {
+		case 0:
 			if err := send(": heartbeat\n\n"); err != nil {
 				return nil
 			}
-		case <-ctx.Done():
+		case 1, 2:
 			return nil
-		case <-s.closing:
-			return nil
+		case 3:
+			added, err := refresh()
+			if err != nil {
+				s.log.Warn("event stream: list the stores", "err", err)
+			}
+			feeds = append(feeds, added...)
 		}
 	}
 }
 
+// storeRefreshEvery is how often GET /v1/events looks for stores made since it started.
+var storeRefreshEvery = 2 * time.Second
+
 // cursorOf reads ?after=: an event id, or a time in the forms of ?at= (the stream then
-// starts with the first version made at or after it).
+// starts with the first change made at or after it).
 func (s *Server) cursorOf(ctx context.Context, st *gitstore.Store, after string) (string, error) {
-	if strings.HasPrefix(after, gitstore.VersionPrefix) {
+	if gitstore.IsCursor(after) {
 		return after, nil
 	}
 	t, err := gitstore.ParseTime(after, time.Now())
 	if err != nil {
-		return "", badRequest("after %q must be an event id (memver_...) or %s", after, gitstore.TimeFormHint)
+		return "", badRequest("after %q must be an event id (memver_... or storechg_...) or %s", after, gitstore.TimeFormHint)
 	}
-	return st.VersionBefore(ctx, t)
+	return st.EventBefore(ctx, t)
 }

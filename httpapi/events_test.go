@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -141,6 +142,10 @@ func TestEventsEveryWayIn(t *testing.T) {
 	if status != 200 || live.resp.Header.Get("Content-Type") != "text/event-stream" {
 		t.Fatalf("events: %d %s", status, live.resp.Header.Get("Content-Type"))
 	}
+	if ev := live.next(t, 1)[0]; ev.name != "store.created" || ev.data["memory_store_id"] != store ||
+		!strings.HasPrefix(ev.id, gitstore.StoreChangePrefix) || ev.data["store_change_id"] != ev.id {
+		t.Fatalf("the store's first event: %+v", ev)
+	}
 	var created struct{ ID string }
 	g.api(t, "POST", "/v1/memory_stores/"+store+"/memories", "", `{"path":"/a.md","content":"one"}`, &created)
 	g.api(t, "POST", "/v1/memory_stores/"+store+"/memories/"+created.ID, "", `{"content":"two"}`, nil)
@@ -158,6 +163,22 @@ func TestEventsEveryWayIn(t *testing.T) {
 	}
 	if ev := live.next(t, 1)[0]; ev.data["session_id"] != "sesn_tool" || ev.data["path"] != "/tool.md" {
 		t.Fatalf("tool event: %+v", ev)
+	}
+	// An agent tool over HTTP, and the same over MCP.
+	g.api(t, "POST", "/v1/memory_stores/"+store+"/tools/memory_write", "", `{"path":"/memories/agent.md","content":"by an agent tool"}`, nil)
+	if ev := live.next(t, 1)[0]; ev.name != "memory.created" || ev.data["path"] != "/agent.md" {
+		t.Fatalf("agent tool event: %+v", ev)
+	}
+	ctx := context.Background()
+	cs, err := mcpConnect(t, ctx, g.url+"/mcp?store="+store, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text, isErr := mcpCall(t, ctx, cs, "memory_write", map[string]any{"path": "/memories/mcp.md", "content": "over MCP"}); isErr {
+		t.Fatalf("MCP write: %s", text)
+	}
+	if ev := live.next(t, 1)[0]; ev.name != "memory.created" || ev.data["path"] != "/mcp.md" {
+		t.Fatalf("MCP event: %+v", ev)
 	}
 	// A push of a commit made with git.
 	work := t.TempDir()
@@ -184,7 +205,7 @@ func TestEventsEveryWayIn(t *testing.T) {
 	// Every version once, in commit order: the events' ids are the versions' ids.
 	all := versionIDs(t, g, store)
 	replay, _ := openStream(t, url, "")
-	got := replay.next(t, len(all))
+	got := replay.next(t, len(all)+1)[1:] // after store.created
 	for i, e := range got {
 		if e.id != all[i] || e.data["memory_version_id"] != all[i] {
 			t.Fatalf("event %d is %s, version %d is %s", i, e.id, i, all[i])
@@ -195,7 +216,7 @@ func TestEventsEveryWayIn(t *testing.T) {
 	// A redaction: the version's event is memory.redacted from then on, with no path.
 	g.api(t, "POST", "/v1/memory_stores/"+store+"/memory_versions/"+all[0]+"/redact", "", `{}`, nil)
 	redacted, _ := openStream(t, url, "")
-	if e := redacted.next(t, 1)[0]; e.name != "memory.redacted" || e.data["path"] != nil {
+	if e := redacted.next(t, 2)[1]; e.name != "memory.redacted" || e.data["path"] != nil {
 		t.Fatalf("a redacted version's event: %+v", e)
 	}
 
@@ -211,8 +232,8 @@ func TestEventsEveryWayIn(t *testing.T) {
 	}
 	after.none(t)
 	// From a time: the versions made at or after it.
-	future, _ := openStream(t, url+"?after=2h", "") // 2h ago: every version
-	future.next(t, len(all))
+	future, _ := openStream(t, url+"?after=2h", "") // 2h ago: every event
+	future.next(t, len(all)+1)
 	// After gc the cursors still resolve.
 	if st := g.api(t, "POST", "/v1/memory_stores/"+store+"/gc", "", `{}`, nil); st != 200 {
 		t.Fatalf("gc: %d", st)
@@ -220,6 +241,21 @@ func TestEventsEveryWayIn(t *testing.T) {
 	again, _ := openStream(t, url, "", "Last-Event-ID", all[len(all)-2])
 	if e := again.next(t, 1)[0]; e.id != all[len(all)-1] {
 		t.Fatalf("after gc: %s", e.id)
+	}
+	// Changes of the store itself: an update, then archiving; a stream resumes after them.
+	g.api(t, "POST", "/v1/memory_stores/"+store, "", `{"description":"watched"}`, nil)
+	if e := again.next(t, 1)[0]; e.name != "store.updated" || e.data["operation"] != "updated" || e.data["commit"] == "" {
+		t.Fatalf("store update event: %+v", e)
+	} else {
+		g.api(t, "POST", "/v1/memory_stores/"+store+"/archive", "", `{}`, nil)
+		if e2 := again.next(t, 1)[0]; e2.name != "store.archived" {
+			t.Fatalf("archive event: %+v", e2)
+		}
+		fromUpdate, _ := openStream(t, url, "", "Last-Event-ID", e.id)
+		if e3 := fromUpdate.next(t, 1)[0]; e3.name != "store.archived" {
+			t.Fatalf("resumed after a store event: %+v", e3)
+		}
+		fromUpdate.none(t)
 	}
 	// A cursor that is not in the history gets an error event that says where to restart.
 	gone, _ := openStream(t, url, "", "Last-Event-ID", "memver_01M83RXJE06891D7CSNGD1TFB7")
@@ -287,6 +323,7 @@ func TestEventsHeartbeatAndShutdown(t *testing.T) {
 	if status != 200 {
 		t.Fatalf("events: %d", status)
 	}
+	s.next(t, 1) // store.created
 	select {
 	case <-s.beats:
 	case <-time.After(5 * time.Second):
@@ -347,15 +384,93 @@ func TestEventsAcrossRestart(t *testing.T) {
 	write(d, "/one.md")
 	write(d, "/two.md")
 	first, _ := openStream(t, url+"/v1/memory_stores/"+st.ID()+"/events", "")
-	seen := first.next(t, 2)
+	seen := first.next(t, 3)
 	stop()
 
 	d, url, stop = serve()
 	defer stop()
 	write(d, "/three.md")
-	resumed, _ := openStream(t, url+"/v1/memory_stores/"+st.ID()+"/events", "", "Last-Event-ID", seen[1].id)
+	resumed, _ := openStream(t, url+"/v1/memory_stores/"+st.ID()+"/events", "", "Last-Event-ID", seen[2].id)
 	if e := resumed.next(t, 1)[0]; e.data["path"] != "/three.md" {
 		t.Fatalf("after a restart: %+v", e)
 	}
 	resumed.none(t)
+}
+
+// TestAllEvents: GET /v1/events streams every store's events, also of a store made while it
+// runs; its ids resume every store at once; a key limited to a store sees that store's only.
+func TestAllEvents(t *testing.T) {
+	old := storeRefreshEvery
+	storeRefreshEvery = 100 * time.Millisecond
+	t.Cleanup(func() { storeRefreshEvery = old })
+	g := startGitServerWith(t, GitOptions{})
+	a := g.createStore(t, "", "a")
+	all, status := openStream(t, g.url+"/v1/events", "")
+	if status != 200 {
+		b, _ := io.ReadAll(all.resp.Body)
+		t.Fatalf("/v1/events: %d %s", status, b)
+	}
+	if e := all.next(t, 1)[0]; e.name != "store.created" || e.data["memory_store_id"] != a || !strings.HasPrefix(e.id, "evc_") {
+		t.Fatalf("first event: %+v", e)
+	}
+	b := g.createStore(t, "", "b")
+	if e := all.next(t, 1)[0]; e.name != "store.created" || e.data["memory_store_id"] != b {
+		t.Fatalf("a store made while the stream runs: %+v", e)
+	}
+	g.api(t, "POST", "/v1/memory_stores/"+a+"/memories", "", `{"path":"/a1.md","content":"1"}`, nil)
+	g.api(t, "POST", "/v1/memory_stores/"+b+"/memories", "", `{"path":"/b1.md","content":"1"}`, nil)
+	g.api(t, "POST", "/v1/memory_stores/"+a+"/memories", "", `{"path":"/a2.md","content":"2"}`, nil)
+	got := all.next(t, 3)
+	paths := map[string]bool{}
+	for _, e := range got {
+		paths[fmt.Sprint(e.data["path"])] = true
+	}
+	if !paths["/a1.md"] || !paths["/b1.md"] || !paths["/a2.md"] {
+		t.Fatalf("writes to two stores: %+v", got)
+	}
+	all.none(t)
+	// Resume from the first write's event: the two others, nothing twice.
+	resumed, _ := openStream(t, g.url+"/v1/events", "", "Last-Event-ID", got[0].id)
+	rest := resumed.next(t, 2)
+	if rest[0].data["path"] != got[1].data["path"] || rest[1].data["path"] != got[2].data["path"] {
+		t.Fatalf("resumed: %+v", rest)
+	}
+	resumed.none(t)
+	// From a time: every event of both stores.
+	since, _ := openStream(t, g.url+"/v1/events?after=1h", "")
+	since.next(t, 5)
+	since.none(t)
+	for _, tc := range []struct {
+		url     string
+		headers []string
+	}{
+		{"/v1/events", []string{"Last-Event-ID", "memver_01M83RXJE06891D7CSNGD1TFB7"}},
+		{"/v1/events", []string{"Last-Event-ID", "evc_!!"}},
+		{"/v1/events", []string{"Last-Event-ID", "evc_" + "eyJ4IjoieSJ9"}}, // {"x":"y"}
+		{"/v1/events?after=someday", nil},
+		{"/v1/events?store=a", nil},
+	} {
+		if _, status := openStream(t, g.url+tc.url, "", tc.headers...); status != http.StatusBadRequest {
+			t.Errorf("GET %s %v: %d, want 400", tc.url, tc.headers, status)
+		}
+	}
+
+	// A key limited to b: b's events only; a reader with no key is refused.
+	_, secret, err := g.keys.Create("limited", apikeys.ReadOnly, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	limited, status := openStream(t, g.url+"/v1/events", secret)
+	if status != 200 {
+		t.Fatalf("limited key: %d", status)
+	}
+	for _, e := range limited.next(t, 2) {
+		if e.data["memory_store_id"] != b {
+			t.Fatalf("a limited key saw another store's event: %+v", e)
+		}
+	}
+	limited.none(t)
+	if _, status := openStream(t, g.url+"/v1/events", ""); status != http.StatusUnauthorized {
+		t.Fatalf("no key: %d", status)
+	}
 }

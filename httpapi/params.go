@@ -183,6 +183,7 @@ var queryParams = map[string][]string{
 	"GET /v1/memory_stores/:store/search":                            {"q", "path_prefix", "limit", "snippets"},
 	"POST /v1/memory_stores/:store/tools/:name":                      {"at"},
 	"GET /v1/memory_stores/:store/events":                            {"after"},
+	"GET /v1/events":                                                 {"after"},
 }
 
 // checkQuery refuses a request with a query parameter its route does not take, naming the

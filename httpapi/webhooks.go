@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -16,12 +15,6 @@ import (
 // answer only), GET lists them, GET/POST/DELETE /v1/webhooks/{id} read, change and delete
 // one, GET /v1/webhooks/{id}/deliveries is its delivery log. Only keys that can write manage
 // webhooks; a key limited to one store sees and makes webhooks of that store only.
-
-// EventPayload is the event of a version, as the event stream and webhooks send it.
-func EventPayload(v gitstore.Version) (typ string, body []byte, err error) {
-	body, err = json.Marshal(toEvent(v))
-	return eventType(v), body, err
-}
 
 type webhookJSON struct {
 	Type          string    `json:"type"`
@@ -141,8 +134,8 @@ func (s *Server) createWebhook(c echo.Context, reg *webhooks.Registry) error {
 		}
 	}
 	ctx := c.Request().Context()
-	// From now on: each store's cursor starts at its last version.
-	starts, err := LatestVersions(ctx, s.data)
+	// From now on: each store's cursor starts at its last event.
+	starts, err := LatestEvents(ctx, s.data)
 	if err != nil {
 		return err
 	}
@@ -234,9 +227,9 @@ func (s *Server) webhookDeliveries(c echo.Context, reg *webhooks.Registry) error
 // the CLI on a data directory.
 func WebhookObject(h webhooks.Hook, withSecret bool) any { return toWebhook(h, withSecret) }
 
-// LatestVersions returns the id of the last version of every store: where a new webhook's
+// LatestEvents returns the id of the last event of every store: where a new webhook's
 // cursors start.
-func LatestVersions(ctx context.Context, data *gitstore.DataDir) (map[string]string, error) {
+func LatestEvents(ctx context.Context, data *gitstore.DataDir) (map[string]string, error) {
 	starts := map[string]string{}
 	page, err := data.ListStores(ctx, gitstore.StoreListOptions{IncludeArchived: true, Limit: 1000})
 	if err != nil {
@@ -247,12 +240,12 @@ func LatestVersions(ctx context.Context, data *gitstore.DataDir) (map[string]str
 		if err != nil {
 			return nil, err
 		}
-		last, err := st.Versions(ctx, gitstore.VersionFilter{Limit: 1})
+		last, err := st.LastEvent(ctx)
 		if err != nil {
 			return nil, err
 		}
-		if len(last.Versions) == 1 {
-			starts[info.ID] = last.Versions[0].ID
+		if last != "" {
+			starts[info.ID] = last
 		}
 	}
 	return starts, nil

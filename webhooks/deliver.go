@@ -76,8 +76,8 @@ func Sign(secret, id string, timestamp int64, body []byte) (string, error) {
 	return "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil)), nil
 }
 
-// Payload is what a version's event is: its type and its JSON body (the event stream's data).
-type Payload func(v gitstore.Version) (typ string, body []byte, err error)
+// Payload is what an event is sent as: its type and its JSON body (the event stream's data).
+type Payload func(ev gitstore.Event) (typ string, body []byte, err error)
 
 // Dispatcher delivers every webhook's events, a worker for each webhook and store.
 type Dispatcher struct {
@@ -199,13 +199,13 @@ func (d *Dispatcher) work(ctx context.Context, h Hook, storeID string) {
 	}
 	for ctx.Err() == nil {
 		moved := st.Moved()
-		vs, more, err := st.VersionsAfter(ctx, cursor, 64)
+		vs, more, err := st.EventsAfter(ctx, cursor, 64)
 		if errors.Is(err, gitstore.ErrCursorGone) {
 			// The history was replaced: go on from its end, and say so.
 			d.Logger.Warn("webhooks: the cursor is not in the store's history any more; going on from its last version", "webhook", h.ID, "store", storeID, "cursor", cursor)
-			vs, _, err = st.VersionsAfter(ctx, "", 1<<30)
+			vs, _, err = st.EventsAfter(ctx, "", 1<<30)
 			if err == nil && len(vs) > 0 {
-				cursor = vs[len(vs)-1].ID
+				cursor = vs[len(vs)-1].ID()
 				d.Registry.record(h.ID, storeID, cursor, nil)
 			}
 			continue
@@ -220,7 +220,7 @@ func (d *Dispatcher) work(ctx context.Context, h Hook, storeID string) {
 		for _, v := range vs {
 			typ, body, err := d.Payload(v)
 			if err != nil {
-				d.Logger.Error("webhooks: make the payload", "version", v.ID, "err", err)
+				d.Logger.Error("webhooks: make the payload", "event", v.ID(), "err", err)
 				return
 			}
 			// The webhook as it is now: a change takes effect from the next event on, even
@@ -232,14 +232,14 @@ func (d *Dispatcher) work(ctx context.Context, h Hook, storeID string) {
 			h = cur
 			var rec *Delivery
 			if h.Wants(storeID, typ) {
-				if rec = d.deliver(ctx, h, storeID, v.ID, typ, body); rec == nil {
+				if rec = d.deliver(ctx, h, storeID, v.ID(), typ, body); rec == nil {
 					return // stopped
 				}
 			}
-			if err := d.Registry.record(h.ID, storeID, v.ID, rec); err != nil {
+			if err := d.Registry.record(h.ID, storeID, v.ID(), rec); err != nil {
 				d.Logger.Error("webhooks: record the cursor", "webhook", h.ID, "err", err)
 			}
-			cursor = v.ID
+			cursor = v.ID()
 		}
 		if more {
 			continue

@@ -26,7 +26,8 @@ import (
 )
 
 // Events are the event types a webhook can ask for.
-var Events = []string{"memory.created", "memory.modified", "memory.deleted", "memory.redacted"}
+var Events = []string{"memory.created", "memory.modified", "memory.deleted", "memory.redacted",
+	"store.created", "store.updated", "store.archived"}
 
 // Limits of the registry.
 const (

@@ -17,17 +17,19 @@ import (
 	"github.com/gitmem/gitmem/gitstore"
 	"github.com/gitmem/gitmem/httpapi"
 	"github.com/gitmem/gitmem/search"
+	"github.com/gitmem/gitmem/webhooks"
 	"github.com/gitmem/gitmem/webui"
 )
 
 // env is the real server (the API, search and the UI, wired as gitmem serve wires them) on a
 // loopback port, over a fresh data directory.
 type env struct {
-	t    testing.TB
-	url  string
-	data *gitstore.DataDir
-	keys *apikeys.Keys
-	h    http.Handler // the server itself, for benchmarks that leave the network out
+	t     testing.TB
+	url   string
+	data  *gitstore.DataDir
+	keys  *apikeys.Keys
+	hooks *webhooks.Registry // receivers on loopback allowed: the tests' are
+	h     http.Handler       // the server itself, for benchmarks that leave the network out
 }
 
 func start(t testing.TB) *env {
@@ -46,7 +48,10 @@ func start(t testing.TB) *env {
 	idx := search.New(d, search.Options{})
 	go idx.WatchAll(ctx)
 	srv.EnableSearch(idx)
-	ui, err := webui.New(webui.Options{Data: d, Keys: keys, Auth: srv, Search: idx})
+	hooks := webhooks.Open(d.Layout())
+	hooks.AllowPrivate = true
+	srv.EnableWebhooks(hooks)
+	ui, err := webui.New(webui.Options{Data: d, Keys: keys, Auth: srv, Search: idx, Webhooks: hooks})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +63,7 @@ func start(t testing.TB) *env {
 		idx.Close()
 		d.Close()
 	})
-	return &env{t: t, url: hs.URL, data: d, keys: keys, h: srv}
+	return &env{t: t, url: hs.URL, data: d, keys: keys, hooks: hooks, h: srv}
 }
 
 // key makes an API key and returns its secret and id.

@@ -20,6 +20,7 @@ import (
 	"github.com/gitmem/gitmem/gitstore"
 	"github.com/gitmem/gitmem/httpapi"
 	"github.com/gitmem/gitmem/search"
+	"github.com/gitmem/gitmem/webhooks"
 )
 
 // Prefix is where the UI is served.
@@ -37,7 +38,9 @@ type Options struct {
 	Keys   *apikeys.Keys
 	Auth   Auth
 	Search *search.Service // nil: no search page
-	Logger *slog.Logger
+	// Webhooks is the registry the webhooks page shows (nil: the page says there are none).
+	Webhooks *webhooks.Registry
+	Logger   *slog.Logger
 	// SessionTTL is how long a sign-in lasts (default 12 hours).
 	SessionTTL time.Duration
 }
@@ -106,6 +109,7 @@ func (u *UI) routes() {
 	m.HandleFunc("POST /ui/stores/{store}/revert", u.page(u.revert, writer))
 	m.HandleFunc("GET /ui/stores/{store}/search", u.page(u.search, reader))
 	m.HandleFunc("GET /ui/stores/{store}/conflicts", u.page(u.conflicts, reader))
+	m.HandleFunc("GET /ui/webhooks", u.page(u.webhooks, writer))
 	m.HandleFunc("POST /ui/stores/{store}/conflicts/{id}", u.page(u.resolveConflict, writer))
 	m.HandleFunc("/ui/", u.page(func(w http.ResponseWriter, r *http.Request, q *request) error {
 		return notFound("no such page")

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/anthropics/anthropic-sdk-go"
@@ -32,6 +33,8 @@ type agentOptions struct {
 	maxTokens int64
 	sessionID string
 	search    bool
+	watch     bool
+	quiet     time.Duration
 }
 
 func newAgentCmd(a *app) *cobra.Command {
@@ -60,12 +63,20 @@ Context editing (clear_tool_uses_20250919) is on; it never clears the memory too
 Needs an API key in ANTHROPIC_API_KEY. The SDK also reads ANTHROPIC_BASE_URL, to send the
 requests elsewhere. While "gitmem serve" holds the data directory (or with --server), the
 server runs the tool calls (its /mcp, with GITMEM_API_KEY) and --search uses its index; else
-the data directory stays open while the agent runs.`,
+the data directory stays open while the agent runs.
+
+--watch keeps the agent on the stores: after the task's run it follows their event streams,
+and when others (people, other agents, a git push, a sync) change them, it runs again with
+the task and the list of what changed, until Ctrl-C. Its own session's writes do not wake it.
+Changes that come close together (within --watch-quiet) make one run. It needs the server
+(gitmem serve, here or with --server): while the agent holds the data directory, nobody else
+can change the stores.`,
 		Example: `  export ANTHROPIC_API_KEY=sk-ant-...
   gitmem agent --store notes "Plan the move of the billing service to Postgres"
   gitmem agent --store notes --store "team wiki:read_only:Conventions: follow them" "Review the plan"
   gitmem agent --store notes --search --max-turns 50 "What did we decide about retries?"
-  gitmem log notes      # the versions of the run are BY its session id`,
+  gitmem log notes      # the versions of the run are BY its session id
+  gitmem agent --store notes --watch "Keep /summary.md a summary of the other notes"`,
 		DisableFlagsInUseLine: true,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
@@ -84,6 +95,8 @@ the data directory stays open while the agent runs.`,
 	f.Int64Var(&o.maxTokens, "max-tokens", 16000, "let Claude write at most `N` tokens in one reply")
 	f.StringVar(&o.sessionID, "session", "", "record the writes as the session `ID` (sesn_…; default: a new one)")
 	f.BoolVar(&o.search, "search", false, "also give Claude memory_search, over the search index in the data directory")
+	f.BoolVar(&o.watch, "watch", false, "after the run, run again whenever others change the stores, until Ctrl-C")
+	f.DurationVar(&o.quiet, "watch-quiet", 2*time.Second, "with --watch, wait until the stores were quiet this `long` before a run")
 	// Flags may follow the task: "gitmem agent --store notes do this --max-turns 5".
 	f.SetInterspersed(true)
 	return cmd
@@ -169,6 +182,9 @@ func runAgent(ctx context.Context, a *app, o agentOptions, task string, stdout, 
 	if o.maxTokens < 1 {
 		return fmt.Errorf("--max-tokens must be at least 1, got %d", o.maxTokens)
 	}
+	if o.watch && o.quiet < 0 {
+		return fmt.Errorf("--watch-quiet must not be negative, got %s", o.quiet)
+	}
 	if err := checkAPICredentials(); err != nil {
 		return err
 	}
@@ -176,6 +192,9 @@ func runAgent(ctx context.Context, a *app, o agentOptions, task string, stdout, 
 	return a.withTarget(ctx, func(t target) error {
 		if t.srv != nil {
 			return agentThroughServer(ctx, t, o, specs, task, stdout, stderr)
+		}
+		if o.watch {
+			return usageError{errors.New("--watch needs a running gitmem serve (in this folder, or --server URL): while this command holds the data directory, nobody else can change the stores")}
 		}
 		d := t.data
 		opts := tooladapter.Options{ID: o.sessionID}
@@ -218,7 +237,12 @@ func agentThroughServer(ctx context.Context, t target, o agentOptions, specs []s
 	fmt.Fprintf(stderr, "session %s (every write is a version by this session_actor), through %s\n", sessionID, t.srv.URL())
 	printMounts(stderr, tooladapter.MountPaths(infos), infos, specs)
 	logHint := fmt.Sprintf("the run's versions are BY %s in: gitmem log %s", sessionID, quoteArg(specs[0].ref))
-	return agentLoop(ctx, mcpTools{tools}, o, task, logHint, stdout, stderr)
+	if !o.watch {
+		return agentLoop(ctx, mcpTools{tools}, o, task, logHint, stdout, stderr)
+	}
+	return watchAgent(ctx, t, infos, sessionID, func(task string) error {
+		return agentLoop(ctx, mcpTools{tools}, o, task, logHint, stdout, stderr)
+	}, task, o.quiet, stderr)
 }
 
 // agentTools answer the model's tool calls: a session on the data directory (localTools), or

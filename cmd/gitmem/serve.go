@@ -114,7 +114,9 @@ func serve(ctx context.Context, a *app, log *slog.Logger, f serveFlags, cmd *cob
 		}
 	}()
 	srv.EnableSearch(idx)
-	ui, err := webui.New(webui.Options{Data: d, Keys: keys, Auth: srv, Search: idx, Logger: log})
+	hooks := webhooks.Open(d.Layout())
+	hooks.AllowPrivate = f.allowPrivateWebhooks
+	ui, err := webui.New(webui.Options{Data: d, Keys: keys, Auth: srv, Search: idx, Webhooks: hooks, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -127,8 +129,6 @@ func serve(ctx context.Context, a *app, log *slog.Logger, f serveFlags, cmd *cob
 	// The sync loop and the expiry schedule stop before d.Close: deferred calls run last first.
 	defer syncStopped()
 	defer startExpiry(ctx, d, f.expire, log)()
-	hooks := webhooks.Open(d.Layout())
-	hooks.AllowPrivate = f.allowPrivateWebhooks
 	srv.EnableWebhooks(hooks)
 	dispatcher := &webhooks.Dispatcher{Data: d, Registry: hooks, Payload: httpapi.EventPayload, Logger: log}
 	hooksCtx, stopHooks := context.WithCancel(ctx)

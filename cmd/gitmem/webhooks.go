@@ -52,7 +52,7 @@ func (a *app) hookCall(ctx context.Context, method, path string, body map[string
 		var v any
 		switch {
 		case method == http.MethodPost && id == "":
-			starts, err := httpapi.LatestVersions(ctx, t.data)
+			starts, err := httpapi.LatestEvents(ctx, t.data)
 			if err != nil {
 				return err
 			}

@@ -2,9 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -80,4 +82,81 @@ func TestWebhooksCLI(t *testing.T) {
 	mustContain(t, "show", c.ok("", "webhooks", "show", h.ID), recv.URL)
 	c.ok("", "webhooks", "delete", h.ID)
 	mustContain(t, "empty", c.ok("", "webhooks", "list"), "no webhooks")
+}
+
+// TestWebhookKilledMidDelivery: gitmem killed (SIGKILL) while a delivery is in flight, with
+// more events not sent yet, loses nothing: started again, it delivers every event, in order;
+// the one in flight comes again (at least once), and the receiver tells it by its id.
+func TestWebhookKilledMidDelivery(t *testing.T) {
+	c := newCLI(t)
+	c.ok("", "stores", "create", "notes")
+	var mu sync.Mutex
+	var taken []string // paths, in the order first taken
+	seen := map[string]bool{}
+	calls := 0
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var ev struct{ Path string }
+		json.NewDecoder(r.Body).Decode(&ev)
+		mu.Lock()
+		calls++
+		n := calls
+		mu.Unlock()
+		if n == 3 {
+			<-r.Context().Done() // held until gitmem dies: the delivery is in flight
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if id := r.Header.Get("webhook-id"); !seen[id] {
+			seen[id] = true
+			taken = append(taken, ev.Path)
+		}
+	}))
+	defer recv.Close()
+	first, _, _ := startServe(t, c, "--allow-private-webhooks")
+	var h struct{ ID string }
+	if err := json.Unmarshal([]byte(c.ok("", "webhooks", "create", recv.URL, "--store", "notes", "--json")), &h); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for i := 1; i <= 8; i++ {
+		p := fmt.Sprintf("/%02d.md", i)
+		c.ok(p, "put", "notes", p)
+		want = append(want, p)
+	}
+	waitUntil := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			mu.Lock()
+			done := ok()
+			mu.Unlock()
+			if done {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("waited for %s: taken %v after %d calls", what, taken, calls)
+			}
+		}
+	}
+	waitUntil("the third delivery", func() bool { return calls >= 3 })
+	if err := first.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	first.Wait()
+	mu.Lock()
+	if len(taken) != 2 {
+		t.Fatalf("before the kill: %v", taken)
+	}
+	mu.Unlock()
+
+	startServe(t, c, "--allow-private-webhooks")
+	waitUntil("every event after the restart", func() bool { return len(taken) == len(want) })
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(taken, want) {
+		t.Fatalf("taken %v, want %v", taken, want)
+	}
+	if calls < len(want)+1 {
+		t.Errorf("%d calls: the delivery in flight was not sent again", calls)
+	}
 }
