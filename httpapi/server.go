@@ -89,8 +89,7 @@ func New(data *gitstore.DataDir, keys *apikeys.Keys, opts Options) *Server {
 	e.Use(middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
 		LogStatus: true, LogURI: true, LogMethod: true, LogLatency: true, HandleError: true,
 		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
-			s.log.Debug("request", "method", v.Method, "uri", v.URI, "status", v.Status,
-				"latency", v.Latency, "request_id", requestID(c))
+			s.accessLog(c, v)
 			return nil
 		},
 	}))

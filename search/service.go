@@ -266,3 +266,13 @@ func (e *UnavailableError) Error() string {
 func (e *UnavailableError) Unwrap() error {
 	return &gitstore.Error{Kind: gitstore.KindUnavailable, Message: e.Error()}
 }
+
+// Ready answers how many indexes are open, or ErrClosed once the service is closed.
+func (s *Service) Ready() (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return 0, ErrClosed
+	}
+	return len(s.indexes), nil
+}

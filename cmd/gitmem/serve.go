@@ -32,7 +32,7 @@ func defaultAddr() string {
 
 func newServeCmd(a *app) *cobra.Command {
 	var f serveFlags
-	var logLevel string
+	var logLevel, logFormat string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the memory store API over HTTP",
@@ -49,13 +49,23 @@ Create a key with "gitmem keys create" to require keys and to serve on other add
 			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
 				return fmt.Errorf("--log-level: %w", err)
 			}
-			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-			return serve(cmd.Context(), a, log, f, cmd)
+			opts := &slog.HandlerOptions{Level: level}
+			var h slog.Handler
+			switch logFormat {
+			case "text":
+				h = slog.NewTextHandler(os.Stderr, opts)
+			case "json":
+				h = slog.NewJSONHandler(os.Stderr, opts)
+			default:
+				return usageError{fmt.Errorf("--log-format must be text or json, got %q", logFormat)}
+			}
+			return serve(cmd.Context(), a, slog.New(h), f, cmd)
 		},
 	}
 	cmd.Flags().StringVar(&f.addr, "addr", defaultAddr(), "address to listen on (env GITMEM_ADDR)")
 	cmd.Flags().BoolVar(&f.strict, "strict-create", false, "POST .../memories creates only, as the public beta does (an occupied path is a 409 memory_path_conflict_error)")
-	cmd.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	cmd.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error; info logs a line per request")
+	cmd.Flags().StringVar(&logFormat, "log-format", "text", "text or json (one object per line, for a log collector)")
 	cmd.Flags().DurationVar(&f.sync.every, "sync-interval", time.Minute, "sync each store with its remotes this often (0: not on an interval)")
 	cmd.Flags().DurationVar(&f.sync.afterWrite, "sync-after-write", 2*time.Second, "sync a store once main has been still this long after a write (0: not after writes)")
 	d := httpapi.DefaultLimits
@@ -114,6 +124,7 @@ func serve(ctx context.Context, a *app, log *slog.Logger, f serveFlags, cmd *cob
 		}
 	}()
 	srv.EnableSearch(idx)
+	srv.EnableHealth(httpapi.ReadyChecks(d, idx))
 	hooks := webhooks.Open(d.Layout())
 	hooks.AllowPrivate = f.allowPrivateWebhooks
 	ui, err := webui.New(webui.Options{Data: d, Keys: keys, Auth: srv, Search: idx, Webhooks: hooks, Logger: log})

@@ -1,0 +1,31 @@
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+)
+
+// accessLog writes a line per request at info: method, route (the pattern, which names no
+// memory), path, status, duration, request id and the key's id; never a secret (keys come
+// in headers, which are not logged) nor a query string (a search's words are memory
+// content). Health probes log at debug, as they come every few seconds.
+func (s *Server) accessLog(c echo.Context, v middleware.RequestLoggerValues) {
+	level := slog.LevelInfo
+	route := c.Path()
+	if route == "/livez" || route == "/readyz" {
+		level = slog.LevelDebug
+	}
+	if !s.log.Enabled(context.Background(), level) {
+		return
+	}
+	attrs := []slog.Attr{slog.String("method", v.Method), slog.String("route", route),
+		slog.String("path", c.Request().URL.Path), slog.Int("status", v.Status),
+		slog.Float64("duration_ms", float64(v.Latency.Microseconds())/1000), slog.String("request_id", requestID(c))}
+	if cl := callerOf(c); cl.key != nil {
+		attrs = append(attrs, slog.String("key", cl.key.ID))
+	}
+	s.log.LogAttrs(context.Background(), level, "request", attrs...)
+}
