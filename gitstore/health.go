@@ -33,14 +33,8 @@ func (d *DataDir) OpenAll(ctx context.Context) (int, error) {
 // commit made with git moved ahead is caught up now. It returns how many were behind; a
 // catalog that cannot be read or caught up fails it, named.
 func (d *DataDir) CatchUpAll(ctx context.Context) (int, error) {
-	d.mu.Lock()
-	stores := make([]*Store, 0, len(d.stores))
-	for _, s := range d.stores {
-		stores = append(stores, s)
-	}
-	d.mu.Unlock()
 	behind := 0
-	for _, s := range stores {
+	for _, s := range d.openStores() {
 		head, err := s.repo.ReadRef()
 		if err != nil {
 			return behind, fmt.Errorf("store %s: read main: %w", s.id, err)
@@ -80,4 +74,51 @@ func (d *DataDir) CheckWritable() error {
 		return fmt.Errorf("the data directory is not writable: %w", err)
 	}
 	return nil
+}
+
+// CatalogsBehind answers how many open stores have a catalog that does not reflect main
+// (a push or git moved main, and no read or write has caught it up yet).
+func (d *DataDir) CatalogsBehind() int {
+	n := 0
+	for _, s := range d.openStores() {
+		head, err := s.repo.ReadRef()
+		if err != nil {
+			continue
+		}
+		if p, _ := s.publishing.Load().(plumbing.Hash); p == head {
+			continue
+		}
+		if s.Head() != head.String() {
+			n++
+		}
+	}
+	return n
+}
+
+// StoreStats is what a store holds and how its repository is packed.
+type StoreStats struct {
+	ID    string
+	Usage Usage
+	Packs int
+}
+
+// Stats answers the usage and pack count of every open store.
+func (d *DataDir) Stats() []StoreStats {
+	var out []StoreStats
+	for _, s := range d.openStores() {
+		st := StoreStats{ID: s.id, Packs: s.repo.Packs()}
+		s.readCatalog(func(ct catTx) error { st.Usage = ct.usage(); return nil })
+		out = append(out, st)
+	}
+	return out
+}
+
+func (d *DataDir) openStores() []*Store {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	stores := make([]*Store, 0, len(d.stores))
+	for _, s := range d.stores {
+		stores = append(stores, s)
+	}
+	return stores
 }

@@ -11,10 +11,17 @@ import (
 // accessLog writes a line per request at info: method, route (the pattern, which names no
 // memory), path, status, duration, request id and the key's id; never a secret (keys come
 // in headers, which are not logged) nor a query string (a search's words are memory
-// content). Health probes log at debug, as they come every few seconds.
+// content). Health probes log at debug, as they come every few seconds; so does every
+// request unless Options.AccessLog is set.
 func (s *Server) accessLog(c echo.Context, v middleware.RequestLoggerValues) {
-	level := slog.LevelInfo
+	level := slog.LevelDebug
+	if s.opts.AccessLog {
+		level = slog.LevelInfo
+	}
 	route := c.Path()
+	if s.opts.Observe != nil {
+		s.opts.Observe(route, c.Request().URL.Path, v.Method, v.Status, v.Latency)
+	}
 	if route == "/livez" || route == "/readyz" {
 		level = slog.LevelDebug
 	}

@@ -25,7 +25,7 @@ func TestAccessLog(t *testing.T) {
 	keys, _ := apikeys.Open(dir)
 	key, secret, _ := keys.Create("logged", apikeys.ReadWrite, "")
 	var buf syncBuffer
-	srv := New(d, keys, Options{Logger: slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))})
+	srv := New(d, keys, Options{AccessLog: true, Logger: slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))})
 	hs := httptest.NewServer(srv)
 	defer hs.Close()
 	req, _ := http.NewRequest("GET", hs.URL+"/v1/memory_stores?limit=5", nil)

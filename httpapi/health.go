@@ -47,3 +47,21 @@ func (s *Server) EnableHealth(checks []health.Check) {
 	s.e.GET("/livez", echo.WrapHandler(http.HandlerFunc(c.Live)))
 	s.e.GET("/readyz", echo.WrapHandler(http.HandlerFunc(c.Ready)))
 }
+
+// Guard serves h only to a caller that every API route would let in: with keys in force, a
+// request with a valid key (read_only will do); without, one addressed to loopback.
+func (s *Server) Guard(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := s.Identify(r, headerSecret(r)); err != nil {
+			status, _, msg := ErrorStatus(err)
+			http.Error(w, msg, status)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// EnableMetrics serves GET /metrics (h) on the main port, behind Guard.
+func (s *Server) EnableMetrics(h http.Handler) {
+	s.e.GET("/metrics", echo.WrapHandler(s.Guard(h)))
+}

@@ -39,6 +39,11 @@ type Options struct {
 	// Limits bound connections and requests (limits.go).
 	Limits Limits
 	Logger *slog.Logger
+	// AccessLog logs a line per request at info (debug otherwise), as gitmem serve does.
+	AccessLog bool
+	// Observe, if set, is told of each request as it ends: its route (the pattern), path,
+	// method, status and duration (for metrics).
+	Observe func(route, path, method string, status int, took time.Duration)
 }
 
 // Server is the HTTP API over a data directory.

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -16,6 +18,7 @@ import (
 	"github.com/gitmem/gitmem/gitstore"
 	"github.com/gitmem/gitmem/gitsync"
 	"github.com/gitmem/gitmem/httpapi"
+	"github.com/gitmem/gitmem/metrics"
 	"github.com/gitmem/gitmem/search"
 	"github.com/gitmem/gitmem/webhooks"
 	"github.com/gitmem/gitmem/webui"
@@ -77,6 +80,7 @@ Create a key with "gitmem keys create" to require keys and to serve on other add
 	cmd.Flags().IntVar(&f.limits.MaxConns, "max-conns", d.MaxConns, "connections served at once; more wait to be accepted")
 	cmd.Flags().IntVar(&f.limits.MaxRequests, "max-requests", d.MaxRequests, "requests served at once; more are answered 503")
 	cmd.Flags().DurationVar(&f.expire, "expire-every", time.Hour, "how often to expire the memories of stores that have an expiry (gitmem expire); 0 turns it off")
+	cmd.Flags().StringVar(&f.metricsAddr, "metrics-addr", "", "also serve /metrics (Prometheus) on this address, e.g. 127.0.0.1:9437 (it is always on the main port, behind a key while keys are in force); not loopback only once a key exists, and then scrapes send one")
 	cmd.Flags().BoolVar(&f.allowPrivateWebhooks, "allow-private-webhooks", false, "let webhooks deliver to loopback and private addresses (refused by default: a guard against requests into this network)")
 	return cmd
 }
@@ -89,6 +93,7 @@ type serveFlags struct {
 	sync                 syncOptions
 	expire               time.Duration
 	limits               httpapi.Limits
+	metricsAddr          string
 }
 
 func serve(ctx context.Context, a *app, log *slog.Logger, f serveFlags, cmd *cobra.Command) error {
@@ -101,11 +106,15 @@ func serve(ctx context.Context, a *app, log *slog.Logger, f serveFlags, cmd *cob
 	if err != nil {
 		return err
 	}
+	if f.metricsAddr != "" && !anyKey && !isLoopback(f.metricsAddr) {
+		return usageError{fmt.Errorf("refusing to serve metrics on %s without authentication: no API key exists yet; create one with \"gitmem keys create --name NAME\", or use a 127.0.0.1 address", f.metricsAddr)}
+	}
 	if !anyKey && !isLoopback(addr) {
 		return fmt.Errorf("refusing to serve on %s without authentication: no API key exists yet.\n"+
 			"Create one with \"gitmem keys create --name NAME\" (clients send it as x-api-key), or serve on 127.0.0.1", addr)
 	}
-	d, err := gitstore.Open(ctx, a.dataDir, gitstore.Options{Logger: log})
+	m := metrics.New()
+	d, err := gitstore.Open(ctx, a.dataDir, gitstore.Options{Logger: log, Observer: m.Store()})
 	if err != nil {
 		return err
 	}
@@ -115,8 +124,9 @@ func serve(ctx context.Context, a *app, log *slog.Logger, f serveFlags, cmd *cob
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	srv := httpapi.New(d, keys, httpapi.Options{StrictCreate: strict, Logger: log,
-		RequireKeys: anyKey || !isLoopback(addr), Limits: f.limits})
-	idx := search.New(d, search.Options{Logger: log})
+		RequireKeys: anyKey || !isLoopback(addr), Limits: f.limits, Observe: m.Request, AccessLog: true})
+	idx := search.New(d, search.Options{Logger: log, Observe: m.Search})
+	m.Read(metrics.Sources{Data: d, SearchBehind: idx.Behind})
 	defer idx.Close() // before d.Close: deferred calls run last first
 	go func() {
 		if err := idx.WatchAll(ctx); err != nil && ctx.Err() == nil {
@@ -125,6 +135,14 @@ func serve(ctx context.Context, a *app, log *slog.Logger, f serveFlags, cmd *cob
 	}()
 	srv.EnableSearch(idx)
 	srv.EnableHealth(httpapi.ReadyChecks(d, idx))
+	srv.EnableMetrics(m.Handler())
+	if f.metricsAddr != "" {
+		stop, err := serveMetrics(ctx, f.metricsAddr, srv.Guard(m.Handler()), log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	hooks := webhooks.Open(d.Layout())
 	hooks.AllowPrivate = f.allowPrivateWebhooks
 	ui, err := webui.New(webui.Options{Data: d, Keys: keys, Auth: srv, Search: idx, Webhooks: hooks, Logger: log})
@@ -132,7 +150,7 @@ func serve(ctx context.Context, a *app, log *slog.Logger, f serveFlags, cmd *cob
 		return err
 	}
 	srv.Mount(webui.Prefix, ui)
-	syncer := &gitsync.Syncer{DataDir: a.dataDir} // the loop's and POST .../sync's
+	syncer := &gitsync.Syncer{DataDir: a.dataDir, Observe: m.Sync} // the loop's and POST .../sync's
 	srv.EnableSync(func(ctx context.Context, st *gitstore.Store, remote string) (any, []error, error) {
 		return syncer.SyncRemotes(ctx, st, remote)
 	})
@@ -141,7 +159,7 @@ func serve(ctx context.Context, a *app, log *slog.Logger, f serveFlags, cmd *cob
 	defer syncStopped()
 	defer startExpiry(ctx, d, f.expire, log)()
 	srv.EnableWebhooks(hooks)
-	dispatcher := &webhooks.Dispatcher{Data: d, Registry: hooks, Payload: httpapi.EventPayload, Logger: log}
+	dispatcher := &webhooks.Dispatcher{Data: d, Registry: hooks, Payload: httpapi.EventPayload, Logger: log, Observe: m.Delivery}
 	hooksCtx, stopHooks := context.WithCancel(ctx)
 	hooksDone := make(chan struct{})
 	go func() { dispatcher.Run(hooksCtx); close(hooksDone) }()
@@ -208,4 +226,22 @@ func isLoopback(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// serveMetrics serves /metrics alone on addr, for a scraper kept off the main port.
+func serveMetrics(ctx context.Context, addr string, h http.Handler, log *slog.Logger) (func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-addr: listen on %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", h)
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second}
+	go func() {
+		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("serve metrics", "addr", addr, "err", err)
+		}
+	}()
+	log.Info("serving metrics", "url", "http://"+ln.Addr().String()+"/metrics")
+	return func() { hs.Close() }, nil
 }
