@@ -23,6 +23,6 @@ type Observer interface {
 type nopObserver struct{}
 
 func (nopObserver) GroupCommitted(string, int, time.Duration, time.Duration) {}
-func (nopObserver) PacksMerged(string, int, time.Duration)                    {}
-func (nopObserver) SecretsRefused(string, bool)                               {}
-func (nopObserver) Redacted(string)                                           {}
+func (nopObserver) PacksMerged(string, int, time.Duration)                   {}
+func (nopObserver) SecretsRefused(string, bool)                              {}
+func (nopObserver) Redacted(string)                                          {}
