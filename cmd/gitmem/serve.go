@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -80,6 +81,8 @@ Create a key with "gitmem keys create" to require keys and to serve on other add
 	cmd.Flags().IntVar(&f.limits.MaxConns, "max-conns", d.MaxConns, "connections served at once; more wait to be accepted")
 	cmd.Flags().IntVar(&f.limits.MaxRequests, "max-requests", d.MaxRequests, "requests served at once; more are answered 503")
 	cmd.Flags().DurationVar(&f.expire, "expire-every", time.Hour, "how often to expire the memories of stores that have an expiry (gitmem expire); 0 turns it off")
+	cmd.Flags().StringVar(&f.tlsCert, "tls-cert", "", "serve HTTPS with this PEM certificate `file` (its chain after it); SIGHUP reads it again")
+	cmd.Flags().StringVar(&f.tlsKey, "tls-key", "", "the PEM private key `file` of --tls-cert")
 	cmd.Flags().StringVar(&f.metricsAddr, "metrics-addr", "", "also serve /metrics (Prometheus) on this address, e.g. 127.0.0.1:9437 (it is always on the main port, behind a key while keys are in force); not loopback only once a key exists, and then scrapes send one")
 	cmd.Flags().BoolVar(&f.allowPrivateWebhooks, "allow-private-webhooks", false, "let webhooks deliver to loopback and private addresses (refused by default: a guard against requests into this network)")
 	return cmd
@@ -94,6 +97,7 @@ type serveFlags struct {
 	expire               time.Duration
 	limits               httpapi.Limits
 	metricsAddr          string
+	tlsCert, tlsKey      string
 }
 
 func serve(ctx context.Context, a *app, log *slog.Logger, f serveFlags, cmd *cobra.Command) error {
@@ -119,9 +123,21 @@ func serve(ctx context.Context, a *app, log *slog.Logger, f serveFlags, cmd *cob
 		return err
 	}
 	defer d.Close()
+	scheme := "http"
+	var certs *certReloader
+	if f.tlsCert != "" || f.tlsKey != "" {
+		if certs, err = newCertReloader(f.tlsCert, f.tlsKey, log); err != nil {
+			return err
+		}
+		certs.watch(ctx)
+		scheme = "https"
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	if certs != nil {
+		ln = tls.NewListener(ln, certs.config())
 	}
 	srv := httpapi.New(d, keys, httpapi.Options{StrictCreate: strict, Logger: log,
 		RequireKeys: anyKey || !isLoopback(addr), Limits: f.limits, Observe: m.Request, AccessLog: true})
@@ -165,8 +181,8 @@ func serve(ctx context.Context, a *app, log *slog.Logger, f serveFlags, cmd *cob
 	go func() { dispatcher.Run(hooksCtx); close(hooksDone) }()
 	defer func() { stopHooks(); <-hooksDone }() // before d.Close: deferred calls run last first
 	gitErr := srv.EnableGit(httpapi.GitOptions{})
-	url := "http://" + ln.Addr().String()
-	if err := d.SetServing(localURL(ln.Addr())); err != nil {
+	url := scheme + "://" + ln.Addr().String()
+	if err := d.SetServing(localURL(scheme, ln.Addr())); err != nil {
 		log.Warn("record the server's address in the data directory's lock; CLI commands will not find it", "err", err)
 	}
 	out := cmd.OutOrStdout()
@@ -203,16 +219,16 @@ func serve(ctx context.Context, a *app, log *slog.Logger, f serveFlags, cmd *cob
 
 // localURL is the URL at which a process on this machine reaches a listener: an unspecified
 // address (0.0.0.0, ::) is reached on loopback.
-func localURL(addr net.Addr) string {
+func localURL(scheme string, addr net.Addr) string {
 	tcp, ok := addr.(*net.TCPAddr)
 	if !ok || !tcp.IP.IsUnspecified() {
-		return "http://" + addr.String()
+		return scheme + "://" + addr.String()
 	}
 	loop := "127.0.0.1"
 	if tcp.IP.To4() == nil {
 		loop = "::1"
 	}
-	return "http://" + net.JoinHostPort(loop, strconv.Itoa(tcp.Port))
+	return scheme + "://" + net.JoinHostPort(loop, strconv.Itoa(tcp.Port))
 }
 
 // isLoopback reports whether addr listens on a loopback address only.
