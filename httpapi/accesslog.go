@@ -9,7 +9,8 @@ import (
 )
 
 // accessLog writes a line per request at info: method, route (the pattern, which names no
-// memory), path, status, duration, request id and the key's id; never a secret (keys come
+// memory), path, status, duration, request id, client address (from X-Forwarded-For only
+// when the peer is a trusted proxy) and the key's id; never a secret (keys come
 // in headers, which are not logged) nor a query string (a search's words are memory
 // content). Health probes log at debug, as they come every few seconds; so does every
 // request unless Options.AccessLog is set.
@@ -30,7 +31,8 @@ func (s *Server) accessLog(c echo.Context, v middleware.RequestLoggerValues) {
 	}
 	attrs := []slog.Attr{slog.String("method", v.Method), slog.String("route", route),
 		slog.String("path", c.Request().URL.Path), slog.Int("status", v.Status),
-		slog.Float64("duration_ms", float64(v.Latency.Microseconds())/1000), slog.String("request_id", requestID(c))}
+		slog.Float64("duration_ms", float64(v.Latency.Microseconds())/1000), slog.String("request_id", requestID(c)),
+		slog.String("client", c.RealIP())}
 	if cl := callerOf(c); cl.key != nil {
 		attrs = append(attrs, slog.String("key", cl.key.ID))
 	}

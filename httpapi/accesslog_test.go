@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -60,5 +61,40 @@ func TestAccessLog(t *testing.T) {
 	}
 	if second["route"] != "/v1/memory_stores/:store" || second["status"] != float64(404) || second["path"] != "/v1/memory_stores/memstore_nope" {
 		t.Errorf("second line: %v", second)
+	}
+}
+
+// TestTrustedProxies: X-Forwarded-For names the client in the log only when the peer is a
+// trusted proxy.
+func TestTrustedProxies(t *testing.T) {
+	for _, tc := range []struct {
+		trusted []*net.IPNet
+		want    string
+	}{
+		{nil, "127.0.0.1"},
+		{[]*net.IPNet{{IP: net.IPv4(10, 0, 0, 0).To4(), Mask: net.CIDRMask(8, 32)}}, "127.0.0.1"}, // the peer is not that proxy
+		{[]*net.IPNet{{IP: net.IPv4(127, 0, 0, 0).To4(), Mask: net.CIDRMask(8, 32)}}, "203.0.113.7"},
+	} {
+		dir := t.TempDir()
+		d, err := gitstore.Open(context.Background(), dir, gitstore.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys, _ := apikeys.Open(dir)
+		var buf syncBuffer
+		hs := httptest.NewServer(New(d, keys, Options{AccessLog: true, TrustedProxies: tc.trusted,
+			Logger: slog.New(slog.NewJSONHandler(&buf, nil))}))
+		req, _ := http.NewRequest("GET", hs.URL+"/v1/memory_stores", nil)
+		req.Header.Set("X-Forwarded-For", "203.0.113.7")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		hs.Close()
+		d.Close()
+		if !strings.Contains(buf.String(), `"client":"`+tc.want+`"`) {
+			t.Errorf("trusted %v: want client %s in %s", tc.trusted, tc.want, buf.String())
+		}
 	}
 }

@@ -39,6 +39,9 @@ type Options struct {
 	// Limits bound connections and requests (limits.go).
 	Limits Limits
 	Logger *slog.Logger
+	// TrustedProxies are the networks of reverse proxies whose X-Forwarded-For names the
+	// client (in the access log); from anyone else the header is ignored.
+	TrustedProxies []*net.IPNet
 	// AccessLog logs a line per request at info (debug otherwise), as gitmem serve does.
 	AccessLog bool
 	// Observe, if set, is told of each request as it ends: its route (the pattern), path,
@@ -86,6 +89,13 @@ func New(data *gitstore.DataDir, keys *apikeys.Keys, opts Options) *Server {
 	e := s.e
 	e.HideBanner, e.HidePort = true, true
 	e.IPExtractor = echo.ExtractIPDirect()
+	if len(s.opts.TrustedProxies) > 0 {
+		trust := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
+		for _, n := range s.opts.TrustedProxies {
+			trust = append(trust, echo.TrustIPRange(n))
+		}
+		e.IPExtractor = echo.ExtractIPFromXFFHeader(trust...)
+	}
 	e.HTTPErrorHandler = s.handleError
 	e.Use(middleware.RequestIDWithConfig(middleware.RequestIDConfig{
 		Generator:    func() string { return gitstore.NewID("req_", time.Now()) },

@@ -83,6 +83,7 @@ Create a key with "gitmem keys create" to require keys and to serve on other add
 	cmd.Flags().DurationVar(&f.expire, "expire-every", time.Hour, "how often to expire the memories of stores that have an expiry (gitmem expire); 0 turns it off")
 	cmd.Flags().StringVar(&f.tlsCert, "tls-cert", "", "serve HTTPS with this PEM certificate `file` (its chain after it); SIGHUP reads it again")
 	cmd.Flags().StringVar(&f.tlsKey, "tls-key", "", "the PEM private key `file` of --tls-cert")
+	cmd.Flags().StringSliceVar(&f.trustedProxies, "trusted-proxies", nil, "reverse proxies (IPs or CIDRs, comma-separated) whose X-Forwarded-For names the client in the access log")
 	cmd.Flags().StringVar(&f.metricsAddr, "metrics-addr", "", "also serve /metrics (Prometheus) on this address, e.g. 127.0.0.1:9437 (it is always on the main port, behind a key while keys are in force); not loopback only once a key exists, and then scrapes send one")
 	cmd.Flags().BoolVar(&f.allowPrivateWebhooks, "allow-private-webhooks", false, "let webhooks deliver to loopback and private addresses (refused by default: a guard against requests into this network)")
 	return cmd
@@ -98,6 +99,7 @@ type serveFlags struct {
 	limits               httpapi.Limits
 	metricsAddr          string
 	tlsCert, tlsKey      string
+	trustedProxies       []string
 }
 
 func serve(ctx context.Context, a *app, log *slog.Logger, f serveFlags, cmd *cobra.Command) error {
@@ -123,6 +125,10 @@ func serve(ctx context.Context, a *app, log *slog.Logger, f serveFlags, cmd *cob
 		return err
 	}
 	defer d.Close()
+	proxies, err := parseNets(f.trustedProxies)
+	if err != nil {
+		return err
+	}
 	scheme := "http"
 	var certs *certReloader
 	if f.tlsCert != "" || f.tlsKey != "" {
@@ -140,7 +146,7 @@ func serve(ctx context.Context, a *app, log *slog.Logger, f serveFlags, cmd *cob
 		ln = tls.NewListener(ln, certs.config())
 	}
 	srv := httpapi.New(d, keys, httpapi.Options{StrictCreate: strict, Logger: log,
-		RequireKeys: anyKey || !isLoopback(addr), Limits: f.limits, Observe: m.Request, AccessLog: true})
+		RequireKeys: anyKey || !isLoopback(addr), Limits: f.limits, Observe: m.Request, AccessLog: true, TrustedProxies: proxies})
 	idx := search.New(d, search.Options{Logger: log, Observe: m.Search})
 	m.Read(metrics.Sources{Data: d, SearchBehind: idx.Behind})
 	defer idx.Close() // before d.Close: deferred calls run last first
@@ -260,4 +266,26 @@ func serveMetrics(ctx context.Context, addr string, h http.Handler, log *slog.Lo
 	}()
 	log.Info("serving metrics", "url", "http://"+ln.Addr().String()+"/metrics")
 	return func() { hs.Close() }, nil
+}
+
+// parseNets reads --trusted-proxies: CIDRs, or single addresses.
+func parseNets(specs []string) ([]*net.IPNet, error) {
+	var out []*net.IPNet
+	for _, s := range specs {
+		s = strings.TrimSpace(s)
+		if ip := net.ParseIP(s); ip != nil {
+			bits := 128
+			if ip.To4() != nil {
+				ip, bits = ip.To4(), 32
+			}
+			out = append(out, &net.IPNet{IP: ip, Mask: net.CIDRMask(bits, bits)})
+			continue
+		}
+		_, n, err := net.ParseCIDR(s)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("--trusted-proxies: %q is not an IP address or a CIDR (10.0.0.0/8)", s)}
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
