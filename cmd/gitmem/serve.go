@@ -215,6 +215,7 @@ func serve(ctx context.Context, a *app, log *slog.Logger, f serveFlags, cmd *cob
 	}
 	fmt.Fprintf(out, "  tools: %s/v1/memory_stores/<memstore_id>/tools (the memory tool and agent tools)\n", url)
 	fmt.Fprintf(out, "  mcp:   %s/mcp?store=<memstore_id>\n", url)
+	fmt.Fprintf(out, "  ops:   %s/readyz and %s/metrics (docs/operations.md)\n", url, url)
 	fmt.Fprintf(out, "  try:   curl -s %s/v1/memory_stores -H 'content-type: application/json' -d '{\"name\":\"notes\"}'\n", url)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ServeListener(ctx, ln) }()
