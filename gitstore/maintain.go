@@ -78,4 +78,5 @@ func (s *Store) maintain(maxPacks int) {
 		return
 	}
 	s.log.Debug("packed objects", "store", s.id, "packs", s.repo.Packs(), "took", time.Since(start))
+	s.opts.Observer.PacksMerged(s.id, s.repo.Packs(), time.Since(start))
 }

@@ -16,6 +16,8 @@ type Options struct {
 	// 2s) it merges them down to 8 and packs loose objects that git processes wrote.
 	MaxPacks int
 	IdlePack time.Duration
+	// Observer is told what the stores do, for metrics; nothing if nil.
+	Observer Observer
 
 	dataDir string // the data directory's path, which storage errors name files relative to
 }
@@ -32,6 +34,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.IdlePack <= 0 {
 		o.IdlePack = 2 * time.Second
+	}
+	if o.Observer == nil {
+		o.Observer = nopObserver{}
 	}
 	return o
 }

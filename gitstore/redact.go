@@ -93,8 +93,11 @@ func (s *Store) Redact(ctx context.Context, in RedactInput) (RedactResult, error
 		if res, err = s.redact(ctx, in); err != nil {
 			return err
 		}
-		if afterPublish != nil && res.NewHead != "" {
-			afterPublish()
+		if res.NewHead != "" {
+			s.opts.Observer.Redacted(s.id)
+			if afterPublish != nil {
+				afterPublish()
+			}
 		}
 		if err := s.finishRedaction(ctx); err != nil {
 			return err

@@ -178,15 +178,18 @@ func (s *Store) tryGroup(group []*request) ([]result, error) {
 	if b.head == start {
 		return results, nil
 	}
+	t0 := time.Now()
 	if len(b.pending) > 0 { // none for a fast-forward to fetched commits
 		if err := s.repo.WritePack(b.pending); err != nil {
 			return nil, err
 		}
 	}
+	t1 := time.Now()
 	s.publishing.Store(b.head)
 	if err := s.repo.casRef(start, b.head); err != nil {
 		return nil, err
 	}
+	s.opts.Observer.GroupCommitted(s.id, len(group), t1.Sub(t0), time.Since(t1))
 	if err := tx.Commit(); err != nil {
 		// The commits are published and durable; the catalog catches up from history on the
 		// next write or at the next open.

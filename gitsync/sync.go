@@ -102,6 +102,8 @@ type Syncer struct {
 	DataDir string // the data directory's path, where remotes/ is
 	// Now is the clock of the sync state; time.Now if nil.
 	Now func() time.Time
+	// Observe, if set, is told how each sync with a remote went (for metrics).
+	Observe func(storeID string, res Result, err error)
 
 	mu sync.Mutex // guards the read-modify-write of state files
 
@@ -164,6 +166,9 @@ func (y *Syncer) SyncRemotes(ctx context.Context, s *gitstore.Store, name string
 	var failed []error
 	for _, r := range remotes {
 		res, err := y.Sync(ctx, s, r)
+		if y.Observe != nil {
+			y.Observe(s.ID(), res, err)
+		}
 		if err != nil {
 			failed = append(failed, fmt.Errorf("sync with %s: %w", r.Name, err))
 			continue

@@ -49,6 +49,7 @@ type gitSrv struct {
 	url  string
 	data *gitstore.DataDir
 	keys *apikeys.Keys
+	idx  *search.Service
 }
 
 func startGitServer(t testing.TB) *gitSrv {
@@ -77,6 +78,7 @@ func startGitServerWith(t testing.TB, opts GitOptions) *gitSrv {
 	srv := New(d, keys, Options{Logger: log})
 	idx := search.New(d, search.Options{Logger: log})
 	srv.EnableSearch(idx)
+	srv.EnableHealth(ReadyChecks(d, idx))
 	if err := srv.EnableGit(opts); err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +88,7 @@ func startGitServerWith(t testing.TB, opts GitOptions) *gitSrv {
 		idx.Close()
 		d.Close()
 	})
-	return &gitSrv{url: hs.URL, data: d, keys: keys}
+	return &gitSrv{url: hs.URL, data: d, keys: keys, idx: idx}
 }
 
 // api sends a JSON request to the API and decodes the answer into out (if not nil).

@@ -39,6 +39,14 @@ type Options struct {
 	// Limits bound connections and requests (limits.go).
 	Limits Limits
 	Logger *slog.Logger
+	// TrustedProxies are the networks of reverse proxies whose X-Forwarded-For names the
+	// client (in the access log); from anyone else the header is ignored.
+	TrustedProxies []*net.IPNet
+	// AccessLog logs a line per request at info (debug otherwise), as gitmem serve does.
+	AccessLog bool
+	// Observe, if set, is told of each request as it ends: its route (the pattern), path,
+	// method, status and duration (for metrics).
+	Observe func(route, path, method string, status int, took time.Duration)
 }
 
 // Server is the HTTP API over a data directory.
@@ -81,6 +89,13 @@ func New(data *gitstore.DataDir, keys *apikeys.Keys, opts Options) *Server {
 	e := s.e
 	e.HideBanner, e.HidePort = true, true
 	e.IPExtractor = echo.ExtractIPDirect()
+	if len(s.opts.TrustedProxies) > 0 {
+		trust := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
+		for _, n := range s.opts.TrustedProxies {
+			trust = append(trust, echo.TrustIPRange(n))
+		}
+		e.IPExtractor = echo.ExtractIPFromXFFHeader(trust...)
+	}
 	e.HTTPErrorHandler = s.handleError
 	e.Use(middleware.RequestIDWithConfig(middleware.RequestIDConfig{
 		Generator:    func() string { return gitstore.NewID("req_", time.Now()) },
@@ -89,8 +104,7 @@ func New(data *gitstore.DataDir, keys *apikeys.Keys, opts Options) *Server {
 	e.Use(middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
 		LogStatus: true, LogURI: true, LogMethod: true, LogLatency: true, HandleError: true,
 		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
-			s.log.Debug("request", "method", v.Method, "uri", v.URI, "status", v.Status,
-				"latency", v.Latency, "request_id", requestID(c))
+			s.accessLog(c, v)
 			return nil
 		},
 	}))

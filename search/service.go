@@ -42,6 +42,10 @@ type Options struct {
 	// between small.
 	Timeout time.Duration
 
+	// Observe, if set, is told how long each search took once its index was fresh and
+	// whether it failed (for metrics).
+	Observe func(took time.Duration, err error)
+
 	// afterBatch, if set, is called by an indexer after each batch it applied: done of
 	// total changes. Tests use it to kill a process in the middle of a catch-up.
 	afterBatch func(done, total int)
@@ -217,7 +221,12 @@ func (s *Service) Search(ctx context.Context, storeID string, req Request) (*Res
 	if err != nil {
 		return nil, err
 	}
-	return x.search(ctx, req, p)
+	start := time.Now()
+	res, err := x.search(ctx, req, p)
+	if s.opts.Observe != nil {
+		s.opts.Observe(time.Since(start), err)
+	}
+	return res, err
 }
 
 // Rebuild throws a store's index away and builds it again from the store's head. progress,
@@ -265,4 +274,32 @@ func (e *UnavailableError) Error() string {
 // (HTTP: 503 overloaded_error, retried by the SDKs).
 func (e *UnavailableError) Unwrap() error {
 	return &gitstore.Error{Kind: gitstore.KindUnavailable, Message: e.Error()}
+}
+
+// Ready answers how many indexes are open, or ErrClosed once the service is closed.
+func (s *Service) Ready() (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return 0, ErrClosed
+	}
+	return len(s.indexes), nil
+}
+
+// Behind answers how many open indexes do not reflect their store's head yet (an indexer
+// waits a little after writes, so a few are behind for a moment under load).
+func (s *Service) Behind() int {
+	s.mu.Lock()
+	idxs := make([]*storeIndex, 0, len(s.indexes))
+	for _, x := range s.indexes {
+		idxs = append(idxs, x)
+	}
+	s.mu.Unlock()
+	n := 0
+	for _, x := range idxs {
+		if c, _ := x.published.Load().(string); c != x.st.Head() {
+			n++
+		}
+	}
+	return n
 }

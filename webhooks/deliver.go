@@ -89,6 +89,8 @@ type Dispatcher struct {
 	Backoff func(n int) time.Duration
 	// Timeout bounds one delivery (default 10 s).
 	Timeout time.Duration
+	// Observe, if set, is told of each attempt: whether the receiver took it (for metrics).
+	Observe func(delivered bool)
 
 	client *http.Client
 }
@@ -260,6 +262,9 @@ func (d *Dispatcher) deliver(ctx context.Context, h Hook, storeID, id, typ strin
 		rec.Attempts++
 		rec.At = time.Now().UTC()
 		status, err := d.post(ctx, h, id, body)
+		if d.Observe != nil && ctx.Err() == nil {
+			d.Observe(err == nil)
+		}
 		rec.Status = status
 		if err == nil {
 			rec.Delivered, rec.LastError = true, ""

@@ -27,6 +27,7 @@ type app struct {
 	server  string // --server: a gitmem server to talk to instead of a data directory
 	command string // the command being run ("gitmem ls"), for messages
 	quiet   bool   // --quiet: commands that report what they did print nothing on success
+	config  string // --config: the config file (config.go)
 }
 
 // reports are the commands whose output only says what they did, which --quiet silences;
@@ -64,13 +65,22 @@ commands below.`,
 	root.PersistentFlags().StringVar(&a.dataDir, "data", defaultDataDir(), "data directory (env GITMEM_DATA)")
 	root.PersistentFlags().StringVar(&a.server, "server", "", "talk to the gitmem server at this URL instead of a data directory (env GITMEM_SERVER; its key in GITMEM_API_KEY)")
 	root.PersistentFlags().BoolVarP(&a.quiet, "quiet", "q", false, "print nothing on success but what was asked for (errors still go to stderr)")
-	root.PersistentPreRun = func(cmd *cobra.Command, args []string) {
+	root.PersistentFlags().StringVar(&a.config, "config", "", "read flags from this TOML `file` (default: $GITMEM_CONFIG, ./gitmem.toml, ~/.config/gitmem/gitmem.toml; gitmem config show --help)")
+	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
 		a.command = cmd.CommandPath()
+		cf, err := loadConfig(a.config)
+		if err != nil {
+			return err
+		}
+		if _, err := applyConfig(cmd, cf); err != nil {
+			return err
+		}
 		if a.quiet && reports[a.command] {
 			if f := cmd.Flags().Lookup("json"); f == nil || !f.Changed {
 				cmd.SetOut(io.Discard)
 			}
 		}
+		return nil
 	}
 	for _, c := range commands {
 		root.AddCommand(c(a))

@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -16,6 +19,7 @@ import (
 	"github.com/gitmem/gitmem/gitstore"
 	"github.com/gitmem/gitmem/gitsync"
 	"github.com/gitmem/gitmem/httpapi"
+	"github.com/gitmem/gitmem/metrics"
 	"github.com/gitmem/gitmem/search"
 	"github.com/gitmem/gitmem/webhooks"
 	"github.com/gitmem/gitmem/webui"
@@ -32,7 +36,7 @@ func defaultAddr() string {
 
 func newServeCmd(a *app) *cobra.Command {
 	var f serveFlags
-	var logLevel string
+	var logLevel, logFormat string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the memory store API over HTTP",
@@ -49,13 +53,23 @@ Create a key with "gitmem keys create" to require keys and to serve on other add
 			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
 				return fmt.Errorf("--log-level: %w", err)
 			}
-			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-			return serve(cmd.Context(), a, log, f, cmd)
+			opts := &slog.HandlerOptions{Level: level}
+			var h slog.Handler
+			switch logFormat {
+			case "text":
+				h = slog.NewTextHandler(os.Stderr, opts)
+			case "json":
+				h = slog.NewJSONHandler(os.Stderr, opts)
+			default:
+				return usageError{fmt.Errorf("--log-format must be text or json, got %q", logFormat)}
+			}
+			return serve(cmd.Context(), a, slog.New(h), f, cmd)
 		},
 	}
 	cmd.Flags().StringVar(&f.addr, "addr", defaultAddr(), "address to listen on (env GITMEM_ADDR)")
 	cmd.Flags().BoolVar(&f.strict, "strict-create", false, "POST .../memories creates only, as the public beta does (an occupied path is a 409 memory_path_conflict_error)")
-	cmd.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	cmd.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error; info logs a line per request")
+	cmd.Flags().StringVar(&logFormat, "log-format", "text", "text or json (one object per line, for a log collector)")
 	cmd.Flags().DurationVar(&f.sync.every, "sync-interval", time.Minute, "sync each store with its remotes this often (0: not on an interval)")
 	cmd.Flags().DurationVar(&f.sync.afterWrite, "sync-after-write", 2*time.Second, "sync a store once main has been still this long after a write (0: not after writes)")
 	d := httpapi.DefaultLimits
@@ -67,6 +81,10 @@ Create a key with "gitmem keys create" to require keys and to serve on other add
 	cmd.Flags().IntVar(&f.limits.MaxConns, "max-conns", d.MaxConns, "connections served at once; more wait to be accepted")
 	cmd.Flags().IntVar(&f.limits.MaxRequests, "max-requests", d.MaxRequests, "requests served at once; more are answered 503")
 	cmd.Flags().DurationVar(&f.expire, "expire-every", time.Hour, "how often to expire the memories of stores that have an expiry (gitmem expire); 0 turns it off")
+	cmd.Flags().StringVar(&f.tlsCert, "tls-cert", "", "serve HTTPS with this PEM certificate `file` (its chain after it); SIGHUP reads it again")
+	cmd.Flags().StringVar(&f.tlsKey, "tls-key", "", "the PEM private key `file` of --tls-cert")
+	cmd.Flags().StringSliceVar(&f.trustedProxies, "trusted-proxies", nil, "reverse proxies (IPs or CIDRs, comma-separated) whose X-Forwarded-For names the client in the access log")
+	cmd.Flags().StringVar(&f.metricsAddr, "metrics-addr", "", "also serve /metrics (Prometheus) on this address, e.g. 127.0.0.1:9437 (it is always on the main port, behind a key while keys are in force); not loopback only once a key exists, and then scrapes send one")
 	cmd.Flags().BoolVar(&f.allowPrivateWebhooks, "allow-private-webhooks", false, "let webhooks deliver to loopback and private addresses (refused by default: a guard against requests into this network)")
 	return cmd
 }
@@ -79,6 +97,9 @@ type serveFlags struct {
 	sync                 syncOptions
 	expire               time.Duration
 	limits               httpapi.Limits
+	metricsAddr          string
+	tlsCert, tlsKey      string
+	trustedProxies       []string
 }
 
 func serve(ctx context.Context, a *app, log *slog.Logger, f serveFlags, cmd *cobra.Command) error {
@@ -91,22 +112,43 @@ func serve(ctx context.Context, a *app, log *slog.Logger, f serveFlags, cmd *cob
 	if err != nil {
 		return err
 	}
+	if f.metricsAddr != "" && !anyKey && !isLoopback(f.metricsAddr) {
+		return usageError{fmt.Errorf("refusing to serve metrics on %s without authentication: no API key exists yet; create one with \"gitmem keys create --name NAME\", or use a 127.0.0.1 address", f.metricsAddr)}
+	}
 	if !anyKey && !isLoopback(addr) {
 		return fmt.Errorf("refusing to serve on %s without authentication: no API key exists yet.\n"+
 			"Create one with \"gitmem keys create --name NAME\" (clients send it as x-api-key), or serve on 127.0.0.1", addr)
 	}
-	d, err := gitstore.Open(ctx, a.dataDir, gitstore.Options{Logger: log})
+	m := metrics.New()
+	d, err := gitstore.Open(ctx, a.dataDir, gitstore.Options{Logger: log, Observer: m.Store()})
 	if err != nil {
 		return err
 	}
 	defer d.Close()
+	proxies, err := parseNets(f.trustedProxies)
+	if err != nil {
+		return err
+	}
+	scheme := "http"
+	var certs *certReloader
+	if f.tlsCert != "" || f.tlsKey != "" {
+		if certs, err = newCertReloader(f.tlsCert, f.tlsKey, log); err != nil {
+			return err
+		}
+		certs.watch(ctx)
+		scheme = "https"
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
+	if certs != nil {
+		ln = tls.NewListener(ln, certs.config())
+	}
 	srv := httpapi.New(d, keys, httpapi.Options{StrictCreate: strict, Logger: log,
-		RequireKeys: anyKey || !isLoopback(addr), Limits: f.limits})
-	idx := search.New(d, search.Options{Logger: log})
+		RequireKeys: anyKey || !isLoopback(addr), Limits: f.limits, Observe: m.Request, AccessLog: true, TrustedProxies: proxies})
+	idx := search.New(d, search.Options{Logger: log, Observe: m.Search})
+	m.Read(metrics.Sources{Data: d, SearchBehind: idx.Behind})
 	defer idx.Close() // before d.Close: deferred calls run last first
 	go func() {
 		if err := idx.WatchAll(ctx); err != nil && ctx.Err() == nil {
@@ -114,6 +156,15 @@ func serve(ctx context.Context, a *app, log *slog.Logger, f serveFlags, cmd *cob
 		}
 	}()
 	srv.EnableSearch(idx)
+	srv.EnableHealth(httpapi.ReadyChecks(d, idx))
+	srv.EnableMetrics(m.Handler())
+	if f.metricsAddr != "" {
+		stop, err := serveMetrics(ctx, f.metricsAddr, srv.Guard(m.Handler()), log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	hooks := webhooks.Open(d.Layout())
 	hooks.AllowPrivate = f.allowPrivateWebhooks
 	ui, err := webui.New(webui.Options{Data: d, Keys: keys, Auth: srv, Search: idx, Webhooks: hooks, Logger: log})
@@ -121,7 +172,7 @@ func serve(ctx context.Context, a *app, log *slog.Logger, f serveFlags, cmd *cob
 		return err
 	}
 	srv.Mount(webui.Prefix, ui)
-	syncer := &gitsync.Syncer{DataDir: a.dataDir} // the loop's and POST .../sync's
+	syncer := &gitsync.Syncer{DataDir: a.dataDir, Observe: m.Sync} // the loop's and POST .../sync's
 	srv.EnableSync(func(ctx context.Context, st *gitstore.Store, remote string) (any, []error, error) {
 		return syncer.SyncRemotes(ctx, st, remote)
 	})
@@ -130,14 +181,14 @@ func serve(ctx context.Context, a *app, log *slog.Logger, f serveFlags, cmd *cob
 	defer syncStopped()
 	defer startExpiry(ctx, d, f.expire, log)()
 	srv.EnableWebhooks(hooks)
-	dispatcher := &webhooks.Dispatcher{Data: d, Registry: hooks, Payload: httpapi.EventPayload, Logger: log}
+	dispatcher := &webhooks.Dispatcher{Data: d, Registry: hooks, Payload: httpapi.EventPayload, Logger: log, Observe: m.Delivery}
 	hooksCtx, stopHooks := context.WithCancel(ctx)
 	hooksDone := make(chan struct{})
 	go func() { dispatcher.Run(hooksCtx); close(hooksDone) }()
 	defer func() { stopHooks(); <-hooksDone }() // before d.Close: deferred calls run last first
 	gitErr := srv.EnableGit(httpapi.GitOptions{})
-	url := "http://" + ln.Addr().String()
-	if err := d.SetServing(localURL(ln.Addr())); err != nil {
+	url := scheme + "://" + ln.Addr().String()
+	if err := d.SetServing(localURL(scheme, ln.Addr())); err != nil {
 		log.Warn("record the server's address in the data directory's lock; CLI commands will not find it", "err", err)
 	}
 	out := cmd.OutOrStdout()
@@ -164,6 +215,7 @@ func serve(ctx context.Context, a *app, log *slog.Logger, f serveFlags, cmd *cob
 	}
 	fmt.Fprintf(out, "  tools: %s/v1/memory_stores/<memstore_id>/tools (the memory tool and agent tools)\n", url)
 	fmt.Fprintf(out, "  mcp:   %s/mcp?store=<memstore_id>\n", url)
+	fmt.Fprintf(out, "  ops:   %s/readyz and %s/metrics (docs/operations.md)\n", url, url)
 	fmt.Fprintf(out, "  try:   curl -s %s/v1/memory_stores -H 'content-type: application/json' -d '{\"name\":\"notes\"}'\n", url)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ServeListener(ctx, ln) }()
@@ -174,16 +226,16 @@ func serve(ctx context.Context, a *app, log *slog.Logger, f serveFlags, cmd *cob
 
 // localURL is the URL at which a process on this machine reaches a listener: an unspecified
 // address (0.0.0.0, ::) is reached on loopback.
-func localURL(addr net.Addr) string {
+func localURL(scheme string, addr net.Addr) string {
 	tcp, ok := addr.(*net.TCPAddr)
 	if !ok || !tcp.IP.IsUnspecified() {
-		return "http://" + addr.String()
+		return scheme + "://" + addr.String()
 	}
 	loop := "127.0.0.1"
 	if tcp.IP.To4() == nil {
 		loop = "::1"
 	}
-	return "http://" + net.JoinHostPort(loop, strconv.Itoa(tcp.Port))
+	return scheme + "://" + net.JoinHostPort(loop, strconv.Itoa(tcp.Port))
 }
 
 // isLoopback reports whether addr listens on a loopback address only.
@@ -197,4 +249,44 @@ func isLoopback(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// serveMetrics serves /metrics alone on addr, for a scraper kept off the main port.
+func serveMetrics(ctx context.Context, addr string, h http.Handler, log *slog.Logger) (func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-addr: listen on %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", h)
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second}
+	go func() {
+		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("serve metrics", "addr", addr, "err", err)
+		}
+	}()
+	log.Info("serving metrics", "url", "http://"+ln.Addr().String()+"/metrics")
+	return func() { hs.Close() }, nil
+}
+
+// parseNets reads --trusted-proxies: CIDRs, or single addresses.
+func parseNets(specs []string) ([]*net.IPNet, error) {
+	var out []*net.IPNet
+	for _, s := range specs {
+		s = strings.TrimSpace(s)
+		if ip := net.ParseIP(s); ip != nil {
+			bits := 128
+			if ip.To4() != nil {
+				ip, bits = ip.To4(), 32
+			}
+			out = append(out, &net.IPNet{IP: ip, Mask: net.CIDRMask(bits, bits)})
+			continue
+		}
+		_, n, err := net.ParseCIDR(s)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("--trusted-proxies: %q is not an IP address or a CIDR (10.0.0.0/8)", s)}
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
