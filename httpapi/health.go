@@ -3,13 +3,13 @@ package httpapi
 import (
 	"context"
 	"net/http"
-	"os/exec"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/gitmem/gitmem/gitstore"
 	"github.com/gitmem/gitmem/health"
 	"github.com/gitmem/gitmem/internal/buildinfo"
+	"github.com/gitmem/gitmem/internal/gitexec"
 	"github.com/gitmem/gitmem/search"
 )
 
@@ -22,7 +22,7 @@ func ReadyChecks(d *gitstore.DataDir, idx *search.Service) []health.Check {
 		{Name: "catalog:caught-up", Type: "datastore", Unit: "stores caught up now", Run: func(ctx context.Context) (any, error) { return d.CatchUpAll(ctx) }},
 		{Name: "disk:writable", Type: "system", Run: func(context.Context) (any, error) { return nil, d.CheckWritable() }},
 		{Name: "git:present", Type: "system", Run: func(context.Context) (any, error) {
-			p, err := exec.LookPath("git")
+			p, err := gitexec.Path()
 			if err != nil {
 				return nil, err
 			}
