@@ -20,16 +20,27 @@ func init() {
 func newRestoreCmd(a *app) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "restore STORE VERSION_ID",
-		Short: "Restore a memory to an earlier version, as a new version",
-		Long: `Gives the memory of VERSION_ID that version's content and path again, as a new "modified"
-version on top of its history (nothing is rewritten or lost). A deleted memory comes back with
-its id. A deletion cannot be restored (restore the version before it), and a path that another
-memory took since is a conflict. Find version ids with "gitmem log STORE PATH".`,
+		Use:   "restore STORE VERSION_ID | restore BACKUP --data DIR",
+		Short: "Restore a memory to an earlier version; or a data directory from a backup",
+		Long: `gitmem restore STORE VERSION_ID gives the memory of VERSION_ID that version's content and
+path again, as a new "modified" version on top of its history (nothing is rewritten or lost).
+A deleted memory comes back with its id. A deletion cannot be restored (restore the version
+before it), and a path that another memory took since is a conflict. Find version ids with
+"gitmem log STORE PATH".
+
+gitmem restore BACKUP --data DIR makes the data directory DIR (new, or empty) from a backup
+made by "gitmem backup" (a directory, or a .tar file): each store's history is fetched and
+checked, its catalog and search index built from it (a progress bar on a terminal), and keys,
+remotes and webhooks put back. The backup's config file (gitmem.toml) is left for you to put
+where it was. Then run "gitmem serve --data DIR".`,
 		Example: `  gitmem log prefs /style.md
-  gitmem restore prefs memver_01M83RXJE06891D7CSNGD1TFB7`,
-		Args: exactArgs("STORE", "VERSION_ID"),
+  gitmem restore prefs memver_01M83RXJE06891D7CSNGD1TFB7
+  gitmem restore /backups/gitmem --data /var/lib/gitmem`,
+		Args: rangeArgs([]string{"STORE|BACKUP"}, "VERSION_ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				return a.restoreBackup(cmd, args[0], asJSON)
+			}
 			return a.withStoreAPI(cmd.Context(), args[0], func(s storeAPI) error {
 				res, err := s.Restore(cmd.Context(), gitstore.RestoreInput{VersionID: args[1], Actor: cliActor()})
 				if err != nil {
@@ -48,7 +59,7 @@ memory took since is a conflict. Find version ids with "gitmem log STORE PATH".`
 			})
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the memory as JSON, as the HTTP API answers a restore")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the memory as JSON, as the HTTP API answers a restore (the backup's manifest for a backup)")
 	return cmd
 }
 
