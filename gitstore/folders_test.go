@@ -2,9 +2,15 @@ package gitstore
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
 func TestFolders(t *testing.T) {
@@ -92,4 +98,36 @@ func moveErr(s *Store, from, to string) error {
 func deleteErr(s *Store, path string) error {
 	_, err := s.DeletePath(context.Background(), DeletePathInput{Path: path, Actor: apiActor})
 	return err
+}
+
+// TestEncodeTreeAsGoGit: the tree encoder gives the bytes and hash that go-git's does, for
+// every kind of entry.
+func TestEncodeTreeAsGoGit(t *testing.T) {
+	var entries []object.TreeEntry
+	for i, m := range []filemode.FileMode{filemode.Regular, filemode.Dir, filemode.Executable, filemode.Symlink, filemode.Submodule} {
+		for j := range 300 {
+			var h plumbing.Hash
+			h[0], h[1], h[19] = byte(i), byte(j), byte(j>>8)
+			entries = append(entries, object.TreeEntry{Name: fmt.Sprintf("e%d-%03d.md", i, j), Mode: m, Hash: h})
+		}
+	}
+	slices.SortFunc(entries, func(a, b object.TreeEntry) int {
+		if gitLess(a, b) {
+			return -1
+		}
+		return 1
+	})
+	for _, n := range []int{0, 1, len(entries)} {
+		got, err := encodeTree(entries[:n])
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := &plumbing.MemoryObject{}
+		if err := (&object.Tree{Entries: entries[:n]}).Encode(want); err != nil {
+			t.Fatal(err)
+		}
+		if got.Hash() != want.Hash() || got.Size() != want.Size() || got.Type() != plumbing.TreeObject {
+			t.Fatalf("%d entries: %s (%d bytes), go-git %s (%d bytes)", n, got.Hash(), got.Size(), want.Hash(), want.Size())
+		}
+	}
 }

@@ -3,7 +3,9 @@ package gitstore
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -49,14 +51,35 @@ func readTree(or objectReader, h plumbing.Hash) ([]object.TreeEntry, error) {
 }
 
 // encodeTree builds the object of a tree, whose entries must be in git's order (see gitLess).
+// It writes git's encoding itself ("<octal mode> <name>\0<20-byte hash>" per entry) into a
+// scratch buffer and hands the object one exact copy: a write rewrites every tree on its
+// path, a wide one thousands of entries long, and go-git's encoder formats each entry with
+// fmt and grows the object's buffer by doubling (a profile of 100,000 writes found it the
+// largest live allocation at the heap's peak).
 func encodeTree(entries []object.TreeEntry) (plumbing.EncodedObject, error) {
+	bp := treeScratch.Get().(*[]byte)
+	buf := (*bp)[:0]
+	for _, e := range entries {
+		if e.Mode == filemode.Empty {
+			return nil, fmt.Errorf("encode tree: entry %q has no mode", e.Name)
+		}
+		buf = strconv.AppendUint(buf, uint64(e.Mode), 8)
+		buf = append(buf, ' ')
+		buf = append(buf, e.Name...)
+		buf = append(buf, 0)
+		buf = append(buf, e.Hash[:]...)
+	}
 	o := &plumbing.MemoryObject{}
-	t := object.Tree{Entries: entries}
-	if err := t.Encode(o); err != nil {
-		return nil, fmt.Errorf("encode tree: %w", err)
+	o.SetType(plumbing.TreeObject)
+	o.Write(buf)
+	if cap(buf) <= 1<<20 { // a freak tree's buffer is not kept
+		*bp = buf
+		treeScratch.Put(bp)
 	}
 	return o, nil
 }
+
+var treeScratch = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
 // gitLess orders tree entries as git does: by name, with a directory compared as if its
 // name ended in "/". It allocates nothing: wide trees are sorted and merged on every write.

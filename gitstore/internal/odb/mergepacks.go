@@ -230,6 +230,9 @@ func (r *Repo) copyObjects(path string, entries []idxfile.Entry, written map[plu
 		return err
 	}
 	end := uint64(fi.Size()) - 20 // the trailer
+	// One buffer for every object: a merge copies hundreds of thousands of small objects,
+	// and a buffer each (io.Copy's) was most of what the process allocated.
+	var buf []byte
 	for i, e := range entries {
 		if written[e.Hash] {
 			continue
@@ -239,14 +242,18 @@ func (r *Repo) copyObjects(path string, entries []idxfile.Entry, written map[plu
 		if i+1 < len(entries) {
 			next = entries[i+1].Offset
 		}
-		var first [1]byte
-		if _, err := f.ReadAt(first[:], int64(e.Offset)); err != nil {
+		n := int(next - e.Offset)
+		if cap(buf) < n {
+			buf = make([]byte, n)
+		}
+		raw := buf[:n]
+		if _, err := f.ReadAt(raw, int64(e.Offset)); err != nil {
 			return fmt.Errorf("read pack %s: %w", path, err)
 		}
 		off := cw.off
-		switch typ := plumbing.ObjectType((first[0] >> 4) & 7); typ {
+		switch typ := plumbing.ObjectType((raw[0] >> 4) & 7); typ {
 		case plumbing.CommitObject, plumbing.TreeObject, plumbing.BlobObject, plumbing.TagObject:
-			if _, err := io.Copy(cw, io.NewSectionReader(f, int64(e.Offset), int64(next-e.Offset))); err != nil {
+			if _, err := cw.Write(raw); err != nil {
 				return fmt.Errorf("copy object %s: %w", e.Hash, err)
 			}
 			iw.Add(e.Hash, off, e.CRC32)
