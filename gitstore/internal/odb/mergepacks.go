@@ -165,14 +165,15 @@ func idxEntries(path string) ([]idxfile.Entry, error) {
 // index. An object stored whole is copied as it is, compressed bytes and CRC included, so a
 // merge costs I/O and no compression; a delta (git pushes send them) is resolved and
 // written whole, since its base may not come along.
-func (r *Repo) writeMerged(packs []packFile, out io.Writer) (plumbing.Hash, *idxfile.MemoryIndex, error) {
+func (r *Repo) writeMerged(packs []packFile, out io.Writer) (plumbing.Hash, *packIndex, error) {
 	type source struct {
 		pack    packFile
 		entries []idxfile.Entry
 	}
 	var sources []source
-	seen := map[plumbing.Hash]bool{}
-	count := 0
+	// The objects to write: one map serves to count them for the header and, emptied as
+	// they are written, to write each once.
+	pending := map[plumbing.Hash]struct{}{}
 	for _, p := range packs {
 		es, err := idxEntries(p.base + ".idx")
 		if err != nil {
@@ -180,12 +181,10 @@ func (r *Repo) writeMerged(packs []packFile, out io.Writer) (plumbing.Hash, *idx
 		}
 		sources = append(sources, source{p, es})
 		for _, e := range es {
-			if !seen[e.Hash] {
-				seen[e.Hash] = true
-				count++
-			}
+			pending[e.Hash] = struct{}{}
 		}
 	}
+	count := len(pending)
 	bw := bufio.NewWriterSize(out, 1<<20)
 	cw := &countingWriter{w: bw, h: sha1.New()}
 	var hdr [12]byte
@@ -195,11 +194,10 @@ func (r *Repo) writeMerged(packs []packFile, out io.Writer) (plumbing.Hash, *idx
 	if _, err := cw.Write(hdr[:]); err != nil {
 		return plumbing.ZeroHash, nil, err
 	}
-	iw := new(idxfile.Writer)
+	idx := &packIndex{entries: make([]indexEntry, 0, count)}
 	ww := newWholeWriter()
-	written := map[plumbing.Hash]bool{}
 	for _, src := range sources {
-		if err := r.copyObjects(src.pack.base+".pack", src.entries, written, cw, iw, ww); err != nil {
+		if err := r.copyObjects(src.pack.base+".pack", src.entries, pending, cw, idx, ww); err != nil {
 			return plumbing.ZeroHash, nil, err
 		}
 	}
@@ -211,15 +209,12 @@ func (r *Repo) writeMerged(packs []packFile, out io.Writer) (plumbing.Hash, *idx
 	if err := bw.Flush(); err != nil {
 		return plumbing.ZeroHash, nil, err
 	}
-	if err := iw.OnFooter(sum); err != nil {
-		return plumbing.ZeroHash, nil, err
-	}
-	idx, err := iw.Index()
-	return sum, idx, err
+	idx.packSum = sum
+	return sum, idx, nil
 }
 
 // copyObjects appends the objects of one pack (entries sorted by offset) to cw.
-func (r *Repo) copyObjects(path string, entries []idxfile.Entry, written map[plumbing.Hash]bool, cw *countingWriter, iw *idxfile.Writer, ww *wholeWriter) error {
+func (r *Repo) copyObjects(path string, entries []idxfile.Entry, pending map[plumbing.Hash]struct{}, cw *countingWriter, idx *packIndex, ww *wholeWriter) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("read pack %s: %w", path, err)
@@ -234,10 +229,10 @@ func (r *Repo) copyObjects(path string, entries []idxfile.Entry, written map[plu
 	// and a buffer each (io.Copy's) was most of what the process allocated.
 	var buf []byte
 	for i, e := range entries {
-		if written[e.Hash] {
-			continue
+		if _, ok := pending[e.Hash]; !ok {
+			continue // in an earlier pack
 		}
-		written[e.Hash] = true
+		delete(pending, e.Hash)
 		next := end
 		if i+1 < len(entries) {
 			next = entries[i+1].Offset
@@ -256,7 +251,7 @@ func (r *Repo) copyObjects(path string, entries []idxfile.Entry, written map[plu
 			if _, err := cw.Write(raw); err != nil {
 				return fmt.Errorf("copy object %s: %w", e.Hash, err)
 			}
-			iw.Add(e.Hash, off, e.CRC32)
+			idx.add(e.Hash, off, e.CRC32)
 		default:
 			o, err := r.lookup(e.Hash) // not Object: a merge holds swap
 			if err != nil {
@@ -266,7 +261,7 @@ func (r *Repo) copyObjects(path string, entries []idxfile.Entry, written map[plu
 			if err != nil {
 				return err
 			}
-			iw.Add(e.Hash, off, crc)
+			idx.add(e.Hash, off, crc)
 		}
 	}
 	return nil

@@ -15,7 +15,6 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 
 	"github.com/gitmem/gitmem/internal/durable"
@@ -81,14 +80,14 @@ func (ww *wholeWriter) write(w io.Writer, o plumbing.EncodedObject) (uint32, err
 
 // writeIdx writes a pack index at path, through a temporary file that is fsynced and
 // renamed; the caller fsyncs the directory.
-func writeIdx(idx *idxfile.MemoryIndex, path string) error {
+func writeIdx(idx *packIndex, path string) error {
 	tmp, err := durable.Create(path, 0o600)
 	if err != nil {
 		return err
 	}
 	defer tmp.Discard()
 	w := bufio.NewWriter(tmp)
-	if _, err := idxfile.NewEncoder(w).Encode(idx); err != nil {
+	if err := idx.writeTo(w); err != nil {
 		return fmt.Errorf("write pack index: %w", err)
 	}
 	if err := w.Flush(); err != nil {
@@ -120,7 +119,7 @@ func (r *Repo) WritePack(objs []plumbing.EncodedObject) error {
 	if _, err := cw.Write(hdr[:]); err != nil {
 		return fmt.Errorf("write pack: %w", err)
 	}
-	iw := new(idxfile.Writer)
+	idx := &packIndex{entries: make([]indexEntry, 0, len(objs))}
 	ww := newWholeWriter()
 	var size int64
 	for _, o := range objs {
@@ -129,7 +128,7 @@ func (r *Repo) WritePack(objs []plumbing.EncodedObject) error {
 		if err != nil {
 			return fmt.Errorf("write object %s: %w", o.Hash(), err)
 		}
-		iw.Add(o.Hash(), off, crc)
+		idx.add(o.Hash(), off, crc)
 		size += o.Size()
 	}
 	var sum plumbing.Hash
@@ -143,13 +142,7 @@ func (r *Repo) WritePack(objs []plumbing.EncodedObject) error {
 	if err := tmp.Sync(); err != nil {
 		return fmt.Errorf("write pack: %w", err)
 	}
-	if err := iw.OnFooter(sum); err != nil {
-		return err
-	}
-	idx, err := iw.Index()
-	if err != nil {
-		return err
-	}
+	idx.packSum = sum
 	if err := publishPack(tmp.Name(), idx, filepath.Join(dir, "pack-"+sum.String())); err != nil {
 		return err
 	}
@@ -172,7 +165,7 @@ const maxRecentBytes = 32 << 20
 
 // publishPack makes a written and fsynced pack visible: its index first (written and fsynced
 // through a temporary file), then the pack, then the directory fsynced.
-func publishPack(tmpPack string, idx *idxfile.MemoryIndex, base string) error {
+func publishPack(tmpPack string, idx *packIndex, base string) error {
 	if err := writeIdx(idx, base+".idx"); err != nil {
 		return err
 	}
