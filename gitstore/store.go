@@ -95,6 +95,7 @@ func (s *Store) close() error {
 	s.stop.Do(func() { close(s.quit) })
 	<-s.done
 	<-s.maintDone
+	s.repo.Close()
 	return errors.Join(s.flushReads(), s.db.Close())
 }
 

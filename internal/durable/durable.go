@@ -53,6 +53,18 @@ func Create(path string, perm fs.FileMode) (*File, error) {
 	return &File{f: f, path: path}, nil
 }
 
+// Use is Create with f, an empty temporary file beside path made ahead of time (nil: make
+// one now): the file to write and rename over path.
+func Use(f *os.File, path string, perm fs.FileMode) (*File, error) {
+	if f == nil {
+		return Create(path, perm)
+	}
+	if err := f.Chmod(perm); err != nil {
+		return nil, fmt.Errorf("write %s: %w", path, err)
+	}
+	return &File{f: f, path: path}, nil
+}
+
 // Write writes to the temporary file.
 func (f *File) Write(p []byte) (int, error) {
 	n, err := f.f.Write(p)

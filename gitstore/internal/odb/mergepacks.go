@@ -108,7 +108,7 @@ func (r *Repo) MergePacks(maxPacks int) error {
 		return fmt.Errorf("merge packs of %s: %w", r.path, err)
 	}
 	base := filepath.Join(dir, "pack-"+sum.String())
-	if err := publishPack(tmp.Name(), idx, base); err != nil {
+	if err := publishPack(tmp.Name(), idx, base, nil); err != nil {
 		return err
 	}
 	r.mu.Lock()

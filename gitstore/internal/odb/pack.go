@@ -80,8 +80,8 @@ func (ww *wholeWriter) write(w io.Writer, o plumbing.EncodedObject) (uint32, err
 
 // writeIdx writes a pack index at path, through a temporary file that is fsynced and
 // renamed; the caller fsyncs the directory.
-func writeIdx(idx *packIndex, path string) error {
-	tmp, err := durable.Create(path, 0o600)
+func writeIdx(idx *packIndex, path string, file *os.File) error {
+	tmp, err := durable.Use(file, path, 0o600)
 	if err != nil {
 		return err
 	}
@@ -104,12 +104,18 @@ func (r *Repo) WritePack(objs []plumbing.EncodedObject) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, "tmp_pack_")
+	tmp, err := r.spares.take()
 	if err != nil {
 		return fmt.Errorf("write pack: %w", err)
 	}
 	defer os.Remove(tmp.Name())
 	defer tmp.Close()
+	idxFile, err := r.spares.take()
+	if err != nil {
+		return fmt.Errorf("write pack index: %w", err)
+	}
+	defer os.Remove(idxFile.Name()) // renamed by then, unless the write failed
+	defer idxFile.Close()
 	bw := bufio.NewWriterSize(tmp, 256<<10)
 	cw := &countingWriter{w: bw, h: sha1.New()}
 	var hdr [12]byte
@@ -143,7 +149,7 @@ func (r *Repo) WritePack(objs []plumbing.EncodedObject) error {
 		return fmt.Errorf("write pack: %w", err)
 	}
 	idx.packSum = sum
-	if err := publishPack(tmp.Name(), idx, filepath.Join(dir, "pack-"+sum.String())); err != nil {
+	if err := publishPack(tmp.Name(), idx, filepath.Join(dir, "pack-"+sum.String()), idxFile); err != nil {
 		return err
 	}
 	r.mu.Lock()
@@ -165,8 +171,9 @@ const maxRecentBytes = 32 << 20
 
 // publishPack makes a written and fsynced pack visible: its index first (written and fsynced
 // through a temporary file), then the pack, then the directory fsynced.
-func publishPack(tmpPack string, idx *packIndex, base string) error {
-	if err := writeIdx(idx, base+".idx"); err != nil {
+// idxFile, if not nil, is an empty temporary file beside it to write the index into.
+func publishPack(tmpPack string, idx *packIndex, base string, idxFile *os.File) error {
+	if err := writeIdx(idx, base+".idx", idxFile); err != nil {
 		return err
 	}
 	if err := os.Rename(tmpPack, base+".pack"); err != nil {

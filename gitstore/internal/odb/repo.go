@@ -54,6 +54,8 @@ type Repo struct {
 	swap sync.Mutex
 
 	packs atomic.Int64 // packs, as of the last count plus those written since
+
+	spares *spares // empty files made ahead for packs and indexes (spares.go)
 }
 
 // Init creates a bare repository at path with main as its default branch and the
@@ -137,7 +139,9 @@ func Open(path string) (*Repo, error) {
 	if err := ensureConfig(path); err != nil {
 		return nil, err
 	}
-	r := &Repo{path: path, st: newStorage(path), recent: map[plumbing.Hash]plumbing.EncodedObject{}}
+	packDir := filepath.Join(path, "objects", "pack")
+	removeSpares(packDir)
+	r := &Repo{path: path, st: newStorage(path), recent: map[plumbing.Hash]plumbing.EncodedObject{}, spares: newSpares(packDir)}
 	packs, err := r.packFiles()
 	if err != nil {
 		return nil, err
@@ -154,6 +158,10 @@ func newStorage(path string) *filesystem.Storage {
 	_ = st.HasEncodedObject(plumbing.ZeroHash)
 	return st
 }
+
+// Close removes the files made ahead that no pack used. The repository is not to be
+// written after.
+func (r *Repo) Close() { r.spares.close() }
 
 // Path returns the path of the repository.
 func (r *Repo) Path() string { return r.path }

@@ -1,0 +1,72 @@
+package odb
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+func spareNames(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, _ := os.ReadDir(dir)
+	var out []string
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), sparePrefix) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// TestSpares: packs are written into files made ahead; Close removes the ones left, and
+// Open removes what a crash left.
+func TestSpares(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.git")
+	if err := Init(path); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(path, "objects", "pack")
+	for i := range 10 {
+		o := &plumbing.MemoryObject{}
+		o.SetType(plumbing.BlobObject)
+		o.Write([]byte{byte(i)})
+		if err := r.WritePack([]plumbing.EncodedObject{o}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Object(o.Hash()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(spareNames(t, dir)) < spareFiles && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := len(spareNames(t, dir)); n != spareFiles {
+		t.Fatalf("%d spares ready, want %d", n, spareFiles)
+	}
+	r.Close()
+	if n := spareNames(t, dir); len(n) != 0 {
+		t.Fatalf("spares left after Close: %v", n)
+	}
+	// A crash leaves some: the next Open removes them.
+	os.WriteFile(filepath.Join(dir, sparePrefix+"123"), nil, 0o600)
+	r, err = Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if n := spareNames(t, dir); len(n) != 0 {
+		t.Fatalf("spares left by a crash after Open: %v", n)
+	}
+	if r.Packs() != 10 {
+		t.Fatalf("%d packs", r.Packs())
+	}
+}
