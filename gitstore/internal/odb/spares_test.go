@@ -25,14 +25,8 @@ func spareNames(t *testing.T, dir string) []string {
 // TestSpares: packs are written into files made ahead; Close removes the ones left, and
 // Open removes what a crash left.
 func TestSpares(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "r.git")
-	if err := Init(path); err != nil {
-		t.Fatal(err)
-	}
-	r, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := openTestRepo(t)
+	path := r.Path()
 	dir := filepath.Join(path, "objects", "pack")
 	for i := range 10 {
 		o := &plumbing.MemoryObject{}
@@ -58,7 +52,7 @@ func TestSpares(t *testing.T) {
 	}
 	// A crash leaves some: the next Open removes them.
 	os.WriteFile(filepath.Join(dir, sparePrefix+"123"), nil, 0o600)
-	r, err = Open(path)
+	r, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
