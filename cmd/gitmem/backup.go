@@ -86,9 +86,9 @@ keys, remotes and webhooks stay on the server.`,
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), m)
 			}
-			what := fmt.Sprintf("%d stores and %d files", len(m.Stores), len(m.Files))
+			what := plural(len(m.Stores), "store") + " and " + plural(len(m.Files), "file")
 			if m.Partial {
-				what = fmt.Sprintf("%d stores (through %s: keys, remotes and webhooks stay on the server)", len(m.Stores), src.(serverSource).c.URL())
+				what = fmt.Sprintf("%s (through %s: keys, remotes and webhooks stay on the server)", plural(len(m.Stores), "store"), src.(serverSource).c.URL())
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "backed up %s to %s in %s\n", what, dest, time.Since(start).Round(time.Millisecond))
 			for _, e := range m.Stores {
@@ -227,8 +227,8 @@ func (a *app) restoreBackup(cmd *cobra.Command, src string, asJSON bool) error {
 	if asJSON {
 		return printJSON(cmd.OutOrStdout(), m)
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "restored %d stores and %d files from %s into %s (backed up %s)\n",
-		len(m.Stores), len(m.Files), args[0], a.dataDir, m.Created.Format(time.RFC3339))
+	fmt.Fprintf(cmd.OutOrStdout(), "restored %s and %s from %s into %s (backed up %s)\n",
+		plural(len(m.Stores), "store"), plural(len(m.Files), "file"), args[0], a.dataDir, m.Created.Format(time.RFC3339))
 	if m.Partial {
 		fmt.Fprintln(cmd.OutOrStdout(), "  the backup was made through a server: it holds no keys, remotes or webhooks")
 	}
@@ -292,11 +292,11 @@ Exits 0 when nothing is wrong, and 1 after listing what is.`,
 				}
 			}
 			if !rep.OK() {
-				return fmt.Errorf("the %s %s has %d problems", what, path, len(rep.Problems))
+				return fmt.Errorf("the %s %s has %s", what, path, plural(len(rep.Problems), "problem"))
 			}
 			if !asJSON {
-				fmt.Fprintf(cmd.OutOrStdout(), "verified the %s %s: %d stores, %d versions and %d memories read; git fsck clean; no problem found\n",
-					what, path, rep.Stores, rep.Versions, rep.Memories)
+				fmt.Fprintf(cmd.OutOrStdout(), "verified the %s %s: %s, %s and %s read; git fsck clean; no problem found\n",
+					what, path, plural(rep.Stores, "store"), plural(rep.Versions, "version"), plural(rep.Memories, "memory"))
 			}
 			return nil
 		},
@@ -325,4 +325,15 @@ func (a *app) verifyData(ctx context.Context, path string) (backup.Report, error
 		return err
 	})
 	return rep, err
+}
+
+// plural is "1 store", "2 stores", "3 memories".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	if strings.HasSuffix(noun, "y") {
+		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(noun, "y"))
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -21,7 +22,10 @@ func TestBackupWhileWriting(t *testing.T) {
 	c := newCLI(t)
 	c.ok("", "stores", "create", "notes")
 	id := storeOf(t, c)
-	c.ok("", "keys", "create", "--name", "admin", "--json") // keys travel with the backup
+	// Keys travel with the backup; -q prints a new key's secret alone.
+	if admin := c.ok("", "keys", "create", "--name", "admin", "-q"); !regexp.MustCompile(`^gitmem_[A-Za-z0-9_-]+\n$`).MatchString(admin) {
+		t.Fatalf("keys create -q printed %q", admin)
+	}
 	var key struct{ Secret string }
 	json.Unmarshal([]byte(c.ok("", "keys", "create", "--name", "writer", "--json")), &key)
 	url, _ := serveForGit(t, c)
@@ -66,7 +70,7 @@ func TestBackupWhileWriting(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	dest := filepath.Join(t.TempDir(), "backup")
 	began := time.Now()
-	mustContain(t, "backup", c.ok("", "backup", dest), "backed up 1 stores and 2 files", id)
+	mustContain(t, "backup", c.ok("", "backup", dest), "backed up 1 store and 2 files", id)
 	time.Sleep(300 * time.Millisecond)
 	close(stop)
 	wg.Wait()
@@ -90,7 +94,7 @@ func TestBackupWhileWriting(t *testing.T) {
 
 	// Restore into a new directory: every write acknowledged before the backup is there.
 	r := &cli{t: t, data: filepath.Join(t.TempDir(), "restored")}
-	mustContain(t, "restore", r.ok("", "restore", dest), "restored 1 stores and 2 files")
+	mustContain(t, "restore", r.ok("", "restore", dest), "restored 1 store and 2 files")
 	listed := map[string]bool{}
 	for _, l := range strings.Split(r.ok("", "ls", "notes", "-R"), "\n") {
 		listed[strings.TrimSpace(l)] = true
@@ -148,7 +152,7 @@ func TestBackupWhileWriting(t *testing.T) {
 		}
 	}
 	out, stderr, code = c.run("", "verify", dir)
-	if code != exitError || !strings.Contains(out, "problem: store "+id) || !strings.Contains(out, "fsck") || !strings.Contains(stderr, "has 1 problems") {
+	if code != exitError || !strings.Contains(out, "problem: store "+id) || !strings.Contains(out, "fsck") || !strings.Contains(stderr, "has 1 problem") {
 		t.Fatalf("a damaged backup: exit %d\n%s\n%s", code, out, stderr)
 	}
 	// A cut-off archive has no manifest: not a finished backup.

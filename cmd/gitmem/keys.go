@@ -62,6 +62,10 @@ func newKeysCreateCmd(a *app) *cobra.Command {
 					"access": key.Access, "memory_store_id": nilIfEmpty(key.StoreID), "secret": secret,
 					"created_at": key.CreatedAt.UTC().Format(timeFormat)})
 			}
+			if a.quiet { // what was asked for, alone: S=$(gitmem keys create --name ci -q)
+				fmt.Fprintln(out, secret)
+				return nil
+			}
 			fmt.Fprintf(out, "created key %s (%s, %s", key.ID, key.Name, key.Access)
 			if key.StoreID != "" {
 				fmt.Fprintf(out, ", store %s", key.StoreID)
