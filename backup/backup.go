@@ -22,7 +22,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -71,20 +70,7 @@ type Dir struct{ Root string }
 func (d Dir) layout() gitstore.Layout { return gitstore.Layout{Root: d.Root} }
 
 // StoreIDs lists the stores' repositories.
-func (d Dir) StoreIDs(context.Context) ([]string, error) {
-	entries, err := os.ReadDir(d.layout().StoresDir())
-	if err != nil {
-		return nil, fmt.Errorf("list the stores of %s: %w", d.Root, err)
-	}
-	var ids []string
-	for _, e := range entries {
-		if id, ok := d.layout().RepoStore(e.Name()); ok {
-			ids = append(ids, id)
-		}
-	}
-	sort.Strings(ids)
-	return ids, nil
-}
+func (d Dir) StoreIDs(context.Context) ([]string, error) { return d.layout().StoreIDs() }
 
 // FetchMain fetches from the store's repository on disk. A pack that gitmem's maintenance
 // removes while git reads it fails the fetch: it is tried again.
@@ -110,7 +96,7 @@ func (d Dir) Files() ([]string, error) {
 			out = append(out, rel(d.Root, p))
 		}
 	}
-	for _, dir := range []string{l.RemotesDir(), filepath.Dir(l.WebhookStateFile("x"))} {
+	for _, dir := range []string{l.RemotesDir(), l.WebhooksDir()} {
 		entries, err := os.ReadDir(dir)
 		if err != nil {
 			continue // none yet

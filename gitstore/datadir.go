@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 
@@ -28,6 +27,8 @@ type DataDir struct {
 	closed bool
 
 	names sync.Mutex // held from the check that a name is free to the commit that takes it
+
+	storesMoved headSignal // notified when a store is created, imported or deleted
 }
 
 // Open opens the data directory dir, creating it if needed, and takes its exclusive lock. A
@@ -175,8 +176,14 @@ func (d *DataDir) CreateStore(ctx context.Context, in CreateStoreInput) (_ *Stor
 	if err := durable.SyncDir(d.Layout().StoresDir()); err != nil {
 		return nil, err
 	}
+	d.storesMoved.notify()
 	return d.Store(ctx, id)
 }
+
+// StoresChanged returns a channel that is closed the next time a store is created, imported
+// or deleted: what a follower of every store (an event stream, the webhooks) waits on to
+// take up new stores. Take a new channel after each signal, then list the stores.
+func (d *DataDir) StoresChanged() <-chan struct{} { return d.storesMoved.wait() }
 
 // Store returns the open store with the given id, opening it on first use.
 func (d *DataDir) Store(ctx context.Context, id string) (*Store, error) {
@@ -205,22 +212,6 @@ func (d *DataDir) Store(ctx context.Context, id string) (*Store, error) {
 	return s, nil
 }
 
-// storeIDs lists the ids of the stores on disk, newest first.
-func (d *DataDir) storeIDs() ([]string, error) {
-	entries, err := os.ReadDir(d.Layout().StoresDir())
-	if err != nil {
-		return nil, fmt.Errorf("list stores: %w", err)
-	}
-	var ids []string
-	for _, e := range entries {
-		if id, ok := d.Layout().RepoStore(e.Name()); ok {
-			ids = append(ids, id)
-		}
-	}
-	sort.Sort(sort.Reverse(sort.StringSlice(ids)))
-	return ids, nil
-}
-
 // ListStores lists stores newest first.
 func (d *DataDir) ListStores(ctx context.Context, opts StoreListOptions) (StorePage, error) {
 	limit, err := checkLimit(opts.Limit, 20, 1000)
@@ -235,7 +226,7 @@ func (d *DataDir) ListStores(ctx context.Context, opts StoreListOptions) (StoreP
 		}
 		after = string(raw)
 	}
-	ids, err := d.storeIDs()
+	ids, err := d.Layout().StoreIDs()
 	if err != nil {
 		return StorePage{}, err
 	}
@@ -289,6 +280,7 @@ func (d *DataDir) DeleteStore(ctx context.Context, id string) error {
 	if err := durable.SyncDir(d.Layout().StoresDir()); err != nil {
 		return err
 	}
+	d.storesMoved.notify()
 	if err := os.Remove(d.catalogPath(id)); err != nil && !os.IsNotExist(err) {
 		return fmt.Errorf("delete catalog of %s: %w", id, err)
 	}

@@ -173,7 +173,7 @@ func (s *Store) Expire(ctx context.Context, dryRun bool) (ExpireReport, error) {
 // ExpireAll runs Expire on every store that has an expiry policy and is not archived, and
 // returns the reports of the stores where memories expired (or would).
 func (d *DataDir) ExpireAll(ctx context.Context, dryRun bool) (map[string]ExpireReport, error) {
-	ids, err := d.storeIDs()
+	ids, err := d.Layout().StoreIDs()
 	if err != nil {
 		return nil, err
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/go-git/go-git/v5/plumbing"
 )
@@ -14,7 +13,7 @@ import (
 // OpenAll opens every store, and returns how many there are; a store that cannot be opened
 // (its repository or catalog is damaged) fails it, named.
 func (d *DataDir) OpenAll(ctx context.Context) (int, error) {
-	ids, err := d.storeIDs()
+	ids, err := d.Layout().StoreIDs()
 	if err != nil {
 		return 0, err
 	}
@@ -57,7 +56,7 @@ func (d *DataDir) CatchUpAll(ctx context.Context) (int, error) {
 // CheckWritable writes a small file in the data directory, syncs it and removes it: a
 // disk that is full, read-only or failing fails it.
 func (d *DataDir) CheckWritable() error {
-	p := filepath.Join(d.dir, ".ready-probe")
+	p := d.Layout().ReadyProbeFile()
 	f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
 		return fmt.Errorf("the data directory is not writable: %w", err)

@@ -85,6 +85,7 @@ func (d *DataDir) ImportStore(ctx context.Context, repoDir string, progress Prog
 	if err := durable.SyncDir(d.Layout().CatalogDir()); err != nil {
 		return nil, err
 	}
+	d.storesMoved.notify()
 	return d.Store(ctx, info.ID)
 }
 

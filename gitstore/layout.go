@@ -1,7 +1,10 @@
 package gitstore
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 )
 
@@ -19,6 +22,7 @@ import (
 //	ui-session.key         the key that signs the web UI's sign-in cookies (package webui)
 //	webhooks.json          the webhooks, with their signing secrets (package webhooks)
 //	webhooks/<id>.json     a webhook's delivery cursors and log (package webhooks)
+//	.ready-probe           written and removed by each readiness check (health.go)
 type Layout struct{ Root string }
 
 // LockFile is the file whose lock the process that holds the directory has.
@@ -36,6 +40,23 @@ func (l Layout) StoreRepo(id string) string { return filepath.Join(l.StoresDir()
 // StoresTemp is a repository in the making or being removed, named name (which starts with
 // "."): what a crash leaves so named is removed when the directory is opened.
 func (l Layout) StoresTemp(name string) string { return filepath.Join(l.StoresDir(), name) }
+
+// StoreIDs lists the stores that have a repository in StoresDir, newest first (ids are
+// time-ordered), archived ones included.
+func (l Layout) StoreIDs() ([]string, error) {
+	entries, err := os.ReadDir(l.StoresDir())
+	if err != nil {
+		return nil, fmt.Errorf("list stores: %w", err)
+	}
+	var ids []string
+	for _, e := range entries {
+		if id, ok := l.RepoStore(e.Name()); ok {
+			ids = append(ids, id)
+		}
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(ids)))
+	return ids, nil
+}
 
 // RepoStore returns the id of the store whose repository is named name in StoresDir, and
 // false for any other name (a temporary repository, say).
@@ -93,8 +114,15 @@ func (l Layout) UISessionKeyFile() string { return filepath.Join(l.Root, "ui-ses
 // WebhooksFile lists the webhooks and their signing secrets.
 func (l Layout) WebhooksFile() string { return filepath.Join(l.Root, "webhooks.json") }
 
+// WebhooksDir holds the webhooks' delivery state.
+func (l Layout) WebhooksDir() string { return filepath.Join(l.Root, "webhooks") }
+
 // WebhookStateFile holds how far webhook id has delivered each store's events, and its
 // delivery log.
 func (l Layout) WebhookStateFile(id string) string {
-	return filepath.Join(l.Root, "webhooks", id+".json")
+	return filepath.Join(l.WebhooksDir(), id+".json")
 }
+
+// ReadyProbeFile is the file that readiness writes and removes to see that the disk takes
+// writes (health.go).
+func (l Layout) ReadyProbeFile() string { return filepath.Join(l.Root, ".ready-probe") }

@@ -105,6 +105,8 @@ func isStream(r *http.Request) bool {
 type feed struct {
 	st     *gitstore.Store
 	cursor string
+	moved  <-chan struct{} // closed when the store moves after the last read
+	dirty  bool            // the store moved: read it
 }
 
 func (s *Server) storeEvents(c echo.Context) error {
@@ -161,17 +163,9 @@ func (s *Server) allEvents(c echo.Context) error {
 		if cl.key != nil && cl.key.StoreID != "" {
 			ids = []string{cl.key.StoreID}
 		} else {
-			for page := ""; ; {
-				p, err := s.data.ListStores(ctx, gitstore.StoreListOptions{IncludeArchived: true, Limit: 1000, Cursor: page})
-				if err != nil {
-					return nil, err
-				}
-				for _, info := range p.Stores {
-					ids = append(ids, info.ID)
-				}
-				if page = p.NextCursor; page == "" {
-					break
-				}
+			var err error
+			if ids, err = s.data.Layout().StoreIDs(); err != nil {
+				return nil, err
 			}
 		}
 		var added []*feed
@@ -243,8 +237,10 @@ func clip(s string, n int) string {
 }
 
 // stream sends the changes of feeds as server-sent events until the client goes, the server
-// stops or a cursor is gone; refresh, if not nil, is asked now and then for feeds to add. id
-// is the id of the event just read from a feed.
+// stops or a cursor is gone; refresh, if not nil, is asked for feeds to add whenever a store
+// is made (or deleted). id is the id of the event just read from a feed. Only the feeds
+// whose store moved are read again: a write to one store costs a stream over many stores
+// one catalog read, not one per store.
 func (s *Server) stream(c echo.Context, banner string, feeds []*feed, refresh func() ([]*feed, error), id func(*feed) string) error {
 	select {
 	case s.streams <- struct{}{}:
@@ -287,20 +283,22 @@ func (s *Server) stream(c echo.Context, banner string, feeds []*feed, refresh fu
 	ctx := c.Request().Context()
 	beat := time.NewTicker(HeartbeatEvery)
 	defer beat.Stop()
-	var newStores <-chan time.Time
+	var newStores <-chan struct{} // nil, and never ready, for one store's stream
 	if refresh != nil {
-		t := time.NewTicker(storeRefreshEvery)
-		defer t.Stop()
-		newStores = t.C
+		newStores = s.data.StoresChanged()
 	}
-	// The cases of the wait: each feed's store moving, then the fixed ones.
-	cases := make([]reflect.SelectCase, 0, len(feeds)+5)
+	for _, f := range feeds {
+		f.dirty = true
+	}
+	cases := make([]reflect.SelectCase, 0, len(feeds)+4)
 	for {
-		cases = cases[:0]
+		// Read the feeds whose store moved (all of them at first), each after taking its
+		// next signal, so that no change falls between the read and the wait.
 		for _, f := range feeds {
-			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(f.st.Moved())}) // before reading: no change falls between
-		}
-		for _, f := range feeds {
+			if !f.dirty {
+				continue
+			}
+			f.dirty, f.moved = false, f.st.Moved()
 			for more := true; more; {
 				chs, m, err := f.st.EventsAfter(ctx, f.cursor, eventBatch)
 				if errors.Is(err, gitstore.ErrCursorGone) {
@@ -329,13 +327,19 @@ func (s *Server) stream(c echo.Context, banner string, feeds []*feed, refresh fu
 				more = m
 			}
 		}
+		// The wait: each feed's store moving, then the fixed cases.
+		cases = cases[:0]
+		for _, f := range feeds {
+			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(f.moved)})
+		}
 		fixed := len(cases)
 		cases = append(cases,
 			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(beat.C)},
 			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
 			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(s.closing)},
 			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(newStores)})
-		switch i, _, _ := reflect.Select(cases); i - fixed {
+		i, _, _ := reflect.Select(cases)
+		switch i - fixed {
 		case 0:
 			if err := send(": heartbeat\n\n"); err != nil {
 				return nil
@@ -343,17 +347,20 @@ func (s *Server) stream(c echo.Context, banner string, feeds []*feed, refresh fu
 		case 1, 2:
 			return nil
 		case 3:
+			newStores = s.data.StoresChanged()
 			added, err := refresh()
 			if err != nil {
 				s.log.Warn("event stream: list the stores", "err", err)
 			}
+			for _, f := range added {
+				f.dirty = true
+			}
 			feeds = append(feeds, added...)
+		default:
+			feeds[i].dirty = true
 		}
 	}
 }
-
-// storeRefreshEvery is how often GET /v1/events looks for stores made since it started.
-var storeRefreshEvery = 2 * time.Second
 
 // cursorOf reads ?after=: an event id, or a time in the forms of ?at= (the stream then
 // starts with the first change made at or after it).

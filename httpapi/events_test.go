@@ -400,9 +400,6 @@ func TestEventsAcrossRestart(t *testing.T) {
 // TestAllEvents: GET /v1/events streams every store's events, also of a store made while it
 // runs; its ids resume every store at once; a key limited to a store sees that store's only.
 func TestAllEvents(t *testing.T) {
-	old := storeRefreshEvery
-	storeRefreshEvery = 100 * time.Millisecond
-	t.Cleanup(func() { storeRefreshEvery = old })
 	g := startGitServerWith(t, GitOptions{})
 	a := g.createStore(t, "", "a")
 	all, status := openStream(t, g.url+"/v1/events", "")

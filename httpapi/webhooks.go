@@ -231,12 +231,12 @@ func WebhookObject(h webhooks.Hook, withSecret bool) any { return toWebhook(h, w
 // cursors start.
 func LatestEvents(ctx context.Context, data *gitstore.DataDir) (map[string]string, error) {
 	starts := map[string]string{}
-	page, err := data.ListStores(ctx, gitstore.StoreListOptions{IncludeArchived: true, Limit: 1000})
+	ids, err := data.Layout().StoreIDs()
 	if err != nil {
 		return nil, err
 	}
-	for _, info := range page.Stores {
-		st, err := data.Store(ctx, info.ID)
+	for _, id := range ids {
+		st, err := data.Store(ctx, id)
 		if err != nil {
 			return nil, err
 		}
@@ -245,7 +245,7 @@ func LatestEvents(ctx context.Context, data *gitstore.DataDir) (map[string]strin
 			return nil, err
 		}
 		if last != "" {
-			starts[info.ID] = last
+			starts[id] = last
 		}
 	}
 	return starts, nil

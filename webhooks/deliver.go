@@ -132,13 +132,13 @@ func (d *Dispatcher) Run(ctx context.Context) {
 		wg.Wait()
 	}()
 	for {
-		changed := d.Registry.Changed()
+		changed, storesChanged := d.Registry.Changed(), d.Data.StoresChanged()
 		want := map[key]Hook{}
 		hooks, err := d.Registry.List()
 		if err != nil {
 			d.Logger.Error("webhooks: read the list", "err", err)
 		}
-		stores, err := d.Data.ListStores(ctx, gitstore.StoreListOptions{IncludeArchived: true, Limit: 1000})
+		ids, err := d.Data.Layout().StoreIDs()
 		if err != nil && ctx.Err() == nil {
 			d.Logger.Error("webhooks: list stores", "err", err)
 		}
@@ -146,9 +146,9 @@ func (d *Dispatcher) Run(ctx context.Context) {
 			if h.Disabled {
 				continue
 			}
-			for _, info := range stores.Stores {
-				if h.StoreID == "" || h.StoreID == info.ID {
-					want[key{h.ID, info.ID}] = h
+			for _, id := range ids {
+				if h.StoreID == "" || h.StoreID == id {
+					want[key{h.ID, id}] = h
 				}
 			}
 		}
@@ -174,7 +174,7 @@ func (d *Dispatcher) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-changed:
-		case <-time.After(5 * time.Second): // stores made since
+		case <-storesChanged:
 		}
 	}
 }
