@@ -15,7 +15,6 @@
 package backup
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -77,7 +76,7 @@ func (d Dir) StoreIDs(context.Context) ([]string, error) { return d.layout().Sto
 func (d Dir) FetchMain(ctx context.Context, gitDir, id string) error {
 	var err error
 	for attempt := 0; attempt < 5; attempt++ {
-		if err = Git(ctx, gitDir, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
+		if err = git(ctx, gitDir, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
 			d.layout().StoreRepo(id), "+refs/heads/main:refs/heads/main"); err == nil {
 			return nil
 		}
@@ -202,27 +201,27 @@ func Backup(ctx context.Context, src Source, dest string, opts Options) (Manifes
 func backupStore(ctx context.Context, src Source, dest, id string) (StoreEntry, error) {
 	gitDir := filepath.Join(dest, "stores", id+".git")
 	if _, err := os.Stat(gitDir); os.IsNotExist(err) {
-		if err := Git(ctx, "", "init", "--quiet", "--bare", gitDir); err != nil {
+		if err := git(ctx, "", "init", "--quiet", "--bare", gitDir); err != nil {
 			return StoreEntry{}, err
 		}
 	}
-	before, _ := GitOutput(ctx, gitDir, "rev-parse", "--verify", "--quiet", "refs/heads/main")
+	before, _ := gitexec.In(ctx, gitDir, "rev-parse", "--verify", "--quiet", "refs/heads/main")
 	if err := src.FetchMain(ctx, gitDir, id); err != nil {
 		return StoreEntry{}, fmt.Errorf("backup store %s: %w", id, err)
 	}
-	commit, err := GitOutput(ctx, gitDir, "rev-parse", "refs/heads/main")
+	commit, err := gitexec.In(ctx, gitDir, "rev-parse", "refs/heads/main")
 	if err != nil {
 		return StoreEntry{}, fmt.Errorf("backup store %s: %w", id, err)
 	}
 	if before != "" && before != commit {
-		if err := Git(ctx, gitDir, "merge-base", "--is-ancestor", before, commit); err != nil {
-			if err := Git(ctx, gitDir, "-c", "gc.reflogExpire=now", "-c", "gc.reflogExpireUnreachable=now", "gc", "--quiet", "--prune=now"); err != nil {
+		if err := git(ctx, gitDir, "merge-base", "--is-ancestor", before, commit); err != nil {
+			if err := git(ctx, gitDir, "-c", "gc.reflogExpire=now", "-c", "gc.reflogExpireUnreachable=now", "gc", "--quiet", "--prune=now"); err != nil {
 				return StoreEntry{}, fmt.Errorf("backup store %s: drop the history a rewrite replaced: %w", id, err)
 			}
 		}
 	}
 	e := StoreEntry{ID: id, Commit: commit}
-	if raw, err := GitOutput(ctx, gitDir, "cat-file", "blob", commit+":.gitmem/store.json"); err == nil {
+	if raw, err := gitexec.In(ctx, gitDir, "cat-file", "blob", commit+":.gitmem/store.json"); err == nil {
 		var info struct{ Name string }
 		json.Unmarshal([]byte(raw), &info)
 		e.Name = info.Name
@@ -266,36 +265,8 @@ func ReadManifest(dir string) (Manifest, error) {
 	return m, nil
 }
 
-// Git runs git on the bare repository gitDir ("" for none) and returns its error with what
-// git said.
-func Git(ctx context.Context, gitDir string, args ...string) error {
-	_, err := GitOutput(ctx, gitDir, args...)
+// git runs git on the bare repository gitDir ("" for none).
+func git(ctx context.Context, gitDir string, args ...string) error {
+	_, err := gitexec.In(ctx, gitDir, args...)
 	return err
-}
-
-// GitOutput runs git on gitDir and returns its standard output, trimmed.
-func GitOutput(ctx context.Context, gitDir string, args ...string) (string, error) {
-	cmd := gitexec.Command(ctx, args...)
-	if gitDir != "" {
-		cmd.Env = []string{"GIT_DIR=" + gitDir}
-	}
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		msg := strings.TrimSpace(errb.String())
-		if msg == "" {
-			msg = err.Error()
-		}
-		sub := args[0]
-		for i := 0; i < len(args); i++ {
-			if args[i] == "-c" {
-				i++
-				continue
-			}
-			sub = args[i]
-			break
-		}
-		return "", fmt.Errorf("git %s: %s", sub, msg)
-	}
-	return strings.TrimSpace(out.String()), nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/gitmem/gitmem/gitserve"
 	"github.com/gitmem/gitmem/gitstore"
 	"github.com/gitmem/gitmem/internal/durable"
+	"github.com/gitmem/gitmem/internal/gitexec"
 )
 
 // Restore makes the stores and files of the backup dir in the data directory d, which
@@ -61,7 +62,7 @@ func importStore(ctx context.Context, d *gitstore.DataDir, repo string, progress
 		return nil, err
 	}
 	defer os.RemoveAll(tmp) // gone already once adopted
-	if err := Git(ctx, tmp, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", repo, "+refs/heads/main:refs/heads/main"); err != nil {
+	if err := git(ctx, tmp, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", repo, "+refs/heads/main:refs/heads/main"); err != nil {
 		return nil, err
 	}
 	if _, problems, err := gitserve.CheckImport(tmp); err != nil {
@@ -115,7 +116,7 @@ func VerifyBackup(ctx context.Context, dir string) (Report, error) {
 			r.problem("store %s (%s): %v", e.ID, e.Name, err)
 			continue
 		}
-		head, err := GitOutput(ctx, repo, "rev-parse", "refs/heads/main")
+		head, err := gitexec.In(ctx, repo, "rev-parse", "refs/heads/main")
 		if err != nil || head != e.Commit {
 			r.problem("store %s (%s): main is at %q, the manifest says %s", e.ID, e.Name, head, e.Commit)
 			continue
@@ -163,7 +164,7 @@ func VerifyData(ctx context.Context, root string, live func(id string) (Live, er
 		}
 		// A copy of main as it is now, rebuilt, to compare with the catalog at that commit.
 		copyDir := filepath.Join(scratch.dir, "copies", id+".git")
-		if err := Git(ctx, "", "init", "--quiet", "--bare", copyDir); err != nil {
+		if err := git(ctx, "", "init", "--quiet", "--bare", copyDir); err != nil {
 			return r, err
 		}
 		if err := src.FetchMain(ctx, copyDir, id); err != nil {
@@ -211,7 +212,7 @@ func (s *scratch) close() {
 }
 
 func fsck(ctx context.Context, repo string) error {
-	if err := Git(ctx, repo, "fsck", "--no-dangling", "--no-progress", "--full"); err != nil {
+	if err := git(ctx, repo, "fsck", "--no-dangling", "--no-progress", "--full"); err != nil {
 		return fmt.Errorf("git fsck found damage: %v", err)
 	}
 	return nil

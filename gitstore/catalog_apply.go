@@ -110,13 +110,17 @@ func storeChange(commit *object.Commit, before []byte, info StoreInfo) storeChgR
 			op = "updated"
 		}
 	}
-	actor, ok := actorFromTrailers(t, commit.Author.Name, commit.Author.Email)
-	if !ok {
-		actor = userActor(commit.Author.Name, commit.Author.Email)
-	}
 	return storeChgRec{ID: derivedID(StoreChangePrefix, commit.Author.When, "store", derivationSource(commit)),
-		Op: op, At: commit.Author.When.UnixMilli(), ActorType: actor.Type, ActorID: actor.ID,
-		Name: actor.Name, Email: actor.Email, APIKey: actor.APIKeyID, Commit: commit.Hash.String()}
+		Op: op, At: commit.Author.When.UnixMilli(), actorRec: recOf(commitActor(commit, t)), Commit: commit.Hash.String()}
+}
+
+// commitActor is who made a commit: the actor its gitmem trailers name, else the user its
+// author is (a commit made with plain git).
+func commitActor(commit *object.Commit, t trailers) Actor {
+	if actor, ok := actorFromTrailers(t, commit.Author.Name, commit.Author.Email); ok {
+		return actor
+	}
+	return userActor(commit.Author.Name, commit.Author.Email)
 }
 
 // applyGitmemCommit reads a commit that gitmem made: one version of one memory, named by
@@ -124,10 +128,7 @@ func storeChange(commit *object.Commit, before []byte, info StoreInfo) storeChgR
 func (c catTx) applyGitmemCommit(or objectReader, commit *object.Commit, t trailers, changes []fileChange) error {
 	memID, verID, _ := t.version()
 	op := Operation(t.get(trailerOperation))
-	actor, ok := actorFromTrailers(t, commit.Author.Name, commit.Author.Email)
-	if !ok {
-		actor = userActor(commit.Author.Name, commit.Author.Email)
-	}
+	actor := commitActor(commit, t)
 	at, ok := idTime(verID)
 	if !ok {
 		at = commit.Author.When
@@ -145,7 +146,7 @@ func (c catTx) applyGitmemCommit(or objectReader, commit *object.Commit, t trail
 		op = OpDeleted
 	}
 	return c.record(or, commit, verRec{ID: verID, Memory: memID, Op: op, Path: path, At: at.UnixMilli(),
-		ActorType: actor.Type, ActorID: actor.ID, Name: actor.Name, Email: actor.Email, APIKey: actor.APIKeyID}, blob)
+		actorRec: recOf(actor)}, blob)
 }
 
 // applyPlainCommit reads a commit made with plain git: each changed file is a version, with
@@ -158,8 +159,8 @@ func (c catTx) applyPlainCommit(or objectReader, commit *object.Commit, changes 
 	for _, r := range renamedFrom {
 		paired[r] = true
 	}
-	base := verRec{At: commit.Author.When.UnixMilli(), ActorType: actor.Type, ActorID: actor.ID, Name: actor.Name,
-		Email: actor.Email, APIKey: c.pushKey(commit.Hash)}
+	base := verRec{At: commit.Author.When.UnixMilli(), actorRec: recOf(actor)}
+	base.APIKey = c.pushKey(commit.Hash) // the key that pushed it, if it came over HTTP
 	for i, ch := range changes {
 		if paired[i] {
 			continue

@@ -85,20 +85,16 @@ type memRec struct {
 
 // verRec is a version (bucket ver).
 type verRec struct {
-	ID        string    `json:"i"`
-	Memory    string    `json:"m"`
-	Op        Operation `json:"o"`
-	Path      string    `json:"p"`
-	Blob      string    `json:"b,omitempty"`
-	SHA       string    `json:"s,omitempty"`
-	Size      int       `json:"z,omitempty"`
-	At        int64     `json:"t"` // unix ms
-	ActorType ActorType `json:"at"`
-	ActorID   string    `json:"ai"`
-	Name      string    `json:"an,omitempty"`
-	Email     string    `json:"ae,omitempty"`
-	APIKey    string    `json:"ak,omitempty"`
-	Commit    string    `json:"c"`
+	ID     string    `json:"i"`
+	Memory string    `json:"m"`
+	Op     Operation `json:"o"`
+	Path   string    `json:"p"`
+	Blob   string    `json:"b,omitempty"`
+	SHA    string    `json:"s,omitempty"`
+	Size   int       `json:"z,omitempty"`
+	At     int64     `json:"t"` // unix ms
+	actorRec
+	Commit string `json:"c"`
 	// Redacted is set on a redacted version (redact.go). Path, Blob, SHA and Size stay for
 	// the catalog's own use (the memory's path, the marker blob in the trees); callers see
 	// none of them.
@@ -111,17 +107,31 @@ type verRec struct {
 
 // storeChgRec is a change of the store's metadata (bucket storechg).
 type storeChgRec struct {
-	ID        string    `json:"i"`
-	Op        string    `json:"o"` // created, updated, archived
-	At        int64     `json:"t"` // unix ms
+	ID string `json:"i"`
+	Op string `json:"o"` // created, updated, archived
+	At int64  `json:"t"` // unix ms
+	actorRec
+	Commit string `json:"c"`
+
+	seq uint64 // its number, its key in storechg
+}
+
+// actorRec is who made a version or a store change, as the catalog keeps it (its fields
+// are inlined in the record's JSON).
+type actorRec struct {
 	ActorType ActorType `json:"at"`
 	ActorID   string    `json:"ai"`
 	Name      string    `json:"an,omitempty"`
 	Email     string    `json:"ae,omitempty"`
 	APIKey    string    `json:"ak,omitempty"`
-	Commit    string    `json:"c"`
+}
 
-	seq uint64 // its number, its key in storechg
+func recOf(a Actor) actorRec {
+	return actorRec{ActorType: a.Type, ActorID: a.ID, Name: a.Name, Email: a.Email, APIKey: a.APIKeyID}
+}
+
+func (r actorRec) actor() Actor {
+	return Actor{Type: r.ActorType, ID: r.ActorID, Name: r.Name, Email: r.Email, APIKeyID: r.APIKey}
 }
 
 // redaction is who redacted a version and when (in verRec, and in a Gitmem-Redacted
@@ -130,10 +140,6 @@ type redaction struct {
 	At        int64     `json:"t"` // unix ms
 	ActorType ActorType `json:"at"`
 	ActorID   string    `json:"ai"`
-}
-
-func (v verRec) actor() Actor {
-	return Actor{Type: v.ActorType, ID: v.ActorID, Name: v.Name, Email: v.Email, APIKeyID: v.APIKey}
 }
 
 func encodeMemory(r memRec) ([]byte, error) { return json.Marshal(r) }

@@ -2,6 +2,7 @@ package gitstore
 
 import (
 	"context"
+	"math"
 	"strings"
 	"time"
 )
@@ -107,13 +108,24 @@ func (s *Store) EventsAfter(ctx context.Context, after string, limit int) ([]Eve
 
 func (s *Store) storeChange(ch storeChgRec) *StoreChange {
 	return &StoreChange{ID: ch.ID, StoreID: s.id, Operation: ch.Op, CreatedAt: msTime(ch.At), Commit: ch.Commit,
-		CreatedBy: Actor{Type: ch.ActorType, ID: ch.ActorID, Name: ch.Name, Email: ch.Email, APIKeyID: ch.APIKey}}
+		CreatedBy: ch.actor()}
 }
 
 // EventBefore returns the id of the last change made before t ("" if none was), as a
 // cursor from which a feed starts at t.
 func (s *Store) EventBefore(ctx context.Context, t time.Time) (string, error) {
-	ms := t.UnixMilli()
+	return s.lastEvent(ctx, t.UnixMilli())
+}
+
+// LastEvent returns the id of the store's newest change ("" for none): a feed from it
+// starts with what happens next.
+func (s *Store) LastEvent(ctx context.Context) (string, error) {
+	return s.lastEvent(ctx, math.MaxInt64)
+}
+
+// lastEvent is the id of the last change made before ms (unix milliseconds): the newest
+// such version, or a store change numbered after it.
+func (s *Store) lastEvent(ctx context.Context, ms int64) (string, error) {
 	id, seq := "", uint64(0)
 	err := s.view(ctx, func(ct catTx) error {
 		for v, err := range ct.versionsDown(everyVersion) {
@@ -132,29 +144,6 @@ func (s *Store) EventBefore(ctx context.Context, t time.Time) (string, error) {
 			if ch.At < ms {
 				id = ch.ID
 			}
-		}
-		return nil
-	})
-	return id, err
-}
-
-// LastEvent returns the id of the store's newest change ("" for none): a feed from it
-// starts with what happens next.
-func (s *Store) LastEvent(ctx context.Context) (string, error) {
-	id, seq := "", uint64(0)
-	err := s.view(ctx, func(ct catTx) error {
-		for v, err := range ct.versionsDown(everyVersion) {
-			if err != nil {
-				return err
-			}
-			id, seq = v.ID, v.seq
-			break
-		}
-		for ch, err := range ct.storeChangesFrom(seq + 1) {
-			if err != nil {
-				return err
-			}
-			id = ch.ID
 		}
 		return nil
 	})

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-
-	"github.com/go-git/go-git/v5/plumbing"
 )
 
 // What readiness (the health package's /readyz) asks of the data directory.
@@ -34,19 +32,15 @@ func (d *DataDir) OpenAll(ctx context.Context) (int, error) {
 func (d *DataDir) CatchUpAll(ctx context.Context) (int, error) {
 	behind := 0
 	for _, s := range d.openStores() {
-		head, err := s.repo.ReadRef()
+		b, err := s.behind()
 		if err != nil {
-			return behind, fmt.Errorf("store %s: read main: %w", s.id, err)
+			return behind, fmt.Errorf("store %s: read main and the catalog: %w", s.id, err)
 		}
-		var applied plumbing.Hash
-		if err := s.readCatalog(func(ct catTx) error { applied = ct.applied(); return nil }); err != nil {
-			return behind, fmt.Errorf("store %s: read the catalog: %w", s.id, err)
-		}
-		if p, _ := s.publishing.Load().(plumbing.Hash); head == applied || p == head {
+		if !b {
 			continue
 		}
 		behind++
-		if err := s.fresh(ctx); err != nil {
+		if err := s.Refresh(ctx); err != nil {
 			return behind, fmt.Errorf("store %s: catch the catalog up: %w", s.id, err)
 		}
 	}
@@ -80,14 +74,7 @@ func (d *DataDir) CheckWritable() error {
 func (d *DataDir) CatalogsBehind() int {
 	n := 0
 	for _, s := range d.openStores() {
-		head, err := s.repo.ReadRef()
-		if err != nil {
-			continue
-		}
-		if p, _ := s.publishing.Load().(plumbing.Hash); p == head {
-			continue
-		}
-		if s.Head() != head.String() {
+		if b, _ := s.behind(); b {
 			n++
 		}
 	}

@@ -407,19 +407,27 @@ func (s *Store) view(ctx context.Context, fn func(ct catTx) error) error {
 // nor the writer's group being published is at: a push or a commit made with git. Reads
 // thus never wait for the writer's own groups, only once after an outside change.
 func (s *Store) fresh(ctx context.Context) error {
-	head, err := s.repo.ReadRef()
-	if err != nil {
+	if behind, err := s.behind(); err != nil || !behind {
 		return err
 	}
+	return s.Refresh(ctx)
+}
+
+// behind tells whether main is at a commit that neither the catalog nor the writer's group
+// being published is at.
+func (s *Store) behind() (bool, error) {
+	head, err := s.repo.ReadRef()
+	if err != nil {
+		return false, err
+	}
 	if p, _ := s.publishing.Load().(plumbing.Hash); p == head {
-		return nil
+		return false, nil
 	}
 	var applied plumbing.Hash
-	s.readCatalog(func(ct catTx) error { applied = ct.applied(); return nil })
-	if head == applied {
-		return nil
+	if err := s.readCatalog(func(ct catTx) error { applied = ct.applied(); return nil }); err != nil {
+		return false, err
 	}
-	return s.Refresh(ctx)
+	return head != applied, nil
 }
 
 func (s *Store) loadContent(blob string) (*string, error) {

@@ -832,8 +832,8 @@ func (c catTx) applyMerge(or objectReader, commit *object.Commit) error {
 		if !ok {
 			when = commit.Author.When
 		}
-		v := verRec{ID: l.ver, Memory: l.mem, Op: Operation(l.op), Path: l.path, At: when.UnixMilli(),
-			ActorType: actor.Type, ActorID: actor.ID, Name: actor.Name, Email: actor.Email}
+		v := verRec{ID: l.ver, Memory: l.mem, Op: Operation(l.op), Path: l.path, At: when.UnixMilli(), actorRec: recOf(actor)}
+		v.APIKey = "" // a merge's versions name no key
 		if err := c.record(or, commit, v, blob); err != nil {
 			return err
 		}

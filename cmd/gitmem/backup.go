@@ -177,7 +177,6 @@ func (s serverSource) Open(string) (io.ReadCloser, error) {
 
 // restoreBackup is "gitmem restore SRC --data DIR": a data directory made from a backup.
 func (a *app) restoreBackup(cmd *cobra.Command, src string, asJSON bool) error {
-	args := []string{src}
 	if _, err := os.Stat(src); os.IsNotExist(err) {
 		return usageError{fmt.Errorf("%s does not exist: gitmem restore takes STORE VERSION_ID (a memory's version), or BACKUP --data DIR (a data directory from a backup)", src)}
 	}
@@ -185,7 +184,7 @@ func (a *app) restoreBackup(cmd *cobra.Command, src string, asJSON bool) error {
 		return usageError{errors.New("restore makes a data directory on this machine: give --data DIR, not --server")}
 	}
 	ctx := cmd.Context()
-	dir, done, err := openBackup(args[0])
+	dir, done, err := openBackup(src)
 	if err != nil {
 		return err
 	}
@@ -228,7 +227,7 @@ func (a *app) restoreBackup(cmd *cobra.Command, src string, asJSON bool) error {
 		return printJSON(cmd.OutOrStdout(), m)
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "restored %s and %s from %s into %s (backed up %s)\n",
-		plural(len(m.Stores), "store"), plural(len(m.Files), "file"), args[0], a.dataDir, m.Created.Format(time.RFC3339))
+		plural(len(m.Stores), "store"), plural(len(m.Files), "file"), src, a.dataDir, m.Created.Format(time.RFC3339))
 	if m.Partial {
 		fmt.Fprintln(cmd.OutOrStdout(), "  the backup was made through a server: it holds no keys, remotes or webhooks")
 	}

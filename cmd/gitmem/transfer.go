@@ -33,7 +33,7 @@ func runGit(dir string, stdout, stderr io.Writer, args ...string) error {
 	cmd.Stdout = stdout
 	cmd.Stderr = io.MultiWriter(stderr, &errBuf)
 	if err := cmd.Run(); err != nil {
-		sub := gitSubcommand(args)
+		sub := gitexec.Subcommand(args)
 		msg := strings.TrimSpace(errBuf.String())
 		if msg == "" {
 			msg = err.Error()
@@ -44,19 +44,6 @@ func runGit(dir string, stdout, stderr io.Writer, args ...string) error {
 		return fmt.Errorf("git %s: %s", sub, msg)
 	}
 	return nil
-}
-
-// gitSubcommand is the git command that args run ("fetch" of "-c k=v fetch ...").
-func gitSubcommand(args []string) string {
-	for i := 0; i < len(args); i++ {
-		switch {
-		case args[i] == "-c" || args[i] == "-C":
-			i++
-		case !strings.HasPrefix(args[i], "-"):
-			return args[i]
-		}
-	}
-	return "git"
 }
 
 func gitOutput(dir string, args ...string) (string, error) {

@@ -6,12 +6,15 @@
 package gitexec
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -201,4 +204,36 @@ func ExitCode(err error) int {
 		return ee.ExitCode()
 	}
 	return -1
+}
+
+// Subcommand is the git command that args run: "fetch" of "-c k=v fetch ...".
+func Subcommand(args []string) string {
+	for i := 0; i < len(args); i++ {
+		switch {
+		case args[i] == "-c" || args[i] == "-C":
+			i++
+		case !strings.HasPrefix(args[i], "-"):
+			return args[i]
+		}
+	}
+	return "git"
+}
+
+// In runs git args on the repository gitDir ("" for none) and returns what it printed,
+// trimmed; its error is "git SUBCOMMAND: " and what git said on its standard error.
+func In(ctx context.Context, gitDir string, args ...string) (string, error) {
+	cmd := Command(ctx, args...)
+	if gitDir != "" {
+		cmd.Env = []string{"GIT_DIR=" + gitDir}
+	}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(errb.String())
+		if msg == "" {
+			msg = err.Error()
+		}
+		return "", fmt.Errorf("git %s: %s", Subcommand(args), msg)
+	}
+	return strings.TrimSpace(out.String()), nil
 }

@@ -95,13 +95,8 @@ func (s *spares) fill() {
 
 // close stops the goroutine and removes the files it made that nobody took.
 func (s *spares) close() {
-	started := false
-	s.once.Do(func() { close(s.done) }) // never started: nothing to wait for
-	select {
-	case <-s.done:
-	default:
-		started = true
-	}
+	started := true
+	s.once.Do(func() { started = false }) // not started: and now it never will be
 	if started {
 		close(s.quit)
 		<-s.done
