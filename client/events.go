@@ -38,12 +38,14 @@ var ErrCursorGone = errors.New("the event cursor is not in the store's history a
 const maxEventLine = 1 << 20
 
 // Events follows the store's event stream after the event with id after ("" for every
-// event, "now" for those from now on), calling fn for each, until ctx ends (then it returns nil) or fn fails. A stream
-// that drops (the server restarted, the network failed) is opened again from the last event
-// seen, after a pause; a refusal (no key, no store) ends it with the error.
-func (s *Store) Events(ctx context.Context, after string, fn func(Event) error) error {
+// event, "now" for those from now on), calling fn for each, until ctx ends (then it
+// returns nil) or fn fails. opened, if not nil, is called once the server has answered the
+// first connection: from then on nothing is missed. A stream that drops (the server
+// restarted, the network failed) is opened again from the last event seen, after a pause; a
+// refusal (no key, no store) ends it with the error.
+func (s *Store) Events(ctx context.Context, after string, opened func(), fn func(Event) error) error {
 	for pause := time.Second; ; {
-		err := s.follow(ctx, &after, fn)
+		err := s.follow(ctx, &after, &opened, fn)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -70,7 +72,7 @@ func (e fnError) Error() string { return e.err.Error() }
 var errDropped = errors.New("the event stream ended")
 
 // follow reads one connection of the stream, moving *after along.
-func (s *Store) follow(ctx context.Context, after *string, fn func(Event) error) error {
+func (s *Store) follow(ctx context.Context, after *string, opened *func(), fn func(Event) error) error {
 	c := s.c
 	u := c.base + s.path("events")
 	if *after == "now" {
@@ -96,6 +98,10 @@ func (s *Store) follow(ctx context.Context, after *string, fn func(Event) error)
 	if resp.StatusCode != http.StatusOK {
 		raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
 		return c.answerError(resp.StatusCode, raw)
+	}
+	if *opened != nil {
+		(*opened)()
+		*opened = nil
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), maxEventLine)

@@ -13,16 +13,22 @@ import (
 )
 
 // follow reads a store's events from now on, through the client's stream reader, into a
-// channel, until the test ends.
+// channel, until the test ends; it returns once the stream is open.
 func follow(t *testing.T, url, store string) <-chan client.Event {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	events := make(chan client.Event, 100)
-	go client.New(url, "").Store(store).Events(ctx, "now", func(ev client.Event) error {
+	opened := make(chan struct{})
+	go client.New(url, "").Store(store).Events(ctx, "now", func() { close(opened) }, func(ev client.Event) error {
 		events <- ev
 		return nil
 	})
+	select {
+	case <-opened:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the event stream did not open")
+	}
 	return events
 }
 
@@ -69,7 +75,6 @@ func TestEventsOfExpiryAndSync(t *testing.T) {
 
 	url, _ := serveWith(t, c, []string{"--sync-interval", "0", "--sync-after-write", "0"})
 	events := follow(t, url, id)
-	// Wait until the stream is open: a write of ours shows on it.
 	c.ok("mark\n", "put", "team", "/mark.md")
 	expect(t, events, "memory.created /mark.md")
 

@@ -16,15 +16,16 @@ import (
 // again, with what changed, whenever others change them; until ctx ends (Ctrl-C). A run
 // that fails is reported and the watch goes on: the next change may well fix what failed.
 func watchAgent(ctx context.Context, t target, infos []gitstore.StoreInfo, sessionID string, run func(task string) error, task string, quiet time.Duration, stderr io.Writer) error {
-	// The streams start now, before the first run, so that nothing made during it is missed;
-	// what comes waits in their connections while the run goes on.
+	// The streams open before the first run, so that nothing made during it is missed; what
+	// comes waits in their connections while the run goes on.
 	events := make(chan client.Event, 256)
 	failed := make(chan error, len(infos))
+	opened := make(chan struct{}, len(infos))
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
 	for _, info := range infos {
 		go func() {
-			failed <- t.srv.Store(info.ID).Events(wctx, "now", func(ev client.Event) error {
+			failed <- t.srv.Store(info.ID).Events(wctx, "now", func() { opened <- struct{}{} }, func(ev client.Event) error {
 				if ev.SessionID == sessionID {
 					return nil // the agent's own write
 				}
@@ -35,6 +36,18 @@ func watchAgent(ctx context.Context, t target, infos []gitstore.StoreInfo, sessi
 				return nil
 			})
 		}()
+	}
+	for range infos {
+		select {
+		case <-opened:
+		case err := <-failed:
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("watching the stores: %w", err)
+		case <-ctx.Done():
+			return nil
+		}
 	}
 	if err := run(task); err != nil {
 		if ctx.Err() != nil {
