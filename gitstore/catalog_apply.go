@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -110,8 +111,11 @@ func storeChange(commit *object.Commit, before []byte, info StoreInfo) storeChgR
 			op = "updated"
 		}
 	}
-	return storeChgRec{ID: derivedID(StoreChangePrefix, commit.Author.When, "store", derivationSource(commit)),
-		Op: op, At: commit.Author.When.UnixMilli(), actorRec: recOf(commitActor(commit, t)), Commit: commit.Hash.String()}
+	// git keeps whole seconds: the writer's own commit, applied before it was ever read back,
+	// has finer ones, and a rebuild must derive the same id and time.
+	when := commit.Author.When.Truncate(time.Second)
+	return storeChgRec{ID: derivedID(StoreChangePrefix, when, "store", derivationSource(commit)),
+		Op: op, At: when.UnixMilli(), actorRec: recOf(commitActor(commit, t)), Commit: commit.Hash.String()}
 }
 
 // commitActor is who made a commit: the actor its gitmem trailers name, else the user its

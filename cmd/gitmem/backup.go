@@ -270,6 +270,9 @@ Exits 0 when nothing is wrong, and 1 after listing what is.`,
 				rep, err = backup.VerifyBackup(ctx, dir)
 			} else {
 				what = "data directory"
+				if u, via := a.serverURL(); u != "" {
+					return usageError{fmt.Errorf("verify reads the data directory on this machine; %s names a server (leave it out)", via)}
+				}
 				if _, serr := os.Stat(gitstore.Layout{Root: path}.StoresDir()); serr != nil {
 					return fmt.Errorf("%s is neither a gitmem backup (no %s) nor a data directory (no stores/)", path, backup.ManifestFile)
 				}
@@ -307,9 +310,6 @@ Exits 0 when nothing is wrong, and 1 after listing what is.`,
 // verifyData verifies the data directory at path against its catalogs: the directory's
 // own if it is free, else those of the server that holds it.
 func (a *app) verifyData(ctx context.Context, path string) (backup.Report, error) {
-	if u, via := a.serverURL(); u != "" {
-		return backup.Report{}, usageError{fmt.Errorf("verify reads the data directory on this machine; %s names a server (leave it out)", via)}
-	}
 	b := *a
 	b.dataDir = path
 	var rep backup.Report

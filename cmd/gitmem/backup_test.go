@@ -1,10 +1,12 @@
 package main
 
 import (
+	"archive/tar"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -166,4 +168,96 @@ func TestBackupWhileWriting(t *testing.T) {
 	if _, stderr, code := r.run("", "restore", dest); code != exitUsage || !strings.Contains(stderr, "holds 1 stores already") {
 		t.Errorf("restore over stores: exit %d: %s", code, stderr)
 	}
+}
+
+// TestBackupCarriesRedaction: a version redacted after a backup is gone from the next
+// backup into the same directory too, object and all.
+func TestBackupCarriesRedaction(t *testing.T) {
+	needGitCLI(t)
+	c := newCLI(t)
+	c.ok("", "stores", "create", "prefs")
+	id := storeOf(t, c)
+	const leaked = "db password: OCELOT-42\n"
+	leak := versionIDRe.FindString(c.ok(leaked, "put", "prefs", "/creds.md"))
+	c.ok("ask the admin\n", "put", "prefs", "/creds.md")
+	dest := filepath.Join(t.TempDir(), "backup")
+	c.ok("", "backup", dest)
+	repo := filepath.Join(dest, "stores", id+".git")
+	blob := strings.TrimSpace(gitIn(t, t.TempDir(), "hash-object", writeTemp(t, leaked)))
+	if err := exec.Command("git", "--git-dir", repo, "cat-file", "-e", blob).Run(); err != nil {
+		t.Fatalf("the first backup lacks the content it should hold: %v", err)
+	}
+	c.ok("", "redact", "prefs", leak)
+	c.ok("", "backup", dest)
+	if err := exec.Command("git", "--git-dir", repo, "cat-file", "-e", blob).Run(); err == nil {
+		t.Fatal("the redacted content is still in the backup")
+	}
+	mustContain(t, "verify", c.ok("", "verify", dest), "no problem found")
+}
+
+// TestBackupRefusals: what backup, restore and verify refuse, each saying why and leaving
+// nothing behind; and a backup made through a server holds its stores only.
+func TestBackupRefusals(t *testing.T) {
+	needGitCLI(t)
+	c := newCLI(t)
+	mustContain(t, "no data directory", c.fails("", "backup", filepath.Join(t.TempDir(), "b")), "no data directory at")
+	if _, stderr, code := c.run("", "restore", filepath.Join(t.TempDir(), "nope")); code != exitUsage || !strings.Contains(stderr, "STORE VERSION_ID") {
+		t.Errorf("restore of nothing: exit %d: %s", code, stderr)
+	}
+	if _, stderr, code := c.run("", "restore", t.TempDir(), "--server", "http://127.0.0.1:9"); code != exitUsage || !strings.Contains(stderr, "not --server") {
+		t.Errorf("restore --server: exit %d: %s", code, stderr)
+	}
+	if _, stderr, code := c.run("", "verify", "--server", "http://127.0.0.1:9"); code != exitUsage || !strings.Contains(stderr, "names a server") {
+		t.Errorf("verify --server: exit %d: %s", code, stderr)
+	}
+	mustContain(t, "verify of a folder that is neither", c.fails("", "verify", t.TempDir()), "neither a gitmem backup")
+
+	// An archive that names a file outside it is refused before anything is written.
+	dir := t.TempDir()
+	archive := filepath.Join(dir, "evil.tar")
+	f, _ := os.Create(archive)
+	tw := tar.NewWriter(f)
+	body := []byte("owned")
+	tw.WriteHeader(&tar.Header{Name: "../escaped.txt", Mode: 0o600, Size: int64(len(body)), Typeflag: tar.TypeReg})
+	tw.Write(body)
+	tw.Close()
+	f.Close()
+	out := filepath.Join(t.TempDir(), "restored")
+	if _, stderr, code := c.run("", "--data", out, "restore", archive); code == 0 || !strings.Contains(stderr, "outside it") {
+		t.Errorf("a path outside the archive: exit %d: %s", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(os.TempDir(), "escaped.txt")); err == nil {
+		t.Error("the archive wrote outside its folder")
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("a refused restore made the data directory")
+	}
+
+	// Through a server: the stores the key may read, over git; verify passes.
+	c.ok("", "stores", "create", "notes")
+	c.ok("hello\n", "put", "notes", "/a.md")
+	var key struct{ Secret string }
+	json.Unmarshal([]byte(c.ok("", "keys", "create", "--name", "backup", "--access", "read_only", "--json")), &key)
+	url, _ := serveForGit(t, c)
+	remote := &cli{t: t, data: filepath.Join(t.TempDir(), "elsewhere")}
+	dest := filepath.Join(t.TempDir(), "from-server")
+	got, stderr, code := remote.runEnv(append(os.Environ(), "GITMEM_API_KEY="+key.Secret), "", "--server", url, "backup", dest)
+	if code != 0 {
+		t.Fatalf("backup --server: exit %d: %s", code, stderr)
+	}
+	mustContain(t, "backup --server", got, "backed up 1 store (through "+url, "keys, remotes and webhooks stay on the server")
+	mustContain(t, "verify of a server's backup", remote.ok("", "verify", dest), "1 store, 1 version and 1 memory read")
+	if _, stderr, code := remote.run("", "--server", url, "backup", filepath.Join(t.TempDir(), "x")); code != exitAuth {
+		t.Errorf("backup --server without a key: exit %d: %s", code, stderr)
+	}
+}
+
+// writeTemp writes content to a new file and returns its path.
+func writeTemp(t *testing.T, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "content")
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -95,6 +95,8 @@ func TestMetrics(t *testing.T) {
 		resp.Body.Close()
 	}
 	c.ok("", "search", "notes", "metrics")
+	needGitCLI(t)
+	gitIn(t, t.TempDir(), "clone", "-q", url+"/git/notes.git", "clone")
 	_, after := scrape(t, url+"/metrics", "")
 	if d := value(after, "gitmem_write_groups_total") - value(before, "gitmem_write_groups_total"); d < 1 || d > 3 {
 		t.Errorf("groups committed: %v more", d)
@@ -115,6 +117,12 @@ func TestMetrics(t *testing.T) {
 	}
 	if v := value(after, "gitmem_stores"); v != 1 {
 		t.Errorf("stores: %v", v)
+	}
+	if v := value(after, "gitmem_git_operations_total", "operation", "fetch", "status", "200"); v < 1 {
+		t.Errorf("git fetches: %v", v)
+	}
+	if v := value(after, "gitmem_catalog_behind_stores"); v != 0 {
+		t.Errorf("catalogs behind: %v", v)
 	}
 	if v := value(after, "gitmem_searches_total", "result", "ok"); v < 1 {
 		t.Errorf("searches: %v", v)
