@@ -31,12 +31,13 @@ type spare struct {
 }
 
 type spares struct {
-	dir  string
-	once sync.Once
-	ch   chan spare
-	wake chan struct{}
-	quit chan struct{}
-	done chan struct{}
+	dir     string
+	once    sync.Once // starts fill, or, at close, makes sure it never starts
+	stopped sync.Once // closes quit: close may be called more than once
+	ch      chan spare
+	wake    chan struct{}
+	quit    chan struct{}
+	done    chan struct{}
 }
 
 func newSpares(dir string) *spares {
@@ -93,14 +94,12 @@ func (s *spares) fill() {
 	}
 }
 
-// close stops the goroutine and removes the files it made that nobody took.
+// close stops the goroutine and removes the files it made that nobody took. It may be
+// called again.
 func (s *spares) close() {
-	started := true
-	s.once.Do(func() { started = false }) // not started: and now it never will be
-	if started {
-		close(s.quit)
-		<-s.done
-	}
+	s.once.Do(func() { close(s.done) }) // fill never started: and now never will
+	s.stopped.Do(func() { close(s.quit) })
+	<-s.done
 	for {
 		select {
 		case sp := <-s.ch:
