@@ -2,6 +2,8 @@ package gitstore
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"math"
 	"strings"
 	"time"
@@ -148,4 +150,33 @@ func (s *Store) lastEvent(ctx context.Context, ms int64) (string, error) {
 		return nil
 	})
 	return id, err
+}
+
+// CursorsPrefix starts a cursor of several stores' feeds at once (EncodeCursors).
+const CursorsPrefix = "evc_"
+
+// EncodeCursors makes one cursor of several stores' feeds, a change id per store id:
+// base64url JSON, so that the same cursors always make the same string. /v1/events and the
+// memory_changes tool resume every store where it was with it.
+func EncodeCursors(m map[string]string) string {
+	raw, _ := json.Marshal(m) // sorted keys
+	return CursorsPrefix + base64.RawURLEncoding.EncodeToString(raw)
+}
+
+// DecodeCursors reads a cursor of EncodeCursors; false if s is not one.
+func DecodeCursors(s string) (map[string]string, bool) {
+	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(s, CursorsPrefix))
+	if !strings.HasPrefix(s, CursorsPrefix) || err != nil {
+		return nil, false
+	}
+	m := map[string]string{}
+	if json.Unmarshal(raw, &m) != nil {
+		return nil, false
+	}
+	for store, cursor := range m {
+		if !strings.HasPrefix(store, StorePrefix) || !IsCursor(cursor) {
+			return nil, false
+		}
+	}
+	return m, true
 }

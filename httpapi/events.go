@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -144,13 +143,13 @@ func (s *Server) allEvents(c echo.Context) error {
 	}
 	var since *time.Time
 	if after := c.QueryParam("after"); after != "" && r.Header.Get("Last-Event-ID") == "" {
-		if strings.HasPrefix(after, allCursorPrefix) {
+		if strings.HasPrefix(after, gitstore.CursorsPrefix) {
 			var err error
 			if cursors, err = decodeCursors(after); err != nil {
 				return err
 			}
 		} else if t, err := gitstore.ParseTime(after, time.Now()); err != nil {
-			return badRequest("after %q must be an event id of /v1/events (%s...) or %s", after, allCursorPrefix, gitstore.TimeFormHint)
+			return badRequest("after %q must be an event id of /v1/events (%s...) or %s", after, gitstore.CursorsPrefix, gitstore.TimeFormHint)
 		} else {
 			since = &t
 		}
@@ -196,10 +195,7 @@ func (s *Server) allEvents(c echo.Context) error {
 	return s.stream(c, "gitmem events of every store", feeds, refresh, id)
 }
 
-// allCursorPrefix starts the event ids of /v1/events.
-const allCursorPrefix = "evc_"
-
-// encodeCursors is the id of an event of /v1/events: each store's cursor, as base64url JSON.
+// encodeCursors is the id of an event of /v1/events: each store's cursor.
 func encodeCursors(feeds []*feed) string {
 	m := make(map[string]string, len(feeds))
 	for _, f := range feeds {
@@ -207,24 +203,13 @@ func encodeCursors(feeds []*feed) string {
 			m[f.st.ID()] = f.cursor
 		}
 	}
-	raw, _ := json.Marshal(m) // sorted keys: the same cursors make the same id
-	return allCursorPrefix + base64.RawURLEncoding.EncodeToString(raw)
+	return gitstore.EncodeCursors(m)
 }
 
 func decodeCursors(id string) (map[string]string, error) {
-	bad := badRequest("Last-Event-ID %q is not an event id of /v1/events (%s...)", clip(id, 40), allCursorPrefix)
-	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(id, allCursorPrefix))
-	if !strings.HasPrefix(id, allCursorPrefix) || err != nil {
-		return nil, bad
-	}
-	m := map[string]string{}
-	if json.Unmarshal(raw, &m) != nil {
-		return nil, bad
-	}
-	for store, cursor := range m {
-		if !strings.HasPrefix(store, gitstore.StorePrefix) || !gitstore.IsCursor(cursor) {
-			return nil, bad
-		}
+	m, ok := gitstore.DecodeCursors(id)
+	if !ok {
+		return nil, badRequest("Last-Event-ID %q is not an event id of /v1/events (%s...)", clip(id, 40), gitstore.CursorsPrefix)
 	}
 	return m, nil
 }

@@ -79,6 +79,6 @@ func (s *Server) toolSession(c echo.Context, cl caller, stores ...tooladapter.At
 			stores[i].Access = tooladapter.ReadOnly
 		}
 	}
-	opts := tooladapter.Options{Actor: &cl.actor, Search: s.search, ID: cl.actor.SessionID(), Stores: stores, At: c.QueryParam("at")}
+	opts := tooladapter.Options{Actor: &cl.actor, Search: s.search, ID: cl.actor.SessionID(), Stores: stores, At: c.QueryParam("at"), Stop: s.closing}
 	return tooladapter.NewSession(c.Request().Context(), opts)
 }

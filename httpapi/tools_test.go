@@ -69,7 +69,7 @@ func TestToolRoute(t *testing.T) {
 	base := ts.url + "/v1/memory_stores/" + st.ID() + "/tools"
 
 	status, body := request(t, "GET", base, roSecret, "", "")
-	if data, _ := body["data"].([]any); status != 200 || len(data) != 7 {
+	if data, _ := body["data"].([]any); status != 200 || len(data) != 8 {
 		t.Errorf("GET tools: %d %v", status, body)
 	}
 	for _, tc := range []struct {
@@ -89,7 +89,7 @@ func TestToolRoute(t *testing.T) {
 		{"tool error", rwSecret, "", "memory", `{"command":"view","path":"/etc"}`, 200, "Error: Path must start with /memories, got: /etc", true},
 		{"body not JSON", rwSecret, "", "memory_read", `path=/memories/a.md`, 200, "Error: The input of memory_read must be a JSON object", true},
 		{"unknown tool", rwSecret, "", "memory_raed", `{}`, 404,
-			`there is no tool named "memory_raed"; the tools are memory, memory_list, memory_search, memory_read, memory_write, memory_edit and memory_delete`, false},
+			`there is no tool named "memory_raed"; the tools are memory, memory_list, memory_search, memory_read, memory_write, memory_edit, memory_delete and memory_changes`, false},
 		{"no key", "", "", "memory_read", `{"path":"/memories/a.md"}`, 401,
 			"missing API key: send it in the x-api-key header, or as Authorization: Bearer <key>", false},
 		{"key of another store", limitedSecret, "", "memory_read", `{"path":"/memories/a.md"}`, 403,

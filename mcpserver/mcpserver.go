@@ -1,5 +1,5 @@
 // Package mcpserver serves the tools of a tooladapter.Session as an MCP server, with the
-// official Go SDK (github.com/modelcontextprotocol/go-sdk): the memory tool and the six
+// official Go SDK (github.com/modelcontextprotocol/go-sdk): the memory tool and the seven
 // agent tools, each with its description and JSON input schema, and the session's system
 // prompt as the server's instructions. "gitmem mcp" runs it over stdio; "gitmem serve"
 // serves it over streamable HTTP at /mcp (package httpapi).
@@ -22,6 +22,7 @@ const Name = "gitmem"
 // readOnlyTools change nothing; MCP clients may call them with less ceremony.
 var readOnlyTools = map[string]bool{
 	tooladapter.ListTool: true, tooladapter.SearchTool: true, tooladapter.ReadTool: true,
+	tooladapter.ChangesTool: true,
 }
 
 // New returns an MCP server whose tools are sess's tools. Each call answers one text

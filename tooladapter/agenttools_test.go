@@ -248,7 +248,7 @@ func TestToolDefinitions(t *testing.T) {
 			}
 		}
 	}
-	if got, want := strings.Join(names, " "), "memory memory_list memory_search memory_read memory_write memory_edit memory_delete"; got != want {
+	if got, want := strings.Join(names, " "), "memory memory_list memory_search memory_read memory_write memory_edit memory_delete memory_changes"; got != want {
 		t.Errorf("tools %q, want %q", got, want)
 	}
 }

@@ -55,7 +55,7 @@ func commandJSON(cmd anthropic.BetaMemoryTool20250818CommandUnion) []byte {
 	return raw
 }
 
-// BetaTools returns the six agent tools bound to the session as values for
+// BetaTools returns the seven agent tools bound to the session as values for
 // anthropic-sdk-go's tool runner (client.Beta.Messages.NewToolRunner).
 func (s *Session) BetaTools() []anthropic.BetaTool {
 	var out []anthropic.BetaTool

@@ -52,7 +52,7 @@ func TestBetaTools(t *testing.T) {
 	for _, tool := range s.BetaTools() {
 		tools[tool.Name()] = tool
 	}
-	if len(tools) != 6 || tools[WriteTool] == nil {
+	if len(tools) != 7 || tools[WriteTool] == nil || tools[ChangesTool] == nil {
 		t.Fatalf("tools: %v", tools)
 	}
 	schema := tools[EditTool].InputSchema()

@@ -1,6 +1,6 @@
 // Package tooladapter gives agents their tools over gitmem's stores: the Claude memory tool
-// (memory_20250818, under /memories) and the six agent tools memory_list, memory_search,
-// memory_read, memory_write, memory_edit and memory_delete.
+// (memory_20250818, under /memories) and the seven agent tools memory_list, memory_search,
+// memory_read, memory_write, memory_edit, memory_delete and memory_changes.
 //
 // A Session binds the tools to up to MaxStores stores, each read-write or read-only, and to
 // the actor that its writes are recorded as. With one store, /memories is that store's root;
@@ -65,6 +65,9 @@ type Options struct {
 	// At, if set, binds the tools to the stores as they were at that time (RFC 3339) or
 	// commit, read-only: the views and reads of a session that looks back.
 	At string
+	// Stop, when closed, ends the waits of memory_changes calls (a server that shuts down
+	// answers them with what it has rather than holding its shutdown).
+	Stop <-chan struct{}
 }
 
 // mount is an attached store as the tools see it.
@@ -84,6 +87,7 @@ type Session struct {
 	actor  gitstore.Actor
 	mounts []mount
 	search *search.Service
+	stop   <-chan struct{}
 }
 
 // NewSession checks the attachments and binds the tools to them.
@@ -100,7 +104,7 @@ func NewSession(ctx context.Context, opts Options) (*Session, error) {
 	} else if !strings.HasPrefix(id, SessionPrefix) || len(id) == len(SessionPrefix) {
 		return nil, invalidf("session id %q must start with %s", id, SessionPrefix)
 	}
-	s := &Session{id: id, search: opts.Search,
+	s := &Session{id: id, search: opts.Search, stop: opts.Stop,
 		actor: gitstore.Actor{Type: gitstore.SessionActor, ID: id, APIKeyID: opts.APIKeyID}}
 	if opts.Actor != nil {
 		s.actor = *opts.Actor

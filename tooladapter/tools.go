@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/gitmem/gitmem/gitstore"
 	"github.com/gitmem/gitmem/search"
 )
 
@@ -18,12 +19,13 @@ type Tool struct {
 
 // The agent tools' names.
 const (
-	ListTool   = "memory_list"
-	SearchTool = "memory_search"
-	ReadTool   = "memory_read"
-	WriteTool  = "memory_write"
-	EditTool   = "memory_edit"
-	DeleteTool = "memory_delete"
+	ListTool    = "memory_list"
+	SearchTool  = "memory_search"
+	ReadTool    = "memory_read"
+	WriteTool   = "memory_write"
+	EditTool    = "memory_edit"
+	DeleteTool  = "memory_delete"
+	ChangesTool = "memory_changes"
 )
 
 func object(required []string, props map[string]any) map[string]any {
@@ -45,7 +47,7 @@ var viewRangeSchema = map[string]any{
 
 // Tools returns the definitions of every tool a Session answers: the memory tool first
 // (for clients that take it as a plain tool; the Messages API declares it by its type,
-// memory_20250818), then the six agent tools.
+// memory_20250818), then the seven agent tools.
 func Tools() []Tool {
 	return []Tool{
 		{Name: MemoryToolName,
@@ -103,6 +105,16 @@ func Tools() []Tool {
 			Description: "Delete a memory, or a folder with every memory in it. Deleted memories stay in the store's history and " +
 				"can be restored by a person, but are gone for you.",
 			InputSchema: object([]string{"path"}, map[string]any{"path": str("The memory or folder to delete, under /memories/.")})},
+		{Name: ChangesTool,
+			Description: "See what changed in your memory: memories created, modified and deleted, by whom (other agents, people, " +
+				"you) and when, oldest first. The answer ends with a cursor: pass it as since next time to get only what changed " +
+				"after it. Without since, the last 24 hours. Use it to notice what others learned before you rely on what you " +
+				"read earlier; with wait_seconds it waits for the next change.",
+			InputSchema: object(nil, map[string]any{
+				"since":        str("The cursor line of an earlier memory_changes answer (evc_...), or a time: " + gitstore.TimeFormHint + ". Default: 24 hours ago."),
+				"limit":        map[string]any{"type": "integer", "minimum": 1, "maximum": maxChangesLimit, "description": fmt.Sprintf("At most this many changes (default %d).", defaultChangesLimit)},
+				"wait_seconds": map[string]any{"type": "integer", "minimum": 0, "maximum": maxChangesWait, "description": "If nothing changed yet, wait up to this many seconds for a change (default 0: answer at once)."},
+			})},
 	}
 }
 
@@ -127,6 +139,8 @@ func (s *Session) Call(ctx context.Context, name string, raw []byte) (Result, er
 		out, err = s.editTool(ctx, raw)
 	case DeleteTool:
 		out, err = s.deleteTool(ctx, raw)
+	case ChangesTool:
+		out, err = s.changes(ctx, raw)
 	default:
 		return Result{}, notFoundTool(name)
 	}
@@ -160,7 +174,7 @@ func notFoundTool(name string) error {
 type unknownToolError struct{ name string }
 
 func (e *unknownToolError) Error() string {
-	return fmt.Sprintf("there is no tool named %q; the tools are memory, memory_list, memory_search, memory_read, memory_write, memory_edit and memory_delete", e.name)
+	return fmt.Sprintf("there is no tool named %q; the tools are memory, memory_list, memory_search, memory_read, memory_write, memory_edit, memory_delete and memory_changes", e.name)
 }
 
 // IsUnknownTool tells whether err is Call's error for a tool name it does not know.

@@ -29,7 +29,8 @@ func newMCPCmd(a *app) *cobra.Command {
 		Short: "Serve the memory tools to an MCP client over stdio",
 		Long: `Serves gitmem's tools over the Model Context Protocol on stdin and stdout, for an MCP
 client that starts gitmem as a subprocess: the memory tool (memory) and the agent tools
-memory_list, memory_search, memory_read, memory_write, memory_edit and memory_delete, bound
+memory_list, memory_search, memory_read, memory_write, memory_edit, memory_delete and
+memory_changes (what others changed, with a cursor to follow), bound
 to 1 to 8 stores. With one store, /memories is that store; with several, each is a folder
 /memories/<name>/. The server's instructions to the client's model are the session's system
 prompt: the memory protocol, and what each store holds.

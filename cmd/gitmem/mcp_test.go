@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"reflect"
@@ -76,8 +77,8 @@ func TestMCPStdio(t *testing.T) {
 	for _, tool := range tools.Tools {
 		listed[tool.Name] = tool
 	}
-	if len(tools.Tools) != 7 {
-		t.Errorf("%d tools, want 7", len(tools.Tools))
+	if len(tools.Tools) != 8 {
+		t.Errorf("%d tools, want 8", len(tools.Tools))
 	}
 	for _, def := range tooladapter.Tools() {
 		got, ok := listed[def.Name]
@@ -244,6 +245,39 @@ func TestMCPStdioThroughServer(t *testing.T) {
 	text, isErr = mcpText(t, ctx, cs, "memory", map[string]any{"command": "view", "path": "/memories/../x"})
 	if !isErr {
 		t.Errorf("a bad path is an error result: %s", text)
+	}
+
+	// The MCP client learns what others change: memory_changes, and one that waits for the
+	// next change while a person writes with the CLI.
+	put := func(path, content string) {
+		t.Helper()
+		if _, errOut, code := c.runEnv(append(os.Environ(), "GITMEM_API_KEY="+secret), content, "put", "Team Wiki", path); code != 0 {
+			t.Fatalf("put %s: %s", path, errOut)
+		}
+	}
+	put("/conventions.md", "Review every change.\n")
+	text, isErr = mcpText(t, ctx, cs, "memory_changes", map[string]any{"since": "1h"})
+	mustContain(t, "memory_changes", text, "created /memories/notes/todo.md by session "+sid+" (you)\n", "created /memories/team-wiki/conventions.md by API key apikey_")
+	cursor := regexp.MustCompile(`cursor: (evc_\S+)`).FindStringSubmatch(text)
+	if isErr || cursor == nil {
+		t.Fatalf("memory_changes: %v %s", isErr, text)
+	}
+	waited := make(chan string, 1)
+	go func() { // mcpText may not fail the test from here
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "memory_changes", Arguments: map[string]any{"since": cursor[1], "wait_seconds": 30}})
+		if err != nil || len(res.Content) != 1 {
+			waited <- fmt.Sprintf("%+v %v", res, err)
+			return
+		}
+		text, _ := res.Content[0].(*mcp.TextContent)
+		waited <- text.Text
+	}()
+	time.Sleep(200 * time.Millisecond)
+	put("/release.md", "Friday.\n")
+	text = <-waited
+	mustContain(t, "memory_changes that waited", text, "created /memories/team-wiki/release.md by API key")
+	if strings.Contains(text, "conventions.md") {
+		t.Errorf("memory_changes after the cursor repeats an earlier change:\n%s", text)
 	}
 	cs.Close()
 	mustContain(t, "stderr", stderr.String(), "/mcp", sid)
