@@ -266,7 +266,7 @@ func (d *dirNode) Unlink(ctx context.Context, name string) syscall.Errno {
 		return d.m.refuse("unlink", rel, err)
 	}
 	d.m.keepFolder(dir)
-	d.m.changed()
+	d.m.removed(rel)
 	return 0
 }
 
@@ -294,6 +294,7 @@ func (d *dirNode) Rmdir(ctx context.Context, name string) syscall.Errno {
 	d.m.mu.Lock()
 	delete(d.m.dirs, rel)
 	d.m.mu.Unlock()
+	d.m.removed(rel) // the folder in its parent's listing, from before its memories went
 	return 0
 }
 

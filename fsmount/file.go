@@ -281,7 +281,9 @@ func (f *fileNode) commit(ctx context.Context) syscall.Errno {
 		f.failed = syscall.EILSEQ
 		return f.failed
 	}
-	if _, err := m.opts.Store.Write(ctx, gitstore.WriteInput{Path: "/" + rel, Content: string(f.data), Actor: m.opts.Actor}); err != nil {
+	content := string(f.data)
+	res, err := m.opts.Store.Write(ctx, gitstore.WriteInput{Path: "/" + rel, Content: content, Actor: m.opts.Actor})
+	if err != nil {
 		f.failed = m.refuse("write", rel, err)
 		return f.failed
 	}
@@ -290,6 +292,9 @@ func (f *fileNode) commit(ctx context.Context) syscall.Errno {
 	delete(m.local, rel)
 	delete(m.away, rel)
 	m.mu.Unlock()
-	m.changed()
+	if res.Memory.Content != nil {
+		content = *res.Memory.Content // as stored (a redact policy may have changed it)
+	}
+	m.wrote(rel, res.Memory, content)
 	return 0
 }

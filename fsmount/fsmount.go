@@ -73,6 +73,7 @@ func New(dir string, opts Options) (*Mount, error) {
 	} else {
 		opts.ReadOnly = true
 	}
+	opts.Store, opts.Reader = steadyStore{opts.Store}, steadyReader{opts.Reader}
 	if opts.CacheFor <= 0 {
 		opts.CacheFor = 500 * time.Millisecond
 	}

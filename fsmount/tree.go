@@ -92,6 +92,41 @@ func (m *mountFS) listingOf(ctx context.Context, dir string) (map[string]entry, 
 	return entries, nil
 }
 
+// wrote records in the cached listings a memory written here, so that the next look sees it
+// without asking the store again. Listings are replaced, not changed: readers hold them
+// without the lock.
+func (m *mountFS) wrote(rel string, mem gitstore.Memory, content string) {
+	m.contents.put(mem.ContentSHA256, content)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.relist(parentOf(rel), func(entries map[string]entry) { entries[baseOf(rel)] = entry{mem: &mem} })
+	for dir := parentOf(rel); dir != ""; dir = parentOf(dir) {
+		m.relist(parentOf(dir), func(entries map[string]entry) { entries[baseOf(dir)] = entry{dir: true} })
+	}
+}
+
+// removed records in the cached listing of its folder a memory (or folder) deleted here.
+func (m *mountFS) removed(rel string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.relist(parentOf(rel), func(entries map[string]entry) { delete(entries, baseOf(rel)) })
+}
+
+// relist replaces the cached listing of dir, if there is one, by a copy that change made.
+// m.mu is held.
+func (m *mountFS) relist(dir string, change func(map[string]entry)) {
+	l, ok := m.listings[dir]
+	if !ok {
+		return
+	}
+	entries := make(map[string]entry, len(l.entries)+1)
+	for k, v := range l.entries {
+		entries[k] = v
+	}
+	change(entries)
+	m.listings[dir] = listing{at: l.at, entries: entries}
+}
+
 // changed forgets the listings after a change made here, so that the next look sees it.
 func (m *mountFS) changed() {
 	m.mu.Lock()
