@@ -155,6 +155,23 @@ func (d *dirNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 // baseOf is the last name of a relative path.
 func baseOf(rel string) string { return rel[strings.LastIndexByte(rel, '/')+1:] }
 
+// maxHeld bounds the files and folders that the mount holds in memory (scratch files, new
+// files until their close, folders that git cannot hold): each file is at most
+// MaxContentBytes, so a program cannot make the mount grow without bound.
+const maxHeld = 4096
+
+// roomToHold refuses a new file or folder held here past maxHeld.
+func (d *dirNode) roomToHold(op, rel string) syscall.Errno {
+	d.m.mu.Lock()
+	n := len(d.m.local) + len(d.m.dirs)
+	d.m.mu.Unlock()
+	if n >= maxHeld {
+		d.m.log().Warn("mount: refused, too many files held in the mount", "op", op, "path", "/"+rel, "errno", "ENOSPC", "limit", maxHeld)
+		return syscall.ENOSPC
+	}
+	return 0
+}
+
 // writable refuses a change of a read-only mount.
 func (d *dirNode) writable(op, rel string) syscall.Errno {
 	if d.m.opts.ReadOnly {
@@ -191,6 +208,9 @@ func (d *dirNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse
 	if k != none {
 		return nil, syscall.EEXIST
 	}
+	if e := d.roomToHold("mkdir", rel); e != 0 {
+		return nil, e
+	}
 	d.m.keepFolder(rel)
 	d.m.dirAttr(&out.Attr)
 	return d.child(ctx, name, syscall.S_IFDIR), 0
@@ -213,6 +233,9 @@ func (d *dirNode) Create(ctx context.Context, name string, flags uint32, mode ui
 	}
 	scratch := IsScratch(name)
 	now := time.Now()
+	if e := d.roomToHold("create", rel); k == none && e != 0 {
+		return nil, nil, 0, e
+	}
 	if k == none {
 		d.m.mu.Lock()
 		d.m.local[rel] = &localFile{mtime: now, scratch: scratch}

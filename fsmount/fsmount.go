@@ -84,6 +84,9 @@ func New(dir string, opts Options) (*Mount, error) {
 		return nil, err
 	}
 	st, err := os.Stat(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%s does not exist: make the directory first (mkdir -p %s)", dir, dir)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -384,3 +384,34 @@ func mustVersion(t *testing.T, st *gitstore.Store, id string) gitstore.Version {
 	}
 	return v
 }
+
+// TestMountHoldsBounded: files that only the mount holds (scratch files) are bounded in
+// number, as each is in size: a program cannot make the mount grow without end.
+func TestMountHoldsBounded(t *testing.T) {
+	mt := mountNew(t, gitstore.Policy{}, Options{})
+	made := 0
+	for ; made <= maxHeld; made++ {
+		err := os.WriteFile(filepath.Join(mt.dir, fmt.Sprintf("f%d.tmp", made)), []byte("x"), 0o644)
+		if errors.Is(err, syscall.ENOSPC) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if made != maxHeld {
+		t.Errorf("held %d scratch files, want the limit %d", made, maxHeld)
+	}
+	if err := os.WriteFile(filepath.Join(mt.dir, "big.tmp.1"), make([]byte, gitstore.MaxContentBytes+1), 0o644); !errors.Is(err, syscall.EFBIG) && !errors.Is(err, syscall.ENOSPC) {
+		t.Errorf("a scratch file past the size limit: %v", err)
+	}
+	if err := os.Remove(filepath.Join(mt.dir, "f0.tmp")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(mt.dir, "again.tmp"), make([]byte, gitstore.MaxContentBytes+1), 0o644); !errors.Is(err, syscall.EFBIG) {
+		t.Errorf("a scratch file past the size limit: %v, want EFBIG", err)
+	}
+	if n := len(mt.versions(t)); n != 0 {
+		t.Errorf("scratch files made %d versions", n)
+	}
+}
