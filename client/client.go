@@ -33,9 +33,10 @@ var ErrUnreachable = errors.New("the server does not answer")
 
 // Client is a gitmem server at a base URL, with an API key (or none).
 type Client struct {
-	base string
-	key  string
-	http *http.Client
+	base    string
+	key     string
+	session string // sent as SessionHeader, if set
+	http    *http.Client
 }
 
 // New returns a client of the server at baseURL (http://host:port), sending key as
@@ -43,6 +44,17 @@ type Client struct {
 func New(baseURL, key string) *Client {
 	return &Client{base: strings.TrimRight(baseURL, "/"), key: key, http: &http.Client{Timeout: 5 * time.Minute}}
 }
+
+// WithSession returns a client of the same server whose requests are made for the session
+// id (sesn_…): the server records their writes as versions by that session (and the key).
+func (c *Client) WithSession(id string) *Client {
+	cp := *c
+	cp.session = id
+	return &cp
+}
+
+// Session is the session the client's requests are made for ("" for none).
+func (c *Client) Session() string { return c.session }
 
 // URL is the server's base URL.
 func (c *Client) URL() string { return c.base }
@@ -74,6 +86,9 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 	}
 	if c.key != "" {
 		req.Header.Set("x-api-key", c.key)
+	}
+	if c.session != "" {
+		req.Header.Set(SessionHeader, c.session)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
@@ -116,6 +131,7 @@ func (c *Client) answerError(status int, raw []byte) error {
 			Message             string `json:"message"`
 			ConflictingMemoryID string `json:"conflicting_memory_id"`
 			ConflictingPath     string `json:"conflicting_path"`
+			Rule                string `json:"rule"`
 		} `json:"error"`
 	}
 	_ = json.Unmarshal(raw, &env)
@@ -135,7 +151,7 @@ func (c *Client) answerError(status int, raw []byte) error {
 	}
 	if k, ok := kindOf[env.Error.Type]; ok {
 		return &gitstore.Error{Kind: k, Message: msg, ConflictingMemoryID: env.Error.ConflictingMemoryID,
-			ConflictingPath: env.Error.ConflictingPath}
+			ConflictingPath: env.Error.ConflictingPath, Rule: gitstore.Rule(env.Error.Rule)}
 	}
 	return fmt.Errorf("gitmem server %s answered %d: %s", c.base, status, msg)
 }

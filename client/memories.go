@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -233,4 +234,22 @@ func (s *Store) Delete(ctx context.Context, in gitstore.DeleteInput) (gitstore.V
 		return gitstore.Version{ID: "", MemoryID: id, Operation: gitstore.OpDeleted}, err
 	}
 	return page.Versions[0], nil
+}
+
+// MovePath moves a memory or a folder of memories, as the store's MovePath does: the memory
+// tool's rename, run by the server, which publishes the versions of a folder together. Its
+// refusals come back as KindInvalid errors with the tool's message.
+func (s *Store) MovePath(ctx context.Context, in gitstore.MovePathInput) ([]gitstore.WriteResult, error) {
+	input, err := json.Marshal(map[string]string{"command": "rename", "old_path": "/memories" + in.From, "new_path": "/memories" + in.To})
+	if err != nil {
+		return nil, err
+	}
+	text, isError, err := s.CallTool(ctx, "memory", input)
+	if err != nil {
+		return nil, err
+	}
+	if isError {
+		return nil, &gitstore.Error{Kind: gitstore.KindInvalid, Message: strings.TrimPrefix(text, "Error: ")}
+	}
+	return nil, nil // the tool does not say which versions it made
 }

@@ -81,6 +81,10 @@ type Error struct {
 	ConflictingMemoryID string
 	ConflictingPath     string
 
+	// Rule, for some KindInvalid errors, names the rule broken, for a caller that answers
+	// each apart (the mount gives each its own errno).
+	Rule Rule
+
 	Err error // the cause, if any
 }
 
@@ -171,6 +175,25 @@ func failedPath(err error) string {
 
 // IsKind reports whether err is an *Error of kind k.
 func IsKind(err error, k Kind) bool { return ErrorKind(err) == k }
+
+// Rule names a rule of the store that a write broke.
+type Rule string
+
+// The rules that errors name.
+const (
+	RuleTooLarge Rule = "too_large" // content over MaxContentBytes
+	RuleSecret   Rule = "secret"    // content holds a secret under the reject policy
+	RuleQuota    Rule = "quota"     // the write would pass the store's quota
+)
+
+// ErrorRule returns the Rule of the first *Error in err's chain ("" for none).
+func ErrorRule(err error) Rule {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Rule
+	}
+	return ""
+}
 
 func invalidf(format string, args ...any) error {
 	return &Error{Kind: KindInvalid, Message: fmt.Sprintf(format, args...)}

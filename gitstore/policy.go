@@ -170,7 +170,7 @@ func secretsError(fs []secrets.Finding) error {
 	if len(fs) > 1 {
 		noun = fmt.Sprintf("%d secrets", len(fs))
 	}
-	return &Error{Kind: KindInvalid, Message: fmt.Sprintf("the content holds %s (%s); the store's secrets policy is reject, "+
+	return &Error{Kind: KindInvalid, Rule: RuleSecret, Message: fmt.Sprintf("the content holds %s (%s); the store's secrets policy is reject, "+
 		"so nothing was written: remove it, or keep it in a secret manager and write where to find it", noun, secrets.Describe(fs)),
 	}
 }

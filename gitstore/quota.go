@@ -34,7 +34,7 @@ func (b *batch) checkQuota(p Policy, memories int, bytes int64) error {
 }
 
 func quotaError(quota string, limit, would int64, unit string) error {
-	return &Error{Kind: KindInvalid, Message: fmt.Sprintf("this write would make the store hold %d %s, past its quota %s of %d; "+
+	return &Error{Kind: KindInvalid, Rule: RuleQuota, Message: fmt.Sprintf("this write would make the store hold %d %s, past its quota %s of %d; "+
 		"nothing was written: delete memories or raise the quota", would, unit, quota, limit)}
 }
 

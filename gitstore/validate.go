@@ -2,6 +2,7 @@ package gitstore
 
 import (
 	"encoding/hex"
+	"fmt"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -234,7 +235,7 @@ func ValidatePathPrefix(prefix string) error {
 // ValidateContent checks memory content: valid UTF-8 of at most MaxContentBytes bytes.
 func ValidateContent(c string) error {
 	if len(c) > MaxContentBytes {
-		return invalidf("content is %d bytes; the limit is %d bytes", len(c), MaxContentBytes)
+		return &Error{Kind: KindInvalid, Rule: RuleTooLarge, Message: fmt.Sprintf("content is %d bytes; the limit is %d bytes", len(c), MaxContentBytes)}
 	}
 	if !utf8.ValidString(c) {
 		for i := 0; i < len(c); {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gitmem/gitmem/apikeys"
 	"github.com/gitmem/gitmem/gitstore"
+	"github.com/gitmem/gitmem/internal/testlog"
 )
 
 // TestAccessLog: a line per request at info, with the route, status, duration, request id and
@@ -25,7 +26,7 @@ func TestAccessLog(t *testing.T) {
 	defer d.Close()
 	keys, _ := apikeys.Open(dir)
 	key, secret, _ := keys.Create("logged", apikeys.ReadWrite, "")
-	var buf syncBuffer
+	var buf testlog.Buffer
 	srv := New(d, keys, Options{AccessLog: true, Logger: slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))})
 	hs := httptest.NewServer(srv)
 	defer hs.Close()
@@ -81,7 +82,7 @@ func TestTrustedProxies(t *testing.T) {
 			t.Fatal(err)
 		}
 		keys, _ := apikeys.Open(dir)
-		var buf syncBuffer
+		var buf testlog.Buffer
 		hs := httptest.NewServer(New(d, keys, Options{AccessLog: true, TrustedProxies: tc.trusted,
 			Logger: slog.New(slog.NewJSONHandler(&buf, nil))}))
 		req, _ := http.NewRequest("GET", hs.URL+"/v1/memory_stores", nil)

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/gitmem/gitmem/apikeys"
 	"github.com/gitmem/gitmem/gitstore"
+	"github.com/gitmem/gitmem/internal/testlog"
 	"github.com/gitmem/gitmem/search"
 )
 
@@ -67,24 +67,6 @@ func fill(t *testing.T, dir string) string {
 	return path
 }
 
-// syncBuffer is a log sink that tests read while the server writes to it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestDiskFull: with the data directory on a file system that fills up, writes on every
 // surface get a clear storage error (507, storage_full_error, not retried), nothing that was
 // answered is lost, the search index is kept (not rebuilt) and catches up once there is
@@ -97,7 +79,7 @@ func TestDiskFull(t *testing.T) {
 	if err := errors.Join(derr, kerr); err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs testlog.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	// The indexer waits for searches only, so that the search below is what meets the full disk.
 	svc := search.New(d, search.Options{Logger: log, Delay: time.Hour})

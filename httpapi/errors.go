@@ -18,6 +18,7 @@ type apiError struct {
 	message string
 	// For path conflicts: the memory in the way.
 	conflictingID, conflictingPath string
+	rule                           gitstore.Rule
 }
 
 // errorJSON is the error object inside the envelope.
@@ -26,6 +27,9 @@ type errorJSON struct {
 	Message             string `json:"message"`
 	ConflictingMemoryID string `json:"conflicting_memory_id,omitempty"`
 	ConflictingPath     string `json:"conflicting_path,omitempty"`
+	// Rule names the rule an invalid request broke, where gitmem names it (too_large,
+	// secret, quota): a gitmem extension.
+	Rule string `json:"rule,omitempty"`
 }
 
 type envelopeJSON struct {
@@ -112,7 +116,7 @@ func errorFor(err error) *apiError {
 		var ge *gitstore.Error
 		switch {
 		case errors.As(err, &ge) && ge.Kind == kind:
-			ae.message = ge.Message
+			ae.message, ae.rule = ge.Message, ge.Rule
 			if kind == gitstore.KindPathConflict {
 				ae.conflictingID, ae.conflictingPath = ge.ConflictingMemoryID, ge.ConflictingPath
 			}
@@ -155,7 +159,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 			c.Response().Header().Set("Retry-After", "1")
 		}
 	}
-	body := errorJSON{Type: ae.typ, Message: ae.message, ConflictingMemoryID: ae.conflictingID, ConflictingPath: ae.conflictingPath}
+	body := errorJSON{Type: ae.typ, Message: ae.message, ConflictingMemoryID: ae.conflictingID, ConflictingPath: ae.conflictingPath, Rule: string(ae.rule)}
 	if err := c.JSON(ae.status, envelopeJSON{Type: "error", Error: body, RequestID: rid}); err != nil {
 		s.log.Warn("write error response", "request_id", rid, "err", err)
 	}

@@ -1,32 +1,13 @@
 package search
 
 import (
-	"bytes"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/gitmem/gitmem/gitstore"
+	"github.com/gitmem/gitmem/internal/testlog"
 )
-
-// syncBuffer is a log sink that the indexer goroutines may write to while the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestIndexFollowsRedaction leaves an index at a commit where a secret was current, then
 // replaces the secret and redacts it while no index runs: the index follows the rewritten
@@ -34,7 +15,7 @@ func (s *syncBuffer) String() string {
 // forgets the secret.
 func TestIndexFollowsRedaction(t *testing.T) {
 	dir := t.TempDir()
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	opts := Options{Logger: slog.New(slog.NewTextHandler(logs, nil))}
 	f := openFixture(t, dir, "", opts)
 	f.write("/notes/keep.md", "keep this walrus note\n")

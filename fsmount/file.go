@@ -1,0 +1,300 @@
+package fsmount
+
+import (
+	"context"
+	"sync"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/gitmem/gitmem/gitstore"
+)
+
+// fileNode is a memory, or a file held here. While it is open, its handles share one
+// buffer: the content when it was first opened, as written since. A close (flush) or fsync
+// of a handle that wrote writes the buffer to the store as one version.
+type fileNode struct {
+	fs.Inode
+	m *mountFS
+
+	mu     sync.Mutex
+	opens  int
+	loaded bool // data holds the content
+	data   []byte
+	mtime  time.Time
+	dirty  bool          // data differs from what was last written
+	wrote  bool          // data was written (not only truncated) since the last commit
+	failed syscall.Errno // a write was refused: nothing is written until the last close
+}
+
+var (
+	_ fs.NodeOpener    = (*fileNode)(nil)
+	_ fs.NodeGetattrer = (*fileNode)(nil)
+	_ fs.NodeSetattrer = (*fileNode)(nil)
+	_ fs.NodeReader    = (*fileNode)(nil)
+	_ fs.NodeWriter    = (*fileNode)(nil)
+	_ fs.NodeFlusher   = (*fileNode)(nil)
+	_ fs.NodeFsyncer   = (*fileNode)(nil)
+	_ fs.NodeReleaser  = (*fileNode)(nil)
+)
+
+// handle is an open file: whether it may write.
+type handle struct{ write bool }
+
+func (f *fileNode) rel() (string, bool) { return relOf(f.EmbeddedInode()) }
+
+// attr fills out for the file: its open buffer's size, or the metadata given (of a memory
+// or of a file held here), or else what the store says now.
+func (f *fileNode) attr(ctx context.Context, out *fuse.Attr, mem *gitstore.Memory, lf *localFile) syscall.Errno {
+	f.mu.Lock()
+	if f.loaded {
+		size, mtime := len(f.data), f.mtime
+		f.mu.Unlock()
+		f.m.fileAttr(out, size, mtime)
+		return 0
+	}
+	f.mu.Unlock()
+	if mem == nil && lf == nil {
+		rel, ok := f.rel()
+		if !ok {
+			return syscall.ENOENT
+		}
+		k, m, l, err := f.m.what(ctx, rel)
+		if err != nil {
+			return f.m.refuse("getattr", rel, err)
+		}
+		if k != file {
+			return syscall.ENOENT
+		}
+		mem, lf = m, l
+	}
+	if lf != nil {
+		f.m.mu.Lock()
+		size, mtime := len(lf.data), lf.mtime
+		f.m.mu.Unlock()
+		f.m.fileAttr(out, size, mtime)
+		return 0
+	}
+	f.m.fileAttr(out, mem.SizeBytes, mem.UpdatedAt)
+	return 0
+}
+
+func (f *fileNode) Getattr(ctx context.Context, _ fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	return f.attr(ctx, &out.Attr, nil, nil)
+}
+
+// load reads the content into the buffer if it is not there. f.mu is held.
+func (f *fileNode) load(ctx context.Context) syscall.Errno {
+	if f.loaded {
+		return 0
+	}
+	rel, ok := f.rel()
+	if !ok {
+		return syscall.ENOENT
+	}
+	data, err := f.m.content(ctx, rel)
+	if err != nil {
+		return f.m.refuse("open", rel, err)
+	}
+	f.data, f.loaded, f.mtime = data, true, time.Now()
+	return 0
+}
+
+func (f *fileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	write := flags&syscall.O_ACCMODE != syscall.O_RDONLY
+	if write && f.m.opts.ReadOnly {
+		rel, _ := f.rel()
+		f.m.log().Info("mount: refused, the mount is read-only", "op", "open", "path", "/"+rel)
+		return nil, 0, syscall.EROFS
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.opens == 0 {
+		f.loaded = false // a first open reads what the store holds now
+	}
+	if write && flags&syscall.O_TRUNC != 0 {
+		f.data, f.loaded, f.dirty, f.mtime = nil, true, true, time.Now()
+	}
+	if e := f.load(ctx); e != 0 {
+		return nil, 0, e
+	}
+	f.opens++
+	return &handle{write: write}, 0, 0
+}
+
+func (f *fileNode) Read(ctx context.Context, _ fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if e := f.load(ctx); e != 0 {
+		return nil, e
+	}
+	if off >= int64(len(f.data)) {
+		return fuse.ReadResultData(nil), 0
+	}
+	end := min(off+int64(len(dest)), int64(len(f.data)))
+	return fuse.ReadResultData(append([]byte(nil), f.data[off:end]...)), 0
+}
+
+// tooLarge refuses a content past the store's limit, at the write that makes it so: the
+// program sees EFBIG there, and the file is not written at its close.
+func (f *fileNode) tooLarge(size int64) syscall.Errno {
+	if size <= gitstore.MaxContentBytes {
+		return 0
+	}
+	rel, _ := f.rel()
+	f.m.log().Warn("mount: refused, too large", "path", "/"+rel, "errno", "EFBIG", "size", size, "limit", gitstore.MaxContentBytes)
+	f.failed = syscall.EFBIG
+	return syscall.EFBIG
+}
+
+func (f *fileNode) Write(ctx context.Context, _ fs.FileHandle, data []byte, off int64) (uint32, syscall.Errno) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.failed != 0 {
+		return 0, f.failed
+	}
+	if e := f.load(ctx); e != 0 {
+		return 0, e
+	}
+	end := off + int64(len(data))
+	if e := f.tooLarge(end); e != 0 {
+		return 0, e
+	}
+	if end > int64(len(f.data)) {
+		f.data = append(f.data, make([]byte, end-int64(len(f.data)))...)
+	}
+	copy(f.data[off:], data)
+	f.dirty, f.wrote, f.mtime = true, true, time.Now()
+	return uint32(len(data)), 0
+}
+
+func (f *fileNode) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	if size, ok := in.GetSize(); ok {
+		rel, _ := f.rel()
+		if f.m.opts.ReadOnly {
+			f.m.log().Info("mount: refused, the mount is read-only", "op", "truncate", "path", "/"+rel)
+			return syscall.EROFS
+		}
+		f.mu.Lock()
+		if e := f.load(ctx); e != 0 {
+			f.mu.Unlock()
+			return e
+		}
+		if e := f.tooLarge(int64(size)); e != 0 {
+			f.mu.Unlock()
+			return e
+		}
+		if int(size) <= len(f.data) {
+			f.data = f.data[:size]
+		} else {
+			f.data = append(f.data, make([]byte, int(size)-len(f.data))...)
+		}
+		f.dirty, f.mtime = true, time.Now()
+		var e syscall.Errno
+		if f.opens == 0 { // truncate(2) of a closed file: written now
+			e = f.commit(ctx)
+			f.loaded = false
+		}
+		f.mu.Unlock()
+		if e != 0 {
+			return e
+		}
+	}
+	// Modes, owners and times are not kept: git keeps none of them for a memory.
+	return f.attr(ctx, &out.Attr, nil, nil)
+}
+
+// Flush is a close(2) of a descriptor: it writes what was written to the file. A close
+// before any write does not: a shell opens the file of "echo hi > f" with O_TRUNC, and closes
+// a copy of the descriptor before echo writes; writing the empty file then would make a
+// version nobody meant. Release writes what no flush did (a file created or truncated and
+// closed without a write: touch, : > f).
+func (f *fileNode) Flush(ctx context.Context, fh fs.FileHandle) syscall.Errno {
+	if h, ok := fh.(*handle); !ok || !h.write {
+		return 0
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.wrote {
+		return f.failed
+	}
+	return f.commit(ctx)
+}
+
+func (f *fileNode) Fsync(ctx context.Context, fh fs.FileHandle, flags uint32) syscall.Errno {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.commit(ctx)
+}
+
+func (f *fileNode) Release(ctx context.Context, fh fs.FileHandle) syscall.Errno {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.opens--; f.opens > 0 {
+		return 0
+	}
+	if e := f.commit(ctx); e != 0 && e != f.failed {
+		rel, _ := f.rel()
+		f.m.log().Warn("mount: a file closed without a write was not written", "path", "/"+rel, "errno", errnoName(e))
+	}
+	rel, ok := f.rel()
+	if f.failed != 0 && ok {
+		// Refused: a new file that was never written is gone, as its content is.
+		f.m.mu.Lock()
+		if lf := f.m.local[rel]; lf != nil && !lf.scratch {
+			delete(f.m.local, rel)
+		}
+		f.m.mu.Unlock()
+	}
+	f.loaded, f.data, f.dirty, f.failed = false, nil, false, 0
+	return 0
+}
+
+// commit writes the buffer if it changed: to the store as one version, or, for a scratch
+// file, here. f.mu is held.
+func (f *fileNode) commit(ctx context.Context) syscall.Errno {
+	if f.failed != 0 {
+		return f.failed
+	}
+	if !f.dirty {
+		return 0
+	}
+	rel, ok := f.rel()
+	if !ok { // deleted while open: its writes go nowhere, as on any file system
+		f.dirty = false
+		return 0
+	}
+	m := f.m
+	m.mu.Lock()
+	if lf := m.local[rel]; lf != nil && lf.scratch {
+		lf.data, lf.mtime = append([]byte(nil), f.data...), f.mtime
+		m.mu.Unlock()
+		f.dirty, f.wrote = false, false
+		return 0
+	}
+	m.mu.Unlock()
+	if !utf8.Valid(f.data) {
+		m.log().Warn("mount: refused, not UTF-8 text", "path", "/"+rel, "errno", "EILSEQ")
+		f.failed = syscall.EILSEQ
+		return f.failed
+	}
+	content := string(f.data)
+	res, err := m.opts.Store.Write(ctx, gitstore.WriteInput{Path: "/" + rel, Content: content, Actor: m.opts.Actor})
+	if err != nil {
+		f.failed = m.refuse("write", rel, err)
+		return f.failed
+	}
+	f.dirty, f.wrote = false, false
+	m.mu.Lock()
+	delete(m.local, rel)
+	delete(m.away, rel)
+	m.mu.Unlock()
+	if res.Memory.Content != nil {
+		content = *res.Memory.Content // as stored (a redact policy may have changed it)
+	}
+	m.wrote(rel, res.Memory, content)
+	return 0
+}

@@ -1,0 +1,417 @@
+package fsmount
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gitmem/gitmem/gitstore"
+	"github.com/gitmem/gitmem/secrets/secrettest"
+)
+
+// TestMountPrograms drives a mounted store with the programs that agents and people use on
+// files, and checks the versions each makes: one per file written, none for what editors
+// keep beside the files.
+func TestMountPrograms(t *testing.T) {
+	mt := mountNew(t, gitstore.Policy{}, Options{})
+	step := func(script string, want map[string]string, versions ...string) {
+		t.Helper()
+		before := len(mt.versions(t))
+		mt.sh(t, script)
+		wantFiles(t, mt.files(t), want)
+		got := mt.versions(t)
+		if made := got[:len(got)-before]; !slices.Equal(made, versions) {
+			t.Errorf("%s: made versions %q, want %q", script, made, versions)
+		}
+	}
+	step(`printf 'hello\n' > a.md`, map[string]string{"/a.md": "hello\n"}, "created /a.md")
+	id := mt.memory(t, "/a.md").ID
+	step(`echo more >> a.md`, map[string]string{"/a.md": "hello\nmore\n"}, "modified /a.md")
+	step(`mkdir -p notes/deep && cp a.md notes/deep/c.md`, map[string]string{"/a.md": "hello\nmore\n", "/notes/deep/c.md": "hello\nmore\n"}, "created /notes/deep/c.md")
+	if out := mt.sh(t, `grep -rn more . | sort`); out != "./a.md:2:more\n./notes/deep/c.md:2:more\n" {
+		t.Errorf("grep -r: %q", out)
+	}
+	step(`sed -i 's/hello/HELLO/' a.md`, map[string]string{"/a.md": "HELLO\nmore\n", "/notes/deep/c.md": "hello\nmore\n"}, "modified /a.md")
+	if got := mt.memory(t, "/a.md").ID; got != id {
+		t.Errorf("sed -i made memory %s of /a.md, want it to stay %s", got, id)
+	}
+	cid := mt.memory(t, "/notes/deep/c.md").ID
+	step(`mv notes team`, map[string]string{"/a.md": "HELLO\nmore\n", "/team/deep/c.md": "hello\nmore\n"}, "modified /team/deep/c.md")
+	if got := mt.memory(t, "/team/deep/c.md").ID; got != cid {
+		t.Errorf("mv of the folder made memory %s, want %s", got, cid)
+	}
+	step(`rm -r team && test ! -e team`, map[string]string{"/a.md": "HELLO\nmore\n"}, "deleted /team/deep/c.md")
+	// A file created and closed without a write is written when its last descriptor is
+	// released, just after close(2) returns.
+	mt.sh(t, `touch empty.md`)
+	eventually(t, func() error {
+		if got := mt.versions(t)[0]; got != "created /empty.md" {
+			return fmt.Errorf("after touch, the newest version is %q", got)
+		}
+		return nil
+	})
+	step(`rm empty.md`, map[string]string{"/a.md": "HELLO\nmore\n"}, "deleted /empty.md")
+
+	// An editor's write: a swap file beside it, the new content to a temporary file renamed
+	// over the memory. One version of the same memory; nothing of the rest in the store.
+	step(`printf 'swap' > .a.md.swp
+printf 'edited\n' > a.md.tmp.123.456
+mv a.md.tmp.123.456 a.md
+rm .a.md.swp`, map[string]string{"/a.md": "edited\n"}, "modified /a.md")
+	if got := mt.memory(t, "/a.md").ID; got != id {
+		t.Errorf("the editor's rename made memory %s of /a.md, want it to stay %s", got, id)
+	}
+	// vim's own sequence: a write test file (4913), the memory renamed to its backup
+	// (a.md~), a new a.md written, the backup deleted.
+	step(`touch 4913 && rm 4913
+mv a.md a.md~
+printf 'by vim\n' > a.md
+rm a.md~`, map[string]string{"/a.md": "by vim\n"}, "modified /a.md")
+	if got := mt.memory(t, "/a.md").ID; got != id {
+		t.Errorf("vim's backup rename made memory %s of /a.md, want it to stay %s", got, id)
+	}
+	if vim := findVim(); vim != "" {
+		step(vim+` -u NONE -i NONE -N -e -s -c '%s/by vim/by ex/' -c 'wq' a.md`, map[string]string{"/a.md": "by ex\n"}, "modified /a.md")
+		if got := mt.memory(t, "/a.md").ID; got != id {
+			t.Errorf("vim made memory %s of /a.md, want it to stay %s", got, id)
+		}
+	} else {
+		t.Log("no vim here: its part is skipped (CI installs vim-tiny)")
+	}
+	if out := mt.sh(t, `ls -A`); out != "a.md\n" {
+		t.Errorf("ls -A: %q, want only a.md", out)
+	}
+	// A memory moved to a scratch name and left there is gone from the mount; deleting the
+	// scratch file deletes it.
+	step(`cp a.md b.md && mv b.md b.md~ && test ! -e b.md && rm b.md~`, map[string]string{"/a.md": "by ex\n"}, "deleted /b.md", "created /b.md")
+}
+
+// findVim is a vim that runs in ex mode, if one is installed.
+func findVim() string {
+	for _, name := range []string{"vim", "vim.tiny", "vim.basic"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// TestMountGoIO: Go's file I/O, fsync as the point of acknowledgement, reads of other
+// writers' changes, and a rename over an existing memory.
+func TestMountGoIO(t *testing.T) {
+	mt := mountNew(t, gitstore.Policy{}, Options{CacheFor: 100 * time.Millisecond})
+	ctx := context.Background()
+	p := filepath.Join(mt.dir, "go.md")
+	if err := os.WriteFile(p, []byte("one\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("two\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	// Acknowledged by fsync: in the store before the close.
+	if got := *mt.memory(t, "/go.md").Content; got != "one\ntwo\n" {
+		t.Errorf("after fsync the store holds %q", got)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(mt.versions(t)); n != 2 {
+		t.Errorf("%d versions, want 2 (the close after fsync wrote nothing new)", n)
+	}
+
+	// Another writer's change shows within the cache's time.
+	if _, err := mt.store.Write(ctx, gitstore.WriteInput{Path: "/go.md", Content: "from the API\n", Actor: gitstore.Actor{Type: gitstore.APIActor, ID: "apikey_x"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mt.store.Write(ctx, gitstore.WriteInput{Path: "/new/api.md", Content: "new\n", Actor: testActor}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() error {
+		b, err := os.ReadFile(p)
+		if err != nil || string(b) != "from the API\n" {
+			return fmt.Errorf("read %q, %v", b, err)
+		}
+		if b, err := os.ReadFile(filepath.Join(mt.dir, "new", "api.md")); err != nil || string(b) != "new\n" {
+			return fmt.Errorf("new/api.md: %q, %v", b, err)
+		}
+		return nil
+	})
+
+	// A rename over an existing memory: its next version, and the moved one deleted.
+	if err := os.Rename(filepath.Join(mt.dir, "new", "api.md"), p); err != nil {
+		t.Fatal(err)
+	}
+	wantFiles(t, mt.files(t), map[string]string{"/go.md": "new\n"})
+	entries, err := os.ReadDir(mt.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	// The folder that the rename emptied stays, as on any file system, until rmdir.
+	if strings.Join(names, " ") != "go.md new" {
+		t.Errorf("root holds %v", names)
+	}
+	if err := os.Remove(filepath.Join(mt.dir, "new")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(mt.dir, "missing")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("rm of a missing file: %v", err)
+	}
+	if err := os.Mkdir(filepath.Join(mt.dir, "go.md", "x"), 0o755); !errors.Is(err, syscall.ENOTDIR) {
+		t.Errorf("mkdir below a file: %v", err)
+	}
+}
+
+// eventually retries check for up to 5 seconds.
+func eventually(t *testing.T, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestMountRefusals: what the store refuses is refused with its errno, logged, and nothing
+// is written.
+func TestMountRefusals(t *testing.T) {
+	max := 3
+	mt := mountNew(t, gitstore.Policy{MaxMemories: max}, Options{})
+	if err := os.WriteFile(filepath.Join(mt.dir, "keep.md"), []byte("keep\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name string, content []byte) error {
+		f, err := os.Create(filepath.Join(mt.dir, name))
+		if err != nil {
+			return err
+		}
+		_, werr := f.Write(content)
+		cerr := f.Close()
+		return errors.Join(werr, cerr)
+	}
+	secret := secrettest.Samples()[0]
+	for _, tc := range []struct {
+		name, file string
+		content    []byte
+		want       syscall.Errno
+		log        string
+	}{
+		{"too large", "big.md", make([]byte, gitstore.MaxContentBytes+1), syscall.EFBIG, "errno=EFBIG"},
+		{"a secret", "secret.md", []byte("key: " + secret.Content + "\n"), syscall.EACCES, "errno=EACCES"},
+		{"a secret over a memory", "keep.md", []byte("key: " + secret.Content + "\n"), syscall.EACCES, "errno=EACCES"},
+		{"not UTF-8", "latin1.md", []byte("caf\xe9\n"), syscall.EILSEQ, "errno=EILSEQ"},
+		{"a name git keeps", ".git", []byte("x"), syscall.EPERM, "errno=EPERM"},
+		{"a control character", "bad\x01.md", []byte("x"), syscall.EPERM, "errno=EPERM"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := mt.versions(t)
+			err := write(tc.file, tc.content)
+			if !errors.Is(err, tc.want) {
+				t.Errorf("write %s: %v, want %v", tc.file, err, tc.want)
+			}
+			if !strings.Contains(mt.log.String(), tc.log) {
+				t.Errorf("the log lacks %q:\n%s", tc.log, mt.log.String())
+			}
+			if got := mt.versions(t); len(got) != len(before) {
+				t.Errorf("a refused write made versions %v", got[:len(got)-len(before)])
+			}
+			if strings.Contains(mt.log.String(), secret.Secret) {
+				t.Errorf("the log shows the secret")
+			}
+		})
+	}
+	wantFiles(t, mt.files(t), map[string]string{"/keep.md": "keep\n"})
+	if b, _ := os.ReadFile(filepath.Join(mt.dir, "keep.md")); string(b) != "keep\n" {
+		t.Errorf("keep.md reads %q after the refused write", b)
+	}
+	if _, err := os.Stat(filepath.Join(mt.dir, "secret.md")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a new file whose write was refused is still there: %v", err)
+	}
+	// The quota: the store may hold 3 memories.
+	for i := 1; i < max; i++ {
+		if err := write(fmt.Sprintf("m%d.md", i), []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := write("over.md", []byte("x")); !errors.Is(err, syscall.EDQUOT) {
+		t.Errorf("past the quota: %v, want EDQUOT", err)
+	}
+	if err := os.Mkdir(filepath.Join(mt.dir, ".git"), 0o755); !errors.Is(err, syscall.EPERM) {
+		t.Errorf("mkdir .git: %v, want EPERM", err)
+	}
+	if err := os.Rename(filepath.Join(mt.dir, "keep.md"), filepath.Join(mt.dir, ".gitmodules")); !errors.Is(err, syscall.EPERM) {
+		t.Errorf("mv to .gitmodules: %v, want EPERM", err)
+	}
+}
+
+// TestMountReadOnly: a read-only mount, and a mount of the past, read what they show and
+// refuse every change with EROFS.
+func TestMountReadOnly(t *testing.T) {
+	mt := mountNew(t, gitstore.Policy{}, Options{})
+	ctx := context.Background()
+	res, err := mt.store.Write(ctx, gitstore.WriteInput{Path: "/a.md", Content: "then\n", Actor: testActor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mt.store.Write(ctx, gitstore.WriteInput{Path: "/a.md", Content: "now\n", Actor: testActor}); err != nil {
+		t.Fatal(err)
+	}
+	past, err := mt.store.ReaderAt(ctx, res.Version.Commit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		opts Options
+		want string
+	}{"read-only": {Options{ReadOnly: true}, "now\n"}, "in the past": {Options{Reader: past}, "then\n"}} {
+		t.Run(name, func(t *testing.T) {
+			ro := mt.another(t, tc.opts)
+			p := filepath.Join(ro.dir, "a.md")
+			if b, err := os.ReadFile(p); err != nil || string(b) != tc.want {
+				t.Errorf("read %q, %v; want %q", b, err, tc.want)
+			}
+			for what, err := range map[string]error{
+				"write":    os.WriteFile(p, []byte("x"), 0o644),
+				"create":   os.WriteFile(filepath.Join(ro.dir, "b.md"), []byte("x"), 0o644),
+				"mkdir":    os.Mkdir(filepath.Join(ro.dir, "d"), 0o755),
+				"rm":       os.Remove(p),
+				"mv":       os.Rename(p, filepath.Join(ro.dir, "c.md")),
+				"truncate": os.Truncate(p, 0),
+			} {
+				if !errors.Is(err, syscall.EROFS) {
+					t.Errorf("%s: %v, want EROFS", what, err)
+				}
+			}
+			if !strings.Contains(ro.log.String(), "read-only") {
+				t.Errorf("the log does not say why:\n%s", ro.log.String())
+			}
+		})
+	}
+	if n := len(mt.versions(t)); n != 2 {
+		t.Errorf("%d versions, want the 2 written before", n)
+	}
+}
+
+// TestMountConcurrentWriters: the API and the mount write one file at once. Every write
+// that was acknowledged is a version, and the file ends as the last version has it.
+func TestMountConcurrentWriters(t *testing.T) {
+	mt := mountNew(t, gitstore.Policy{}, Options{CacheFor: 50 * time.Millisecond})
+	ctx := context.Background()
+	p := filepath.Join(mt.dir, "shared.md")
+	const each = 25
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*each)
+	for w := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				content := fmt.Sprintf("writer %d write %d\n", w, i)
+				var err error
+				if w == 0 {
+					err = os.WriteFile(p, []byte(content), 0o644)
+				} else {
+					_, err = mt.store.Write(ctx, gitstore.WriteInput{Path: "/shared.md", Content: content, Actor: gitstore.Actor{Type: gitstore.APIActor, ID: "apikey_other"}})
+				}
+				if err != nil {
+					errs <- fmt.Errorf("writer %d: %w", w, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	page, err := mt.store.Versions(ctx, gitstore.VersionFilter{Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, v := range page.Versions {
+		full, err := mt.store.Version(ctx, v.ID, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[*full.Content] = true
+	}
+	if len(seen) != 2*each || len(page.Versions) != 2*each {
+		t.Errorf("%d versions with %d contents, want %d: one per write", len(page.Versions), len(seen), 2*each)
+	}
+	last := *mt.memory(t, "/shared.md").Content
+	if last != *mustVersion(t, mt.store, page.Versions[0].ID).Content {
+		t.Errorf("the memory holds %q, not its newest version", last)
+	}
+	eventually(t, func() error {
+		if b, err := os.ReadFile(p); err != nil || string(b) != last {
+			return fmt.Errorf("the mount reads %q, %v; the store holds %q", b, err, last)
+		}
+		return nil
+	})
+}
+
+func mustVersion(t *testing.T, st *gitstore.Store, id string) gitstore.Version {
+	t.Helper()
+	v, err := st.Version(context.Background(), id, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// TestMountHoldsBounded: files that only the mount holds (scratch files) are bounded in
+// number, as each is in size: a program cannot make the mount grow without end.
+func TestMountHoldsBounded(t *testing.T) {
+	mt := mountNew(t, gitstore.Policy{}, Options{})
+	made := 0
+	for ; made <= maxHeld; made++ {
+		err := os.WriteFile(filepath.Join(mt.dir, fmt.Sprintf("f%d.tmp", made)), []byte("x"), 0o644)
+		if errors.Is(err, syscall.ENOSPC) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if made != maxHeld {
+		t.Errorf("held %d scratch files, want the limit %d", made, maxHeld)
+	}
+	if err := os.WriteFile(filepath.Join(mt.dir, "big.tmp.1"), make([]byte, gitstore.MaxContentBytes+1), 0o644); !errors.Is(err, syscall.EFBIG) && !errors.Is(err, syscall.ENOSPC) {
+		t.Errorf("a scratch file past the size limit: %v", err)
+	}
+	if err := os.Remove(filepath.Join(mt.dir, "f0.tmp")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(mt.dir, "again.tmp"), make([]byte, gitstore.MaxContentBytes+1), 0o644); !errors.Is(err, syscall.EFBIG) {
+		t.Errorf("a scratch file past the size limit: %v, want EFBIG", err)
+	}
+	if n := len(mt.versions(t)); n != 0 {
+		t.Errorf("scratch files made %d versions", n)
+	}
+}
