@@ -129,7 +129,7 @@ func (m *Mount) Wait() { m.server.Wait() }
 func (m *Mount) Unmount(ctx context.Context) error {
 	err := m.server.Unmount()
 	if err != nil {
-		if derr := syscall.Unmount(m.dir, syscall.MNT_DETACH); derr == nil {
+		if derr := detach(m.dir); derr == nil {
 			err = nil
 		}
 	}
@@ -142,7 +142,7 @@ func (m *Mount) Unmount(ctx context.Context) error {
 func recoverStale(dir string) error {
 	_, err := os.Stat(dir)
 	if errors.Is(err, syscall.ENOTCONN) {
-		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
+		if err := detach(dir); err != nil {
 			return fmt.Errorf("%s was left mounted by a process that ended, and unmounting it failed: %w", dir, err)
 		}
 	}

@@ -93,6 +93,17 @@ rm a.md~`, map[string]string{"/a.md": "by vim\n"}, "modified /a.md")
 	// A memory moved to a scratch name and left there is gone from the mount; deleting the
 	// scratch file deletes it.
 	step(`cp a.md b.md && mv b.md b.md~ && test ! -e b.md && rm b.md~`, map[string]string{"/a.md": "by ex\n"}, "deleted /b.md", "created /b.md")
+
+	// Every version is by the mount's actor.
+	page, err := mt.store.Versions(context.Background(), gitstore.VersionFilter{Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range page.Versions {
+		if v.CreatedBy.Type != testActor.Type || v.CreatedBy.ID != testActor.ID {
+			t.Errorf("%s %s by %+v, want %s", v.Operation, v.Path, v.CreatedBy, testActor.ID)
+		}
+	}
 }
 
 // findVim is a vim that runs in ex mode, if one is installed.
@@ -133,6 +144,23 @@ func TestMountGoIO(t *testing.T) {
 	}
 	if n := len(mt.versions(t)); n != 2 {
 		t.Errorf("%d versions, want 2 (the close after fsync wrote nothing new)", n)
+	}
+	// Truncate, then write, on one open file: one version at its close.
+	f, err = os.OpenFile(p, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte("three\n"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if v := mt.versions(t); len(v) != 3 || *mt.memory(t, "/go.md").Content != "three\n" {
+		t.Errorf("after truncate and write: versions %v, content %q", v, *mt.memory(t, "/go.md").Content)
 	}
 
 	// Another writer's change shows within the cache's time.
