@@ -25,7 +25,13 @@ const (
 	maxChangesWait = 30
 	// defaultChangesSince is how far back a call without since looks.
 	defaultChangesSince = 24 * time.Hour
+	// maxWaiting bounds the calls that wait at once in the process: a waiting call holds
+	// one of a server's requests in flight, and those are few (128 by default).
+	maxWaiting = 32
 )
+
+// waiting holds a token per memory_changes call that waits.
+var waiting = make(chan struct{}, maxWaiting)
 
 // aChange is one change of a mount's store.
 type aChange struct {
@@ -70,6 +76,16 @@ func (s *Session) changes(ctx context.Context, raw []byte) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	busy := false
+	if wait > 0 {
+		select {
+		case waiting <- struct{}{}:
+			defer func() { <-waiting }()
+		default:
+			// Too many calls wait already: answer at once, and say why.
+			wait, busy = 0, true
+		}
+	}
 	deadline := time.Now().Add(time.Duration(wait) * time.Second)
 	for {
 		// Take each store's next signal before reading, so that a change made between the
@@ -86,7 +102,11 @@ func (s *Session) changes(ctx context.Context, raw []byte) (string, error) {
 			if err := ctx.Err(); err != nil {
 				return "", err
 			}
-			return s.describeChanges(chs, more, from, wait, cursors), nil
+			out := s.describeChanges(chs, more, from, wait, cursors)
+			if busy && len(chs) == 0 {
+				out = fmt.Sprintf("(Too many calls are waiting for changes on this server; this one did not wait. Call again in a few seconds.)\n%s", out)
+			}
+			return out, nil
 		}
 	}
 }

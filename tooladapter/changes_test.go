@@ -182,3 +182,33 @@ func TestMemoryChangesRefusals(t *testing.T) {
 		t.Errorf("session at a time: %q", res.Content)
 	}
 }
+
+// TestMemoryChangesWaitersBounded: past maxWaiting calls that wait, a call answers at once
+// and says why, so that waiting calls cannot hold all of a server's requests.
+func TestMemoryChangesWaitersBounded(t *testing.T) {
+	s, _ := newTestSession(t, nil)
+	_, cur := changesOf(t, s, `{}`)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	for range maxWaiting {
+		go func() {
+			s.Call(ctx, ChangesTool, []byte(`{"since":"`+cur+`","wait_seconds":30}`))
+			done <- struct{}{}
+		}()
+	}
+	for len(waiting) < maxWaiting {
+		time.Sleep(5 * time.Millisecond)
+	}
+	start := time.Now()
+	got, _ := changesOf(t, s, `{"since":"`+cur+`","wait_seconds":30}`)
+	if !strings.HasPrefix(got, "(Too many calls are waiting") || time.Since(start) > 10*time.Second {
+		t.Errorf("the call past the bound: %q after %s", got, time.Since(start))
+	}
+	cancel()
+	for range maxWaiting {
+		<-done
+	}
+	if len(waiting) != 0 {
+		t.Errorf("%d tokens left after the calls ended", len(waiting))
+	}
+}
