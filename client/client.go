@@ -53,6 +53,9 @@ func (c *Client) WithSession(id string) *Client {
 	return &cp
 }
 
+// HasKey tells whether the client sends an API key.
+func (c *Client) HasKey() bool { return c.key != "" }
+
 // Session is the session the client's requests are made for ("" for none).
 func (c *Client) Session() string { return c.session }
 

@@ -108,6 +108,9 @@ func mountStore(cmd *cobra.Command, t target, s storeAPI, dir string, opts fsmou
 	}
 	if t.srv != nil {
 		who = "the key (GITMEM_API_KEY)"
+		if !t.srv.HasKey() {
+			who = "the server's local user (no GITMEM_API_KEY)"
+		}
 		if sid := t.srv.Session(); sid != "" {
 			who = "the session " + sid
 		}
