@@ -231,6 +231,16 @@ func (d *dirNode) Create(ctx context.Context, name string, flags uint32, mode ui
 	if k == folder {
 		return nil, nil, 0, syscall.EISDIR
 	}
+	if k == none && !IsScratch(name) {
+		// The listing may be older than another writer's new memory: ask the store, so
+		// that a create does not write over it.
+		if _, err := d.m.opts.Reader.GetByPath(ctx, "/"+rel, false); err == nil {
+			k = file
+			d.m.changed()
+		} else if !gitstore.IsKind(err, gitstore.KindNotFound) {
+			return nil, nil, 0, d.m.refuse("create", rel, err)
+		}
+	}
 	scratch := IsScratch(name)
 	now := time.Now()
 	if e := d.roomToHold("create", rel); k == none && e != 0 {
@@ -244,11 +254,27 @@ func (d *dirNode) Create(ctx context.Context, name string, flags uint32, mode ui
 	ch := d.child(ctx, name, syscall.S_IFREG)
 	f := ch.Operations().(*fileNode)
 	f.mu.Lock()
-	// A new file is written when it is closed, even empty; an existing one is truncated,
-	// as O_CREAT without O_EXCL on an existing name is an open.
-	f.data, f.loaded, f.dirty, f.opens = nil, true, !scratch, f.opens+1
-	f.mu.Unlock()
-	d.m.fileAttr(&out.Attr, 0, now)
+	defer f.mu.Unlock()
+	switch {
+	case k == none:
+		// A new file is written when it is closed, even empty.
+		f.data, f.loaded, f.dirty, f.mtime = nil, true, !scratch, now
+	case flags&syscall.O_TRUNC != 0:
+		f.data, f.loaded, f.dirty, f.mtime = nil, true, true, now
+	default:
+		// The name exists (another writer made it since the kernel last looked): O_CREAT
+		// without O_EXCL or O_TRUNC opens it as it is.
+		if f.opens == 0 || !f.loaded {
+			// Read by path: a new inode is not in the tree until Create returns.
+			data, mtime, err := d.m.content(ctx, rel)
+			if err != nil {
+				return nil, nil, 0, d.m.refuse("create", rel, err)
+			}
+			f.data, f.loaded, f.mtime = data, true, mtime
+		}
+	}
+	f.opens++
+	d.m.fileAttr(&out.Attr, len(f.data), f.mtime)
 	return ch, &handle{write: true}, 0, 0
 }
 
@@ -466,5 +492,6 @@ func (d *dirNode) openContent(ctx context.Context, name, rel string) ([]byte, er
 			f.mu.Unlock()
 		}
 	}
-	return d.m.content(ctx, rel)
+	data, _, err := d.m.content(ctx, rel)
+	return data, err
 }

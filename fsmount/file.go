@@ -95,11 +95,13 @@ func (f *fileNode) load(ctx context.Context) syscall.Errno {
 	if !ok {
 		return syscall.ENOENT
 	}
-	data, err := f.m.content(ctx, rel)
+	data, mtime, err := f.m.content(ctx, rel)
 	if err != nil {
 		return f.m.refuse("open", rel, err)
 	}
-	f.data, f.loaded, f.mtime = data, true, time.Now()
+	// The memory's own time, which stat shows when the file is closed: an editor that
+	// compares the two does not think another program changed the file.
+	f.data, f.loaded, f.mtime = data, true, mtime
 	return 0
 }
 
@@ -288,6 +290,9 @@ func (f *fileNode) commit(ctx context.Context) syscall.Errno {
 		return f.failed
 	}
 	f.dirty, f.wrote = false, false
+	if !res.Memory.UpdatedAt.IsZero() {
+		f.mtime = res.Memory.UpdatedAt // what stat shows once the file is closed
+	}
 	m.mu.Lock()
 	delete(m.local, rel)
 	delete(m.away, rel)

@@ -443,3 +443,29 @@ func TestMountHoldsBounded(t *testing.T) {
 		t.Errorf("scratch files made %d versions", n)
 	}
 }
+
+// TestMountCreateOverAnotherWriter: a file that another writer made after the mount last
+// looked is opened, not replaced, by an open with O_CREAT (and without O_TRUNC).
+func TestMountCreateOverAnotherWriter(t *testing.T) {
+	mt := mountNew(t, gitstore.Policy{}, Options{CacheFor: time.Minute})
+	p := filepath.Join(mt.dir, "late.md")
+	if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("stat: %v", err) // the kernel and the mount now remember that it is missing
+	}
+	if _, err := mt.store.Write(context.Background(), gitstore.WriteInput{Path: "/late.md", Content: "hello world\n", Actor: testActor}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte("J")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := *mt.memory(t, "/late.md").Content; got != "Jello world\n" {
+		t.Errorf("the store holds %q, want the other writer's content changed at its first byte", got)
+	}
+}

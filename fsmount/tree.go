@@ -200,30 +200,30 @@ func (m *mountFS) isEmpty(ctx context.Context, dir string) (bool, error) {
 	return true, nil
 }
 
-// content returns a file's content: a local file's, or the memory's (from the cache when
-// the listing's hash is in it).
-func (m *mountFS) content(ctx context.Context, rel string) ([]byte, error) {
+// content returns a file's content and the time it last changed: a local file's, or the
+// memory's (its content from the cache when the listing's hash is in it). A memory that the
+// listing does not show (yet) is asked of the store.
+func (m *mountFS) content(ctx context.Context, rel string) ([]byte, time.Time, error) {
 	k, mem, lf, err := m.what(ctx, rel)
 	if err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
-	switch {
-	case k != file:
-		return nil, &gitstore.Error{Kind: gitstore.KindNotFound, Message: "no memory at /" + rel}
-	case lf != nil:
+	if lf != nil {
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		return append([]byte(nil), lf.data...), nil
+		return append([]byte(nil), lf.data...), lf.mtime, nil
 	}
-	if c, ok := m.contents.get(mem.ContentSHA256); ok {
-		return []byte(c), nil
+	if k == file {
+		if c, ok := m.contents.get(mem.ContentSHA256); ok {
+			return []byte(c), mem.UpdatedAt, nil
+		}
 	}
 	got, err := m.opts.Reader.GetByPath(ctx, "/"+rel, true)
 	if err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
 	m.contents.put(got.ContentSHA256, *got.Content)
-	return []byte(*got.Content), nil
+	return []byte(*got.Content), got.UpdatedAt, nil
 }
 
 // moveLocal moves what the mount holds below folder from (and from itself) to below to.
