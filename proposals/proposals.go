@@ -98,7 +98,7 @@ type Manager struct {
 	data *gitstore.DataDir
 
 	mu    sync.Mutex
-	lists map[string][]Proposal        // by store id, as its file holds them
+	lists map[string][]Proposal      // by store id, as its file holds them
 	forks map[string]*gitstore.Store // open forks, by proposal id
 }
 
