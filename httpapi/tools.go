@@ -75,8 +75,16 @@ func (s *Server) callTool(c echo.Context) error {
 func (s *Server) toolSession(c echo.Context, cl caller, stores ...tooladapter.Attachment) (*tooladapter.Session, error) {
 	readOnlyKey := cl.key != nil && cl.key.Access == apikeys.ReadOnly
 	for i := range stores {
-		if readOnlyKey {
+		switch {
+		case readOnlyKey:
 			stores[i].Access = tooladapter.ReadOnly
+		case cl.proposes() && c.QueryParam("at") == "":
+			// A propose key's tools work on its proposal: its writes go there.
+			f, _, err := s.props.Writes(c.Request().Context(), stores[i].Store, cl.actor)
+			if err != nil {
+				return nil, err
+			}
+			stores[i].Store = f
 		}
 	}
 	opts := tooladapter.Options{Actor: &cl.actor, Search: s.search, ID: cl.actor.SessionID(), Stores: stores, At: c.QueryParam("at"), Stop: s.closing}

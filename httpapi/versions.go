@@ -66,8 +66,8 @@ func (s *Server) redactVersion(c echo.Context) error {
 	if cl.actor.Type == gitstore.SessionActor {
 		return forbidden("sessions cannot redact versions; redact with an API key, without the %s header", SessionHeader)
 	}
-	if cl.key != nil && cl.key.Access == apikeys.ReadOnly {
-		return forbidden("this API key (%s) is read_only", cl.key.ID)
+	if cl.key != nil && cl.key.Access != apikeys.ReadWrite {
+		return forbidden("this API key (%s) is %s; redaction needs a read_write key", cl.key.ID, cl.key.Access)
 	}
 	res, err := st.Redact(c.Request().Context(), gitstore.RedactInput{VersionID: c.Param("version"), Actor: cl.actor})
 	if err != nil {
