@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -47,8 +48,9 @@ func (s *Server) Close() error {
 	return nil
 }
 
-// memStore is store for the memory routes and the tools: a propose key's writes go to its
-// proposal (opened at its first write), and its reads see that proposal applied.
+// memStore is store for the routes of memories, their versions and history, and the tools:
+// a propose key's writes go to its proposal (opened at its first write), and its reads see
+// that proposal applied.
 func (s *Server) memStore(c echo.Context, write bool) (*gitstore.Store, caller, error) {
 	cl := callerOf(c)
 	if !cl.proposes() {
@@ -59,11 +61,19 @@ func (s *Server) memStore(c echo.Context, write bool) (*gitstore.Store, caller, 
 		return nil, cl, err
 	}
 	if write {
-		f, _, err := s.props.Writes(c.Request().Context(), st, cl.actor)
+		f, _, err := s.props.Writes(c.Request().Context(), st, cl.actor, proposalTitle(cl))
 		return f, cl, err
 	}
 	f, err := s.props.Reads(st, cl.actor)
 	return f, cl, err
+}
+
+// proposalTitle is the title of a proposal that a caller's first write opens.
+func proposalTitle(cl caller) string {
+	if sid := cl.actor.SessionID(); sid != "" {
+		return fmt.Sprintf("Changes by session %s (key %q)", sid, cl.key.Name)
+	}
+	return fmt.Sprintf("Changes by key %q", cl.key.Name)
 }
 
 // memView is memStore, plus the request's view parameter (basic or full, else def).
@@ -98,6 +108,14 @@ type proposalJSON struct {
 	Comments      []commentJSON         `json:"comments"`
 	Changes       *[]proposals.Change   `json:"changes,omitempty"`
 	MergeResult   *gitstore.MergeResult `json:"merge_result,omitempty"`
+}
+
+// ProposalObject is a proposal as the API shows it, with its changes and the result of its
+// approval when given: for the CLI's output of a data directory's proposals.
+func ProposalObject(p proposals.Proposal, changes *[]proposals.Change, merge *gitstore.MergeResult) any {
+	out := toProposal(p)
+	out.Changes, out.MergeResult = changes, merge
+	return out
 }
 
 func toProposal(p proposals.Proposal) proposalJSON {

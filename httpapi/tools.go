@@ -80,7 +80,7 @@ func (s *Server) toolSession(c echo.Context, cl caller, stores ...tooladapter.At
 			stores[i].Access = tooladapter.ReadOnly
 		case cl.proposes() && c.QueryParam("at") == "":
 			// A propose key's tools work on its proposal: its writes go there.
-			f, _, err := s.props.Writes(c.Request().Context(), stores[i].Store, cl.actor)
+			f, _, err := s.props.Writes(c.Request().Context(), stores[i].Store, cl.actor, proposalTitle(cl))
 			if err != nil {
 				return nil, err
 			}

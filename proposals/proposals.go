@@ -255,8 +255,8 @@ func (m *Manager) fork(p Proposal) (*gitstore.Store, error) {
 }
 
 // Writes returns the store that author's writes to store st go to: the fork of its open
-// proposal, which is opened (titled by the author) if it has none.
-func (m *Manager) Writes(ctx context.Context, st *gitstore.Store, author gitstore.Actor) (*gitstore.Store, Proposal, error) {
+// proposal, which is opened with title (or one that names the author) if it has none.
+func (m *Manager) Writes(ctx context.Context, st *gitstore.Store, author gitstore.Actor, title string) (*gitstore.Store, Proposal, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if p, ok, err := m.openOf(st.ID(), author); err != nil || ok {
@@ -273,7 +273,10 @@ func (m *Manager) Writes(ctx context.Context, st *gitstore.Store, author gitstor
 	now := time.Now().UTC()
 	p := Proposal{ID: gitstore.NewID(Prefix, now), StoreID: st.ID(), Author: ActorOf(author), State: Open,
 		Base: st.Head(), CreatedAt: now, UpdatedAt: now, Comments: []Comment{},
-		Title: "Changes by " + describe(author)}
+		Title: title}
+	if p.Title == "" {
+		p.Title = "Changes by " + describe(author)
+	}
 	if err := st.Fork(ctx, m.data.Layout().ProposalFork(p.ID)); err != nil {
 		return nil, Proposal{}, err
 	}
@@ -299,7 +302,7 @@ func (m *Manager) Reads(st *gitstore.Store, author gitstore.Actor) (*gitstore.St
 
 // describe names an actor in a default title.
 func describe(a gitstore.Actor) string {
-	if a.Type == gitstore.UserActor && a.Name != "" {
+	if a.Name != "" {
 		return a.Name
 	}
 	return a.ID

@@ -63,7 +63,7 @@ func TestProposeApprove(t *testing.T) {
 	m, st := newManager(t)
 	write(t, st, "/team/rules.md", "Review every change.\n", person)
 
-	f, p, err := m.Writes(ctx, st, proposer)
+	f, p, err := m.Writes(ctx, st, proposer, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestProposeApprove(t *testing.T) {
 	if r2, _ := m.Reads(st, person); r2 != st {
 		t.Errorf("someone else reads the proposal")
 	}
-	if again, p2, _ := m.Writes(ctx, st, proposer); again != f || p2.ID != p.ID {
+	if again, p2, _ := m.Writes(ctx, st, proposer, ""); again != f || p2.ID != p.ID {
 		t.Errorf("a second write opened another proposal")
 	}
 	changes, err := m.Diff(ctx, st, p.ID)
@@ -114,7 +114,7 @@ func TestProposeApprove(t *testing.T) {
 		t.Errorf("approve twice: %v", err)
 	}
 	// The next write opens a new proposal.
-	if _, p2, err := m.Writes(ctx, st, proposer); err != nil || p2.ID == p.ID {
+	if _, p2, err := m.Writes(ctx, st, proposer, ""); err != nil || p2.ID == p.ID {
 		t.Errorf("write after approval: %+v %v", p2, err)
 	}
 }
@@ -125,7 +125,7 @@ func TestApproveAfterMainMoved(t *testing.T) {
 	ctx := context.Background()
 	m, st := newManager(t)
 	write(t, st, "/a.md", "one\n", person)
-	f, p, err := m.Writes(ctx, st, proposer)
+	f, p, err := m.Writes(ctx, st, proposer, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestApproveAfterMainMoved(t *testing.T) {
 		}
 	}
 
-	f, p, err = m.Writes(ctx, st, proposer)
+	f, p, err = m.Writes(ctx, st, proposer, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestApproveAfterMainMoved(t *testing.T) {
 		t.Errorf("after a refused approval the proposal is %s", got.State)
 	}
 	// The proposer can still write to it (its fork reopens).
-	f, _, err = m.Writes(ctx, st, proposer)
+	f, _, err = m.Writes(ctx, st, proposer, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ func TestApproveAfterMainMoved(t *testing.T) {
 func TestReject(t *testing.T) {
 	ctx := context.Background()
 	m, st := newManager(t)
-	f, p, err := m.Writes(ctx, st, proposer)
+	f, p, err := m.Writes(ctx, st, proposer, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func TestReject(t *testing.T) {
 func TestApproveThousand(t *testing.T) {
 	ctx := context.Background()
 	m, st := newManager(t)
-	f, p, err := m.Writes(ctx, st, proposer)
+	f, p, err := m.Writes(ctx, st, proposer, "")
 	if err != nil {
 		t.Fatal(err)
 	}
