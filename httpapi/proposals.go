@@ -70,10 +70,14 @@ func (s *Server) memStore(c echo.Context, write bool) (*gitstore.Store, caller, 
 
 // proposalTitle is the title of a proposal that a caller's first write opens.
 func proposalTitle(cl caller) string {
-	if sid := cl.actor.SessionID(); sid != "" {
-		return fmt.Sprintf("Changes by session %s (key %q)", sid, cl.key.Name)
+	key := "no key"
+	if cl.key != nil {
+		key = fmt.Sprintf("key %q", cl.key.Name)
 	}
-	return fmt.Sprintf("Changes by key %q", cl.key.Name)
+	if sid := cl.actor.SessionID(); sid != "" {
+		return fmt.Sprintf("Changes by session %s (%s)", sid, key)
+	}
+	return "Changes by " + key
 }
 
 // memView is memStore, plus the request's view parameter (basic or full, else def).

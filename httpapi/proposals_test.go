@@ -96,3 +96,37 @@ func TestProposals(t *testing.T) {
 		t.Errorf("versions by the agent's key in main: %d, %v", len(vers.Data), err)
 	}
 }
+
+// TestProposeOverMCP: a store attached with :propose over /mcp makes the session's writes a
+// proposal by that session, even with a read_write key; the instructions say so.
+func TestProposeOverMCP(t *testing.T) {
+	ctx := context.Background()
+	ts := startServer(t, Options{})
+	_, rw, _ := ts.keys.Create("person", apikeys.ReadWrite, "")
+	person := ts.client(option.WithAPIKey(rw))
+	store, err := person.Beta.MemoryStores.New(ctx, anthropic.BetaMemoryStoreNewParams{Name: "team"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcpConnect(t, ctx, ts.url+"/mcp?store=team:propose", map[string]string{"x-api-key": rw, SessionHeader: "sesn_drafter"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(cs.InitializeResult().Instructions, "your changes are proposed") {
+		t.Errorf("instructions: %s", cs.InitializeResult().Instructions)
+	}
+	if text, isErr := mcpCall(t, ctx, cs, "memory_write", map[string]any{"path": "/memories/draft.md", "content": "a draft\n"}); isErr {
+		t.Fatal(text)
+	}
+	if text, _ := mcpCall(t, ctx, cs, "memory_read", map[string]any{"path": "/memories/draft.md"}); !strings.Contains(text, "a draft") {
+		t.Errorf("the session reads its draft: %s", text)
+	}
+	page, err := person.Beta.MemoryStores.Memories.List(ctx, store.ID, anthropic.BetaMemoryStoreMemoryListParams{})
+	if err != nil || len(page.Data) != 0 {
+		t.Errorf("main holds %d memories, %v; want none before approval", len(page.Data), err)
+	}
+	status, body := rawRequest(t, "GET", ts.url+"/v1/memory_stores/"+store.ID+"/proposals", "", map[string]string{"x-api-key": rw})
+	if status != 200 || !strings.Contains(body, `"session_id":"sesn_drafter"`) || !strings.Contains(body, `Changes by session sesn_drafter (key \"person\")`) {
+		t.Errorf("proposals: %d %s", status, body)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/gitmem/gitmem/gitstore"
 	"github.com/gitmem/gitmem/httpapi"
 	"github.com/gitmem/gitmem/proposals"
+	"github.com/gitmem/gitmem/tooladapter"
 )
 
 func init() { register(newProposalsCmd) }
@@ -340,4 +341,24 @@ func newProposalsCommentCmd(a *app) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the proposal as the API gives it")
 	return cmd
+}
+
+// proposeTo gives each attachment that proposes the fork of the session's proposal of its
+// store, in the data directory d: what gitmem agent and gitmem mcp do without a server.
+// Close the manager it returns when the session ends.
+func proposeTo(ctx context.Context, d *gitstore.DataDir, atts []tooladapter.Attachment, sessionID string) (*proposals.Manager, error) {
+	m := proposals.New(d)
+	author := gitstore.Actor{Type: gitstore.SessionActor, ID: sessionID}
+	for i, a := range atts {
+		if a.Access != tooladapter.Propose {
+			continue
+		}
+		f, _, err := m.Writes(ctx, a.Store, author, "Changes by session "+sessionID)
+		if err != nil {
+			m.Close()
+			return nil, err
+		}
+		atts[i].Store = f
+	}
+	return m, nil
 }
