@@ -3,8 +3,8 @@ package webui_test
 import (
 	"context"
 	"net/http"
-	"regexp"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
