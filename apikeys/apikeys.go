@@ -28,6 +28,9 @@ type Access string
 const (
 	ReadWrite Access = "read_write"
 	ReadOnly  Access = "read_only"
+	// Propose: the key reads, and its memory writes go to a proposal of the store (package
+	// proposals) for a person to approve, instead of to main.
+	Propose Access = "propose"
 )
 
 // secretPrefix starts every secret, so that a leaked one is easy to recognize and scan for.
@@ -164,8 +167,8 @@ func (k *Keys) Create(name string, access Access, storeID string) (Key, string, 
 	if strings.TrimSpace(name) == "" {
 		return Key{}, "", &gitstore.Error{Kind: gitstore.KindInvalid, Message: "a key needs a name (--name), to tell it apart later"}
 	}
-	if access != ReadWrite && access != ReadOnly {
-		return Key{}, "", &gitstore.Error{Kind: gitstore.KindInvalid, Message: fmt.Sprintf("access must be read_write or read_only, got %q", access)}
+	if access != ReadWrite && access != ReadOnly && access != Propose {
+		return Key{}, "", &gitstore.Error{Kind: gitstore.KindInvalid, Message: fmt.Sprintf("access must be read_write, read_only or propose, got %q", access)}
 	}
 	raw := make([]byte, 32)
 	if _, err := rand.Read(raw); err != nil {

@@ -42,7 +42,7 @@ func TestKeys(t *testing.T) {
 	if _, err := k.Revoke("nope"); err == nil || !strings.Contains(err.Error(), "no key with id or name") {
 		t.Fatalf("revoke unknown: %v", err)
 	}
-	if _, _, err := k.Create("x", "admin", ""); err == nil || !strings.Contains(err.Error(), "read_write or read_only") {
+	if _, _, err := k.Create("x", "admin", ""); err == nil || !strings.Contains(err.Error(), "read_write, read_only or propose") {
 		t.Fatalf("bad access: %v", err)
 	}
 	keys, _ := other.List()

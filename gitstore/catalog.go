@@ -133,3 +133,9 @@ func (s *Store) readCatalog(fn func(ct catTx) error) error {
 func (s *Store) updateCatalog(fn func(ct catTx) error) error {
 	return s.db.Update(func(tx *bolt.Tx) error { return fn(catTx{tx}) })
 }
+
+// copyCatalog writes a consistent copy of the catalog to path, as of one moment: its head
+// is a commit of main then.
+func (s *Store) copyCatalog(path string) error {
+	return s.db.View(func(tx *bolt.Tx) error { return tx.CopyFile(path, 0o600) })
+}

@@ -23,6 +23,8 @@ import (
 //	webhooks.json          the webhooks, with their signing secrets (package webhooks)
 //	webhooks/<id>.json     a webhook's delivery cursors and log (package webhooks)
 //	.ready-probe           written and removed by each readiness check (health.go)
+//	proposals/<store>.json a store's proposals (package proposals)
+//	proposals/<prop_id>/   a proposal's fork: repo.git and catalog.db (fork.go)
 type Layout struct{ Root string }
 
 // LockFile is the file whose lock the process that holds the directory has.
@@ -64,6 +66,15 @@ func (Layout) RepoStore(name string) (string, bool) {
 	id, ok := strings.CutSuffix(name, ".git")
 	return id, ok && validID(StorePrefix, id)
 }
+
+// ProposalsDir holds the stores' proposals and their forks.
+func (l Layout) ProposalsDir() string { return filepath.Join(l.Root, "proposals") }
+
+// ProposalsFile lists the proposals of the store id.
+func (l Layout) ProposalsFile(id string) string { return filepath.Join(l.ProposalsDir(), id+".json") }
+
+// ProposalFork is the fork that holds the changes of proposal id.
+func (l Layout) ProposalFork(id string) string { return filepath.Join(l.ProposalsDir(), id) }
 
 // CatalogDir holds the stores' catalogs.
 func (l Layout) CatalogDir() string { return filepath.Join(l.Root, "catalog") }

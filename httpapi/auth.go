@@ -133,11 +133,17 @@ func (cl caller) checkStore(storeID string) error {
 
 // checkWrite refuses read-only keys.
 func (cl caller) checkWrite() error {
-	if cl.key != nil && cl.key.Access == apikeys.ReadOnly {
-		return forbidden("this API key (%s) is read_only; writes need a read_write key", cl.key.ID)
+	switch {
+	case cl.key == nil || cl.key.Access == apikeys.ReadWrite:
+		return nil
+	case cl.key.Access == apikeys.Propose:
+		return forbidden("this API key (%s) may only propose: its writes of memories go to a proposal for review, and it cannot do this; use a read_write key", cl.key.ID)
 	}
-	return nil
+	return forbidden("this API key (%s) is read_only; writes need a read_write key", cl.key.ID)
 }
+
+// proposes tells whether the caller's memory writes go to a proposal.
+func (cl caller) proposes() bool { return cl.key != nil && cl.key.Access == apikeys.Propose }
 
 // loopbackHost tells whether a request's Host names the local machine: localhost, or a
 // loopback IP address, with or without a port.

@@ -161,8 +161,8 @@ func (s *Server) authorizeGit(c echo.Context, req *gitserve.Request) (keyID stri
 	if err := cl.checkStore(req.StoreID); err != nil {
 		return "", refuseGit(http.StatusForbidden, "%s", errorFor(err).message)
 	}
-	if req.Push && cl.key != nil && cl.key.Access == apikeys.ReadOnly {
-		return "", refuseGit(http.StatusForbidden, "this API key (%s) is read_only: it may clone and fetch, but a push needs a read_write key", cl.key.ID)
+	if req.Push && cl.key != nil && cl.key.Access != apikeys.ReadWrite {
+		return "", refuseGit(http.StatusForbidden, "this API key (%s) is %s: it may clone and fetch, but a push needs a read_write key", cl.key.ID, cl.key.Access)
 	}
 	req.RemoteUser = cl.actor.ID
 	if cl.key != nil {

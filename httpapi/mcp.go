@@ -29,7 +29,7 @@ const readOnlySuffix = ":read_only"
 func storeParam(v string) (ref string, access tooladapter.Access, prompt string) {
 	for i := strings.IndexByte(v, ':'); i >= 0; {
 		rest := v[i+1:]
-		for _, a := range []tooladapter.Access{tooladapter.ReadOnly, tooladapter.ReadWrite} {
+		for _, a := range []tooladapter.Access{tooladapter.ReadOnly, tooladapter.ReadWrite, tooladapter.Propose} {
 			if after, ok := strings.CutPrefix(rest, string(a)); ok && (after == "" || after[0] == ':') {
 				return v[:i], a, strings.TrimPrefix(after, ":")
 			}
@@ -47,7 +47,7 @@ type mcpServerKey struct{}
 
 // mcpRoutes serves the memory tool and the agent tools over MCP (streamable HTTP) at
 //
-//	/mcp?store=memstore_…|NAME[:read_only|:read_write[:PROMPT]][&store=…]
+//	/mcp?store=memstore_…|NAME[:read_only|:read_write|:propose[:PROMPT]][&store=…]
 //
 // with the API's keys. Each request is handled statelessly: the tools are bound to the
 // stores it names for its caller, as POST /v1/memory_stores/{id}/tools/{name} binds them,

@@ -46,7 +46,7 @@ func withContent(c echo.Context, st *gitstore.Store, m gitstore.Memory, full boo
 }
 
 func (s *Server) createMemory(c echo.Context) error {
-	st, cl, full, err := s.storeView(c, true, "basic")
+	st, cl, full, err := s.memView(c, true, "basic")
 	if err != nil {
 		return err
 	}
@@ -91,7 +91,7 @@ func errorForPathConflict(path string, ge *gitstore.Error) error {
 }
 
 func (s *Server) listMemories(c echo.Context) error {
-	st, _, full, err := s.storeView(c, false, "basic")
+	st, _, full, err := s.memView(c, false, "basic")
 	if err != nil {
 		return err
 	}
@@ -122,7 +122,7 @@ func (s *Server) listMemories(c echo.Context) error {
 }
 
 func (s *Server) getMemory(c echo.Context) error {
-	st, _, full, err := s.storeView(c, false, "full")
+	st, _, full, err := s.memView(c, false, "full")
 	if err != nil {
 		return err
 	}
@@ -138,7 +138,7 @@ func (s *Server) getMemory(c echo.Context) error {
 }
 
 func (s *Server) updateMemory(c echo.Context) error {
-	st, cl, full, err := s.storeView(c, true, "basic")
+	st, cl, full, err := s.memView(c, true, "basic")
 	if err != nil {
 		return err
 	}
@@ -164,7 +164,7 @@ func (s *Server) updateMemory(c echo.Context) error {
 }
 
 func (s *Server) deleteMemory(c echo.Context) error {
-	st, cl, err := s.store(c, true)
+	st, cl, err := s.memStore(c, true)
 	if err != nil {
 		return err
 	}

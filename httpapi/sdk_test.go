@@ -48,6 +48,7 @@ func startServer(t *testing.T, opts Options, setup ...func(*Server)) *testServer
 	}))
 	t.Cleanup(func() {
 		hs.Close()
+		srv.Close()
 		d.Close()
 	})
 	ts.url = hs.URL

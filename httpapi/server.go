@@ -18,6 +18,7 @@ import (
 	"github.com/gitmem/gitmem/apikeys"
 	"github.com/gitmem/gitmem/gitstore"
 	"github.com/gitmem/gitmem/internal/buildinfo"
+	"github.com/gitmem/gitmem/proposals"
 	"github.com/gitmem/gitmem/search"
 )
 
@@ -47,6 +48,9 @@ type Options struct {
 	// Observe, if set, is told of each request as it ends: its route (the pattern), path,
 	// method, status and duration (for metrics).
 	Observe func(route, path, method string, status int, took time.Duration)
+	// Proposals keeps the stores' proposals; New makes one over the data directory if nil
+	// (then Close closes its forks).
+	Proposals *proposals.Manager
 }
 
 // Server is the HTTP API over a data directory.
@@ -66,6 +70,10 @@ type Server struct {
 	// search answers searches and the memory_search tool; nil until EnableSearch.
 	search *search.Service
 
+	// props keeps the proposals: where a propose key's writes go (proposals.go).
+	props     *proposals.Manager
+	ownsProps bool
+
 	// streams holds a token per open event stream (events.go); closing is closed when the
 	// server shuts down, which ends them.
 	streams   chan struct{}
@@ -81,6 +89,10 @@ func New(data *gitstore.DataDir, keys *apikeys.Keys, opts Options) *Server {
 	opts.Limits = opts.Limits.withDefaults()
 	s := &Server{data: data, keys: keys, opts: opts, log: opts.Logger, e: echo.New(), started: time.Now(),
 		streams: make(chan struct{}, maxStreams), closing: make(chan struct{})}
+	s.props = opts.Proposals
+	if s.props == nil {
+		s.props, s.ownsProps = proposals.New(data), true
+	}
 	if anyKey, err := keys.AnyActive(); opts.RequireKeys || anyKey || err != nil {
 		// An unreadable key file fails closed: keys stay required, and requests fail
 		// until it can be read.
@@ -117,6 +129,7 @@ func New(data *gitstore.DataDir, keys *apikeys.Keys, opts Options) *Server {
 	s.gcRoutes(v1)     // gc.go
 	s.expireRoutes(v1) // expire.go
 	s.eventRoutes(v1)  // events.go
+	s.proposalRoutes(v1)
 	s.toolRoutes(v1)
 	s.mcpRoutes()
 	return s
@@ -143,7 +156,7 @@ func (s *Server) ServeListener(ctx context.Context, ln net.Listener) error {
 	if err := srv.Shutdown(shutdown); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
-	return nil
+	return s.Close()
 }
 
 func requestID(c echo.Context) string { return c.Response().Header().Get("request-id") }

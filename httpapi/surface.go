@@ -20,7 +20,7 @@ type Caller struct {
 }
 
 // CanWrite tells whether the caller may change memory: everyone but a read_only key.
-func (c Caller) CanWrite() bool { return c.Key == nil || c.Key.Access != apikeys.ReadOnly }
+func (c Caller) CanWrite() bool { return c.Key == nil || c.Key.Access == apikeys.ReadWrite }
 
 // CanSee tells whether the caller may use store id: every store, but for a store-limited key.
 func (c Caller) CanSee(storeID string) bool {

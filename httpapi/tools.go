@@ -75,8 +75,28 @@ func (s *Server) callTool(c echo.Context) error {
 func (s *Server) toolSession(c echo.Context, cl caller, stores ...tooladapter.Attachment) (*tooladapter.Session, error) {
 	readOnlyKey := cl.key != nil && cl.key.Access == apikeys.ReadOnly
 	for i := range stores {
-		if readOnlyKey {
+		switch {
+		case readOnlyKey:
 			stores[i].Access = tooladapter.ReadOnly
+		case (cl.proposes() || stores[i].Access == tooladapter.Propose) && c.QueryParam("at") == "":
+			// A propose key's tools, or a store attached to propose, work on the caller's
+			// proposal: its writes go there.
+			if err := cl.checkStore(stores[i].Store.ID()); err != nil {
+				return nil, err
+			}
+			if stores[i].Access == tooladapter.ReadOnly {
+				f, err := s.props.Reads(stores[i].Store, cl.actor) // its own changes, read only
+				if err != nil {
+					return nil, err
+				}
+				stores[i].Store = f
+				continue
+			}
+			f, _, err := s.props.Writes(c.Request().Context(), stores[i].Store, cl.actor, proposalTitle(cl))
+			if err != nil {
+				return nil, err
+			}
+			stores[i].Store, stores[i].Access = f, tooladapter.Propose
 		}
 	}
 	opts := tooladapter.Options{Actor: &cl.actor, Search: s.search, ID: cl.actor.SessionID(), Stores: stores, At: c.QueryParam("at"), Stop: s.closing}

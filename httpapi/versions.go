@@ -10,7 +10,7 @@ import (
 )
 
 func (s *Server) listVersions(c echo.Context) error {
-	st, _, full, err := s.storeView(c, false, "basic")
+	st, _, full, err := s.memView(c, false, "basic")
 	if err != nil {
 		return err
 	}
@@ -42,7 +42,7 @@ func (s *Server) listVersions(c echo.Context) error {
 }
 
 func (s *Server) getVersion(c echo.Context) error {
-	st, _, full, err := s.storeView(c, false, "full")
+	st, _, full, err := s.memView(c, false, "full")
 	if err != nil {
 		return err
 	}
@@ -66,8 +66,8 @@ func (s *Server) redactVersion(c echo.Context) error {
 	if cl.actor.Type == gitstore.SessionActor {
 		return forbidden("sessions cannot redact versions; redact with an API key, without the %s header", SessionHeader)
 	}
-	if cl.key != nil && cl.key.Access == apikeys.ReadOnly {
-		return forbidden("this API key (%s) is read_only", cl.key.ID)
+	if cl.key != nil && cl.key.Access != apikeys.ReadWrite {
+		return forbidden("this API key (%s) is %s; redaction needs a read_write key", cl.key.ID, cl.key.Access)
 	}
 	res, err := st.Redact(c.Request().Context(), gitstore.RedactInput{VersionID: c.Param("version"), Actor: cl.actor})
 	if err != nil {

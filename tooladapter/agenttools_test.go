@@ -218,7 +218,7 @@ func TestSessionLimits(t *testing.T) {
 		{Options{Stores: many[:2], ID: "sess_1"}, `session id "sess_1" must start with sesn_`},
 		{Options{Stores: []Attachment{{Store: many[0].Store, Prompt: strings.Repeat("p", MaxPromptChars+1)}}},
 			"the prompt for memory store " + many[0].Store.ID() + " is 4097 characters; the limit is 4096"},
-		{Options{Stores: []Attachment{{Store: many[0].Store, Access: "write"}}}, `access "write" of memory store ` + many[0].Store.ID() + " is unknown; use read_write or read_only"},
+		{Options{Stores: []Attachment{{Store: many[0].Store, Access: "write"}}}, `access "write" of memory store ` + many[0].Store.ID() + " is unknown; use read_write, read_only or propose"},
 		{Options{Stores: []Attachment{{Store: many[0].Store}, {Store: many[0].Store}}}, "memory store " + many[0].Store.ID() + " is attached twice"},
 	} {
 		if _, err := NewSession(ctx, tc.opts); err == nil || err.Error() != tc.want || !gitstore.IsKind(err, gitstore.KindInvalid) {

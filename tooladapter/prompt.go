@@ -24,8 +24,11 @@ func (s *Session) SystemPrompt() string {
 	b.WriteString("\n\nMemory stores in this session:")
 	for _, m := range s.mounts {
 		access := "read and write"
-		if m.access == ReadOnly {
+		switch m.access {
+		case ReadOnly:
 			access = "read only: you cannot change it"
+		case Propose:
+			access = "read and write: your changes are proposed, and reach the others once a person approves them"
 		}
 		fmt.Fprintf(&b, "\n- %s/ holds the memory store %q (%s).", m.root(), m.info.Name, access)
 		if m.info.Description != "" {

@@ -37,6 +37,10 @@ type Access string
 const (
 	ReadWrite Access = "read_write"
 	ReadOnly  Access = "read_only"
+	// Propose: the session's writes are proposed for review (package proposals). The
+	// attachment's store must be the fork of the session's proposal; the tools use it as
+	// read_write, and the system prompt says that changes wait for review.
+	Propose Access = "propose"
 )
 
 // Attachment attaches one store to a session.
@@ -117,9 +121,9 @@ func NewSession(ctx context.Context, opts Options) (*Session, error) {
 		switch a.Access {
 		case "":
 			a.Access = ReadWrite
-		case ReadWrite, ReadOnly:
+		case ReadWrite, ReadOnly, Propose:
 		default:
-			return nil, invalidf("access %q of memory store %s is unknown; use read_write or read_only", a.Access, a.Store.ID())
+			return nil, invalidf("access %q of memory store %s is unknown; use read_write, read_only or propose", a.Access, a.Store.ID())
 		}
 		if n := utf8.RuneCountInString(a.Prompt); n > MaxPromptChars {
 			return nil, invalidf("the prompt for memory store %s is %d characters; the limit is %d", a.Store.ID(), n, MaxPromptChars)

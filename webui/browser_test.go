@@ -265,6 +265,33 @@ func TestBrowser(t *testing.T) {
 	}
 	run("search shot", shot("search"))
 
+	// The review queue: an agent with a propose key proposed two changes; the reviewer reads
+	// them as one diff across memories and approves.
+	agent, _ := e.key("billing-agent", apikeys.Propose, "")
+	e.write(agent, st, "/billing/plan.md", "# Billing plan\n\nCustomers pay **yearly**, with a discount.\n\n- invoices on the 1st\n- net 45\n- refunds within 14 days\n")
+	e.write(agent, st, "/billing/vat.md", "Prices include VAT in the EU.\n")
+	run("proposals",
+		chromedp.Navigate(base+"/proposals"),
+		chromedp.WaitVisible(chromedp.CSS(`a.proposal`)),
+		shot("proposals"),
+		chromedp.Click(chromedp.CSS(`a.proposal`)),
+		chromedp.WaitVisible(chromedp.CSS(`section.change pre.diff`)),
+		shot("proposal"),
+	)
+	if s := text("main"); !strings.Contains(s, "2 changes against the store now") || !strings.Contains(s, "+- net 45") || !strings.Contains(s, "/billing/vat.md") {
+		t.Fatalf("proposal page shows %q", s)
+	}
+	run("approve",
+		chromedp.Click(chromedp.CSS(`#approve`)),
+		chromedp.WaitVisible(chromedp.CSS(`#approved`)), // the next page's: the badge is on both
+	)
+	if s := text("h1 .badge"); s != "approved" {
+		t.Fatalf("after approve the proposal is %q", s)
+	}
+	if got := e.read(admin, st, plan.ID).Content; !strings.Contains(got, "net 45") {
+		t.Fatalf("after approval the plan is %q", got)
+	}
+
 	// On a phone the pages reflow: no horizontal scrolling on the store list.
 	run("phone",
 		chromedp.EmulateViewport(390, 844),

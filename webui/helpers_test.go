@@ -51,7 +51,7 @@ func start(t testing.TB) *env {
 	hooks := webhooks.Open(d.Layout())
 	hooks.AllowPrivate = true
 	srv.EnableWebhooks(hooks)
-	ui, err := webui.New(webui.Options{Data: d, Keys: keys, Auth: srv, Search: idx, Webhooks: hooks})
+	ui, err := webui.New(webui.Options{Data: d, Keys: keys, Auth: srv, Search: idx, Webhooks: hooks, Proposals: srv.Proposals()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/gitmem/gitmem/apikeys"
 	"github.com/gitmem/gitmem/gitstore"
 	"github.com/gitmem/gitmem/httpapi"
+	"github.com/gitmem/gitmem/proposals"
 	"github.com/gitmem/gitmem/search"
 	"github.com/gitmem/gitmem/webhooks"
 )
@@ -40,7 +41,9 @@ type Options struct {
 	Search *search.Service // nil: no search page
 	// Webhooks is the registry the webhooks page shows (nil: the page says there are none).
 	Webhooks *webhooks.Registry
-	Logger   *slog.Logger
+	// Proposals is what the review queue shows and decides (nil: the queue says it is off).
+	Proposals *proposals.Manager
+	Logger    *slog.Logger
 	// SessionTTL is how long a sign-in lasts (default 12 hours).
 	SessionTTL time.Duration
 }
@@ -110,6 +113,11 @@ func (u *UI) routes() {
 	m.HandleFunc("GET /ui/stores/{store}/search", u.page(u.search, reader))
 	m.HandleFunc("GET /ui/stores/{store}/conflicts", u.page(u.conflicts, reader))
 	m.HandleFunc("GET /ui/webhooks", u.page(u.webhooks, writer))
+	m.HandleFunc("GET /ui/stores/{store}/proposals", u.page(u.proposalsQueue, reader))
+	m.HandleFunc("GET /ui/stores/{store}/proposals/{prop}", u.page(u.proposal, reader))
+	m.HandleFunc("POST /ui/stores/{store}/proposals/{prop}/approve", u.page(u.approveProposal, writer))
+	m.HandleFunc("POST /ui/stores/{store}/proposals/{prop}/reject", u.page(u.rejectProposal, writer))
+	m.HandleFunc("POST /ui/stores/{store}/proposals/{prop}/comments", u.page(u.commentProposal, writer))
 	m.HandleFunc("POST /ui/stores/{store}/conflicts/{id}", u.page(u.resolveConflict, writer))
 	m.HandleFunc("/ui/", u.page(func(w http.ResponseWriter, r *http.Request, q *request) error {
 		return notFound("no such page")

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gitmem/gitmem/client"
+	"github.com/gitmem/gitmem/gitstore"
 	"github.com/gitmem/gitmem/search"
 	"github.com/gitmem/gitmem/tooladapter"
 )
@@ -119,7 +120,7 @@ var accessTypos = map[string]bool{"ro": true, "rw": true, "readonly": true, "rea
 func parseStoreSpec(s string) (storeSpec, error) {
 	ref, rest, hasRest := strings.Cut(s, ":")
 	if strings.TrimSpace(ref) == "" {
-		return storeSpec{}, fmt.Errorf("--store %q: the store is missing; use --store STORE[:read_only|:read_write][:PROMPT]", s)
+		return storeSpec{}, fmt.Errorf("--store %q: the store is missing; use --store STORE[:read_only|:read_write|:propose][:PROMPT]", s)
 	}
 	spec := storeSpec{ref: ref, access: tooladapter.ReadWrite}
 	if !hasRest {
@@ -127,13 +128,13 @@ func parseStoreSpec(s string) (storeSpec, error) {
 	}
 	head, tail, hasTail := strings.Cut(rest, ":")
 	switch a := tooladapter.Access(head); {
-	case a == tooladapter.ReadOnly || a == tooladapter.ReadWrite:
+	case a == tooladapter.ReadOnly || a == tooladapter.ReadWrite || a == tooladapter.Propose:
 		spec.access = a
 		if hasTail {
 			spec.prompt = tail
 		}
 	case accessTypos[strings.ToLower(strings.TrimSpace(head))] || strings.EqualFold(head, string(tooladapter.ReadOnly)) || strings.EqualFold(head, string(tooladapter.ReadWrite)):
-		return storeSpec{}, fmt.Errorf("--store %q: access %q is unknown; use read_only or read_write (to make %q the prompt, write %s:read_write:%s)", s, head, head, ref, rest)
+		return storeSpec{}, fmt.Errorf("--store %q: access %q is unknown; use read_only, read_write or propose (to make %q the prompt, write %s:read_write:%s)", s, head, head, ref, rest)
 	default:
 		spec.prompt = rest
 	}
@@ -205,6 +206,14 @@ func runAgent(ctx context.Context, a *app, o agentOptions, task string, stdout, 
 			}
 			opts.Stores = append(opts.Stores, tooladapter.Attachment{Store: s, Access: spec.access, Prompt: spec.prompt})
 		}
+		if opts.ID == "" {
+			opts.ID = gitstore.NewID(tooladapter.SessionPrefix, time.Now())
+		}
+		props, err := proposeTo(ctx, d, opts.Stores, opts.ID)
+		if err != nil {
+			return err
+		}
+		defer props.Close()
 		if o.search {
 			// The indexers log only trouble. An index is built on first use: memory_search
 			// waits a little for it, and else tells the model that it is being built.

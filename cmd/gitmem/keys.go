@@ -31,7 +31,7 @@ func newKeysCreateCmd(a *app) *cobra.Command {
 	var name, access, store string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "create --name NAME [--access read_write|read_only] [--store STORE]",
+		Use:   "create --name NAME [--access read_write|read_only|propose] [--store STORE]",
 		Short: "Create an API key and print its secret, once",
 		Example: `  gitmem keys create --name laptop
   gitmem keys create --name dashboard --access read_only --store notes`,
@@ -75,7 +75,7 @@ func newKeysCreateCmd(a *app) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&name, "name", "", "a name to tell the key apart (required)")
-	cmd.Flags().StringVar(&access, "access", string(apikeys.ReadWrite), "read_write or read_only")
+	cmd.Flags().StringVar(&access, "access", string(apikeys.ReadWrite), "read_write, read_only, or propose (memory writes go to a proposal for review)")
 	cmd.Flags().StringVar(&store, "store", "", "limit the key to this store (id or name)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the key as JSON, its secret in the field secret (for scripts)")
 	return cmd

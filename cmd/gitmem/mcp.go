@@ -169,6 +169,14 @@ func (a *app) serveMCP(cmd *cobra.Command, log *slog.Logger, specs []storeSpec, 
 			return err
 		}
 	}
+	if opts.ID == "" {
+		opts.ID = gitstore.NewID(tooladapter.SessionPrefix, time.Now())
+	}
+	props, err := proposeTo(ctx, d, opts.Stores, opts.ID)
+	if err != nil {
+		return err
+	}
+	defer props.Close() // after the session's last call
 	sess, err := tooladapter.NewSession(ctx, opts)
 	if err != nil {
 		return err

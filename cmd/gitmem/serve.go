@@ -167,7 +167,7 @@ func serve(ctx context.Context, a *app, log *slog.Logger, f serveFlags, cmd *cob
 	}
 	hooks := webhooks.Open(d.Layout())
 	hooks.AllowPrivate = f.allowPrivateWebhooks
-	ui, err := webui.New(webui.Options{Data: d, Keys: keys, Auth: srv, Search: idx, Webhooks: hooks, Logger: log})
+	ui, err := webui.New(webui.Options{Data: d, Keys: keys, Auth: srv, Search: idx, Webhooks: hooks, Proposals: srv.Proposals(), Logger: log})
 	if err != nil {
 		return err
 	}

@@ -85,7 +85,7 @@ func TestServeRefusesOpenNetworkWithoutKeys(t *testing.T) {
 	if strings.Contains(c.ok("", "keys", "list"), strings.Fields(out[strings.Index(out, "gitmem_"):])[0]) {
 		t.Error("keys list shows a secret")
 	}
-	mustContain(t, "bad access", c.fails("", "keys", "create", "--name", "x", "--access", "admin"), "read_write or read_only")
+	mustContain(t, "bad access", c.fails("", "keys", "create", "--name", "x", "--access", "admin"), "read_write, read_only or propose")
 	mustContain(t, "no name", c.fails("", "keys", "create"), "needs a name")
 	mustContain(t, "revoke", c.ok("", "keys", "revoke", "ci"), "revoked key apikey_")
 	mustContain(t, "revoked", c.ok("", "keys", "list"), "revoked")

@@ -1,0 +1,364 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gitmem/gitmem/gitstore"
+	"github.com/gitmem/gitmem/httpapi"
+	"github.com/gitmem/gitmem/proposals"
+	"github.com/gitmem/gitmem/tooladapter"
+)
+
+func init() { register(newProposalsCmd) }
+
+func newProposalsCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "proposals",
+		Aliases: []string{"proposal"},
+		Short:   "Review what agents propose: list, show, approve, reject, comment",
+		Long: `An agent whose key has access propose (gitmem keys create --access propose) writes memories as
+any agent does, but its writes go to a proposal of the store instead of main, for a person to
+approve or reject (see docs/proposals.md). These commands work on the data directory, or
+through the server that holds it (or --server), with a read_write key to decide.`,
+	}
+	cmd.AddCommand(newProposalsListCmd(a), newProposalsShowCmd(a), newProposalsApproveCmd(a),
+		newProposalsRejectCmd(a), newProposalsCommentCmd(a))
+	return cmd
+}
+
+// propOut is what the text output reads of a proposal.
+type propOut struct {
+	ID        string            `json:"id"`
+	Title     string            `json:"title"`
+	State     string            `json:"state"`
+	Author    map[string]string `json:"author"`
+	CreatedAt string            `json:"created_at"`
+	DecidedBy map[string]string `json:"decided_by"`
+	Merge     *string           `json:"merge"`
+	Comments  []struct {
+		Author    map[string]string `json:"author"`
+		Body      string            `json:"body"`
+		CreatedAt string            `json:"created_at"`
+	} `json:"comments"`
+	Changes     []proposals.Change    `json:"changes"`
+	MergeResult *gitstore.MergeResult `json:"merge_result"`
+}
+
+// propCall does one proposal operation on store ref: through the server's API, or on the
+// data directory's proposals with the same answer. sub is "" (the list), an id, or
+// id/approve, id/reject, id/comments.
+func (a *app) propCall(ctx context.Context, ref, method, sub string, query string, body map[string]any) (json.RawMessage, error) {
+	var raw json.RawMessage
+	err := a.withTarget(ctx, func(t target) error {
+		id, err := resolveStore(ctx, t.lister(), ref)
+		if err != nil {
+			return err
+		}
+		if t.srv != nil {
+			path := "/v1/memory_stores/" + id + "/proposals"
+			if sub != "" {
+				path += "/" + sub
+			}
+			if query != "" {
+				path += "?" + query
+			}
+			return t.srv.Call(ctx, method, path, body, &raw)
+		}
+		st, err := t.data.Store(ctx, id)
+		if err != nil {
+			return err
+		}
+		m := proposals.New(t.data)
+		defer m.Close()
+		v, err := localProposals(ctx, m, st, method, sub, query, body)
+		if err != nil {
+			return err
+		}
+		raw, err = json.Marshal(v)
+		return err
+	})
+	return raw, err
+}
+
+// localProposals answers a proposal operation on the data directory, as the API would.
+func localProposals(ctx context.Context, m *proposals.Manager, st *gitstore.Store, method, sub, query string, body map[string]any) (any, error) {
+	id, action, _ := strings.Cut(sub, "/")
+	me := cliActor()
+	switch {
+	case sub == "":
+		state, _ := strings.CutPrefix(query, "state=")
+		list, err := m.List(st.ID(), proposals.Filter{State: proposals.State(state)})
+		if err != nil {
+			return nil, err
+		}
+		data := []any{}
+		for _, p := range list {
+			data = append(data, httpapi.ProposalObject(p, nil, nil))
+		}
+		return map[string]any{"data": data}, nil
+	case action == "" && method == http.MethodGet:
+		p, err := m.Get(st.ID(), id)
+		if err != nil {
+			return nil, err
+		}
+		var changes *[]proposals.Change
+		if p.State != proposals.Approved {
+			c, err := m.Diff(ctx, st, id)
+			if err != nil {
+				return nil, err
+			}
+			changes = &c
+		}
+		return httpapi.ProposalObject(p, changes, nil), nil
+	case action == "approve":
+		allow, _ := body["allow_conflicts"].(bool)
+		p, res, err := m.Approve(ctx, st, id, me, proposals.ApproveOptions{AllowConflicts: allow})
+		if err != nil {
+			return nil, err
+		}
+		return httpapi.ProposalObject(p, nil, &res), nil
+	case action == "reject":
+		if c, ok := body["comment"].(string); ok {
+			if _, err := m.AddComment(st.ID(), id, me, c); err != nil {
+				return nil, err
+			}
+		}
+		p, err := m.Reject(st, id, me)
+		if err != nil {
+			return nil, err
+		}
+		return httpapi.ProposalObject(p, nil, nil), nil
+	case action == "comments":
+		c, _ := body["body"].(string)
+		p, err := m.AddComment(st.ID(), id, me, c)
+		if err != nil {
+			return nil, err
+		}
+		return httpapi.ProposalObject(p, nil, nil), nil
+	}
+	return nil, fmt.Errorf("unknown proposal operation %s %s", method, sub)
+}
+
+// propDo runs propCall and prints its answer: as JSON with asJSON, else with text(p).
+func (a *app) propDo(cmd *cobra.Command, ref, method, sub, query string, body map[string]any, asJSON bool, text func(p propOut) error) error {
+	raw, err := a.propCall(cmd.Context(), ref, method, sub, query, body)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		var v any
+		json.Unmarshal(raw, &v)
+		return printJSON(cmd.OutOrStdout(), v)
+	}
+	var p propOut
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return err
+	}
+	return text(p)
+}
+
+func actorName(a map[string]string) string {
+	if n := a["name"]; n != "" {
+		return n
+	}
+	for _, k := range []string{"session_id", "api_key_id", "user_id", "id"} {
+		if v := a[k]; v != "" {
+			return v
+		}
+	}
+	return "-"
+}
+
+func newProposalsListCmd(a *app) *cobra.Command {
+	var state string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "list STORE",
+		Short:   "List a store's proposals, newest first",
+		Example: "  gitmem proposals list notes\n  gitmem proposals list notes --state open",
+		Args:    exactArgs("STORE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch state {
+			case "", "open", "approved", "rejected":
+			default:
+				return usageError{fmt.Errorf("--state %q must be open, approved or rejected", state)}
+			}
+			query := ""
+			if state != "" {
+				query = "state=" + state
+			}
+			raw, err := a.propCall(cmd.Context(), args[0], http.MethodGet, "", query, nil)
+			if err != nil {
+				return err
+			}
+			var list struct {
+				Data []propOut `json:"data"`
+			}
+			if asJSON {
+				var v any
+				json.Unmarshal(raw, &v)
+				return printJSON(cmd.OutOrStdout(), v)
+			}
+			if err := json.Unmarshal(raw, &list); err != nil {
+				return err
+			}
+			if len(list.Data) == 0 {
+				fmt.Fprintln(cmd.OutOrStdout(), "no proposals")
+				return nil
+			}
+			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "ID\tSTATE\tBY\tCREATED\tTITLE")
+			for _, p := range list.Data {
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", p.ID, p.State, actorName(p.Author), p.CreatedAt, p.Title)
+			}
+			return w.Flush()
+		},
+	}
+	cmd.Flags().StringVar(&state, "state", "", "only proposals in this state: open, approved or rejected")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the list as the API gives it")
+	return cmd
+}
+
+func newProposalsShowCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "show STORE PROPOSAL",
+		Short:   "Show a proposal: its thread and what it changes against main, as a diff",
+		Example: "  gitmem proposals show notes prop_01M8...",
+		Args:    exactArgs("STORE", "PROPOSAL"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.propDo(cmd, args[0], http.MethodGet, args[1], "", nil, asJSON, func(p propOut) error {
+				out := cmd.OutOrStdout()
+				fmt.Fprintf(out, "%s  %s  (%s, by %s, %s)\n", p.ID, p.Title, p.State, actorName(p.Author), p.CreatedAt)
+				for _, c := range p.Comments {
+					fmt.Fprintf(out, "  %s, %s: %s\n", actorName(c.Author), c.CreatedAt, c.Body)
+				}
+				if p.State == "approved" && p.Merge != nil {
+					fmt.Fprintf(out, "approved by %s: merged into main as %s\n", actorName(p.DecidedBy), *p.Merge)
+					return nil
+				}
+				fmt.Fprintf(out, "%d change(s) against main:\n", len(p.Changes))
+				for _, c := range p.Changes {
+					fmt.Fprintf(out, "\n%s %s\n", c.Operation, c.Path)
+					if c.Truncated {
+						fmt.Fprintln(out, "  (content left out: the diff is too large to show whole)")
+					}
+					fmt.Fprint(out, c.Diff)
+				}
+				return nil
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the proposal and its changes as the API gives them")
+	return cmd
+}
+
+func newProposalsApproveCmd(a *app) *cobra.Command {
+	var allow, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "approve STORE PROPOSAL",
+		Short: "Approve a proposal: merge it into main, its versions by the proposer",
+		Long: `Approves a proposal: its changes are merged into main by the rules sync has (a fast-forward if main
+has not moved since it opened), and are main's versions, by the agent that made them. If the
+merge would conflict with what main has now, nothing is written and the conflicts are listed:
+reject the proposal, or approve it with --allow-conflicts to keep both sides of each.`,
+		Example: "  gitmem proposals approve notes prop_01M8...",
+		Args:    exactArgs("STORE", "PROPOSAL"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			body := map[string]any{}
+			if allow {
+				body["allow_conflicts"] = true
+			}
+			return a.propDo(cmd, args[0], http.MethodPost, args[1]+"/approve", "", body, asJSON, func(p propOut) error {
+				fmt.Fprintf(cmd.OutOrStdout(), "approved %s: main is %s", p.ID, deref(p.Merge))
+				if r := p.MergeResult; r != nil {
+					fmt.Fprintf(cmd.OutOrStdout(), " (%s)", r.Outcome)
+					for _, c := range r.Conflicts {
+						fmt.Fprintf(cmd.OutOrStdout(), "\n  conflict at %s: main's side kept at %s", c.Path, c.CopyPath)
+					}
+				}
+				fmt.Fprintln(cmd.OutOrStdout())
+				return nil
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&allow, "allow-conflicts", false, "approve even if the merge with main conflicts, keeping both sides")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the approved proposal and the merge as the API gives them")
+	return cmd
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func newProposalsRejectCmd(a *app) *cobra.Command {
+	var comment string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "reject STORE PROPOSAL",
+		Short:   "Reject a proposal: main does not change; its changes stay readable",
+		Example: `  gitmem proposals reject notes prop_01M8... --comment "We ship on Thursdays."`,
+		Args:    exactArgs("STORE", "PROPOSAL"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			body := map[string]any{}
+			if comment != "" {
+				body["comment"] = comment
+			}
+			return a.propDo(cmd, args[0], http.MethodPost, args[1]+"/reject", "", body, asJSON, func(p propOut) error {
+				fmt.Fprintf(cmd.OutOrStdout(), "rejected %s\n", p.ID)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().StringVar(&comment, "comment", "", "say why, in the proposal's thread")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the proposal as the API gives it")
+	return cmd
+}
+
+func newProposalsCommentCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "comment STORE PROPOSAL TEXT",
+		Short:   "Add a comment to a proposal's thread",
+		Example: `  gitmem proposals comment notes prop_01M8... "Why Fridays?"`,
+		Args:    exactArgs("STORE", "PROPOSAL", "TEXT"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.propDo(cmd, args[0], http.MethodPost, args[1]+"/comments", "", map[string]any{"body": args[2]}, asJSON, func(p propOut) error {
+				fmt.Fprintf(cmd.OutOrStdout(), "commented on %s (%d comments)\n", p.ID, len(p.Comments))
+				return nil
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the proposal as the API gives it")
+	return cmd
+}
+
+// proposeTo gives each attachment that proposes the fork of the session's proposal of its
+// store, in the data directory d: what gitmem agent and gitmem mcp do without a server.
+// Close the manager it returns when the session ends.
+func proposeTo(ctx context.Context, d *gitstore.DataDir, atts []tooladapter.Attachment, sessionID string) (*proposals.Manager, error) {
+	m := proposals.New(d)
+	author := gitstore.Actor{Type: gitstore.SessionActor, ID: sessionID}
+	for i, a := range atts {
+		if a.Access != tooladapter.Propose {
+			continue
+		}
+		f, _, err := m.Writes(ctx, a.Store, author, "Changes by session "+sessionID)
+		if err != nil {
+			m.Close()
+			return nil, err
+		}
+		atts[i].Store = f
+	}
+	return m, nil
+}

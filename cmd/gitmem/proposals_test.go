@@ -1,0 +1,82 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestProposalsCLI: an agent with a propose key writes with the CLI; a person lists, reads,
+// comments on, rejects and approves its proposals with the CLI through the server.
+func TestProposalsCLI(t *testing.T) {
+	c := newCLI(t)
+	c.ok("", "stores", "create", "team")
+	secret := regexp.MustCompile(`gitmem_[A-Za-z0-9_-]+`)
+	rw := secret.FindString(c.ok("", "keys", "create", "--name", "person"))
+	pk := secret.FindString(c.ok("", "keys", "create", "--name", "agent", "--access", "propose"))
+	serveForGit(t, c)
+	as := func(key string, wantCode int, stdin string, args ...string) string {
+		t.Helper()
+		out, errOut, code := c.runEnv(append(os.Environ(), "GITMEM_API_KEY="+key), stdin, args...)
+		if code != wantCode {
+			t.Fatalf("gitmem %v: exit %d, want %d\n%s%s", args, code, wantCode, out, errOut)
+		}
+		return out + errOut
+	}
+	as(rw, 0, "Review every change.\n", "put", "team", "/rules.md")
+	as(pk, 0, "Ship on Fridays.\n", "put", "team", "/idea.md")
+	if out := as(rw, 0, "", "ls", "team"); strings.Contains(out, "idea.md") {
+		t.Errorf("main lists the proposal's memory:\n%s", out)
+	}
+	if out := as(pk, 0, "", "cat", "team", "/idea.md"); out != "Ship on Fridays.\n" {
+		t.Errorf("the agent reads its write: %q", out)
+	}
+	list := as(rw, 0, "", "proposals", "list", "team", "--state", "open")
+	mustContain(t, "list", list, "open", `Changes by key "agent"`)
+	id := regexp.MustCompile(`prop_[0-9A-Z]+`).FindString(list)
+	mustContain(t, "show", as(rw, 0, "", "proposals", "show", "team", id), "created /idea.md", "+Ship on Fridays.")
+	mustContain(t, "comment", as(pk, 0, "", "proposals", "comment", "team", id, "Fridays are quiet."), "1 comments")
+	mustContain(t, "the agent approves", as(pk, 5, "", "proposals", "approve", "team", id), "may only propose")
+	as(rw, 2, "", "proposals", "list", "team", "--state", "shut")
+	mustContain(t, "approve", as(rw, 0, "", "proposals", "approve", "team", id), "approved "+id, "fast-forward")
+	if out := as(rw, 0, "", "cat", "team", "/idea.md"); out != "Ship on Fridays.\n" {
+		t.Errorf("after approval main has %q", out)
+	}
+	mustContain(t, "approve again", as(rw, 4, "", "proposals", "approve", "team", id), "approved already")
+
+	// A second proposal, conflicting with main: refused with nothing written, then rejected.
+	as(pk, 0, "Ship on Mondays.\n", "put", "team", "/idea.md")
+	as(rw, 0, "Ship on Thursdays.\n", "put", "team", "/idea.md")
+	var open struct {
+		Data []struct{ ID string } `json:"data"`
+	}
+	json.Unmarshal([]byte(as(rw, 0, "", "proposals", "list", "team", "--state", "open", "--json")), &open)
+	if len(open.Data) != 1 || open.Data[0].ID == id {
+		t.Fatalf("open proposals: %+v", open)
+	}
+	second := open.Data[0].ID
+	mustContain(t, "a conflict", as(rw, 4, "", "proposals", "approve", "team", second), "conflicts with main at /idea.md", "nothing was written")
+	mustContain(t, "reject", as(rw, 0, "", "proposals", "reject", "team", second, "--comment", "We ship on Thursdays."), "rejected "+second)
+	if out := as(rw, 0, "", "cat", "team", "/idea.md"); out != "Ship on Thursdays.\n" {
+		t.Errorf("after the rejection main has %q", out)
+	}
+	// The agent's next write opens a third proposal; reading the rejected one still works.
+	mustContain(t, "show rejected", as(rw, 0, "", "proposals", "show", "team", second), "rejected", "We ship on Thursdays.", "-Ship on Thursdays.", "+Ship on Mondays.")
+}
+
+// TestProposalsCLILocal: without a server the commands read the data directory's proposals.
+func TestProposalsCLILocal(t *testing.T) {
+	c := newCLI(t)
+	c.ok("", "stores", "create", "team")
+	if out := c.ok("", "proposals", "list", "team"); out != "no proposals\n" {
+		t.Errorf("list: %q", out)
+	}
+	if _, errOut, code := c.run("", "proposals", "show", "team", "prop_01M8A1ZCW3TN4QA7YRPCH6C3Y1"); code != exitNotFound || !strings.Contains(errOut, "has no proposal") {
+		t.Errorf("show a missing proposal: exit %d %s", code, errOut)
+	}
+	if _, errOut, code := c.run("", "proposals", "list", "nope"); code != exitNotFound {
+		t.Errorf("list of a missing store: exit %d %s", code, errOut)
+	}
+}

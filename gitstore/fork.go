@@ -1,0 +1,87 @@
+package gitstore
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/gitmem/gitmem/gitstore/internal/odb"
+	"github.com/gitmem/gitmem/internal/durable"
+	"github.com/gitmem/gitmem/internal/gitexec"
+)
+
+// A fork is a copy of a store, with the same id, whose writes stay in it until they are
+// brought into the store's main by Integrate: a proposal is one. Its writes go through the
+// same writer as the store's, so they are checked by the same rules (paths, content,
+// secrets, quotas) and recorded in the same commit format, with version ids and actors that
+// the store keeps when it takes the commits in.
+
+// Fork copies the store into dir, which must not exist: dir/repo.git holds main fetched
+// from the store's, dir/catalog.db a copy of its catalog (caught up with that main when the
+// fork is opened). It needs the git program.
+func (s *Store) Fork(ctx context.Context, dir string) error {
+	if err := needGit("a fork"); err != nil {
+		return err
+	}
+	tmp := dir + ".tmp"
+	if err := os.RemoveAll(tmp); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return NoSpace(err, s.opts.dataDir)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			os.RemoveAll(tmp)
+		}
+	}()
+	// The catalog first: main only moves forward, so the main fetched next holds the
+	// catalog's head, and opening the fork catches the catalog up from there.
+	if err := s.copyCatalog(filepath.Join(tmp, "catalog.db")); err != nil {
+		return NoSpace(fmt.Errorf("copy the catalog of %s: %w", s.id, err), s.opts.dataDir)
+	}
+	repo := filepath.Join(tmp, "repo.git")
+	if err := odb.Init(repo); err != nil {
+		return NoSpace(err, s.opts.dataDir)
+	}
+	if _, err := gitexec.In(ctx, repo, "fetch", "--quiet", "--no-tags", s.repo.Path(), "+"+odb.MainRef+":"+odb.MainRef); err != nil {
+		return NoSpace(fmt.Errorf("fork %s: %w", s.id, err), s.opts.dataDir)
+	}
+	if err := durable.SyncDir(tmp); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return err
+	}
+	ok = true
+	return durable.SyncDir(filepath.Dir(dir))
+}
+
+// OpenFork opens the fork of store id at dir (made by Fork). Close it with CloseFork: the
+// data directory does not know of it.
+func (d *DataDir) OpenFork(id, dir string) (*Store, error) {
+	return openStore(id, filepath.Join(dir, "repo.git"), filepath.Join(dir, "catalog.db"), d.opts)
+}
+
+// CloseFork closes a store opened by OpenFork, once every write queued to it is answered.
+func (s *Store) CloseFork() error { return s.close() }
+
+// TakeBranch fetches the main of a fork's repository (dir, made by Fork) into the store's
+// repository as ref (refs/heads/...), and returns the commit: Integrate then brings it into
+// main.
+func (s *Store) TakeBranch(ctx context.Context, dir, ref string) (string, error) {
+	if err := needGit("taking a branch"); err != nil {
+		return "", err
+	}
+	if _, err := gitexec.In(ctx, s.repo.Path(), "fetch", "--quiet", "--no-tags", filepath.Join(dir, "repo.git"), "+"+odb.MainRef+":"+ref); err != nil {
+		return "", NoSpace(fmt.Errorf("fetch %s into %s: %w", dir, s.id, err), s.opts.dataDir)
+	}
+	out, err := gitexec.In(ctx, s.repo.Path(), "rev-parse", "--verify", ref+"^{commit}")
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(out), nil
+}

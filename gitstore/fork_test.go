@@ -1,0 +1,63 @@
+package gitstore
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+)
+
+// TestForkIntegrate: writes to a fork stay out of main; taken in, they are the versions they
+// were in the fork (ids, actors), and main's writes made meanwhile stay.
+func TestForkIntegrate(t *testing.T) {
+	ctx := context.Background()
+	d := newTestDataDir(t, Options{})
+	s, err := d.CreateStore(ctx, CreateStoreInput{Name: "test", Actor: apiActor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, s, "/shared.md", "one\n", apiActor)
+	dir := filepath.Join(t.TempDir(), "fork")
+	if err := s.Fork(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	f, err := d.OpenFork(s.ID(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.CloseFork()
+	proposer := Actor{Type: SessionActor, ID: "sesn_proposer"}
+	res, err := f.Write(ctx, WriteInput{Path: "/idea.md", Content: "an idea\n", Actor: proposer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := f.GetByPath(ctx, "/shared.md", true); err != nil || *got.Content != "one\n" {
+		t.Errorf("the fork reads main's memory: %v %v", got.Content, err)
+	}
+	if _, err := s.GetByPath(ctx, "/idea.md", false); !IsKind(err, KindNotFound) {
+		t.Errorf("the fork's write reached main: %v", err)
+	}
+	mustWrite(t, s, "/other.md", "meanwhile\n", apiActor)
+
+	head, err := s.TakeBranch(ctx, dir, "refs/heads/proposals/p1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if head != f.Head() {
+		t.Errorf("took %s, the fork's head is %s", head, f.Head())
+	}
+	if _, err := s.Integrate(ctx, "proposal p1", head); err != nil {
+		t.Fatal(err)
+	}
+	v, err := s.Version(ctx, res.Version.ID, false)
+	if err != nil {
+		t.Fatalf("the fork's version is not in main: %v", err)
+	}
+	if v.CreatedBy.ID != proposer.ID || v.Path != "/idea.md" || v.MemoryID != res.Memory.ID {
+		t.Errorf("version in main: %+v, want the fork's", v)
+	}
+	for _, p := range []string{"/shared.md", "/other.md", "/idea.md"} {
+		if _, err := s.GetByPath(ctx, p, false); err != nil {
+			t.Errorf("%s after the merge: %v", p, err)
+		}
+	}
+}

@@ -1,0 +1,291 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/gitmem/gitmem/gitstore"
+	"github.com/gitmem/gitmem/proposals"
+)
+
+// Proposals (gitmem extension): a key with access propose reads and writes memories as any
+// key does, but its writes go to its proposal of the store (one open proposal per key, or per
+// session with the session header), and its reads see that proposal applied. People review
+// them:
+//
+//	GET    /v1/memory_stores/{id}/proposals?state=&author_id=   newest first
+//	GET    /v1/memory_stores/{id}/proposals/{prop}               with its changes against main
+//	PATCH  /v1/memory_stores/{id}/proposals/{prop}               {title}
+//	POST   /v1/memory_stores/{id}/proposals/{prop}/approve       {allow_conflicts?}
+//	POST   /v1/memory_stores/{id}/proposals/{prop}/reject        {comment?}
+//	POST   /v1/memory_stores/{id}/proposals/{prop}/comments      {body}
+//
+// Every key that may read the store may list, read and comment (a propose key on its own
+// proposals); approving, rejecting and renaming need a read_write key (the proposer may
+// rename its own).
+
+func (s *Server) proposalRoutes(g *echo.Group) {
+	g.GET("/memory_stores/:store/proposals", s.listProposals)
+	g.GET("/memory_stores/:store/proposals/:prop", s.getProposal)
+	g.PATCH("/memory_stores/:store/proposals/:prop", s.renameProposal)
+	g.POST("/memory_stores/:store/proposals/:prop/approve", s.approveProposal)
+	g.POST("/memory_stores/:store/proposals/:prop/reject", s.rejectProposal)
+	g.POST("/memory_stores/:store/proposals/:prop/comments", s.commentProposal)
+}
+
+// Proposals is the server's proposals, for the review UI.
+func (s *Server) Proposals() *proposals.Manager { return s.props }
+
+// Close closes what the server opened itself: the forks of open proposals, unless the
+// proposals were given in Options.
+func (s *Server) Close() error {
+	if s.ownsProps {
+		return s.props.Close()
+	}
+	return nil
+}
+
+// memStore is store for the routes of memories, their versions and history, and the tools:
+// a propose key's writes go to its proposal (opened at its first write), and its reads see
+// that proposal applied.
+func (s *Server) memStore(c echo.Context, write bool) (*gitstore.Store, caller, error) {
+	cl := callerOf(c)
+	if !cl.proposes() {
+		return s.store(c, write)
+	}
+	st, cl, err := s.store(c, false)
+	if err != nil {
+		return nil, cl, err
+	}
+	if write {
+		f, _, err := s.props.Writes(c.Request().Context(), st, cl.actor, proposalTitle(cl))
+		return f, cl, err
+	}
+	f, err := s.props.Reads(st, cl.actor)
+	return f, cl, err
+}
+
+// proposalTitle is the title of a proposal that a caller's first write opens.
+func proposalTitle(cl caller) string {
+	key := "no key"
+	if cl.key != nil {
+		key = fmt.Sprintf("key %q", cl.key.Name)
+	}
+	if sid := cl.actor.SessionID(); sid != "" {
+		return fmt.Sprintf("Changes by session %s (%s)", sid, key)
+	}
+	return "Changes by " + key
+}
+
+// memView is memStore, plus the request's view parameter (basic or full, else def).
+func (s *Server) memView(c echo.Context, write bool, def string) (*gitstore.Store, caller, bool, error) {
+	full, err := view(c, def)
+	if err != nil {
+		return nil, caller{}, false, err
+	}
+	st, cl, err := s.memStore(c, write)
+	return st, cl, full, err
+}
+
+type commentJSON struct {
+	Author    actorJSON `json:"author"`
+	Body      string    `json:"body"`
+	CreatedAt string    `json:"created_at"`
+}
+
+type proposalJSON struct {
+	Type          string                `json:"type"`
+	ID            string                `json:"id"`
+	MemoryStoreID string                `json:"memory_store_id"`
+	Title         string                `json:"title"`
+	Author        actorJSON             `json:"author"`
+	State         proposals.State       `json:"state"`
+	Base          string                `json:"base"`
+	CreatedAt     string                `json:"created_at"`
+	UpdatedAt     string                `json:"updated_at"`
+	DecidedBy     actorJSON             `json:"decided_by"`
+	DecidedAt     *string               `json:"decided_at"`
+	Merge         *string               `json:"merge"`
+	Comments      []commentJSON         `json:"comments"`
+	Changes       *[]proposals.Change   `json:"changes,omitempty"`
+	MergeResult   *gitstore.MergeResult `json:"merge_result,omitempty"`
+}
+
+// ProposalObject is a proposal as the API shows it, with its changes and the result of its
+// approval when given: for the CLI's output of a data directory's proposals.
+func ProposalObject(p proposals.Proposal, changes *[]proposals.Change, merge *gitstore.MergeResult) any {
+	out := toProposal(p)
+	out.Changes, out.MergeResult = changes, merge
+	return out
+}
+
+func toProposal(p proposals.Proposal) proposalJSON {
+	out := proposalJSON{Type: "memory_proposal", ID: p.ID, MemoryStoreID: p.StoreID, Title: p.Title,
+		Author: toActor(p.Author.Store()), State: p.State, Base: p.Base, CreatedAt: wireTime(p.CreatedAt),
+		UpdatedAt: wireTime(p.UpdatedAt), DecidedAt: wireTimePtr(p.DecidedAt), Comments: []commentJSON{}}
+	if p.DecidedBy != nil {
+		out.DecidedBy = toActor(p.DecidedBy.Store())
+	}
+	if p.Merge != "" {
+		out.Merge = &p.Merge
+	}
+	for _, c := range p.Comments {
+		out.Comments = append(out.Comments, commentJSON{Author: toActor(c.Author.Store()), Body: c.Body, CreatedAt: wireTime(c.CreatedAt)})
+	}
+	return out
+}
+
+func (s *Server) listProposals(c echo.Context) error {
+	st, _, err := s.store(c, false)
+	if err != nil {
+		return err
+	}
+	f := proposals.Filter{State: proposals.State(c.QueryParam("state")), AuthorID: c.QueryParam("author_id")}
+	switch f.State {
+	case "", proposals.Open, proposals.Approved, proposals.Rejected:
+	default:
+		return badRequest("state %q must be open, approved or rejected", f.State)
+	}
+	list, err := s.props.List(st.ID(), f)
+	if err != nil {
+		return err
+	}
+	data := make([]proposalJSON, len(list))
+	for i, p := range list {
+		data[i] = toProposal(p)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"data": data})
+}
+
+// proposal is the store and the proposal a request names.
+func (s *Server) proposal(c echo.Context, write bool) (*gitstore.Store, caller, proposals.Proposal, error) {
+	st, cl, err := s.store(c, write)
+	if err != nil {
+		return nil, cl, proposals.Proposal{}, err
+	}
+	p, err := s.props.Get(st.ID(), c.Param("prop"))
+	return st, cl, p, err
+}
+
+// own tells whether the caller is the proposal's author.
+func own(cl caller, p proposals.Proposal) bool {
+	return p.Author.Type == cl.actor.Type && p.Author.ID == cl.actor.ID
+}
+
+func (s *Server) getProposal(c echo.Context) error {
+	st, _, p, err := s.proposal(c, false)
+	if err != nil {
+		return err
+	}
+	out := toProposal(p)
+	if p.State != proposals.Approved {
+		changes, err := s.props.Diff(c.Request().Context(), st, p.ID)
+		if err != nil {
+			return err
+		}
+		out.Changes = &changes
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (s *Server) renameProposal(c echo.Context) error {
+	cl := callerOf(c)
+	st, _, p, err := s.proposal(c, !cl.proposes())
+	if err != nil {
+		return err
+	}
+	if cl.proposes() && !own(cl, p) {
+		return forbidden("this API key (%s) may only rename its own proposals", cl.key.ID)
+	}
+	b, err := readBody(c, "title")
+	if err != nil {
+		return err
+	}
+	title, err := b.requiredStr("title")
+	if err != nil {
+		return err
+	}
+	if p, err = s.props.SetTitle(st.ID(), p.ID, title); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toProposal(p))
+}
+
+func (s *Server) approveProposal(c echo.Context) error {
+	st, cl, p, err := s.proposal(c, true)
+	if err != nil {
+		return err
+	}
+	b, err := readBody(c, "allow_conflicts")
+	if err != nil {
+		return err
+	}
+	var opts proposals.ApproveOptions
+	if b.has("allow_conflicts") {
+		if err := b.decode("allow_conflicts", &opts.AllowConflicts, "true or false"); err != nil {
+			return err
+		}
+	}
+	p, res, err := s.props.Approve(c.Request().Context(), st, p.ID, cl.actor, opts)
+	var ce *proposals.ConflictError
+	if errors.As(err, &ce) {
+		return c.JSON(http.StatusConflict, map[string]any{"type": "error", "error": map[string]any{
+			"type": "conflict_error", "message": ce.Error(), "conflicts": ce.Conflicts}, "request_id": requestID(c)})
+	}
+	if err != nil {
+		return err
+	}
+	out := toProposal(p)
+	out.MergeResult = &res
+	return c.JSON(http.StatusOK, out)
+}
+
+func (s *Server) rejectProposal(c echo.Context) error {
+	st, cl, p, err := s.proposal(c, true)
+	if err != nil {
+		return err
+	}
+	b, err := readBody(c, "comment")
+	if err != nil {
+		return err
+	}
+	comment, err := b.str("comment")
+	if err != nil {
+		return err
+	}
+	if comment != nil {
+		if _, err := s.props.AddComment(st.ID(), p.ID, cl.actor, *comment); err != nil {
+			return err
+		}
+	}
+	if p, err = s.props.Reject(st, p.ID, cl.actor); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toProposal(p))
+}
+
+func (s *Server) commentProposal(c echo.Context) error {
+	cl := callerOf(c)
+	st, _, p, err := s.proposal(c, !cl.proposes())
+	if err != nil {
+		return err
+	}
+	if cl.proposes() && !own(cl, p) {
+		return forbidden("this API key (%s) may only comment on its own proposals", cl.key.ID)
+	}
+	b, err := readBody(c, "body")
+	if err != nil {
+		return err
+	}
+	body, err := b.requiredStr("body")
+	if err != nil {
+		return err
+	}
+	if p, err = s.props.AddComment(st.ID(), p.ID, cl.actor, body); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, toProposal(p))
+}

@@ -1,0 +1,132 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/anthropics/anthropic-sdk-go"
+	"github.com/anthropics/anthropic-sdk-go/option"
+
+	"github.com/gitmem/gitmem/apikeys"
+)
+
+// TestProposals: an agent with a propose key writes through the official SDK and the tools;
+// main does not change; the agent reads its own writes; a person reviews the proposal over
+// the API, and approval makes the agent's versions main's. What a propose key may not do is
+// refused.
+func TestProposals(t *testing.T) {
+	ctx := context.Background()
+	ts := startServer(t, Options{})
+	_, rw, _ := ts.keys.Create("person", apikeys.ReadWrite, "")
+	agentKey, pk, _ := ts.keys.Create("agent", apikeys.Propose, "")
+	person := ts.client(option.WithAPIKey(rw))
+	agent := ts.client(option.WithAPIKey(pk))
+	store, err := person.Beta.MemoryStores.New(ctx, anthropic.BetaMemoryStoreNewParams{Name: "team"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := person.Beta.MemoryStores.Memories.New(ctx, store.ID, anthropic.BetaMemoryStoreMemoryNewParams{Path: "/team/rules.md", Content: anthropic.String("Review every change.\n")}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The agent writes as any client does.
+	made, err := agent.Beta.MemoryStores.Memories.New(ctx, store.ID, anthropic.BetaMemoryStoreMemoryNewParams{Path: "/team/idea.md", Content: anthropic.String("Ship on Fridays.\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status, body := rawRequest(t, "POST", ts.url+"/v1/memory_stores/"+store.ID+"/tools/memory_edit", `{"path":"/memories/team/rules.md","old_string":"every","new_string":"each"}`,
+		map[string]string{"x-api-key": pk, "content-type": "application/json"}); status != 200 || !strings.Contains(body, `"is_error":false`) {
+		t.Fatalf("the agent's tool call: %d %s", status, body)
+	}
+	// It reads its own writes; others read main.
+	if got, err := agent.Beta.MemoryStores.Memories.Get(ctx, made.ID, anthropic.BetaMemoryStoreMemoryGetParams{MemoryStoreID: store.ID}); err != nil || got.Content != "Ship on Fridays.\n" {
+		t.Errorf("the agent reads its write: %+v %v", got, err)
+	}
+	page, err := person.Beta.MemoryStores.Memories.List(ctx, store.ID, anthropic.BetaMemoryStoreMemoryListParams{})
+	if err != nil || len(page.Data) != 1 {
+		t.Errorf("main holds %d memories before approval, %v", len(page.Data), err)
+	}
+
+	// What a propose key may not do.
+	for _, tc := range []struct{ method, path, body string }{
+		{"POST", "/v1/memory_stores/" + store.ID, `{"name":"renamed"}`},
+		{"POST", "/v1/memory_stores/" + store.ID + "/archive", ``},
+		{"POST", "/v1/memory_stores", `{"name":"new"}`},
+	} {
+		if status, body := rawRequest(t, tc.method, ts.url+tc.path, tc.body, map[string]string{"x-api-key": pk, "content-type": "application/json"}); status != 403 || !strings.Contains(body, "may only propose") {
+			t.Errorf("%s %s with a propose key: %d %s", tc.method, tc.path, status, body)
+		}
+	}
+
+	// A person reviews.
+	hdr := map[string]string{"x-api-key": rw, "content-type": "application/json"}
+	status, body := rawRequest(t, "GET", ts.url+"/v1/memory_stores/"+store.ID+"/proposals?state=open", "", hdr)
+	var list struct {
+		Data []proposalJSON `json:"data"`
+	}
+	if err := json.Unmarshal([]byte(body), &list); status != 200 || err != nil || len(list.Data) != 1 || list.Data[0].Author["api_key_id"] != agentKey.ID {
+		t.Fatalf("list: %d %s", status, body)
+	}
+	id := list.Data[0].ID
+	status, body = rawRequest(t, "GET", ts.url+"/v1/memory_stores/"+store.ID+"/proposals/"+id, "", hdr)
+	if status != 200 || !strings.Contains(body, `"operation":"created"`) || !strings.Contains(body, `"operation":"modified"`) || !strings.Contains(body, `+Review each change.`) {
+		t.Errorf("get with its changes: %d %s", status, body)
+	}
+	if status, body := rawRequest(t, "POST", ts.url+"/v1/memory_stores/"+store.ID+"/proposals/"+id+"/approve", `{}`, map[string]string{"x-api-key": pk, "content-type": "application/json"}); status != 403 {
+		t.Errorf("the proposer approves its own proposal: %d %s", status, body)
+	}
+	if status, body := rawRequest(t, "POST", ts.url+"/v1/memory_stores/"+store.ID+"/proposals/"+id+"/comments", `{"body":"Fridays?"}`, hdr); status != 201 || !strings.Contains(body, "Fridays?") {
+		t.Errorf("comment: %d %s", status, body)
+	}
+	if status, body := rawRequest(t, "POST", ts.url+"/v1/memory_stores/"+store.ID+"/proposals/"+id+"/approve", `{"allow_conflicts":"yes"}`, hdr); status != 400 {
+		t.Errorf("a bad allow_conflicts: %d %s", status, body)
+	}
+	status, body = rawRequest(t, "POST", ts.url+"/v1/memory_stores/"+store.ID+"/proposals/"+id+"/approve", `{}`, hdr)
+	if status != 200 || !strings.Contains(body, `"state":"approved"`) {
+		t.Fatalf("approve: %d %s", status, body)
+	}
+	got, err := person.Beta.MemoryStores.Memories.Get(ctx, made.ID, anthropic.BetaMemoryStoreMemoryGetParams{MemoryStoreID: store.ID})
+	if err != nil || got.Content != "Ship on Fridays.\n" {
+		t.Errorf("after approval main has %+v, %v", got, err)
+	}
+	vers, err := person.Beta.MemoryStores.MemoryVersions.List(ctx, store.ID, anthropic.BetaMemoryStoreMemoryVersionListParams{APIKeyID: anthropic.String(agentKey.ID)})
+	if err != nil || len(vers.Data) != 2 {
+		t.Errorf("versions by the agent's key in main: %d, %v", len(vers.Data), err)
+	}
+}
+
+// TestProposeOverMCP: a store attached with :propose over /mcp makes the session's writes a
+// proposal by that session, even with a read_write key; the instructions say so.
+func TestProposeOverMCP(t *testing.T) {
+	ctx := context.Background()
+	ts := startServer(t, Options{})
+	_, rw, _ := ts.keys.Create("person", apikeys.ReadWrite, "")
+	person := ts.client(option.WithAPIKey(rw))
+	store, err := person.Beta.MemoryStores.New(ctx, anthropic.BetaMemoryStoreNewParams{Name: "team"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcpConnect(t, ctx, ts.url+"/mcp?store=team:propose", map[string]string{"x-api-key": rw, SessionHeader: "sesn_drafter"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(cs.InitializeResult().Instructions, "your changes are proposed") {
+		t.Errorf("instructions: %s", cs.InitializeResult().Instructions)
+	}
+	if text, isErr := mcpCall(t, ctx, cs, "memory_write", map[string]any{"path": "/memories/draft.md", "content": "a draft\n"}); isErr {
+		t.Fatal(text)
+	}
+	if text, _ := mcpCall(t, ctx, cs, "memory_read", map[string]any{"path": "/memories/draft.md"}); !strings.Contains(text, "a draft") {
+		t.Errorf("the session reads its draft: %s", text)
+	}
+	page, err := person.Beta.MemoryStores.Memories.List(ctx, store.ID, anthropic.BetaMemoryStoreMemoryListParams{})
+	if err != nil || len(page.Data) != 0 {
+		t.Errorf("main holds %d memories, %v; want none before approval", len(page.Data), err)
+	}
+	status, body := rawRequest(t, "GET", ts.url+"/v1/memory_stores/"+store.ID+"/proposals", "", map[string]string{"x-api-key": rw})
+	if status != 200 || !strings.Contains(body, `"session_id":"sesn_drafter"`) || !strings.Contains(body, `Changes by session sesn_drafter (key \"person\")`) {
+		t.Errorf("proposals: %d %s", status, body)
+	}
+}

@@ -1,0 +1,350 @@
+// Package proposals keeps the proposals of a data directory's stores: changes that an agent
+// (a key with access propose) makes to a fork of a store instead of its main, for a person to
+// approve, in whole, or to reject.
+//
+// A proposal's fork (gitstore.Store.Fork) has the store's id and its own repository and
+// catalog: every write to it is checked by the store's rules and recorded in the store's
+// commit format, one commit per change, with its version id and actor. The proposer reads
+// the fork: main as it was when the proposal opened, with the proposal applied. Approval
+// takes the fork's main into the store's repository as the branch proposals/<prop_id> and
+// merges it into main by the rules sync has (gitstore.Store.Integrate), so the versions in
+// main are the ones the proposer made, by the proposer. The list of a store's proposals,
+// with their titles, states and comments, is proposals/<store_id>.json.
+package proposals
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gitmem/gitmem/gitstore"
+	"github.com/gitmem/gitmem/internal/durable"
+)
+
+// Prefix starts every proposal id.
+const Prefix = "prop_"
+
+// State is where a proposal is in its review.
+type State string
+
+// The states of a proposal.
+const (
+	Open     State = "open"
+	Approved State = "approved"
+	Rejected State = "rejected"
+)
+
+// Limits of what a proposal holds.
+const (
+	MaxTitle    = 200
+	MaxComment  = 10_000
+	MaxComments = 500
+)
+
+// Actor is an actor as the proposals file keeps it.
+type Actor struct {
+	Type     gitstore.ActorType `json:"type"`
+	ID       string             `json:"id"`
+	Name     string             `json:"name,omitempty"`
+	Email    string             `json:"email,omitempty"`
+	APIKeyID string             `json:"api_key_id,omitempty"`
+}
+
+// ActorOf is a store's actor as the proposals file keeps it.
+func ActorOf(a gitstore.Actor) Actor {
+	return Actor{Type: a.Type, ID: a.ID, Name: a.Name, Email: a.Email, APIKeyID: a.APIKeyID}
+}
+
+// Store is the actor as a store's.
+func (a Actor) Store() gitstore.Actor {
+	return gitstore.Actor{Type: a.Type, ID: a.ID, Name: a.Name, Email: a.Email, APIKeyID: a.APIKeyID}
+}
+
+// Comment is one comment of a proposal's thread.
+type Comment struct {
+	Author    Actor     `json:"author"`
+	Body      string    `json:"body"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Proposal is one proposal of a store.
+type Proposal struct {
+	ID      string `json:"id"`
+	StoreID string `json:"memory_store_id"`
+	Title   string `json:"title"`
+	Author  Actor  `json:"author"`
+	State   State  `json:"state"`
+	// Base is main's commit when the proposal opened.
+	Base      string     `json:"base"`
+	CreatedAt time.Time  `json:"created_at"`
+	UpdatedAt time.Time  `json:"updated_at"`
+	DecidedBy *Actor     `json:"decided_by,omitempty"`
+	DecidedAt *time.Time `json:"decided_at,omitempty"`
+	// Merge is main's commit after the approval.
+	Merge    string    `json:"merge,omitempty"`
+	Comments []Comment `json:"comments"`
+}
+
+// Manager keeps the proposals of the stores of one data directory, and the forks of the
+// open ones. Its methods are safe for concurrent use.
+type Manager struct {
+	data *gitstore.DataDir
+
+	mu    sync.Mutex
+	lists map[string][]Proposal      // by store id, as its file holds them
+	forks map[string]*gitstore.Store // open forks, by proposal id
+}
+
+// New returns the manager of data's proposals.
+func New(data *gitstore.DataDir) *Manager {
+	return &Manager{data: data, lists: map[string][]Proposal{}, forks: map[string]*gitstore.Store{}}
+}
+
+// Close closes the open forks.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var errs []error
+	for id, f := range m.forks {
+		errs = append(errs, f.CloseFork())
+		delete(m.forks, id)
+	}
+	return errors.Join(errs...)
+}
+
+func notFound(storeID, id string) error {
+	return &gitstore.Error{Kind: gitstore.KindNotFound, Message: fmt.Sprintf("memory store %s has no proposal %s", storeID, id)}
+}
+
+// list returns the proposals of a store. m.mu is held.
+func (m *Manager) list(storeID string) ([]Proposal, error) {
+	if l, ok := m.lists[storeID]; ok {
+		return l, nil
+	}
+	var l []Proposal
+	b, err := os.ReadFile(m.data.Layout().ProposalsFile(storeID))
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return nil, err
+	default:
+		if err := json.Unmarshal(b, &l); err != nil {
+			return nil, fmt.Errorf("read the proposals of %s: %w", storeID, err)
+		}
+	}
+	m.lists[storeID] = l
+	return l, nil
+}
+
+// save writes a store's proposals durably. m.mu is held.
+func (m *Manager) save(storeID string, l []Proposal) error {
+	if err := os.MkdirAll(m.data.Layout().ProposalsDir(), 0o755); err != nil {
+		return gitstore.NoSpace(err, m.data.Dir())
+	}
+	b, err := json.MarshalIndent(l, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := durable.WriteFile(m.data.Layout().ProposalsFile(storeID), b, 0o600); err != nil {
+		return gitstore.NoSpace(err, m.data.Dir())
+	}
+	m.lists[storeID] = l
+	return nil
+}
+
+// update changes proposal id of a store with fn and saves the list. m.mu is held.
+func (m *Manager) update(storeID, id string, fn func(p *Proposal) error) (Proposal, error) {
+	l, err := m.list(storeID)
+	if err != nil {
+		return Proposal{}, err
+	}
+	i := slices.IndexFunc(l, func(p Proposal) bool { return p.ID == id })
+	if i < 0 {
+		return Proposal{}, notFound(storeID, id)
+	}
+	l = slices.Clone(l)
+	if err := fn(&l[i]); err != nil {
+		return Proposal{}, err
+	}
+	l[i].UpdatedAt = time.Now().UTC()
+	if err := m.save(storeID, l); err != nil {
+		return Proposal{}, err
+	}
+	return l[i], nil
+}
+
+// Filter selects proposals; zero fields do not filter.
+type Filter struct {
+	State    State
+	AuthorID string
+}
+
+// List returns the store's proposals that f selects, newest first.
+func (m *Manager) List(storeID string, f Filter) ([]Proposal, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l, err := m.list(storeID)
+	if err != nil {
+		return nil, err
+	}
+	var out []Proposal
+	for i := len(l) - 1; i >= 0; i-- {
+		p := l[i]
+		if (f.State == "" || p.State == f.State) && (f.AuthorID == "" || p.Author.ID == f.AuthorID) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// Get returns proposal id of the store.
+func (m *Manager) Get(storeID, id string) (Proposal, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.get(storeID, id)
+}
+
+func (m *Manager) get(storeID, id string) (Proposal, error) {
+	l, err := m.list(storeID)
+	if err != nil {
+		return Proposal{}, err
+	}
+	for _, p := range l {
+		if p.ID == id {
+			return p, nil
+		}
+	}
+	return Proposal{}, notFound(storeID, id)
+}
+
+// sameAuthor tells whether two actors propose as one: the same key, or the same session.
+func sameAuthor(a Actor, b gitstore.Actor) bool { return a.Type == b.Type && a.ID == b.ID }
+
+// openOf returns the open proposal of author in the store, if there is one. m.mu is held.
+func (m *Manager) openOf(storeID string, author gitstore.Actor) (Proposal, bool, error) {
+	l, err := m.list(storeID)
+	if err != nil {
+		return Proposal{}, false, err
+	}
+	for i := len(l) - 1; i >= 0; i-- {
+		if l[i].State == Open && sameAuthor(l[i].Author, author) {
+			return l[i], true, nil
+		}
+	}
+	return Proposal{}, false, nil
+}
+
+// fork returns the open fork of proposal p, opening it. m.mu is held.
+func (m *Manager) fork(p Proposal) (*gitstore.Store, error) {
+	if f, ok := m.forks[p.ID]; ok {
+		return f, nil
+	}
+	f, err := m.data.OpenFork(p.StoreID, m.data.Layout().ProposalFork(p.ID))
+	if err != nil {
+		return nil, fmt.Errorf("open proposal %s: %w", p.ID, err)
+	}
+	m.forks[p.ID] = f
+	return f, nil
+}
+
+// Writes returns the store that author's writes to store st go to: the fork of its open
+// proposal, which is opened with title (or one that names the author) if it has none.
+func (m *Manager) Writes(ctx context.Context, st *gitstore.Store, author gitstore.Actor, title string) (*gitstore.Store, Proposal, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if p, ok, err := m.openOf(st.ID(), author); err != nil || ok {
+		if err != nil {
+			return nil, Proposal{}, err
+		}
+		f, err := m.fork(p)
+		return f, p, err
+	}
+	l, err := m.list(st.ID())
+	if err != nil {
+		return nil, Proposal{}, err
+	}
+	now := time.Now().UTC()
+	p := Proposal{ID: gitstore.NewID(Prefix, now), StoreID: st.ID(), Author: ActorOf(author), State: Open,
+		Base: st.Head(), CreatedAt: now, UpdatedAt: now, Comments: []Comment{},
+		Title: title}
+	if p.Title == "" {
+		p.Title = "Changes by " + describe(author)
+	}
+	if err := st.Fork(ctx, m.data.Layout().ProposalFork(p.ID)); err != nil {
+		return nil, Proposal{}, err
+	}
+	if err := m.save(st.ID(), append(slices.Clone(l), p)); err != nil {
+		os.RemoveAll(m.data.Layout().ProposalFork(p.ID))
+		return nil, Proposal{}, err
+	}
+	f, err := m.fork(p)
+	return f, p, err
+}
+
+// Reads returns the store that author's reads of store st see: the fork of its open
+// proposal (its own writes applied), or st if it has none.
+func (m *Manager) Reads(st *gitstore.Store, author gitstore.Actor) (*gitstore.Store, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p, ok, err := m.openOf(st.ID(), author)
+	if err != nil || !ok {
+		return st, err
+	}
+	return m.fork(p)
+}
+
+// describe names an actor in a default title.
+func describe(a gitstore.Actor) string {
+	if a.Name != "" {
+		return a.Name
+	}
+	return a.ID
+}
+
+// SetTitle renames an open proposal.
+func (m *Manager) SetTitle(storeID, id, title string) (Proposal, error) {
+	if err := checkText("title", title, MaxTitle); err != nil {
+		return Proposal{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.update(storeID, id, func(p *Proposal) error {
+		p.Title = title
+		return nil
+	})
+}
+
+// AddComment adds a comment to a proposal's thread.
+func (m *Manager) AddComment(storeID, id string, by gitstore.Actor, body string) (Proposal, error) {
+	if err := checkText("comment", body, MaxComment); err != nil {
+		return Proposal{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.update(storeID, id, func(p *Proposal) error {
+		if len(p.Comments) >= MaxComments {
+			return &gitstore.Error{Kind: gitstore.KindInvalid, Message: fmt.Sprintf("proposal %s has %d comments, the most it may have", id, MaxComments)}
+		}
+		p.Comments = append(p.Comments, Comment{Author: ActorOf(by), Body: body, CreatedAt: time.Now().UTC()})
+		return nil
+	})
+}
+
+func checkText(what, s string, max int) error {
+	switch {
+	case strings.TrimSpace(s) == "":
+		return &gitstore.Error{Kind: gitstore.KindInvalid, Message: what + " must not be empty"}
+	case len(s) > max:
+		return &gitstore.Error{Kind: gitstore.KindInvalid, Message: fmt.Sprintf("%s is %d bytes; the limit is %d", what, len(s), max)}
+	case !utf8.ValidString(s):
+		return &gitstore.Error{Kind: gitstore.KindInvalid, Message: what + " is not valid UTF-8"}
+	}
+	return nil
+}

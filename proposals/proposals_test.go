@@ -1,0 +1,229 @@
+package proposals
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/gitmem/gitmem/gitstore"
+)
+
+var (
+	person   = gitstore.Actor{Type: gitstore.APIActor, ID: "apikey_person"}
+	proposer = gitstore.Actor{Type: gitstore.SessionActor, ID: "sesn_agent", APIKeyID: "apikey_agent"}
+)
+
+func newManager(t *testing.T) (*Manager, *gitstore.Store) {
+	t.Helper()
+	ctx := context.Background()
+	d, err := gitstore.Open(ctx, t.TempDir(), gitstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := d.CreateStore(ctx, gitstore.CreateStoreInput{Name: "team", Actor: person})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := New(d)
+	t.Cleanup(func() {
+		if err := m.Close(); err != nil {
+			t.Error(err)
+		}
+		d.Close()
+	})
+	return m, st
+}
+
+func write(t *testing.T, st *gitstore.Store, path, content string, a gitstore.Actor) gitstore.WriteResult {
+	t.Helper()
+	res, err := st.Write(context.Background(), gitstore.WriteInput{Path: path, Content: content, Actor: a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func content(t *testing.T, r gitstore.MemoryReader, path string) string {
+	t.Helper()
+	m, err := r.GetByPath(context.Background(), path, true)
+	if gitstore.IsKind(err, gitstore.KindNotFound) {
+		return "<none>"
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return *m.Content
+}
+
+// TestProposeApprove: a proposer's writes stay out of main, the proposer reads them, and
+// approval makes them main's versions with the same ids and actors.
+func TestProposeApprove(t *testing.T) {
+	ctx := context.Background()
+	m, st := newManager(t)
+	write(t, st, "/team/rules.md", "Review every change.\n", person)
+
+	f, p, err := m.Writes(ctx, st, proposer, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := write(t, f, "/team/rules.md", "Review every change.\nShip on Fridays.\n", proposer)
+	made := write(t, f, "/team/new.md", "new\n", proposer)
+	if got := content(t, st, "/team/rules.md"); got != "Review every change.\n" {
+		t.Errorf("main changed before approval: %q", got)
+	}
+	r, err := m.Reads(st, proposer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := content(t, r, "/team/new.md"); got != "new\n" {
+		t.Errorf("the proposer reads %q", got)
+	}
+	if r2, _ := m.Reads(st, person); r2 != st {
+		t.Errorf("someone else reads the proposal")
+	}
+	if again, p2, _ := m.Writes(ctx, st, proposer, ""); again != f || p2.ID != p.ID {
+		t.Errorf("a second write opened another proposal")
+	}
+	changes, err := m.Diff(ctx, st, p.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(changes) != 2 || changes[0].Path != "/team/new.md" || changes[0].Operation != "created" || changes[1].Operation != "modified" ||
+		changes[1].Diff == "" {
+		t.Errorf("diff: %+v", changes)
+	}
+
+	p, merge, err := m.Approve(ctx, st, p.ID, person, ApproveOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.State != Approved || p.DecidedBy.ID != person.ID || merge.After != st.Head() {
+		t.Errorf("approved: %+v, %+v", p, merge)
+	}
+	for _, want := range []gitstore.WriteResult{res, made} {
+		v, err := st.Version(ctx, want.Version.ID, false)
+		if err != nil || v.CreatedBy.ID != proposer.ID || v.MemoryID != want.Memory.ID {
+			t.Errorf("version %s in main: %+v %v", want.Version.ID, v, err)
+		}
+	}
+	if got := content(t, st, "/team/rules.md"); got != "Review every change.\nShip on Fridays.\n" {
+		t.Errorf("main after approval: %q", got)
+	}
+	if _, _, err := m.Approve(ctx, st, p.ID, person, ApproveOptions{}); !gitstore.IsKind(err, gitstore.KindConflict) {
+		t.Errorf("approve twice: %v", err)
+	}
+	// The next write opens a new proposal.
+	if _, p2, err := m.Writes(ctx, st, proposer, ""); err != nil || p2.ID == p.ID {
+		t.Errorf("write after approval: %+v %v", p2, err)
+	}
+}
+
+// TestApproveAfterMainMoved: a clean merge, and a conflict refused with nothing written,
+// then approved with allow_conflicts.
+func TestApproveAfterMainMoved(t *testing.T) {
+	ctx := context.Background()
+	m, st := newManager(t)
+	write(t, st, "/a.md", "one\n", person)
+	f, p, err := m.Writes(ctx, st, proposer, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, f, "/b.md", "from the proposal\n", proposer)
+	write(t, st, "/c.md", "meanwhile\n", person)
+	if _, _, err := m.Approve(ctx, st, p.ID, person, ApproveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{"/a.md": "one\n", "/b.md": "from the proposal\n", "/c.md": "meanwhile\n"} {
+		if got := content(t, st, path); got != want {
+			t.Errorf("%s = %q, want %q", path, got, want)
+		}
+	}
+
+	f, p, err = m.Writes(ctx, st, proposer, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, f, "/a.md", "the proposal's\n", proposer)
+	write(t, st, "/a.md", "main's\n", person)
+	head := st.Head()
+	_, _, err = m.Approve(ctx, st, p.ID, person, ApproveOptions{})
+	var ce *ConflictError
+	if !errors.As(err, &ce) || len(ce.Conflicts) != 1 || ce.Conflicts[0].Path != "/a.md" || !gitstore.IsKind(err, gitstore.KindConflict) {
+		t.Fatalf("approve a conflict: %v", err)
+	}
+	if st.Head() != head {
+		t.Errorf("a refused approval moved main")
+	}
+	if got, _ := m.Get(st.ID(), p.ID); got.State != Open {
+		t.Errorf("after a refused approval the proposal is %s", got.State)
+	}
+	// The proposer can still write to it (its fork reopens).
+	f, _, err = m.Writes(ctx, st, proposer, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, f, "/d.md", "more\n", proposer)
+	if _, res, err := m.Approve(ctx, st, p.ID, person, ApproveOptions{AllowConflicts: true}); err != nil || len(res.Conflicts) != 1 {
+		t.Fatalf("approve with conflicts: %+v %v", res, err)
+	}
+	if got := content(t, st, "/d.md"); got != "more\n" {
+		t.Errorf("/d.md = %q", got)
+	}
+}
+
+// TestReject: a rejected proposal changes nothing, keeps its diff and its thread.
+func TestReject(t *testing.T) {
+	ctx := context.Background()
+	m, st := newManager(t)
+	f, p, err := m.Writes(ctx, st, proposer, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, f, "/x.md", "x\n", proposer)
+	head := st.Head()
+	if _, err := m.AddComment(st.ID(), p.ID, person, "Not this one."); err != nil {
+		t.Fatal(err)
+	}
+	p, err = m.Reject(st, p.ID, person)
+	if err != nil || p.State != Rejected || len(p.Comments) != 1 {
+		t.Fatalf("reject: %+v %v", p, err)
+	}
+	if st.Head() != head || content(t, st, "/x.md") != "<none>" {
+		t.Errorf("a rejection changed main")
+	}
+	if changes, err := m.Diff(ctx, st, p.ID); err != nil || len(changes) != 1 {
+		t.Errorf("diff of a rejected proposal: %+v %v", changes, err)
+	}
+	if list, _ := m.List(st.ID(), Filter{State: Open}); len(list) != 0 {
+		t.Errorf("open proposals after the rejection: %+v", list)
+	}
+	if _, err := m.AddComment(st.ID(), p.ID, person, " "); !gitstore.IsKind(err, gitstore.KindInvalid) {
+		t.Errorf("an empty comment: %v", err)
+	}
+}
+
+// TestApproveThousand: a proposal of 1,000 changed memories is approved in one step.
+func TestApproveThousand(t *testing.T) {
+	ctx := context.Background()
+	m, st := newManager(t)
+	f, p, err := m.Writes(ctx, st, proposer, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 1000 {
+		write(t, f, fmt.Sprintf("/m/%04d.md", i), fmt.Sprintf("memory %d\n", i), proposer)
+	}
+	write(t, st, "/main.md", "main moved\n", person)
+	if _, _, err := m.Approve(ctx, st, p.ID, person, ApproveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	u, err := st.Usage(ctx)
+	if err != nil || u.Memories != 1001 {
+		t.Errorf("main holds %+v after the approval, %v; want 1,001 memories", u, err)
+	}
+	page, err := st.Versions(ctx, gitstore.VersionFilter{SessionID: proposer.ID, Limit: 1000})
+	if err != nil || len(page.Versions) != 1000 {
+		t.Errorf("%d versions by the proposer in main, %v", len(page.Versions), err)
+	}
+}

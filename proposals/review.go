@@ -1,0 +1,239 @@
+package proposals
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/gitmem/gitmem/gitstore"
+)
+
+// Change is a memory path that a proposal changes, against main as it is now.
+type Change struct {
+	Path      string `json:"path"`
+	Operation string `json:"operation"` // created, modified or deleted
+	MemoryID  string `json:"memory_id"`
+	// Before is main's content now ("" and Created for none); After the proposal's ("" for
+	// a delete). Diff is a unified diff of the two. All three are left out past
+	// MaxDiffBytes of content in one answer (Truncated).
+	Before    *string `json:"before,omitempty"`
+	After     *string `json:"after,omitempty"`
+	Diff      string  `json:"diff,omitempty"`
+	Truncated bool    `json:"truncated,omitempty"`
+}
+
+// MaxDiffBytes bounds the content that one Diff answers; the changes past it are listed
+// without content.
+const MaxDiffBytes = 8 << 20
+
+// Diff returns what proposal id changes, path by path, against main as it is now.
+func (m *Manager) Diff(ctx context.Context, st *gitstore.Store, id string) ([]Change, error) {
+	m.mu.Lock()
+	p, err := m.get(st.ID(), id)
+	var f *gitstore.Store
+	if err == nil && p.State != Approved {
+		f, err = m.fork(p)
+	}
+	m.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if p.State == Approved {
+		return nil, &gitstore.Error{Kind: gitstore.KindConflict, Message: fmt.Sprintf("proposal %s was approved: its changes are main's versions (merge %s)", id, p.Merge)}
+	}
+	_, changed, err := f.Changes(ctx, p.Base)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Change, 0, len(changed))
+	budget := MaxDiffBytes
+	for _, ch := range changed {
+		c := Change{Path: ch.Path, MemoryID: ch.MemoryID}
+		var before, after *string
+		if cur, err := st.GetByPath(ctx, ch.Path, true); err == nil {
+			before = cur.Content
+			if c.MemoryID == "" {
+				c.MemoryID = cur.ID
+			}
+		} else if !gitstore.IsKind(err, gitstore.KindNotFound) {
+			return nil, err
+		}
+		if ch.Blob != "" {
+			s, err := f.Blob(ctx, ch.Blob)
+			if err != nil {
+				return nil, err
+			}
+			after = &s
+		}
+		switch {
+		case before == nil && after == nil:
+			continue // made and deleted again in the proposal
+		case before == nil:
+			c.Operation = "created"
+		case after == nil:
+			c.Operation = "deleted"
+		case *before == *after:
+			continue // main has it already
+		default:
+			c.Operation = "modified"
+		}
+		size := len(deref(before)) + len(deref(after))
+		if size > budget {
+			c.Truncated = true
+		} else {
+			budget -= size
+			c.Before, c.After = before, after
+			a, b := "a"+ch.Path, "b"+ch.Path
+			if before == nil {
+				a = "/dev/null"
+			}
+			if after == nil {
+				b = "/dev/null"
+			}
+			c.Diff = gitstore.UnifiedDiff(a, b, deref(before), deref(after))
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// ApproveOptions change an approval.
+type ApproveOptions struct {
+	// AllowConflicts approves a proposal whose merge with main conflicts: the conflicts are
+	// kept as sync keeps them (both versions, one at a conflict path). Without it, such an
+	// approval is refused with the conflicts, and nothing is written.
+	AllowConflicts bool
+}
+
+// ConflictError refuses an approval whose merge would conflict.
+type ConflictError struct {
+	ID        string
+	Conflicts []gitstore.Conflict
+}
+
+func (e *ConflictError) Error() string {
+	paths := make([]string, len(e.Conflicts))
+	for i, c := range e.Conflicts {
+		paths[i] = c.Path
+	}
+	return fmt.Sprintf("proposal %s conflicts with main at %s; nothing was written: approve with allow_conflicts to keep both sides, or reject it", e.ID, strings.Join(paths, ", "))
+}
+
+// Kind makes a ConflictError a KindConflict error for gitstore.ErrorKind's callers.
+func (e *ConflictError) Unwrap() error {
+	return &gitstore.Error{Kind: gitstore.KindConflict, Message: e.Error()}
+}
+
+// Approve merges proposal id into main by the rules sync has: a fast-forward if main has not
+// moved since the proposal opened, else a merge. Its versions are main's afterwards, by
+// their authors; the proposal records who approved it. A merge that would conflict is
+// refused (ConflictError) unless opts allow it: it is tried first on a fork of main.
+func (m *Manager) Approve(ctx context.Context, st *gitstore.Store, id string, by gitstore.Actor, opts ApproveOptions) (Proposal, gitstore.MergeResult, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p, err := m.get(st.ID(), id)
+	if err != nil {
+		return Proposal{}, gitstore.MergeResult{}, err
+	}
+	if p.State != Open {
+		return Proposal{}, gitstore.MergeResult{}, &gitstore.Error{Kind: gitstore.KindConflict, Message: fmt.Sprintf("proposal %s is %s already", id, p.State)}
+	}
+	dir := m.data.Layout().ProposalFork(id)
+	// Closed first: a write that comes now fails (and is not acknowledged) instead of going
+	// to a fork that the approval has already taken.
+	if f, ok := m.forks[id]; ok {
+		delete(m.forks, id)
+		if err := f.CloseFork(); err != nil {
+			return Proposal{}, gitstore.MergeResult{}, err
+		}
+	}
+	if !opts.AllowConflicts {
+		if conflicts, err := m.tryMerge(ctx, st, id, dir); err != nil {
+			return Proposal{}, gitstore.MergeResult{}, err
+		} else if len(conflicts) > 0 {
+			return Proposal{}, gitstore.MergeResult{}, &ConflictError{ID: id, Conflicts: conflicts}
+		}
+	}
+	head, err := st.TakeBranch(ctx, dir, "refs/heads/proposals/"+id)
+	if err != nil {
+		return Proposal{}, gitstore.MergeResult{}, err
+	}
+	res, err := st.Integrate(ctx, "proposal "+id, head)
+	if err != nil {
+		return Proposal{}, gitstore.MergeResult{}, err
+	}
+	now := time.Now().UTC()
+	by2 := ActorOf(by)
+	p, err = m.update(st.ID(), id, func(p *Proposal) error {
+		p.State, p.DecidedBy, p.DecidedAt, p.Merge = Approved, &by2, &now, res.After
+		return nil
+	})
+	if err != nil {
+		return Proposal{}, res, err
+	}
+	if err := os.RemoveAll(dir); err != nil { // its commits are main's now
+		return p, res, err
+	}
+	return p, res, nil
+}
+
+// tryMerge merges the proposal's fork at dir into a fork of main made for it, and returns
+// the conflicts that merge had; main is not touched.
+func (m *Manager) tryMerge(ctx context.Context, st *gitstore.Store, id, dir string) ([]gitstore.Conflict, error) {
+	trial := filepath.Join(m.data.Layout().ProposalsDir(), ".trial-"+id)
+	os.RemoveAll(trial)
+	defer os.RemoveAll(trial)
+	if err := st.Fork(ctx, trial); err != nil {
+		return nil, err
+	}
+	t, err := m.data.OpenFork(st.ID(), trial)
+	if err != nil {
+		return nil, err
+	}
+	defer t.CloseFork()
+	head, err := t.TakeBranch(ctx, dir, "refs/heads/proposals/"+id)
+	if err != nil {
+		return nil, err
+	}
+	res, err := t.Integrate(ctx, "proposal "+id, head)
+	if err != nil {
+		return nil, err
+	}
+	return res.Conflicts, nil
+}
+
+// Reject closes proposal id without merging it; its fork is kept, so that its changes can
+// still be read.
+func (m *Manager) Reject(st *gitstore.Store, id string, by gitstore.Actor) (Proposal, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p, err := m.get(st.ID(), id)
+	if err != nil {
+		return Proposal{}, err
+	}
+	if p.State != Open {
+		return Proposal{}, &gitstore.Error{Kind: gitstore.KindConflict, Message: fmt.Sprintf("proposal %s is %s already", id, p.State)}
+	}
+	if f, ok := m.forks[id]; ok {
+		delete(m.forks, id)
+		if err := f.CloseFork(); err != nil {
+			return Proposal{}, err
+		}
+	}
+	now := time.Now().UTC()
+	by2 := ActorOf(by)
+	return m.update(st.ID(), id, func(p *Proposal) error {
+		p.State, p.DecidedBy, p.DecidedAt = Rejected, &by2, &now
+		return nil
+	})
+}

@@ -1,0 +1,132 @@
+package webui
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/gitmem/gitmem/proposals"
+)
+
+// The review queue: the store's proposals (what agents with a propose key, or sessions that
+// attach the store to propose, wrote for review), each with its changes against main as one
+// diff across memories, and the forms that decide it with the same operations as the API.
+
+type proposalsPage struct {
+	Open, Decided []proposals.Proposal
+	Off           bool // the UI was built without proposals
+}
+
+type changeView struct {
+	proposals.Change
+	Lines []unifiedLine
+}
+
+type proposalPage struct {
+	Proposal  proposals.Proposal
+	Changes   []changeView
+	Conflicts []string // paths, when an approval was refused
+	Gone      bool     // approved: its changes are main's versions
+}
+
+func (u *UI) proposalsQueue(w http.ResponseWriter, r *http.Request, q *request) error {
+	var page proposalsPage
+	if u.opts.Proposals == nil {
+		page.Off = true
+	} else {
+		list, err := u.opts.Proposals.List(q.storeID, proposals.Filter{})
+		if err != nil {
+			return err
+		}
+		for _, p := range list {
+			if p.State == proposals.Open {
+				page.Open = append(page.Open, p)
+			} else {
+				page.Decided = append(page.Decided, p)
+			}
+		}
+	}
+	u.render(w, r, q, http.StatusOK, "proposals", page)
+	return nil
+}
+
+// proposalOf is the proposal the request names.
+func (u *UI) proposalOf(r *http.Request, q *request) (proposals.Proposal, error) {
+	if u.opts.Proposals == nil {
+		return proposals.Proposal{}, notFound("this server keeps no proposals")
+	}
+	return u.opts.Proposals.Get(q.storeID, r.PathValue("prop"))
+}
+
+func (u *UI) proposal(w http.ResponseWriter, r *http.Request, q *request) error {
+	p, err := u.proposalOf(r, q)
+	if err != nil {
+		return err
+	}
+	return u.showProposal(w, r, q, p, http.StatusOK, nil)
+}
+
+func (u *UI) showProposal(w http.ResponseWriter, r *http.Request, q *request, p proposals.Proposal, status int, conflicts []string) error {
+	page := proposalPage{Proposal: p, Conflicts: conflicts, Gone: p.State == proposals.Approved}
+	if !page.Gone {
+		changes, err := u.opts.Proposals.Diff(r.Context(), q.store, p.ID)
+		if err != nil {
+			return err
+		}
+		for _, c := range changes {
+			page.Changes = append(page.Changes, changeView{Change: c, Lines: unifiedLines(c.Diff)})
+		}
+	}
+	u.render(w, r, q, status, "proposal", page)
+	return nil
+}
+
+func (u *UI) approveProposal(w http.ResponseWriter, r *http.Request, q *request) error {
+	p, err := u.proposalOf(r, q)
+	if err != nil {
+		return err
+	}
+	opts := proposals.ApproveOptions{AllowConflicts: r.PostFormValue("allow_conflicts") == "on"}
+	_, _, err = u.opts.Proposals.Approve(r.Context(), q.store, p.ID, q.caller.Actor, opts)
+	var ce *proposals.ConflictError
+	if errors.As(err, &ce) {
+		paths := make([]string, len(ce.Conflicts))
+		for i, c := range ce.Conflicts {
+			paths[i] = c.Path
+		}
+		return u.showProposal(w, r, q, p, http.StatusConflict, paths)
+	}
+	if err != nil {
+		return err
+	}
+	http.Redirect(w, r, q.storeURL("/proposals/"+p.ID), http.StatusSeeOther)
+	return nil
+}
+
+func (u *UI) rejectProposal(w http.ResponseWriter, r *http.Request, q *request) error {
+	p, err := u.proposalOf(r, q)
+	if err != nil {
+		return err
+	}
+	if c := r.PostFormValue("comment"); c != "" {
+		if _, err := u.opts.Proposals.AddComment(q.storeID, p.ID, q.caller.Actor, c); err != nil {
+			return err
+		}
+	}
+	if _, err := u.opts.Proposals.Reject(q.store, p.ID, q.caller.Actor); err != nil {
+		return err
+	}
+	http.Redirect(w, r, q.storeURL("/proposals/"+p.ID), http.StatusSeeOther)
+	return nil
+}
+
+func (u *UI) commentProposal(w http.ResponseWriter, r *http.Request, q *request) error {
+	p, err := u.proposalOf(r, q)
+	if err != nil {
+		return err
+	}
+	if _, err := u.opts.Proposals.AddComment(q.storeID, p.ID, q.caller.Actor, r.PostFormValue("body")); err != nil {
+		return err
+	}
+	http.Redirect(w, r, q.storeURL("/proposals/"+p.ID)+"#comments", http.StatusSeeOther)
+	return nil
+}

@@ -1,0 +1,109 @@
+package webui_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/gitmem/gitmem/apikeys"
+)
+
+// TestProposalsQueue: an agent's proposal is in the store's queue, shown as one diff across
+// memories; a reader sees it and cannot decide; a person comments, approves one proposal,
+// and rejects another with a reason; a conflicting approval is refused with nothing written.
+func TestProposalsQueue(t *testing.T) {
+	e := start(t)
+	admin, _ := e.key("admin", apikeys.ReadWrite, "")
+	agent, _ := e.key("agent", apikeys.Propose, "")
+	reader, _ := e.key("reader", apikeys.ReadOnly, "")
+	st := e.store(admin, "team")
+	e.write(admin, st, "/rules.md", "Review every change.\n")
+	e.write(agent, st, "/rules.md", "Review every change.\nShip on Fridays.\n")
+	e.write(agent, st, "/idea.md", "<script>alert(1)</script>\n")
+
+	br := e.browser()
+	br.signIn(admin)
+	q := br.get("/ui/stores/" + st + "/proposals")
+	if q.status != 200 || !strings.Contains(q.body, `Changes by key &#34;agent&#34;`) || strings.Contains(q.body, "Nothing to review") {
+		t.Fatalf("queue (%d): %.3000s", q.status, q.body)
+	}
+	id := regexpFind(t, `/proposals/(prop_[0-9A-Z]+)`, q.body)
+	base := "/ui/stores/" + st + "/proposals/" + id
+	p := br.get(base)
+	for _, want := range []string{"2 changes against the store now", "modified</span> <code>/rules.md</code>", `<span class="add">&#43;Ship on Fridays.</span>`,
+		"created</span> <code>/idea.md</code>", "&lt;script&gt;alert(1)&lt;/script&gt;", ">Approve<", ">Reject<"} {
+		if p.status != 200 || !strings.Contains(p.body, want) {
+			t.Fatalf("proposal page (%d) lacks %q: %.4000s", p.status, want, p.body)
+		}
+	}
+	ro := e.browser()
+	ro.signIn(reader)
+	if p := ro.get(base); p.status != 200 || strings.Contains(p.body, ">Approve<") {
+		t.Errorf("a reader's view (%d) offers a decision", p.status)
+	}
+	if p := ro.post(base+"/approve", url.Values{"csrf": {ro.csrf(base)}}); p.status != http.StatusForbidden {
+		t.Errorf("a reader approves: %d", p.status)
+	}
+
+	if p := br.submit(base, base+"/comments", url.Values{"body": {"Fridays are quiet."}}); p.status != http.StatusSeeOther {
+		t.Fatalf("comment: %d %.1000s", p.status, p.body)
+	}
+	if p := br.get(base); !strings.Contains(p.body, "Fridays are quiet.") {
+		t.Errorf("the comment is not shown")
+	}
+	if p := br.submit(base, base+"/approve", nil); p.status != http.StatusSeeOther {
+		t.Fatalf("approve: %d %.2000s", p.status, p.body)
+	}
+	if got := e.readPath(admin, st, "/rules.md"); got != "Review every change.\nShip on Fridays.\n" {
+		t.Errorf("after approval main has %q", got)
+	}
+	if p := br.get(base); !strings.Contains(p.body, "approved") || !strings.Contains(p.body, "its changes are the store") {
+		t.Errorf("approved page: %.2000s", p.body)
+	}
+
+	// A second proposal that conflicts: refused, nothing written; then rejected with a reason.
+	e.write(agent, st, "/rules.md", "Ship on Mondays.\n")
+	e.write(admin, st, "/rules.md", "Ship on Thursdays.\n")
+	q = br.get("/ui/stores/" + st + "/proposals")
+	second := regexpFind(t, `/proposals/(prop_[0-9A-Z]+)">Changes`, q.body)
+	base2 := "/ui/stores/" + st + "/proposals/" + second
+	if p := br.submit(base2, base2+"/approve", nil); p.status != http.StatusConflict || !strings.Contains(p.body, "conflicts with what the store holds now at <code>/rules.md</code>") || !strings.Contains(p.body, `name="allow_conflicts"`) {
+		t.Fatalf("a conflicting approval (%d): %.3000s", p.status, p.body)
+	}
+	if got := e.readPath(admin, st, "/rules.md"); got != "Ship on Thursdays.\n" {
+		t.Errorf("a refused approval wrote: %q", got)
+	}
+	if p := br.submit(base2, base2+"/reject", url.Values{"comment": {"We ship on Thursdays."}}); p.status != http.StatusSeeOther {
+		t.Fatalf("reject: %d", p.status)
+	}
+	if p := br.get(base2); !strings.Contains(p.body, "rejected") || !strings.Contains(p.body, "We ship on Thursdays.") || strings.Contains(p.body, ">Approve<") {
+		t.Errorf("rejected page: %.3000s", p.body)
+	}
+}
+
+// readPath is the content of the memory at path in main ("" if none).
+func (e *env) readPath(_ /* key */, store, path string) string {
+	e.t.Helper()
+	st, err := e.data.Store(context.Background(), store)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	m, err := st.GetByPath(context.Background(), path, true)
+	if err != nil {
+		return ""
+	}
+	return *m.Content
+}
+
+// regexpFind is the first group of pattern in s, or a failure.
+func regexpFind(t *testing.T, pattern, s string) string {
+	t.Helper()
+	m := regexp.MustCompile(pattern).FindStringSubmatch(s)
+	if m == nil {
+		t.Fatalf("no %s in %.2000s", pattern, s)
+	}
+	return m[1]
+}
