@@ -477,7 +477,7 @@ func TestIsScratch(t *testing.T) {
 		".a.md.swp": true, ".a.md.swo": true, ".a.md.swx": true, ".a.md.svz": true, "a.md~": true, "4913": true,
 		".#a.md": true, "#a.md#": true, "sedAb3dEf": true, "sed4Xk2Qz": true, "a.md.tmp": true, "a.md.tmp.123.456": true,
 		".goutputstream-ABC": true,
-		"a.md": false, ".schema.sql": false, ".logo.svg": false, ".deps.sum": false, "sedentary": false, "sedimentx": false,
+		"a.md":               false, ".schema.sql": false, ".logo.svg": false, ".deps.sum": false, "sedentary": false, "sedimentx": false,
 		".tmp": false, "notes.md": false, ".hidden": false, "~": false,
 	} {
 		if got := IsScratch(name); got != want {
