@@ -160,10 +160,14 @@ func baseOf(rel string) string { return rel[strings.LastIndexByte(rel, '/')+1:] 
 // MaxContentBytes, so a program cannot make the mount grow without bound.
 const maxHeld = 4096
 
-// roomToHold refuses a new file or folder held here past maxHeld.
+// maxFolders bounds the folders that the mount holds (made by mkdir, or emptied here):
+// each is a name, not content.
+const maxFolders = 65536
+
+// roomToHold refuses a new file held here past maxHeld.
 func (d *dirNode) roomToHold(op, rel string) syscall.Errno {
 	d.m.mu.Lock()
-	n := len(d.m.local) + len(d.m.dirs)
+	n := len(d.m.local)
 	d.m.mu.Unlock()
 	if n >= maxHeld {
 		d.m.log().Warn("mount: refused, too many files held in the mount", "op", op, "path", "/"+rel, "errno", "ENOSPC", "limit", maxHeld)
@@ -208,8 +212,12 @@ func (d *dirNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse
 	if k != none {
 		return nil, syscall.EEXIST
 	}
-	if e := d.roomToHold("mkdir", rel); e != 0 {
-		return nil, e
+	d.m.mu.Lock()
+	folders := len(d.m.dirs)
+	d.m.mu.Unlock()
+	if folders >= maxFolders {
+		d.m.log().Warn("mount: refused, too many empty folders held in the mount", "op", "mkdir", "path", "/"+rel, "errno", "ENOSPC", "limit", maxFolders)
+		return nil, syscall.ENOSPC
 	}
 	d.m.keepFolder(rel)
 	d.m.dirAttr(&out.Attr)
@@ -240,6 +248,9 @@ func (d *dirNode) Create(ctx context.Context, name string, flags uint32, mode ui
 		} else if !gitstore.IsKind(err, gitstore.KindNotFound) {
 			return nil, nil, 0, d.m.refuse("create", rel, err)
 		}
+	}
+	if k == file && flags&syscall.O_EXCL != 0 {
+		return nil, nil, 0, syscall.EEXIST
 	}
 	scratch := IsScratch(name)
 	now := time.Now()
@@ -344,6 +355,7 @@ func (d *dirNode) Rmdir(ctx context.Context, name string) syscall.Errno {
 	delete(d.m.dirs, rel)
 	d.m.mu.Unlock()
 	d.m.removed(rel) // the folder in its parent's listing, from before its memories went
+	d.m.keepFolder(parentOf(rel))
 	return 0
 }
 
@@ -431,7 +443,7 @@ func (d *dirNode) renameFile(ctx context.Context, name, from, to string, srcMem 
 	m := d.m
 	toScratch := IsScratch(baseOf(to))
 	// The content to move: the open file's, if it is open, else what is stored.
-	content, err := d.openContent(ctx, name, from)
+	content, written, err := d.openContent(ctx, name, from)
 	if err != nil {
 		return m.refuse("rename", from, err)
 	}
@@ -446,12 +458,14 @@ func (d *dirNode) renameFile(ctx context.Context, name, from, to string, srcMem 
 			m.away[from] = to
 		}
 		m.mu.Unlock()
+		written() // the scratch file holds it
 	case srcLocal != nil || dstMem != nil:
 		// A file held here (a temporary file renamed over its target), or a memory moved over
 		// another: the target's next version has the content.
 		if _, err := m.opts.Store.Write(ctx, gitstore.WriteInput{Path: "/" + to, Content: string(content), Actor: m.opts.Actor}); err != nil {
 			return m.refuse("rename", to, err)
 		}
+		written()
 		if srcMem != nil {
 			if _, err := m.opts.Store.Delete(ctx, gitstore.DeleteInput{Path: "/" + from, ID: srcMem.ID, Actor: m.opts.Actor}); err != nil {
 				return m.refuse("rename", from, err)
@@ -478,20 +492,26 @@ func (d *dirNode) renameFile(ctx context.Context, name, from, to string, srcMem 
 }
 
 // openContent is the content of file name of d: its open buffer if it is open, else what
-// the mount holds.
-func (d *dirNode) openContent(ctx context.Context, name, rel string) ([]byte, error) {
+// the mount holds. written, called once the content is stored under its new name, marks an
+// open buffer as written, if it did not change meanwhile.
+func (d *dirNode) openContent(ctx context.Context, name, rel string) (data []byte, written func(), err error) {
 	if ch := d.GetChild(name); ch != nil {
 		if f, ok := ch.Operations().(*fileNode); ok {
 			f.mu.Lock()
 			if f.loaded {
 				data := append([]byte(nil), f.data...)
-				f.dirty = false // what is moved now is written now
 				f.mu.Unlock()
-				return data, nil
+				return data, func() {
+					f.mu.Lock()
+					if string(f.data) == string(data) {
+						f.dirty, f.wrote = false, false
+					}
+					f.mu.Unlock()
+				}, nil
 			}
 			f.mu.Unlock()
 		}
 	}
-	data, _, err := d.m.content(ctx, rel)
-	return data, err
+	data, _, err = d.m.content(ctx, rel)
+	return data, func() {}, err
 }

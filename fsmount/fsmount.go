@@ -60,6 +60,7 @@ type Mount struct {
 	dir    string
 	server *fuse.Server
 	fs     *mountFS
+	served chan struct{} // closed once the file system is unmounted, from here or outside
 }
 
 // New mounts the store at dir, an existing empty directory. A directory left mounted by a
@@ -117,20 +118,26 @@ func New(dir string, opts Options) (*Mount, error) {
 		}
 		return nil, fmt.Errorf("mount %s: %w", dir, err)
 	}
-	return &Mount{dir: dir, server: server, fs: m}, nil
+	mt := &Mount{dir: dir, server: server, fs: m, served: make(chan struct{})}
+	go func() { server.Wait(); close(mt.served) }()
+	return mt, nil
 }
 
 // Wait waits until the file system is unmounted.
-func (m *Mount) Wait() { m.server.Wait() }
+func (m *Mount) Wait() { <-m.served }
 
 // Unmount unmounts the directory; if programs still use it, it is detached (lazily
 // unmounted) so that it is gone for new users at once. Then memories moved to a scratch
 // name and left there are deleted, as the mount showed them gone.
 func (m *Mount) Unmount(ctx context.Context) error {
-	err := m.server.Unmount()
-	if err != nil {
-		if derr := detach(m.dir); derr == nil {
-			err = nil
+	var err error
+	select {
+	case <-m.served: // unmounted from outside (umount)
+	default:
+		if err = m.server.Unmount(); err != nil {
+			if derr := detach(m.dir); derr == nil {
+				err = nil
+			}
 		}
 	}
 	m.fs.settle(ctx)

@@ -25,6 +25,7 @@ func needFUSE(t testing.TB) {
 
 // mounted is a store mounted for a test.
 type mounted struct {
+	m     *Mount
 	dir   string
 	store *gitstore.Store
 	data  *gitstore.DataDir
@@ -62,6 +63,7 @@ func (mt *mounted) another(t testing.TB, opts Options) *mounted {
 	if err != nil {
 		t.Fatal(err)
 	}
+	out.m = m
 	t.Cleanup(func() {
 		if err := m.Unmount(context.Background()); err != nil {
 			t.Errorf("unmount: %v", err)
@@ -74,8 +76,9 @@ func (mt *mounted) another(t testing.TB, opts Options) *mounted {
 // script fails.
 func (mt *mounted) sh(t testing.TB, script string) string {
 	t.Helper()
-	cmd := exec.Command("sh", "-ec", script)
-	cmd.Dir = mt.dir
+	// The shell changes into the mount itself: a child that this process forked into its own
+	// FUSE mount (cmd.Dir) can deadlock the fork against the file system it serves.
+	cmd := exec.Command("sh", "-ec", "cd \"$0\"\n"+script, mt.dir)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("sh -c %q: %v\n%s\nmount log:\n%s", script, err, out, mt.log.String())

@@ -469,3 +469,79 @@ func TestMountCreateOverAnotherWriter(t *testing.T) {
 		t.Errorf("the store holds %q, want the other writer's content changed at its first byte", got)
 	}
 }
+
+// TestIsScratch: editors' and tools' names are scratch; ordinary names, hidden ones
+// included, are not.
+func TestIsScratch(t *testing.T) {
+	for name, want := range map[string]bool{
+		".a.md.swp": true, ".a.md.swo": true, ".a.md.swx": true, ".a.md.svz": true, "a.md~": true, "4913": true,
+		".#a.md": true, "#a.md#": true, "sedAb3dEf": true, "sed4Xk2Qz": true, "a.md.tmp": true, "a.md.tmp.123.456": true,
+		".goutputstream-ABC": true,
+		"a.md":               false, ".schema.sql": false, ".logo.svg": false, ".deps.sum": false, "sedentary": false, "sedimentx": false,
+		".tmp": false, "notes.md": false, ".hidden": false, "~": false,
+	} {
+		if got := IsScratch(name); got != want {
+			t.Errorf("IsScratch(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+// TestMountEdges: what a review found. A file renamed while open with unsaved writes keeps
+// them; rm -r works after the listings expired; O_EXCL refuses a name another writer made;
+// folders that the store holds are not held by the mount too; an outside umount ends the
+// mount cleanly.
+func TestMountEdges(t *testing.T) {
+	mt := mountNew(t, gitstore.Policy{}, Options{CacheFor: 50 * time.Millisecond})
+	ctx := context.Background()
+	api := func(path, content string) {
+		t.Helper()
+		if _, err := mt.store.Write(ctx, gitstore.WriteInput{Path: path, Content: content, Actor: testActor}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	api("/a.md", "old\n")
+	f, err := os.OpenFile(filepath.Join(mt.dir, "a.md"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("new\n")
+	if err := os.Rename(filepath.Join(mt.dir, "a.md"), filepath.Join(mt.dir, "b.md")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wantFiles(t, mt.files(t), map[string]string{"/b.md": "old\nnew\n"})
+
+	api("/p/q/x.md", "x\n")
+	api("/p/q/y.md", "y\n")
+	mt.sh(t, `rm p/q/x.md; sleep 0.2; rm p/q/y.md; sleep 0.2; test -d p/q; rmdir p/q; sleep 0.2; test -d p; rmdir p; test ! -e p`)
+
+	p := filepath.Join(mt.dir, "excl.md")
+	if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	api("/excl.md", "precious\n")
+	if _, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644); !errors.Is(err, os.ErrExist) {
+		t.Errorf("O_EXCL over another writer's memory: %v, want EEXIST", err)
+	}
+	if got := *mt.memory(t, "/excl.md").Content; got != "precious\n" {
+		t.Errorf("after O_EXCL the memory holds %q", got)
+	}
+
+	mt.sh(t, `mkdir -p d1/d2 && echo x > d1/d2/f.md && mkdir e`)
+	mt.m.fs.mu.Lock()
+	held := fmt.Sprint(mt.m.fs.dirs)
+	mt.m.fs.mu.Unlock()
+	if held != "map[e:true]" {
+		t.Errorf("the mount holds the folders %s, want only the empty one", held)
+	}
+
+	if err := syscall.Unmount(mt.dir, 0); err != nil {
+		t.Fatal(err)
+	}
+	mt.m.Wait()
+	if err := mt.m.Unmount(ctx); err != nil {
+		t.Errorf("Unmount after an outside umount: %v", err)
+	}
+}

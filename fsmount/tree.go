@@ -29,15 +29,24 @@ func parentOf(rel string) string {
 }
 
 // scratchNames are the names that editors and tools give the files they keep beside the
-// ones they edit: vim's swap files (.a.md.swp, .swo, ..., .swx, .svz), its write test (4913) and backups (a.md~),
-// emacs's lock and autosave files (.#a.md, #a.md#), sed -i's temporary file (sedAbC123),
-// and temporary files written to be renamed over their target (a.md.tmp, a.md.tmp.123.456,
-// .goutputstream-ABC).
-var scratchNames = regexp.MustCompile(`^(.*~|\..*\.s[a-w][a-z]|4913|\.#.*|#.*#|sed[A-Za-z0-9]{6}|.*\.tmp|.*\.tmp\..*|\.goutputstream-.*|\.~lock\..*#)$`)
+// ones they edit: vim's swap files (.a.md.swp, .swo, ..., .swa, .swx, .svz), its write test
+// (4913) and backups (a.md~), emacs's lock and autosave files (.#a.md, #a.md#), and
+// temporary files written to be renamed over their target (a.md.tmp, a.md.tmp.123.456,
+// .goutputstream-ABC). Narrow on purpose: a file of such a name is never stored.
+var scratchNames = regexp.MustCompile(`^(.+~|\..+\.(sw[a-px]|svz)|4913|\.#.+|#.+#|.+\.tmp|.+\.tmp\..+|\.goutputstream-.+|\.~lock\..+#)$`)
+
+// sedTemp is the name of sed -i's temporary file: sed and six random letters and digits.
+var sedTemp = regexp.MustCompile(`^sed[A-Za-z0-9]{6}$`)
 
 // IsScratch tells whether a file name is one that stays in the mount and never reaches the
-// store.
-func IsScratch(name string) bool { return scratchNames.MatchString(name) }
+// store. sed's names are told from words (sedentary) by the capital or digit that six random
+// characters nearly always have.
+func IsScratch(name string) bool {
+	if sedTemp.MatchString(name) {
+		return strings.ContainsAny(name[3:], "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+	}
+	return scratchNames.MatchString(name)
+}
 
 // entry is a name in a folder as the store lists it.
 type entry struct {
@@ -99,6 +108,9 @@ func (m *mountFS) wrote(rel string, mem gitstore.Memory, content string) {
 	m.contents.put(mem.ContentSHA256, content)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	for dir := parentOf(rel); dir != ""; dir = parentOf(dir) {
+		delete(m.dirs, dir) // the store holds it now
+	}
 	m.relist(parentOf(rel), func(entries map[string]entry) { entries[baseOf(rel)] = entry{mem: &mem} })
 	for dir := parentOf(rel); dir != ""; dir = parentOf(dir) {
 		m.relist(parentOf(dir), func(entries map[string]entry) { entries[baseOf(dir)] = entry{dir: true} })
@@ -256,12 +268,11 @@ func (m *mountFS) moveLocal(from, to string) {
 // keepFolder keeps folder dir visible after its last memory left it: git has no empty
 // folders, but rm -r and mv expect the folder to stay until rmdir.
 func (m *mountFS) keepFolder(dir string) {
-	if dir == "" {
-		return
-	}
 	m.mu.Lock()
-	m.dirs[dir] = true
-	m.mu.Unlock()
+	defer m.mu.Unlock()
+	for ; dir != ""; dir = parentOf(dir) {
+		m.dirs[dir] = true // and its parents: they may have held nothing else either
+	}
 }
 
 // contentCache keeps memories' content by hash, to a bound in bytes: a read that the
