@@ -284,6 +284,13 @@ func (d *DataDir) DeleteStore(ctx context.Context, id string) error {
 	if err := os.Remove(d.catalogPath(id)); err != nil && !os.IsNotExist(err) {
 		return fmt.Errorf("delete catalog of %s: %w", id, err)
 	}
+	// Its proposals go with it (whoever keeps them open closes them: proposals.Forget).
+	if err := os.Remove(d.Layout().ProposalsFile(id)); err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("delete the proposals of %s: %w", id, err)
+	}
+	if err := os.RemoveAll(d.Layout().ProposalForks(id)); err != nil {
+		return fmt.Errorf("delete the proposals of %s: %w", id, err)
+	}
 	return os.RemoveAll(trash)
 }
 

@@ -24,7 +24,7 @@ import (
 //	webhooks/<id>.json     a webhook's delivery cursors and log (package webhooks)
 //	.ready-probe           written and removed by each readiness check (health.go)
 //	proposals/<store>.json a store's proposals (package proposals)
-//	proposals/<prop_id>/   a proposal's fork: repo.git and catalog.db (fork.go)
+//	proposals/<store>/<prop_id>/ a proposal's fork: repo.git and catalog.db (fork.go)
 type Layout struct{ Root string }
 
 // LockFile is the file whose lock the process that holds the directory has.
@@ -73,8 +73,11 @@ func (l Layout) ProposalsDir() string { return filepath.Join(l.Root, "proposals"
 // ProposalsFile lists the proposals of the store id.
 func (l Layout) ProposalsFile(id string) string { return filepath.Join(l.ProposalsDir(), id+".json") }
 
-// ProposalFork is the fork that holds the changes of proposal id.
-func (l Layout) ProposalFork(id string) string { return filepath.Join(l.ProposalsDir(), id) }
+// ProposalForks holds the forks of the proposals of store id.
+func (l Layout) ProposalForks(id string) string { return filepath.Join(l.ProposalsDir(), id) }
+
+// ProposalFork is the fork that holds the changes of proposal prop of store id.
+func (l Layout) ProposalFork(id, prop string) string { return filepath.Join(l.ProposalForks(id), prop) }
 
 // CatalogDir holds the stores' catalogs.
 func (l Layout) CatalogDir() string { return filepath.Join(l.Root, "catalog") }

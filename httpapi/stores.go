@@ -211,7 +211,10 @@ func (s *Server) deleteStore(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.data.DeleteStore(c.Request().Context(), st.ID()); err != nil {
+	s.props.Forget(st.ID()) // its open proposals' forks, before their files go
+	err = s.data.DeleteStore(c.Request().Context(), st.ID())
+	s.props.Forget(st.ID())
+	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, deletedJSON{Type: "memory_store_deleted", ID: st.ID()})

@@ -107,6 +107,20 @@ func New(data *gitstore.DataDir) *Manager {
 	return &Manager{data: data, lists: map[string][]Proposal{}, forks: map[string]*gitstore.Store{}}
 }
 
+// Forget closes the open forks of a store that was deleted (DataDir.DeleteStore removes
+// its proposals) and forgets its list.
+func (m *Manager) Forget(storeID string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for id, f := range m.forks {
+		if f.ID() == storeID {
+			f.CloseFork()
+			delete(m.forks, id)
+		}
+	}
+	delete(m.lists, storeID)
+}
+
 // Close closes the open forks.
 func (m *Manager) Close() error {
 	m.mu.Lock()
@@ -246,7 +260,7 @@ func (m *Manager) fork(p Proposal) (*gitstore.Store, error) {
 	if f, ok := m.forks[p.ID]; ok {
 		return f, nil
 	}
-	f, err := m.data.OpenFork(p.StoreID, m.data.Layout().ProposalFork(p.ID))
+	f, err := m.data.OpenFork(p.StoreID, m.data.Layout().ProposalFork(p.StoreID, p.ID))
 	if err != nil {
 		return nil, fmt.Errorf("open proposal %s: %w", p.ID, err)
 	}
@@ -277,11 +291,11 @@ func (m *Manager) Writes(ctx context.Context, st *gitstore.Store, author gitstor
 	if p.Title == "" {
 		p.Title = "Changes by " + describe(author)
 	}
-	if err := st.Fork(ctx, m.data.Layout().ProposalFork(p.ID)); err != nil {
+	if err := st.Fork(ctx, m.data.Layout().ProposalFork(p.StoreID, p.ID)); err != nil {
 		return nil, Proposal{}, err
 	}
 	if err := m.save(st.ID(), append(slices.Clone(l), p)); err != nil {
-		os.RemoveAll(m.data.Layout().ProposalFork(p.ID))
+		os.RemoveAll(m.data.Layout().ProposalFork(p.StoreID, p.ID))
 		return nil, Proposal{}, err
 	}
 	f, err := m.fork(p)

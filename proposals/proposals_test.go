@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"testing"
 
 	"github.com/gitmem/gitmem/gitstore"
@@ -225,5 +226,28 @@ func TestApproveThousand(t *testing.T) {
 	page, err := st.Versions(ctx, gitstore.VersionFilter{SessionID: proposer.ID, Limit: 1000})
 	if err != nil || len(page.Versions) != 1000 {
 		t.Errorf("%d versions by the proposer in main, %v", len(page.Versions), err)
+	}
+}
+
+// TestDeleteStore: a store's proposals go with it.
+func TestDeleteStore(t *testing.T) {
+	ctx := context.Background()
+	m, st := newManager(t)
+	f, _, err := m.Writes(ctx, st, proposer, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, f, "/x.md", "x\n", proposer)
+	m.Forget(st.ID())
+	if err := m.data.DeleteStore(ctx, st.ID()); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{m.data.Layout().ProposalsFile(st.ID()), m.data.Layout().ProposalForks(st.ID())} {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s after the store's deletion: %v", p, err)
+		}
+	}
+	if list, err := m.List(st.ID(), Filter{}); err != nil || len(list) != 0 {
+		t.Errorf("proposals of the deleted store: %+v %v", list, err)
 	}
 }

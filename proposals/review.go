@@ -148,7 +148,7 @@ func (m *Manager) Approve(ctx context.Context, st *gitstore.Store, id string, by
 	if p.State != Open {
 		return Proposal{}, gitstore.MergeResult{}, &gitstore.Error{Kind: gitstore.KindConflict, Message: fmt.Sprintf("proposal %s is %s already", id, p.State)}
 	}
-	dir := m.data.Layout().ProposalFork(id)
+	dir := m.data.Layout().ProposalFork(st.ID(), id)
 	// Closed first: a write that comes now fails (and is not acknowledged) instead of going
 	// to a fork that the approval has already taken.
 	if f, ok := m.forks[id]; ok {
@@ -190,7 +190,7 @@ func (m *Manager) Approve(ctx context.Context, st *gitstore.Store, id string, by
 // tryMerge merges the proposal's fork at dir into a fork of main made for it, and returns
 // the conflicts that merge had; main is not touched.
 func (m *Manager) tryMerge(ctx context.Context, st *gitstore.Store, id, dir string) ([]gitstore.Conflict, error) {
-	trial := filepath.Join(m.data.Layout().ProposalsDir(), ".trial-"+id)
+	trial := filepath.Join(m.data.Layout().ProposalForks(st.ID()), ".trial-"+id)
 	os.RemoveAll(trial)
 	defer os.RemoveAll(trial)
 	if err := st.Fork(ctx, trial); err != nil {
