@@ -33,6 +33,13 @@ func (c catTx) applyCommit(or objectReader, commit *object.Commit, parentTree pl
 			}
 		}
 	}
+	if len(changes) == 0 {
+		if t := parseTrailers(commit.Message); t.get(trailerProposal) != "" {
+			if err := c.addStoreChange(proposalStep(commit, t)); err != nil {
+				return err
+			}
+		}
+	}
 	if mem := onlyMemories(changes); len(mem) > 0 {
 		t := parseTrailers(commit.Message)
 		if _, _, ok := t.version(); ok {
@@ -116,6 +123,15 @@ func storeChange(commit *object.Commit, before []byte, info StoreInfo) storeChgR
 	when := commit.Author.When.Truncate(time.Second)
 	return storeChgRec{ID: derivedID(StoreChangePrefix, when, "store", derivationSource(commit)),
 		Op: op, At: when.UnixMilli(), actorRec: recOf(commitActor(commit, t)), Commit: commit.Hash.String()}
+}
+
+// proposalStep is the record of a commit that records a step of a proposal's review. Its id
+// derives from the commit, as a store change's does.
+func proposalStep(commit *object.Commit, t trailers) storeChgRec {
+	when := commit.Author.When.Truncate(time.Second)
+	return storeChgRec{ID: derivedID(StoreChangePrefix, when, "proposal", derivationSource(commit)),
+		Op: t.get(trailerProposalState), Prop: t.get(trailerProposal), At: when.UnixMilli(),
+		actorRec: recOf(commitActor(commit, t)), Commit: commit.Hash.String()}
 }
 
 // commitActor is who made a commit: the actor its gitmem trailers name, else the user its

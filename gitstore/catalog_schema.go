@@ -108,7 +108,9 @@ type verRec struct {
 // storeChgRec is a change of the store's metadata (bucket storechg).
 type storeChgRec struct {
 	ID string `json:"i"`
-	Op string `json:"o"` // created, updated, archived
+	Op string `json:"o"` // created, updated, archived; for a proposal opened, approved, rejected
+	// Prop is the proposal whose review step this is ("" for a change of store.json).
+	Prop string `json:"p,omitempty"`
 	At int64  `json:"t"` // unix ms
 	actorRec
 	Commit string `json:"c"`

@@ -31,6 +31,10 @@ const (
 	// A change of the store's metadata instead of a version: the store and the operation.
 	trailerStore   = "Gitmem-Store"
 	trailerStoreOp = "Gitmem-Store-Operation"
+	// A step of a proposal's review, recorded in main as a commit that changes nothing:
+	// the proposal and its new state (opened, approved, rejected).
+	trailerProposal      = "Gitmem-Proposal"
+	trailerProposalState = "Gitmem-Proposal-State"
 	// The version that a restore brought back (history.go, revert.go).
 	trailerRestoredFrom = "Gitmem-Restored-From"
 	// What a revert commit reverts: "session sesn_…" or "api_key apikey_…", with the range

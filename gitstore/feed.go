@@ -39,7 +39,9 @@ func (c Event) ID() string {
 type StoreChange struct {
 	ID        string // storechg_...
 	StoreID   string
-	Operation string // created, updated or archived
+	Operation string // created, updated or archived; for a proposal, opened, approved or rejected
+	// ProposalID is set for a step of a proposal's review (RecordProposal).
+	ProposalID string
 	CreatedBy Actor
 	CreatedAt time.Time
 	Commit    string
@@ -109,7 +111,7 @@ func (s *Store) EventsAfter(ctx context.Context, after string, limit int) ([]Eve
 }
 
 func (s *Store) storeChange(ch storeChgRec) *StoreChange {
-	return &StoreChange{ID: ch.ID, StoreID: s.id, Operation: ch.Op, CreatedAt: msTime(ch.At), Commit: ch.Commit,
+	return &StoreChange{ID: ch.ID, StoreID: s.id, Operation: ch.Op, ProposalID: ch.Prop, CreatedAt: msTime(ch.At), Commit: ch.Commit,
 		CreatedBy: ch.actor()}
 }
 

@@ -261,7 +261,7 @@ func (s *Server) rejectProposal(c echo.Context) error {
 			return err
 		}
 	}
-	if p, err = s.props.Reject(st, p.ID, cl.actor); err != nil {
+	if p, err = s.props.Reject(c.Request().Context(), st, p.ID, cl.actor); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, toProposal(p))

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -94,6 +95,44 @@ func TestProposals(t *testing.T) {
 	vers, err := person.Beta.MemoryStores.MemoryVersions.List(ctx, store.ID, anthropic.BetaMemoryStoreMemoryVersionListParams{APIKeyID: anthropic.String(agentKey.ID)})
 	if err != nil || len(vers.Data) != 2 {
 		t.Errorf("versions by the agent's key in main: %d, %v", len(vers.Data), err)
+	}
+
+	// The review's steps are events of the store's feed, in order with the versions that the
+	// approval brought, the same after the catalog is rebuilt from history.
+	feed := func() string {
+		t.Helper()
+		st, err := ts.data.Store(ctx, store.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs, _, err := st.EventsAfter(ctx, "", 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, ev := range evs {
+			typ, data, err := EventPayload(ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			line := typ + " " + ev.ID()
+			if strings.HasPrefix(typ, "proposal.") && !strings.Contains(string(data), `"proposal_id":"`+id+`"`) {
+				t.Errorf("event %s: %s", typ, data)
+			}
+			out = append(out, line)
+		}
+		return strings.Join(out, "\n")
+	}
+	before := feed()
+	types := regexp.MustCompile(` \S+`).ReplaceAllString(before, "")
+	if types != "store.created\nmemory.created\nproposal.opened\nmemory.created\nmemory.modified\nproposal.approved" {
+		t.Errorf("the feed:\n%s", types)
+	}
+	if err := ts.data.Reindex(ctx, store.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	if after := feed(); after != before {
+		t.Errorf("after a rebuild the feed is\n%s\nwas\n%s", after, before)
 	}
 }
 

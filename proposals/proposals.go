@@ -291,6 +291,11 @@ func (m *Manager) Writes(ctx context.Context, st *gitstore.Store, author gitstor
 	if p.Title == "" {
 		p.Title = "Changes by " + describe(author)
 	}
+	// Recorded in main first, so that the fork has the step and approval can fast-forward.
+	if err := st.RecordProposal(ctx, p.ID, "opened", p.Title, author); err != nil {
+		return nil, Proposal{}, err
+	}
+	p.Base = st.Head()
 	if err := st.Fork(ctx, m.data.Layout().ProposalFork(p.StoreID, p.ID)); err != nil {
 		return nil, Proposal{}, err
 	}

@@ -172,6 +172,10 @@ func (m *Manager) Approve(ctx context.Context, st *gitstore.Store, id string, by
 	if err != nil {
 		return Proposal{}, gitstore.MergeResult{}, err
 	}
+	if err := st.RecordProposal(ctx, id, "approved", p.Title, by); err != nil {
+		return Proposal{}, res, err
+	}
+	res.After = st.Head()
 	now := time.Now().UTC()
 	by2 := ActorOf(by)
 	p, err = m.update(st.ID(), id, func(p *Proposal) error {
@@ -214,7 +218,7 @@ func (m *Manager) tryMerge(ctx context.Context, st *gitstore.Store, id, dir stri
 
 // Reject closes proposal id without merging it; its fork is kept, so that its changes can
 // still be read.
-func (m *Manager) Reject(st *gitstore.Store, id string, by gitstore.Actor) (Proposal, error) {
+func (m *Manager) Reject(ctx context.Context, st *gitstore.Store, id string, by gitstore.Actor) (Proposal, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	p, err := m.get(st.ID(), id)
@@ -229,6 +233,9 @@ func (m *Manager) Reject(st *gitstore.Store, id string, by gitstore.Actor) (Prop
 		if err := f.CloseFork(); err != nil {
 			return Proposal{}, err
 		}
+	}
+	if err := st.RecordProposal(ctx, id, "rejected", p.Title, by); err != nil {
+		return Proposal{}, err
 	}
 	now := time.Now().UTC()
 	by2 := ActorOf(by)

@@ -112,7 +112,7 @@ func (u *UI) rejectProposal(w http.ResponseWriter, r *http.Request, q *request) 
 			return err
 		}
 	}
-	if _, err := u.opts.Proposals.Reject(q.store, p.ID, q.caller.Actor); err != nil {
+	if _, err := u.opts.Proposals.Reject(r.Context(), q.store, p.ID, q.caller.Actor); err != nil {
 		return err
 	}
 	http.Redirect(w, r, q.storeURL("/proposals/"+p.ID), http.StatusSeeOther)

@@ -130,7 +130,7 @@ func localProposals(ctx context.Context, m *proposals.Manager, st *gitstore.Stor
 				return nil, err
 			}
 		}
-		p, err := m.Reject(st, id, me)
+		p, err := m.Reject(ctx, st, id, me)
 		if err != nil {
 			return nil, err
 		}
