@@ -111,7 +111,7 @@ type storeChgRec struct {
 	Op string `json:"o"` // created, updated, archived; for a proposal opened, approved, rejected
 	// Prop is the proposal whose review step this is ("" for a change of store.json).
 	Prop string `json:"p,omitempty"`
-	At int64  `json:"t"` // unix ms
+	At   int64  `json:"t"` // unix ms
 	actorRec
 	Commit string `json:"c"`
 

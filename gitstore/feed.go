@@ -42,9 +42,9 @@ type StoreChange struct {
 	Operation string // created, updated or archived; for a proposal, opened, approved or rejected
 	// ProposalID is set for a step of a proposal's review (RecordProposal).
 	ProposalID string
-	CreatedBy Actor
-	CreatedAt time.Time
-	Commit    string
+	CreatedBy  Actor
+	CreatedAt  time.Time
+	Commit     string
 }
 
 // IsCursor tells whether s has the form of a change's id.

@@ -50,23 +50,11 @@ type eventJSON struct {
 	Commit          string    `json:"commit"`
 }
 
-// proposalEventJSON is the event data of a step of a proposal's review.
-type proposalEventJSON struct {
-	Type          string    `json:"type"`
-	MemoryStoreID string    `json:"memory_store_id"`
-	ProposalID    string    `json:"proposal_id"`
-	StoreChangeID string    `json:"store_change_id"`
-	Operation     string    `json:"operation"`
-	CreatedBy     actorJSON `json:"created_by"`
-	CreatedAt     string    `json:"created_at"`
-	SessionID     string    `json:"session_id,omitempty"`
-	Commit        string    `json:"commit"`
-}
-
 // storeEventJSON is the event data of a change of the store's metadata.
 type storeEventJSON struct {
 	Type          string    `json:"type"`
 	MemoryStoreID string    `json:"memory_store_id"`
+	ProposalID    string    `json:"proposal_id,omitempty"` // a step of a proposal's review
 	StoreChangeID string    `json:"store_change_id"`
 	Operation     string    `json:"operation"`
 	CreatedBy     actorJSON `json:"created_by"`
@@ -80,16 +68,12 @@ type storeEventJSON struct {
 // store.updated, store.archived; proposal.opened, proposal.approved, proposal.rejected) and
 // its data. The webhooks send the same.
 func EventPayload(ch gitstore.Event) (typ string, data []byte, err error) {
-	if st := ch.Store; st != nil && st.ProposalID != "" {
-		typ = "proposal." + st.Operation
-		data, err = json.Marshal(proposalEventJSON{Type: typ, MemoryStoreID: st.StoreID, ProposalID: st.ProposalID,
-			StoreChangeID: st.ID, Operation: st.Operation, CreatedBy: toActor(st.CreatedBy), CreatedAt: wireTime(st.CreatedAt),
-			SessionID: st.CreatedBy.SessionID(), Commit: st.Commit})
-		return typ, data, err
-	}
 	if st := ch.Store; st != nil {
 		typ = "store." + st.Operation
-		data, err = json.Marshal(storeEventJSON{Type: typ, MemoryStoreID: st.StoreID, StoreChangeID: st.ID,
+		if st.ProposalID != "" {
+			typ = "proposal." + st.Operation
+		}
+		data, err = json.Marshal(storeEventJSON{Type: typ, MemoryStoreID: st.StoreID, ProposalID: st.ProposalID, StoreChangeID: st.ID,
 			Operation: st.Operation, CreatedBy: toActor(st.CreatedBy), CreatedAt: wireTime(st.CreatedAt),
 			SessionID: st.CreatedBy.SessionID(), Commit: st.Commit})
 		return typ, data, err
