@@ -19,7 +19,7 @@ import (
 //	GET    /v1/memory_stores/{id}/proposals?state=&author_id=   newest first
 //	GET    /v1/memory_stores/{id}/proposals/{prop}               with its changes against main
 //	PATCH  /v1/memory_stores/{id}/proposals/{prop}               {title}
-//	POST   /v1/memory_stores/{id}/proposals/{prop}/approve       {allow_conflicts?}
+//	POST   /v1/memory_stores/{id}/proposals/{prop}/approve       {allow_conflicts?, paths?}
 //	POST   /v1/memory_stores/{id}/proposals/{prop}/reject        {comment?}
 //	POST   /v1/memory_stores/{id}/proposals/{prop}/comments      {body}
 //
@@ -219,7 +219,7 @@ func (s *Server) approveProposal(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	b, err := readBody(c, "allow_conflicts")
+	b, err := readBody(c, "allow_conflicts", "paths")
 	if err != nil {
 		return err
 	}
@@ -227,6 +227,14 @@ func (s *Server) approveProposal(c echo.Context) error {
 	if b.has("allow_conflicts") {
 		if err := b.decode("allow_conflicts", &opts.AllowConflicts, "true or false"); err != nil {
 			return err
+		}
+	}
+	if b.has("paths") {
+		if err := b.decode("paths", &opts.Paths, "an array of memory paths"); err != nil {
+			return err
+		}
+		if len(opts.Paths) == 0 {
+			return badRequest("paths must name at least one memory path; leave it out to approve the whole proposal")
 		}
 	}
 	p, res, err := s.props.Approve(c.Request().Context(), st, p.ID, cl.actor, opts)

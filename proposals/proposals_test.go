@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/gitmem/gitmem/gitstore"
@@ -248,5 +249,50 @@ func TestDeleteStore(t *testing.T) {
 	}
 	if list, err := m.List(st.ID(), Filter{}); err != nil || len(list) != 0 {
 		t.Errorf("proposals of the deleted store: %+v %v", list, err)
+	}
+}
+
+// TestApproveSome: approving some of a proposal's memories writes those, as versions by the
+// proposer, and drops the rest; a path that main changed meanwhile is a conflict.
+func TestApproveSome(t *testing.T) {
+	ctx := context.Background()
+	m, st := newManager(t)
+	write(t, st, "/keep.md", "main\n", person)
+	write(t, st, "/gone.md", "old\n", person)
+	f, p, err := m.Writes(ctx, st, proposer, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, f, "/a.md", "a\n", proposer)
+	write(t, f, "/b.md", "b\n", proposer)
+	write(t, f, "/keep.md", "proposed\n", proposer)
+	if _, err := f.Delete(ctx, gitstore.DeleteInput{Path: "/gone.md", Actor: proposer}); err != nil {
+		t.Fatal(err)
+	}
+	write(t, st, "/keep.md", "main moved\n", person)
+
+	_, _, err = m.Approve(ctx, st, p.ID, person, ApproveOptions{Paths: []string{"/a.md", "/keep.md"}})
+	var ce *ConflictError
+	if !errors.As(err, &ce) || len(ce.Conflicts) != 1 || ce.Conflicts[0].Path != "/keep.md" {
+		t.Fatalf("approve some with a conflict: %v", err)
+	}
+	if _, _, err := m.Approve(ctx, st, p.ID, person, ApproveOptions{Paths: []string{"/nope.md"}}); !gitstore.IsKind(err, gitstore.KindInvalid) {
+		t.Errorf("a path the proposal does not change: %v", err)
+	}
+	p, _, err = m.Approve(ctx, st, p.ID, person, ApproveOptions{Paths: []string{"/a.md", "/gone.md"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{"/a.md": "a\n", "/b.md": "<none>", "/keep.md": "main moved\n", "/gone.md": "<none>"} {
+		if got := content(t, st, path); got != want {
+			t.Errorf("%s = %q, want %q", path, got, want)
+		}
+	}
+	page, err := st.Versions(ctx, gitstore.VersionFilter{SessionID: proposer.ID})
+	if err != nil || len(page.Versions) != 2 {
+		t.Errorf("versions by the proposer in main: %+v %v", page.Versions, err)
+	}
+	if p.State != Approved || len(p.Comments) != 1 || !strings.Contains(p.Comments[0].Body, "Approved 2 of its 4 changes") {
+		t.Errorf("the proposal after: %+v", p)
 	}
 }

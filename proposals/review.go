@@ -44,6 +44,11 @@ func (m *Manager) Diff(ctx context.Context, st *gitstore.Store, id string) ([]Ch
 	if p.State == Approved {
 		return nil, &gitstore.Error{Kind: gitstore.KindConflict, Message: fmt.Sprintf("proposal %s was approved: its changes are main's versions (merge %s)", id, p.Merge)}
 	}
+	return diff(ctx, st, f, p)
+}
+
+// diff is Diff of proposal p, whose fork is f.
+func diff(ctx context.Context, st, f *gitstore.Store, p Proposal) ([]Change, error) {
 	_, changed, err := f.Changes(ctx, p.Base)
 	if err != nil {
 		return nil, err
@@ -113,6 +118,11 @@ type ApproveOptions struct {
 	// kept as sync keeps them (both versions, one at a conflict path). Without it, such an
 	// approval is refused with the conflicts, and nothing is written.
 	AllowConflicts bool
+	// Paths, if set, approves only the changes of these memory paths (as Diff names them):
+	// each becomes a version in main by the proposal's author, and the other changes are
+	// dropped with the proposal. A path that main changed since the proposal opened is a
+	// conflict, refused unless AllowConflicts (then the proposal's content wins).
+	Paths []string
 }
 
 // ConflictError refuses an approval whose merge would conflict.
@@ -147,6 +157,9 @@ func (m *Manager) Approve(ctx context.Context, st *gitstore.Store, id string, by
 	}
 	if p.State != Open {
 		return Proposal{}, gitstore.MergeResult{}, &gitstore.Error{Kind: gitstore.KindConflict, Message: fmt.Sprintf("proposal %s is %s already", id, p.State)}
+	}
+	if len(opts.Paths) > 0 {
+		return m.approveSome(ctx, st, p, by, opts)
 	}
 	dir := m.data.Layout().ProposalFork(st.ID(), id)
 	// Closed first: a write that comes now fails (and is not acknowledged) instead of going
@@ -243,4 +256,121 @@ func (m *Manager) Reject(ctx context.Context, st *gitstore.Store, id string, by 
 		p.State, p.DecidedBy, p.DecidedAt = Rejected, &by2, &now
 		return nil
 	})
+}
+
+// MaxApprovePaths bounds the paths of one approval of some of a proposal's changes.
+const MaxApprovePaths = 10_000
+
+// approveSome approves the changes of opts.Paths: each is written to main (or deleted) as the
+// proposal has it, as a version by the proposal's author, after checking that main has not
+// changed the path since the proposal opened; the rest are dropped. m.mu is held.
+func (m *Manager) approveSome(ctx context.Context, st *gitstore.Store, p Proposal, by gitstore.Actor, opts ApproveOptions) (Proposal, gitstore.MergeResult, error) {
+	if len(opts.Paths) > MaxApprovePaths {
+		return Proposal{}, gitstore.MergeResult{}, &gitstore.Error{Kind: gitstore.KindInvalid, Message: fmt.Sprintf("%d paths; one approval takes at most %d", len(opts.Paths), MaxApprovePaths)}
+	}
+	f, err := m.fork(p)
+	if err != nil {
+		return Proposal{}, gitstore.MergeResult{}, err
+	}
+	changes, err := diff(ctx, st, f, p)
+	if err != nil {
+		return Proposal{}, gitstore.MergeResult{}, err
+	}
+	byPath := map[string]Change{}
+	for _, c := range changes {
+		byPath[c.Path] = c
+	}
+	base, err := st.ReaderAt(ctx, p.Base)
+	if err != nil {
+		return Proposal{}, gitstore.MergeResult{}, err
+	}
+	type step struct {
+		c     Change
+		now   *gitstore.Memory // main's memory at the path now
+		after *string          // the proposal's content, nil for a delete
+	}
+	var steps []step
+	var conflicts []gitstore.Conflict
+	for _, path := range opts.Paths {
+		c, ok := byPath[path]
+		if !ok {
+			return Proposal{}, gitstore.MergeResult{}, &gitstore.Error{Kind: gitstore.KindInvalid, Message: fmt.Sprintf("proposal %s does not change %s", p.ID, path)}
+		}
+		s := step{c: c}
+		if mine, err := f.GetByPath(ctx, path, true); err == nil {
+			s.after = mine.Content // read whole: Diff leaves large contents out
+		} else if !gitstore.IsKind(err, gitstore.KindNotFound) {
+			return Proposal{}, gitstore.MergeResult{}, err
+		}
+		if cur, err := st.GetByPath(ctx, path, false); err == nil {
+			s.now = &cur
+		} else if !gitstore.IsKind(err, gitstore.KindNotFound) {
+			return Proposal{}, gitstore.MergeResult{}, err
+		}
+		var baseSHA, nowSHA string
+		if was, err := base.GetByPath(ctx, path, false); err == nil {
+			baseSHA = was.ContentSHA256
+		} else if !gitstore.IsKind(err, gitstore.KindNotFound) {
+			return Proposal{}, gitstore.MergeResult{}, err
+		}
+		if s.now != nil {
+			nowSHA = s.now.ContentSHA256
+		}
+		if nowSHA != baseSHA {
+			conflicts = append(conflicts, gitstore.Conflict{Path: path, MemoryID: c.MemoryID})
+		}
+		steps = append(steps, s)
+	}
+	if len(conflicts) > 0 && !opts.AllowConflicts {
+		return Proposal{}, gitstore.MergeResult{}, &ConflictError{ID: p.ID, Conflicts: conflicts}
+	}
+	if err := f.CloseFork(); err != nil { // its other changes are dropped
+		return Proposal{}, gitstore.MergeResult{}, err
+	}
+	delete(m.forks, p.ID)
+	res := gitstore.MergeResult{Outcome: "some", Before: st.Head(), Conflicts: conflicts}
+	author := p.Author.Store()
+	for _, s := range steps {
+		var err error
+		switch {
+		case s.after == nil && s.now != nil:
+			_, err = st.Delete(ctx, gitstore.DeleteInput{ID: s.now.ID, ExpectedSHA256: s.now.ContentSHA256, Actor: author})
+		case s.after != nil:
+			in := gitstore.WriteInput{Path: s.c.Path, Content: *s.after, Actor: author}
+			if s.now != nil {
+				in.Precondition = &gitstore.Precondition{Type: gitstore.ContentSHA256, ContentSHA256: s.now.ContentSHA256}
+			} else {
+				in.Precondition = &gitstore.Precondition{Type: gitstore.NotExists}
+			}
+			_, err = st.Write(ctx, in)
+		}
+		if err != nil {
+			return Proposal{}, res, fmt.Errorf("approve %s of proposal %s: %w (the paths before it are approved)", s.c.Path, p.ID, err)
+		}
+	}
+	if err := st.RecordProposal(ctx, p.ID, "approved", p.Title, by); err != nil {
+		return Proposal{}, res, err
+	}
+	res.After = st.Head()
+	now := time.Now().UTC()
+	by2 := ActorOf(by)
+	note := fmt.Sprintf("Approved %d of its %d changes: %s; the others were dropped.", len(steps), len(changes), strings.Join(opts.Paths, ", "))
+	p, err = m.update(st.ID(), p.ID, func(p *Proposal) error {
+		p.State, p.DecidedBy, p.DecidedAt, p.Merge = Approved, &by2, &now, res.After
+		if len(p.Comments) < MaxComments {
+			p.Comments = append(p.Comments, Comment{Author: by2, Body: oneLine(note, MaxComment), CreatedAt: now})
+		}
+		return nil
+	})
+	if err != nil {
+		return p, res, err
+	}
+	return p, res, os.RemoveAll(m.data.Layout().ProposalFork(st.ID(), p.ID))
+}
+
+func oneLine(s string, max int) string {
+	if len(s) > max {
+		return s[:max-3] + "..."
+	}
+	return s
 }

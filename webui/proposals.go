@@ -3,6 +3,7 @@ package webui
 import (
 	"errors"
 	"net/http"
+	"strconv"
 
 	"github.com/gitmem/gitmem/proposals"
 )
@@ -86,6 +87,14 @@ func (u *UI) approveProposal(w http.ResponseWriter, r *http.Request, q *request)
 		return err
 	}
 	opts := proposals.ApproveOptions{AllowConflicts: r.PostFormValue("allow_conflicts") == "on"}
+	// The page sends the checked changes' paths and how many it showed: fewer checked is
+	// "approve some".
+	if total, _ := strconv.Atoi(r.PostFormValue("total")); total > 0 && len(r.PostForm["path"]) < total {
+		opts.Paths = r.PostForm["path"]
+		if len(opts.Paths) == 0 {
+			return badRequest("no change is checked: check the ones to approve, or reject the proposal")
+		}
+	}
 	_, _, err = u.opts.Proposals.Approve(r.Context(), q.store, p.ID, q.caller.Actor, opts)
 	var ce *proposals.ConflictError
 	if errors.As(err, &ce) {

@@ -107,3 +107,32 @@ func regexpFind(t *testing.T, pattern, s string) string {
 	}
 	return m[1]
 }
+
+// TestProposalsApproveSome: unchecking a change approves the others only.
+func TestProposalsApproveSome(t *testing.T) {
+	e := start(t)
+	admin, _ := e.key("admin", apikeys.ReadWrite, "")
+	agent, _ := e.key("agent", apikeys.Propose, "")
+	st := e.store(admin, "team")
+	e.write(agent, st, "/yes.md", "yes\n")
+	e.write(agent, st, "/no.md", "no\n")
+	br := e.browser()
+	br.signIn(admin)
+	id := regexpFind(t, `/proposals/(prop_[0-9A-Z]+)`, br.get("/ui/stores/"+st+"/proposals").body)
+	base := "/ui/stores/" + st + "/proposals/" + id
+	if p := br.get(base); !strings.Contains(p.body, `name="path" value="/no.md" form="approve-form" checked`) {
+		t.Fatalf("no checkbox per change: %.3000s", p.body)
+	}
+	if p := br.submit(base, base+"/approve", url.Values{"total": {"2"}, "path": {"/yes.md"}}); p.status != http.StatusSeeOther {
+		t.Fatalf("approve some: %d %.2000s", p.status, p.body)
+	}
+	if got := e.readPath(admin, st, "/yes.md"); got != "yes\n" {
+		t.Errorf("/yes.md = %q", got)
+	}
+	if got := e.readPath(admin, st, "/no.md"); got != "" {
+		t.Errorf("/no.md was approved: %q", got)
+	}
+	if p := br.get(base); !strings.Contains(p.body, "Approved 1 of its 2 changes: /yes.md") {
+		t.Errorf("the page does not say what was approved: %.3000s", p.body)
+	}
+}

@@ -119,7 +119,8 @@ func localProposals(ctx context.Context, m *proposals.Manager, st *gitstore.Stor
 		return httpapi.ProposalObject(p, changes, nil), nil
 	case action == "approve":
 		allow, _ := body["allow_conflicts"].(bool)
-		p, res, err := m.Approve(ctx, st, id, me, proposals.ApproveOptions{AllowConflicts: allow})
+		paths, _ := body["paths"].([]string)
+		p, res, err := m.Approve(ctx, st, id, me, proposals.ApproveOptions{AllowConflicts: allow, Paths: paths})
 		if err != nil {
 			return nil, err
 		}
@@ -262,19 +263,26 @@ func newProposalsShowCmd(a *app) *cobra.Command {
 
 func newProposalsApproveCmd(a *app) *cobra.Command {
 	var allow, asJSON bool
+	var paths []string
 	cmd := &cobra.Command{
-		Use:   "approve STORE PROPOSAL",
+		Use:   "approve STORE PROPOSAL [--path PATH ...]",
 		Short: "Approve a proposal: merge it into main, its versions by the proposer",
 		Long: `Approves a proposal: its changes are merged into main by the rules sync has (a fast-forward if main
 has not moved since it opened), and are main's versions, by the agent that made them. If the
 merge would conflict with what main has now, nothing is written and the conflicts are listed:
-reject the proposal, or approve it with --allow-conflicts to keep both sides of each.`,
+reject the proposal, or approve it with --allow-conflicts to keep both sides of each.
+
+With --path (repeatable), only those memories' changes are approved, each a new version by
+the agent, and the others are dropped.`,
 		Example: "  gitmem proposals approve notes prop_01M8...",
 		Args:    exactArgs("STORE", "PROPOSAL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			body := map[string]any{}
 			if allow {
 				body["allow_conflicts"] = true
+			}
+			if len(paths) > 0 {
+				body["paths"] = paths
 			}
 			return a.propDo(cmd, args[0], http.MethodPost, args[1]+"/approve", "", body, asJSON, func(p propOut) error {
 				fmt.Fprintf(cmd.OutOrStdout(), "approved %s: main is %s", p.ID, deref(p.Merge))
@@ -290,6 +298,7 @@ reject the proposal, or approve it with --allow-conflicts to keep both sides of 
 		},
 	}
 	cmd.Flags().BoolVar(&allow, "allow-conflicts", false, "approve even if the merge with main conflicts, keeping both sides")
+	cmd.Flags().StringArrayVar(&paths, "path", nil, "approve only this memory's change (repeatable); the others are dropped")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the approved proposal and the merge as the API gives them")
 	return cmd
 }

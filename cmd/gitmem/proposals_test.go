@@ -64,6 +64,17 @@ func TestProposalsCLI(t *testing.T) {
 	}
 	// The agent's next write opens a third proposal; reading the rejected one still works.
 	mustContain(t, "show rejected", as(rw, 0, "", "proposals", "show", "team", second), "rejected", "We ship on Thursdays.", "-Ship on Thursdays.", "+Ship on Mondays.")
+
+	// Some of a proposal: --path.
+	as(pk, 0, "yes\n", "put", "team", "/yes.md")
+	as(pk, 0, "no\n", "put", "team", "/no.md")
+	json.Unmarshal([]byte(as(rw, 0, "", "proposals", "list", "team", "--state", "open", "--json")), &open)
+	if len(open.Data) != 1 {
+		t.Fatalf("open proposals: %+v", open)
+	}
+	mustContain(t, "approve some", as(rw, 0, "", "proposals", "approve", "team", open.Data[0].ID, "--path", "/yes.md"), "approved "+open.Data[0].ID)
+	as(rw, 0, "", "cat", "team", "/yes.md")
+	as(rw, 3, "", "cat", "team", "/no.md")
 }
 
 // TestProposalsCLILocal: without a server the commands read the data directory's proposals.
