@@ -66,6 +66,32 @@ var ErrUnrelated = &Error{Kind: KindConflict, Message: "the remote's main shares
 // compare-and-swap, so it never races the API's writes; if a push moved main meanwhile it
 // merges again. It needs the git program (merge-base, merge-file, log).
 func (s *Store) Integrate(ctx context.Context, remote string, theirs string) (MergeResult, error) {
+	return s.IntegrateWith(ctx, remote, theirs, IntegrateOptions{})
+}
+
+// IntegrateOptions change an Integrate.
+type IntegrateOptions struct {
+	// RefuseConflicts refuses a merge that would conflict, with a *MergeConflictError, and
+	// writes nothing: decided inside the writer, so no write can slip in between.
+	RefuseConflicts bool
+}
+
+// MergeConflictError refuses a merge that would conflict (IntegrateOptions.RefuseConflicts).
+type MergeConflictError struct{ Conflicts []Conflict }
+
+func (e *MergeConflictError) Error() string {
+	paths := make([]string, len(e.Conflicts))
+	for i, c := range e.Conflicts {
+		paths[i] = c.Path
+	}
+	return "the merge would conflict at " + strings.Join(paths, ", ") + "; nothing was written"
+}
+
+// Unwrap makes it a KindConflict error.
+func (e *MergeConflictError) Unwrap() error { return &Error{Kind: KindConflict, Message: e.Error()} }
+
+// IntegrateWith is Integrate with options.
+func (s *Store) IntegrateWith(ctx context.Context, remote string, theirs string, opts IntegrateOptions) (MergeResult, error) {
 	if err := needGit("sync"); err != nil {
 		return MergeResult{}, err
 	}
@@ -80,7 +106,7 @@ func (s *Store) Integrate(ctx context.Context, remote string, theirs string) (Me
 		if _, ok := s.repo.hasObject(th); !ok {
 			return fmt.Errorf("integrate %s: commit %s is not in the repository (fetch it first)", remote, theirs)
 		}
-		m := &merger{s: s, ctx: ctx, remote: remote, theirs: th}
+		m := &merger{s: s, ctx: ctx, remote: remote, theirs: th, refuseConflicts: opts.RefuseConflicts}
 		req := &request{ctx: ctx, fn: func(b *batch) (any, error) { return m.run(b) }}
 		for attempt := 0; ; attempt++ {
 			results, err := s.tryGroup([]*request{req})
@@ -106,6 +132,8 @@ type merger struct {
 	ctx    context.Context
 	remote string
 	theirs plumbing.Hash
+	// refuseConflicts: a merge with conflicts returns a MergeConflictError before its commit.
+	refuseConflicts bool
 
 	b          *batch
 	base, ours plumbing.Hash
@@ -277,6 +305,9 @@ func (m *merger) merge(theirsCommit *object.Commit, chain []*object.Commit) erro
 				return err
 			}
 		}
+	}
+	if m.refuseConflicts && len(m.res.Conflicts) > 0 {
+		return &MergeConflictError{Conflicts: m.res.Conflicts} // before the commit: main does not move
 	}
 	// The commit, then the catalog: theirs' side, then the merge's resolutions.
 	commit, err := m.commit(theirsCommit)

@@ -126,6 +126,9 @@ func toProposal(p proposals.Proposal) proposalJSON {
 	out := proposalJSON{Type: "memory_proposal", ID: p.ID, MemoryStoreID: p.StoreID, Title: p.Title,
 		Author: toActor(p.Author.Store()), State: p.State, Base: p.Base, CreatedAt: wireTime(p.CreatedAt),
 		UpdatedAt: wireTime(p.UpdatedAt), DecidedAt: wireTimePtr(p.DecidedAt), Comments: []commentJSON{}}
+	if p.Author.APIKeyID != "" {
+		out.Author["api_key_id"] = p.Author.APIKeyID // a session's key: the session id alone is the client's to choose
+	}
 	if p.DecidedBy != nil {
 		out.DecidedBy = toActor(p.DecidedBy.Store())
 	}
@@ -153,9 +156,12 @@ func (s *Server) listProposals(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	data := make([]proposalJSON, len(list))
-	for i, p := range list {
-		data[i] = toProposal(p)
+	data := []proposalJSON{}
+	for _, p := range list {
+		if cl := callerOf(c); cl.proposes() && !own(cl, p) {
+			continue // a proposer sees its own proposals only
+		}
+		data = append(data, toProposal(p))
 	}
 	return c.JSON(http.StatusOK, map[string]any{"data": data})
 }
@@ -171,17 +177,18 @@ func (s *Server) proposal(c echo.Context, write bool) (*gitstore.Store, caller, 
 }
 
 // own tells whether the caller is the proposal's author.
-func own(cl caller, p proposals.Proposal) bool {
-	return p.Author.Type == cl.actor.Type && p.Author.ID == cl.actor.ID
-}
+func own(cl caller, p proposals.Proposal) bool { return proposals.SameAuthor(p.Author, cl.actor) }
 
 func (s *Server) getProposal(c echo.Context) error {
-	st, _, p, err := s.proposal(c, false)
+	st, cl, p, err := s.proposal(c, false)
 	if err != nil {
 		return err
 	}
+	if cl.proposes() && !own(cl, p) {
+		return forbidden("this API key (%s) may only read its own proposals", cl.key.ID)
+	}
 	out := toProposal(p)
-	if p.State != proposals.Approved {
+	if p.State != proposals.Approved && !p.Dropped {
 		changes, err := s.props.Diff(c.Request().Context(), st, p.ID)
 		if err != nil {
 			return err
@@ -263,6 +270,9 @@ func (s *Server) rejectProposal(c echo.Context) error {
 	comment, err := b.str("comment")
 	if err != nil {
 		return err
+	}
+	if p.State != proposals.Open {
+		return &apiError{status: http.StatusConflict, typ: "conflict_error", message: fmt.Sprintf("proposal %s is %s already", p.ID, p.State)}
 	}
 	if comment != nil {
 		if _, err := s.props.AddComment(st.ID(), p.ID, cl.actor, *comment); err != nil {

@@ -169,3 +169,55 @@ func TestProposeOverMCP(t *testing.T) {
 		t.Errorf("proposals: %d %s", status, body)
 	}
 }
+
+// TestProposalsOfOthers: a session id is the client's to choose: another key that sends the
+// same one neither reads nor joins the proposal; a propose key sees its own proposals only.
+func TestProposalsOfOthers(t *testing.T) {
+	ts := startServer(t, Options{})
+	_, rw, _ := ts.keys.Create("person", apikeys.ReadWrite, "")
+	_, a, _ := ts.keys.Create("agent-a", apikeys.Propose, "")
+	_, b, _ := ts.keys.Create("agent-b", apikeys.Propose, "")
+	hdr := func(key string) map[string]string {
+		return map[string]string{"x-api-key": key, "content-type": "application/json", SessionHeader: "sesn_shared"}
+	}
+	status, body := rawRequest(t, "POST", ts.url+"/v1/memory_stores", `{"name":"team"}`, map[string]string{"x-api-key": rw, "content-type": "application/json"})
+	var store struct{ ID string }
+	if json.Unmarshal([]byte(body), &store); status != 200 {
+		t.Fatalf("store: %d %s", status, body)
+	}
+	mems := ts.url + "/v1/memory_stores/" + store.ID + "/memories"
+	if status, body := rawRequest(t, "POST", mems, `{"path":"/draft-a.md","content":"A only"}`, hdr(a)); status != 200 {
+		t.Fatalf("a's write: %d %s", status, body)
+	}
+	if _, body := rawRequest(t, "GET", mems+"?view=full", "", hdr(b)); strings.Contains(body, "draft-a") {
+		t.Errorf("b reads a's proposal with a's session id: %s", body)
+	}
+	if status, body := rawRequest(t, "POST", mems, `{"path":"/b.md","content":"B"}`, hdr(b)); status != 200 {
+		t.Fatalf("b's write: %d %s", status, body)
+	}
+	props := ts.url + "/v1/memory_stores/" + store.ID + "/proposals"
+	var list struct {
+		Data []proposalJSON `json:"data"`
+	}
+	_, body = rawRequest(t, "GET", props, "", map[string]string{"x-api-key": rw})
+	if json.Unmarshal([]byte(body), &list); len(list.Data) != 2 {
+		t.Fatalf("two keys with one session id made %d proposals: %s", len(list.Data), body)
+	}
+	_, body = rawRequest(t, "GET", props, "", hdr(b))
+	if json.Unmarshal([]byte(body), &list); len(list.Data) != 1 || list.Data[0].Author["api_key_id"] == "" {
+		t.Fatalf("b lists: %s", body)
+	}
+	mine := list.Data[0].ID
+	_, body = rawRequest(t, "GET", props, "", hdr(a))
+	json.Unmarshal([]byte(body), &list)
+	theirs := list.Data[0].ID
+	if theirs == mine {
+		t.Fatal("a and b share a proposal")
+	}
+	if status, _ := rawRequest(t, "GET", props+"/"+theirs, "", hdr(b)); status != 403 {
+		t.Errorf("b reads a's proposal: %d", status)
+	}
+	if status, _ := rawRequest(t, "PATCH", props+"/"+theirs, `{"title":"Harmless"}`, hdr(b)); status != 403 {
+		t.Errorf("b renames a's proposal: %d", status)
+	}
+}

@@ -62,7 +62,7 @@ func (s *Server) EnableWebhooks(reg *webhooks.Registry) {
 func webhookCaller(c echo.Context) (caller, error) {
 	cl := callerOf(c)
 	if cl.key != nil && cl.key.Access != "read_write" {
-		return cl, forbidden("this API key (%s) is read_only; webhooks are managed with a read_write key", cl.key.ID)
+		return cl, forbidden("this API key (%s) is %s; webhooks are managed with a read_write key", cl.key.ID, cl.key.Access)
 	}
 	return cl, nil
 }

@@ -43,9 +43,17 @@ const (
 
 // Limits of what a proposal holds.
 const (
+	// MaxOpen bounds the open proposals of a store: each is a fork, a copy of the store.
+	MaxOpen = 64
 	MaxTitle    = 200
-	MaxComment  = 10_000
-	MaxComments = 500
+	MaxComment  = 4_000
+	MaxComments = 100
+	// MaxKeptRejected is how many rejected proposals of a store keep their fork (their
+	// changes, to read); older ones keep their record and thread only.
+	MaxKeptRejected = 16
+	// MaxDecided is how many decided proposals a store's list keeps; older ones are dropped
+	// from it (their steps stay in the history, as events).
+	MaxDecided = 1000
 )
 
 // Actor is an actor as the proposals file keeps it.
@@ -90,6 +98,8 @@ type Proposal struct {
 	// Merge is main's commit after the approval.
 	Merge    string    `json:"merge,omitempty"`
 	Comments []Comment `json:"comments"`
+	// Dropped: a rejected proposal whose changes are no longer kept (MaxKeptRejected).
+	Dropped bool `json:"dropped,omitempty"`
 }
 
 // Manager keeps the proposals of the stores of one data directory, and the forks of the
@@ -157,8 +167,31 @@ func (m *Manager) list(storeID string) ([]Proposal, error) {
 	return l, nil
 }
 
-// save writes a store's proposals durably. m.mu is held.
+// save writes a store's proposals durably, keeping the newest MaxDecided decided ones and
+// the forks of the newest MaxKeptRejected rejected ones. m.mu is held.
 func (m *Manager) save(storeID string, l []Proposal) error {
+	decided, rejected := 0, 0
+	kept := l[:0:0]
+	for i := len(l) - 1; i >= 0; i-- { // newest first
+		p := l[i]
+		if p.State != Open {
+			if decided++; decided > MaxDecided {
+				os.RemoveAll(m.data.Layout().ProposalFork(storeID, p.ID))
+				continue
+			}
+		}
+		if p.State == Rejected && !p.Dropped {
+			if rejected++; rejected > MaxKeptRejected {
+				if err := os.RemoveAll(m.data.Layout().ProposalFork(storeID, p.ID)); err != nil {
+					return err
+				}
+				p.Dropped = true
+			}
+		}
+		kept = append(kept, p)
+	}
+	slices.Reverse(kept)
+	l = kept
 	if err := os.MkdirAll(m.data.Layout().ProposalsDir(), 0o755); err != nil {
 		return gitstore.NoSpace(err, m.data.Dir())
 	}
@@ -238,8 +271,12 @@ func (m *Manager) get(storeID, id string) (Proposal, error) {
 	return Proposal{}, notFound(storeID, id)
 }
 
-// sameAuthor tells whether two actors propose as one: the same key, or the same session.
-func sameAuthor(a Actor, b gitstore.Actor) bool { return a.Type == b.Type && a.ID == b.ID }
+// SameAuthor tells whether an actor is a proposal's author: the same key, or the same
+// session of the same key (a session id is the client's to choose, so it alone does not
+// make an author).
+func SameAuthor(a Actor, b gitstore.Actor) bool {
+	return a.Type == b.Type && a.ID == b.ID && a.APIKeyID == b.APIKeyID
+}
 
 // openOf returns the open proposal of author in the store, if there is one. m.mu is held.
 func (m *Manager) openOf(storeID string, author gitstore.Actor) (Proposal, bool, error) {
@@ -248,7 +285,7 @@ func (m *Manager) openOf(storeID string, author gitstore.Actor) (Proposal, bool,
 		return Proposal{}, false, err
 	}
 	for i := len(l) - 1; i >= 0; i-- {
-		if l[i].State == Open && sameAuthor(l[i].Author, author) {
+		if l[i].State == Open && SameAuthor(l[i].Author, author) {
 			return l[i], true, nil
 		}
 	}
@@ -283,6 +320,15 @@ func (m *Manager) Writes(ctx context.Context, st *gitstore.Store, author gitstor
 	l, err := m.list(st.ID())
 	if err != nil {
 		return nil, Proposal{}, err
+	}
+	open := 0
+	for _, p := range l {
+		if p.State == Open {
+			open++
+		}
+	}
+	if open >= MaxOpen {
+		return nil, Proposal{}, &gitstore.Error{Kind: gitstore.KindConflict, Message: fmt.Sprintf("memory store %s has %d open proposals, the most it may have: approve or reject some first", st.ID(), open)}
 	}
 	now := time.Now().UTC()
 	p := Proposal{ID: gitstore.NewID(Prefix, now), StoreID: st.ID(), Author: ActorOf(author), State: Open,
@@ -335,6 +381,9 @@ func (m *Manager) SetTitle(storeID, id, title string) (Proposal, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.update(storeID, id, func(p *Proposal) error {
+		if p.State != Open {
+			return &gitstore.Error{Kind: gitstore.KindConflict, Message: fmt.Sprintf("proposal %s is %s: its title stays", id, p.State)}
+		}
 		p.Title = title
 		return nil
 	})

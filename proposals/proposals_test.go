@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/gitmem/gitmem/gitstore"
+	"github.com/gitmem/gitmem/secrets/secrettest"
 )
 
 var (
@@ -294,5 +295,92 @@ func TestApproveSome(t *testing.T) {
 	}
 	if p.State != Approved || len(p.Comments) != 1 || !strings.Contains(p.Comments[0].Body, "Approved 2 of its 4 changes") {
 		t.Errorf("the proposal after: %+v", p)
+	}
+}
+
+// TestApproveChecksTheStoreNow: an approval is held to the store as it is when it is
+// approved, not as it was when the proposal opened: its secrets policy and quota, an
+// archived store, a history that a redaction rewrote.
+func TestApproveChecksTheStoreNow(t *testing.T) {
+	ctx := context.Background()
+	secret := secrettest.Samples()[0]
+	for name, tc := range map[string]struct {
+		setup func(t *testing.T, st *gitstore.Store)
+		want  string
+	}{
+		"secrets": {func(t *testing.T, st *gitstore.Store) {
+			reject := gitstore.SecretsReject
+			if _, err := st.UpdateInfo(ctx, gitstore.StorePatch{Policy: &gitstore.PolicyPatch{Secrets: &reject}, Actor: person}); err != nil {
+				t.Fatal(err)
+			}
+		}, "secrets policy"},
+		"quota": {func(t *testing.T, st *gitstore.Store) {
+			one := 1
+			if _, err := st.UpdateInfo(ctx, gitstore.StorePatch{Policy: &gitstore.PolicyPatch{MaxMemories: &one}, Actor: person}); err != nil {
+				t.Fatal(err)
+			}
+		}, "past its quota"},
+		"archived": {func(t *testing.T, st *gitstore.Store) {
+			if _, err := st.Archive(ctx, person); err != nil {
+				t.Fatal(err)
+			}
+		}, "is archived"},
+		"redacted": {func(t *testing.T, st *gitstore.Store) {
+			page, err := st.Versions(ctx, gitstore.VersionFilter{Limit: 1000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var v gitstore.Version
+			for _, x := range page.Versions {
+				if x.Path == "/pw.md" && x.Operation == gitstore.OpCreated {
+					v = x
+				}
+			}
+			if _, err := st.Redact(ctx, gitstore.RedactInput{VersionID: v.ID, Actor: person}); err != nil {
+				t.Fatal(err)
+			}
+		}, "history was rewritten"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			m, st := newManager(t)
+			off := gitstore.SecretsOff
+			if _, err := st.UpdateInfo(ctx, gitstore.StorePatch{Policy: &gitstore.PolicyPatch{Secrets: &off}, Actor: person}); err != nil {
+				t.Fatal(err)
+			}
+			if name == "redacted" { // in the proposal's base, redacted after it opened
+				write(t, st, "/pw.md", "hunter2\n", person)
+				write(t, st, "/pw.md", "changed\n", person)
+			}
+			f, p, err := m.Writes(ctx, st, proposer, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			write(t, f, "/a.md", "key "+secret.Content+"\n", proposer)
+			write(t, f, "/b.md", "b\n", proposer)
+			tc.setup(t, st)
+			head := st.Head()
+			if _, _, err := m.Approve(ctx, st, p.ID, person, ApproveOptions{AllowConflicts: true}); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("approve: %v, want an error saying %q", err, tc.want)
+			}
+			if st.Head() != head || content(t, st, "/a.md") != "<none>" {
+				t.Errorf("a refused approval changed main")
+			}
+		})
+	}
+}
+
+// TestOpenProposalsBounded: a store holds at most MaxOpen open proposals; each is a copy.
+func TestOpenProposalsBounded(t *testing.T) {
+	ctx := context.Background()
+	m, st := newManager(t)
+	for i := range MaxOpen {
+		a := gitstore.Actor{Type: gitstore.SessionActor, ID: fmt.Sprintf("sesn_%d", i), APIKeyID: "apikey_agent"}
+		if _, _, err := m.Writes(ctx, st, a, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, _, err := m.Writes(ctx, st, proposer, "")
+	if !gitstore.IsKind(err, gitstore.KindConflict) || !strings.Contains(err.Error(), "open proposals") {
+		t.Errorf("one past the bound: %v", err)
 	}
 }

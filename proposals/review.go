@@ -2,13 +2,14 @@ package proposals
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/gitmem/gitmem/gitstore"
+	"github.com/gitmem/gitmem/secrets"
 )
 
 // Change is a memory path that a proposal changes, against main as it is now.
@@ -23,6 +24,9 @@ type Change struct {
 	After     *string `json:"after,omitempty"`
 	Diff      string  `json:"diff,omitempty"`
 	Truncated bool    `json:"truncated,omitempty"`
+	// Conflict: main holds another memory at the path than the proposal changes (both made
+	// one there), which an approval keeps apart as a conflict.
+	Conflict bool `json:"conflict,omitempty"`
 }
 
 // MaxDiffBytes bounds the content that one Diff answers; the changes past it are listed
@@ -34,8 +38,16 @@ func (m *Manager) Diff(ctx context.Context, st *gitstore.Store, id string) ([]Ch
 	m.mu.Lock()
 	p, err := m.get(st.ID(), id)
 	var f *gitstore.Store
-	if err == nil && p.State != Approved {
+	switch {
+	case err != nil || p.State == Approved:
+	case p.State == Open:
 		f, err = m.fork(p)
+	case p.Dropped:
+		err = &gitstore.Error{Kind: gitstore.KindNotFound, Message: fmt.Sprintf("proposal %s was rejected and its changes are no longer kept (only the newest %d rejected proposals keep theirs)", id, MaxKeptRejected)}
+	default: // rejected: its fork is opened for this diff only
+		if f, err = m.data.OpenFork(p.StoreID, m.data.Layout().ProposalFork(p.StoreID, p.ID)); err == nil {
+			defer f.CloseFork()
+		}
 	}
 	m.mu.Unlock()
 	if err != nil {
@@ -63,6 +75,8 @@ func diff(ctx context.Context, st, f *gitstore.Store, p Proposal) ([]Change, err
 			if c.MemoryID == "" {
 				c.MemoryID = cur.ID
 			}
+			// Main made another memory at the path since: not the same memory modified.
+			c.Conflict = ch.MemoryID != "" && ch.MemoryID != cur.ID
 		} else if !gitstore.IsKind(err, gitstore.KindNotFound) {
 			return nil, err
 		}
@@ -170,18 +184,29 @@ func (m *Manager) Approve(ctx context.Context, st *gitstore.Store, id string, by
 			return Proposal{}, gitstore.MergeResult{}, err
 		}
 	}
-	if !opts.AllowConflicts {
-		if conflicts, err := m.tryMerge(ctx, st, id, dir); err != nil {
-			return Proposal{}, gitstore.MergeResult{}, err
-		} else if len(conflicts) > 0 {
-			return Proposal{}, gitstore.MergeResult{}, &ConflictError{ID: id, Conflicts: conflicts}
-		}
+	f, err := m.fork(p) // reopened to read: the checks, then closed again
+	if err != nil {
+		return Proposal{}, gitstore.MergeResult{}, err
+	}
+	err = m.admissible(ctx, st, f, p)
+	delete(m.forks, id)
+	if cerr := f.CloseFork(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return Proposal{}, gitstore.MergeResult{}, err
 	}
 	head, err := st.TakeBranch(ctx, dir, "refs/heads/proposals/"+id)
 	if err != nil {
 		return Proposal{}, gitstore.MergeResult{}, err
 	}
-	res, err := st.Integrate(ctx, "proposal "+id, head)
+	// Conflicts are refused inside the store's writer, so that no write between a check
+	// and the merge can make one.
+	res, err := st.IntegrateWith(ctx, "proposal "+id, head, gitstore.IntegrateOptions{RefuseConflicts: !opts.AllowConflicts})
+	var mc *gitstore.MergeConflictError
+	if errors.As(err, &mc) {
+		return Proposal{}, gitstore.MergeResult{}, &ConflictError{ID: id, Conflicts: mc.Conflicts}
+	}
 	if err != nil {
 		return Proposal{}, gitstore.MergeResult{}, err
 	}
@@ -202,31 +227,6 @@ func (m *Manager) Approve(ctx context.Context, st *gitstore.Store, id string, by
 		return p, res, err
 	}
 	return p, res, nil
-}
-
-// tryMerge merges the proposal's fork at dir into a fork of main made for it, and returns
-// the conflicts that merge had; main is not touched.
-func (m *Manager) tryMerge(ctx context.Context, st *gitstore.Store, id, dir string) ([]gitstore.Conflict, error) {
-	trial := filepath.Join(m.data.Layout().ProposalForks(st.ID()), ".trial-"+id)
-	os.RemoveAll(trial)
-	defer os.RemoveAll(trial)
-	if err := st.Fork(ctx, trial); err != nil {
-		return nil, err
-	}
-	t, err := m.data.OpenFork(st.ID(), trial)
-	if err != nil {
-		return nil, err
-	}
-	defer t.CloseFork()
-	head, err := t.TakeBranch(ctx, dir, "refs/heads/proposals/"+id)
-	if err != nil {
-		return nil, err
-	}
-	res, err := t.Integrate(ctx, "proposal "+id, head)
-	if err != nil {
-		return nil, err
-	}
-	return res.Conflicts, nil
 }
 
 // Reject closes proposal id without merging it; its fork is kept, so that its changes can
@@ -373,4 +373,66 @@ func oneLine(s string, max int) string {
 		return s[:max-3] + "..."
 	}
 	return s
+}
+
+// admissible checks a proposal against the store as it is now, before an approval takes
+// it: the store is not archived, its history was not rewritten under the proposal (a
+// redaction: taking the proposal would bring the redacted content back), and the proposal's
+// contents keep the store's current secrets policy and quotas (the fork has the policy of
+// when it opened).
+func (m *Manager) admissible(ctx context.Context, st, f *gitstore.Store, p Proposal) error {
+	info, err := st.Info(ctx)
+	if err != nil {
+		return err
+	}
+	if info.ArchivedAt != nil {
+		return &gitstore.Error{Kind: gitstore.KindArchived, Message: fmt.Sprintf("memory store %s is archived: nothing can be approved into it", st.ID())}
+	}
+	if _, rewritten, err := st.RewrittenTo(ctx, p.Base); err != nil {
+		return err
+	} else if rewritten {
+		return &gitstore.Error{Kind: gitstore.KindConflict, Message: fmt.Sprintf("the store's history was rewritten (a redaction) since proposal %s opened: approving it could bring back what was redacted; reject it, and let the agent propose again", p.ID)}
+	}
+	_, changed, err := f.Changes(ctx, p.Base)
+	if err != nil {
+		return err
+	}
+	u, err := st.Usage(ctx)
+	if err != nil {
+		return err
+	}
+	secretsOn := info.Policy.Secrets.Effective() != gitstore.SecretsOff
+	for _, ch := range changed {
+		after := ""
+		if ch.Blob != "" {
+			if after, err = f.Blob(ctx, ch.Blob); err != nil {
+				return err
+			}
+		}
+		if cur, err := st.GetByPath(ctx, ch.Path, false); err == nil {
+			u.Memories--
+			u.Bytes -= int64(cur.SizeBytes)
+		} else if !gitstore.IsKind(err, gitstore.KindNotFound) {
+			return err
+		}
+		if ch.Blob == "" {
+			continue
+		}
+		u.Memories++
+		u.Bytes += int64(len(after))
+		if secretsOn {
+			found, err := secrets.Scan(after)
+			if err != nil {
+				return err
+			}
+			if len(found) > 0 {
+				return &gitstore.Error{Kind: gitstore.KindInvalid, Rule: gitstore.RuleSecret, Message: fmt.Sprintf("proposal %s writes %s holding %s, which the store's secrets policy (%s) does not let in: reject it", p.ID, ch.Path, secrets.Describe(found), info.Policy.Secrets.Effective())}
+			}
+		}
+	}
+	pol := info.Policy
+	if pol.MaxMemories > 0 && u.Memories > pol.MaxMemories || pol.MaxBytes > 0 && u.Bytes > pol.MaxBytes {
+		return &gitstore.Error{Kind: gitstore.KindInvalid, Rule: gitstore.RuleQuota, Message: fmt.Sprintf("approving proposal %s would make the store hold %d memories and %d bytes, past its quota: approve some of it, or raise the quota", p.ID, u.Memories, u.Bytes)}
+	}
+	return nil
 }

@@ -67,7 +67,7 @@ func (u *UI) proposal(w http.ResponseWriter, r *http.Request, q *request) error 
 }
 
 func (u *UI) showProposal(w http.ResponseWriter, r *http.Request, q *request, p proposals.Proposal, status int, conflicts []string) error {
-	page := proposalPage{Proposal: p, Conflicts: conflicts, Gone: p.State == proposals.Approved}
+	page := proposalPage{Proposal: p, Conflicts: conflicts, Gone: p.State == proposals.Approved || p.Dropped}
 	if !page.Gone {
 		changes, err := u.opts.Proposals.Diff(r.Context(), q.store, p.ID)
 		if err != nil {

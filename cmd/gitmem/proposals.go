@@ -109,7 +109,7 @@ func localProposals(ctx context.Context, m *proposals.Manager, st *gitstore.Stor
 			return nil, err
 		}
 		var changes *[]proposals.Change
-		if p.State != proposals.Approved {
+		if p.State != proposals.Approved && !p.Dropped {
 			c, err := m.Diff(ctx, st, id)
 			if err != nil {
 				return nil, err
