@@ -44,7 +44,7 @@ const (
 // Limits of what a proposal holds.
 const (
 	// MaxOpen bounds the open proposals of a store: each is a fork, a copy of the store.
-	MaxOpen = 64
+	MaxOpen     = 64
 	MaxTitle    = 200
 	MaxComment  = 4_000
 	MaxComments = 100
