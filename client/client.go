@@ -68,11 +68,17 @@ const maxAnswer = 64 << 20
 
 // do sends one request and decodes a 2xx answer's JSON into out (if out is not nil).
 func (c *Client) do(ctx context.Context, method, path string, q url.Values, body, out any) error {
+	_, err := c.doHeader(ctx, method, path, q, body, out)
+	return err
+}
+
+// doHeader is do, and returns the answer's header.
+func (c *Client) doHeader(ctx context.Context, method, path string, q url.Values, body, out any) (http.Header, error) {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		rd = bytes.NewReader(b)
 	}
@@ -82,7 +88,7 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {
-		return fmt.Errorf("gitmem server %s: %w", c.base, err)
+		return nil, fmt.Errorf("gitmem server %s: %w", c.base, err)
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -95,23 +101,23 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("gitmem server %s does not answer: %w (%w)", c.base, err, ErrUnreachable)
+		return nil, fmt.Errorf("gitmem server %s does not answer: %w (%w)", c.base, err, ErrUnreachable)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
 	if err != nil {
-		return fmt.Errorf("gitmem server %s: read the answer: %w", c.base, err)
+		return nil, fmt.Errorf("gitmem server %s: read the answer: %w", c.base, err)
 	}
 	if resp.StatusCode/100 != 2 {
-		return c.answerError(resp.StatusCode, raw)
+		return resp.Header, c.answerError(resp.StatusCode, raw)
 	}
 	if out == nil {
-		return nil
+		return resp.Header, nil
 	}
 	if err := json.Unmarshal(raw, out); err != nil {
-		return fmt.Errorf("gitmem server %s: unexpected answer to %s %s: %w", c.base, method, path, err)
+		return resp.Header, fmt.Errorf("gitmem server %s: unexpected answer to %s %s: %w", c.base, method, path, err)
 	}
-	return nil
+	return resp.Header, nil
 }
 
 // kindOf is the gitstore kind of an error answer, by the error type the server names.

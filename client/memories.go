@@ -164,8 +164,12 @@ func (s *Store) Write(ctx context.Context, in gitstore.WriteInput) (gitstore.Wri
 		body["precondition"] = p
 	}
 	var w wireMemory
-	if err := s.c.do(ctx, http.MethodPost, s.path("memories"), nil, body, &w); err != nil {
+	hdr, err := s.c.doHeader(ctx, http.MethodPost, s.path("memories"), nil, body, &w)
+	if err != nil {
 		return gitstore.WriteResult{}, err
+	}
+	if p := hdr.Get(ProposalHeader); p != "" {
+		return gitstore.WriteResult{Memory: w.memory(), Proposal: p}, nil
 	}
 	return s.result(ctx, w, before.VersionID)
 }
@@ -192,8 +196,12 @@ func (s *Store) UpdateMemory(ctx context.Context, in gitstore.UpdateInput) (gits
 		body["precondition"] = p
 	}
 	var w wireMemory
-	if err := s.c.do(ctx, http.MethodPost, s.path("memories", id), nil, body, &w); err != nil {
+	hdr, err := s.c.doHeader(ctx, http.MethodPost, s.path("memories", id), nil, body, &w)
+	if err != nil {
 		return gitstore.WriteResult{}, err
+	}
+	if p := hdr.Get(ProposalHeader); p != "" {
+		return gitstore.WriteResult{Memory: w.memory(), Proposal: p}, nil
 	}
 	return s.result(ctx, w, before.VersionID)
 }

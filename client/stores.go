@@ -73,7 +73,7 @@ func (c *Client) CreateStore(ctx context.Context, in gitstore.CreateStoreInput) 
 	if len(in.Metadata) > 0 {
 		body["metadata"] = in.Metadata
 	}
-	if in.Policy != (gitstore.Policy{}) {
+	if !in.Policy.IsZero() {
 		body["policy"] = in.Policy
 	}
 	var w wireStore
@@ -151,6 +151,12 @@ func (s *Store) UpdateInfo(ctx context.Context, p gitstore.StorePatch) (gitstore
 		}
 		if pp.MaxBytes != nil {
 			policy["max_bytes"] = *pp.MaxBytes
+		}
+		if pp.ReviewPaths != nil {
+			policy["review_paths"] = *pp.ReviewPaths
+		}
+		if pp.ReviewExempt != nil {
+			policy["review_exempt"] = *pp.ReviewExempt
 		}
 	}
 	var w wireStore

@@ -19,6 +19,9 @@ import (
 // SessionHeader names the session a caller writes for (httpapi.SessionHeader).
 const SessionHeader = "x-gitmem-session-id"
 
+// ProposalHeader names the proposal that a write went to (httpapi.ProposalHeader).
+const ProposalHeader = "x-gitmem-proposal"
+
 // ToolStore attaches a store to a session's tools on the server.
 type ToolStore struct {
 	ID     string

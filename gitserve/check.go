@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -226,6 +227,21 @@ func (c *checker) checkTree(h string, parents []string, dir string) error {
 		}
 	}
 	c.checkNewNames(entries, inParents, dir)
+	// A folder that the store reviews changes only through a proposal's approval.
+	here := map[string]bool{}
+	for _, e := range entries {
+		here[e.name] = true
+		if !unchanged(e) {
+			c.checkReview(dir+e.name, e.isTree(), false)
+		}
+	}
+	for _, m := range inParents {
+		for name, pe := range m {
+			if !here[name] {
+				c.checkReview(dir+name, pe.isTree(), true)
+			}
+		}
+	}
 	for _, e := range entries {
 		path := dir + e.name
 		if unchanged(e) {
@@ -296,6 +312,35 @@ func (c *checker) checkNewNames(entries []entry, inParents []map[string]entry, d
 				break
 			}
 		}
+	}
+}
+
+// checkReview refuses a pushed change of path (a file, or a folder) that the store's review
+// policy keeps for proposals, unless the pushing key is exempt (the hook's REMOTE_USER).
+func (c *checker) checkReview(path string, folder, deleted bool) {
+	if c.importing || c.oldInfo == nil || len(c.oldInfo.Policy.ReviewPaths) == 0 {
+		return
+	}
+	p := "/" + path
+	if folder {
+		p += "/"
+	}
+	actor := gitstore.Actor{Type: gitstore.UserActor, ID: os.Getenv("REMOTE_USER")}
+	if strings.HasPrefix(actor.ID, "apikey_") {
+		actor.Type = gitstore.APIActor
+	}
+	reviewed := c.oldInfo.Policy.Reviews(p, actor)
+	if !reviewed && folder && deleted {
+		// A folder deleted whole takes the reviewed folders below it too (a changed one is
+		// looked into, and its reviewed folders checked there).
+		for _, dir := range c.oldInfo.Policy.ReviewPaths {
+			if strings.HasPrefix(dir, p) && c.oldInfo.Policy.Reviews(dir, actor) {
+				reviewed = true
+			}
+		}
+	}
+	if reviewed {
+		c.fail(display(path), "in a folder that this store changes only through review: propose the change instead (a key with access propose, over the API or the tools), for a person to approve")
 	}
 }
 

@@ -184,6 +184,7 @@ const (
 	RuleTooLarge Rule = "too_large" // content over MaxContentBytes
 	RuleSecret   Rule = "secret"    // content holds a secret under the reject policy
 	RuleQuota    Rule = "quota"     // the write would pass the store's quota
+	RuleReview   Rule = "review"    // the path changes only through review (Policy.ReviewPaths)
 )
 
 // ErrorRule returns the Rule of the first *Error in err's chain ("" for none).

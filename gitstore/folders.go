@@ -47,6 +47,15 @@ func (s *Store) DeletePath(ctx context.Context, in DeletePathInput) ([]Version, 
 		if len(ids) == 0 {
 			return nil, notFoundf("no memory or folder at %s", in.Path)
 		}
+		info, err := b.writableStore()
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range recs { // all first: a group is done whole or not at all
+			if err := b.review(info.Policy, in.Actor, false, r.Path); err != nil {
+				return nil, err
+			}
+		}
 		out := make([]Version, 0, len(ids))
 		for i, id := range ids {
 			res, err := b.put(in.Actor, id, OpDeleted, recs[i].Path, "", nil)
@@ -119,6 +128,15 @@ func (s *Store) MovePath(ctx context.Context, in MovePathInput) ([]WriteResult, 
 					return nil, err
 				}
 				return nil, invalidf("moving %s to %s: %s", r.Path, dests[i], e.Message)
+			}
+		}
+		info, err := b.writableStore()
+		if err != nil {
+			return nil, err
+		}
+		for i, r := range recs { // all first: a group is done whole or not at all
+			if err := b.review(info.Policy, in.Actor, false, r.Path, dests[i]); err != nil {
+				return nil, err
 			}
 		}
 		out := make([]WriteResult, 0, len(ids))

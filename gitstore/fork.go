@@ -63,7 +63,11 @@ func (s *Store) Fork(ctx context.Context, dir string) error {
 // OpenFork opens the fork of store id at dir (made by Fork). Close it with CloseFork: the
 // data directory does not know of it.
 func (d *DataDir) OpenFork(id, dir string) (*Store, error) {
-	return openStore(id, filepath.Join(dir, "repo.git"), filepath.Join(dir, "catalog.db"), d.opts)
+	s, err := openStore(id, filepath.Join(dir, "repo.git"), filepath.Join(dir, "catalog.db"), d.opts)
+	if err == nil {
+		s.fork = true
+	}
+	return s, err
 }
 
 // CloseFork closes a store opened by OpenFork, once every write queued to it is answered.

@@ -101,10 +101,16 @@ func (s *Store) Restore(ctx context.Context, in RestoreInput) (WriteResult, erro
 // restorePut commits the restore of version v: its content at its path, removing the
 // memory's current path from (if live and different).
 func (b *batch) restorePut(actor Actor, v verRec, from string, content *string) (WriteResult, error) {
+	info, err := b.writableStore()
+	if err != nil {
+		return WriteResult{}, err
+	}
+	if err := b.review(info.Policy, actor, false, from, v.Path); err != nil {
+		return WriteResult{}, err
+	}
 	when := b.now()
 	verID := NewID(VersionPrefix, when)
 	root := b.root
-	var err error
 	if from != "" && from != v.Path {
 		if root, err = b.setFile(root, from, nil); err != nil {
 			return WriteResult{}, err

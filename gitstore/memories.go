@@ -73,6 +73,9 @@ func (s *Store) Write(ctx context.Context, in WriteInput) (WriteResult, error) {
 		if err != nil {
 			return WriteResult{}, err
 		}
+		if err := b.review(info.Policy, in.Actor, in.Reviewed, in.Path); err != nil {
+			return WriteResult{}, err
+		}
 		id, rec, ok, err := b.ct.live(in.Path)
 		if err != nil {
 			return WriteResult{}, b.fail(err)
@@ -168,6 +171,13 @@ func (b *batch) update(in UpdateInput, scan *scanned) (WriteResult, error) {
 		return WriteResult{}, err
 	}
 	path := rec.Path
+	to := path
+	if in.Path != nil {
+		to = *in.Path
+	}
+	if err := b.review(info.Policy, in.Actor, false, path, to); err != nil {
+		return WriteResult{}, err
+	}
 	if in.Path != nil {
 		path = *in.Path
 	}
@@ -271,6 +281,13 @@ func (s *Store) Delete(ctx context.Context, in DeleteInput) (Version, error) {
 		}
 		if in.ExpectedSHA256 != "" && in.ExpectedSHA256 != rec.SHA {
 			return Version{}, preconditionf("precondition failed: expected_content_sha256 %s does not match the current content of %s (%s); nothing was deleted", in.ExpectedSHA256, rec.Path, rec.SHA)
+		}
+		info, err := b.writableStore()
+		if err != nil {
+			return Version{}, err
+		}
+		if err := b.review(info.Policy, in.Actor, in.Reviewed, rec.Path); err != nil {
+			return Version{}, err
 		}
 		res, err := b.put(in.Actor, id, OpDeleted, rec.Path, "", nil)
 		if err != nil {

@@ -2,6 +2,7 @@ package gitstore
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,6 +19,59 @@ type Policy struct {
 	ExpireAfter Duration      `json:"expire_after,omitzero"`  // 0: memories never expire
 	MaxMemories int           `json:"max_memories,omitempty"` // 0: no limit
 	MaxBytes    int64         `json:"max_bytes,omitempty"`    // 0: no limit; content bytes of all memories
+	// ReviewPaths are folders ("/team/") whose memories change only through review: a write
+	// there by any actor but the ReviewExempt keys is refused (RuleReview), and goes
+	// through a proposal (package proposals) that a person approves instead.
+	ReviewPaths  []string `json:"review_paths,omitempty"`
+	ReviewExempt []string `json:"review_exempt,omitempty"` // API key ids
+}
+
+// Limits of a review policy.
+const (
+	MaxReviewPaths  = 32
+	MaxReviewExempt = 32
+)
+
+// Equal tells whether two policies are the same.
+func (p Policy) Equal(q Policy) bool {
+	return p.Secrets == q.Secrets && p.ExpireAfter == q.ExpireAfter && p.MaxMemories == q.MaxMemories &&
+		p.MaxBytes == q.MaxBytes && slices.Equal(p.ReviewPaths, q.ReviewPaths) && slices.Equal(p.ReviewExempt, q.ReviewExempt)
+}
+
+// IsZero tells whether p is the default policy.
+func (p Policy) IsZero() bool { return p.Equal(Policy{}) }
+
+// review refuses a change of paths that the store's policy reviews, by an actor that may not
+// make it directly. A fork (a proposal) makes such changes: that is how they are reviewed;
+// reviewed says that a person approved the change; expiry is gitmem's own.
+func (b *batch) review(p Policy, actor Actor, reviewed bool, paths ...string) error {
+	if b.s.fork || reviewed || actor.Type == SystemActor.Type && actor.ID == SystemActor.ID {
+		return nil
+	}
+	for _, path := range paths {
+		if path != "" && p.Reviews(path, actor) {
+			return &Error{Kind: KindInvalid, Rule: RuleReview, Message: fmt.Sprintf("%s is in a folder that this store changes only through review: "+
+				"propose the change instead (a key with access propose, or a session that attaches the store with :propose), for a person to approve", path)}
+		}
+	}
+	return nil
+}
+
+// Reviews tells whether a change of path by actor needs review under the policy.
+func (p Policy) Reviews(path string, actor Actor) bool {
+	key := actor.KeyID()
+	if key == "" {
+		key = actor.APIKeyID
+	}
+	if key != "" && slices.Contains(p.ReviewExempt, key) {
+		return false
+	}
+	for _, dir := range p.ReviewPaths {
+		if strings.HasPrefix(path, dir) {
+			return true
+		}
+	}
+	return false
 }
 
 // SecretsPolicy says what a write that holds a secret does.
@@ -64,16 +118,34 @@ func ValidatePolicy(p Policy) error {
 	if p.MaxBytes < 0 {
 		return invalidf("max_bytes must be 0 (no limit) or more, got %d", p.MaxBytes)
 	}
+	if len(p.ReviewPaths) > MaxReviewPaths || len(p.ReviewExempt) > MaxReviewExempt {
+		return invalidf("a review policy has at most %d paths and %d exempt keys", MaxReviewPaths, MaxReviewExempt)
+	}
+	for _, dir := range p.ReviewPaths {
+		if dir == "/" || !strings.HasSuffix(dir, "/") {
+			return invalidf("review path %q must be a folder below the root, ending with / (such as /team/)", dir)
+		}
+		if err := ValidatePathPrefix(dir); err != nil {
+			return err
+		}
+	}
+	for _, k := range p.ReviewExempt {
+		if !strings.HasPrefix(k, "apikey_") || len(k) > 64 {
+			return invalidf("review exempt key %q must be an API key id (apikey_...)", k)
+		}
+	}
 	return nil
 }
 
 // PolicyPatch changes a store's policy: nil fields are left alone; a zero expiry or quota
 // removes it.
 type PolicyPatch struct {
-	Secrets     *SecretsPolicy
-	ExpireAfter *Duration
-	MaxMemories *int
-	MaxBytes    *int64
+	Secrets      *SecretsPolicy
+	ExpireAfter  *Duration
+	MaxMemories  *int
+	MaxBytes     *int64
+	ReviewPaths  *[]string
+	ReviewExempt *[]string
 }
 
 // ApplyPolicyPatch returns p changed by pp.
@@ -94,6 +166,12 @@ func (pp *PolicyPatch) apply(p Policy) Policy {
 	}
 	if pp.MaxBytes != nil {
 		p.MaxBytes = *pp.MaxBytes
+	}
+	if pp.ReviewPaths != nil {
+		p.ReviewPaths = slices.Clone(*pp.ReviewPaths)
+	}
+	if pp.ReviewExempt != nil {
+		p.ReviewExempt = slices.Clone(*pp.ReviewExempt)
 	}
 	return p
 }

@@ -304,10 +304,10 @@ func TestPolicyValidationAndPatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Policy{Secrets: SecretsRedact, ExpireAfter: Duration(720 * time.Hour), MaxBytes: 1 << 20}
-	if info.Policy != want {
+	if !info.Policy.Equal(want) {
 		t.Fatalf("policy = %+v, want %+v", info.Policy, want)
 	}
-	if got, _ := s.Info(ctx); got.Policy != want {
+	if got, _ := s.Info(ctx); !got.Policy.Equal(want) {
 		t.Fatalf("policy read back = %+v", got.Policy)
 	}
 }

@@ -53,6 +53,9 @@ const (
 	SkipPathTaken SkipReason = "path_taken"
 	// SkipRedacted: the state before the range is a redacted version, whose content is gone.
 	SkipRedacted SkipReason = "redacted"
+	// SkipReviewed: the memory is in a folder that the store changes only through review
+	// (Policy.ReviewPaths), and the actor reverting may not change it directly.
+	SkipReviewed SkipReason = "reviewed"
 )
 
 // RevertedMemory is a memory that a revert changed (or, in a dry run, would change).
@@ -352,7 +355,19 @@ func (b *batch) skipStuckMoves(sim *pathSim, stuck []revertStep, res *RevertResu
 // revertApply makes the commit of each step, in order (none in a dry run), and lists it in
 // res.Reverted, or in res.Skipped if its commit found the path taken after all.
 func (b *batch) revertApply(in RevertInput, steps []revertStep, res *RevertResult) error {
+	info, err := b.writableStore()
+	if err != nil {
+		return err
+	}
 	for _, st := range steps {
+		if err := b.review(info.Policy, in.Actor, false, st.from, st.to.path); err != nil {
+			path := st.from
+			if path == "" {
+				path = st.to.path
+			}
+			res.Skipped = append(res.Skipped, SkippedMemory{MemoryID: st.id, Path: path, Reason: SkipReviewed, Message: err.Error()})
+			continue
+		}
 		r := RevertedMemory{MemoryID: st.id, Path: st.to.path, FromPath: st.from, Action: st.action, RevertedTo: st.prevVer}
 		if !in.DryRun {
 			verID, skip, err := b.revertCommit(in, st)

@@ -20,6 +20,8 @@ import (
 // Store is one memory store: a bare repository and its catalog. Mutations go through the
 // store's single writer goroutine; reads use a catalog snapshot and need no lock.
 type Store struct {
+	// fork: a proposal's copy of a store (fork.go), whose changes are reviewed when taken in.
+	fork bool
 	id   string
 	opts Options
 	log  *slog.Logger

@@ -73,7 +73,7 @@ func (s *Store) UpdateInfo(ctx context.Context, p StorePatch) (StoreInfo, error)
 }
 
 func sameInfo(a, b StoreInfo) bool {
-	if a.Name != b.Name || a.Description != b.Description || a.Policy != b.Policy || len(a.Metadata) != len(b.Metadata) {
+	if a.Name != b.Name || a.Description != b.Description || !a.Policy.Equal(b.Policy) || len(a.Metadata) != len(b.Metadata) {
 		return false
 	}
 	for k, v := range a.Metadata {

@@ -134,6 +134,9 @@ type WriteInput struct {
 	Content      string
 	Precondition *Precondition
 	Actor        Actor
+	// Reviewed: a person approved the change in review (package proposals), so that the
+	// store's review policy lets it in. Not for changes that nobody reviewed.
+	Reviewed bool
 }
 
 // UpdateInput changes the content and/or path of one memory, named by ID or, if ID is
@@ -158,6 +161,7 @@ type DeleteInput struct {
 	Path           string
 	ExpectedSHA256 string // if set, delete only if the current content has this hash
 	Actor          Actor
+	Reviewed       bool // as WriteInput's
 }
 
 // WriteResult is the outcome of a write. Version is nil when the write changed nothing
@@ -168,6 +172,9 @@ type WriteResult struct {
 	// Redacted lists the secrets that the store's "redact" policy replaced with markers
 	// before the commit; Memory.Content then holds the content as stored.
 	Redacted []secrets.Finding
+	// Proposal is the proposal that a write through the HTTP API went to, because the store
+	// reviews its folder (Policy.ReviewPaths); Version is nil then.
+	Proposal string
 }
 
 // ListOptions select memories. PathPrefix must be "" or end with "/" and matches whole

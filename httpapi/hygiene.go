@@ -23,6 +23,10 @@ type policyJSON struct {
 	ExpireAfter *string                `json:"expire_after"`
 	MaxMemories *int                   `json:"max_memories"`
 	MaxBytes    *int64                 `json:"max_bytes"`
+	// ReviewPaths and ReviewExempt: folders that change only through review (proposals), and
+	// the keys that may change them directly.
+	ReviewPaths  []string `json:"review_paths,omitempty"`
+	ReviewExempt []string `json:"review_exempt,omitempty"`
 }
 
 type usageJSON struct {
@@ -37,7 +41,7 @@ type redactionJSON struct {
 }
 
 func toPolicy(p gitstore.Policy) policyJSON {
-	out := policyJSON{Secrets: p.Secrets.Effective()}
+	out := policyJSON{Secrets: p.Secrets.Effective(), ReviewPaths: p.ReviewPaths, ReviewExempt: p.ReviewExempt}
 	if p.ExpireAfter != 0 {
 		s := p.ExpireAfter.String()
 		out.ExpireAfter = &s
@@ -59,7 +63,7 @@ func toRedactions(fs []secrets.Finding) []redactionJSON {
 	return out
 }
 
-var policyFields = []string{"expire_after", "max_bytes", "max_memories", "secrets"} // sorted, for the message
+var policyFields = []string{"expire_after", "max_bytes", "max_memories", "review_exempt", "review_paths", "secrets"} // sorted, for the message
 
 // patchPolicy reads the body's "policy" object: the fields it has change, a null removes
 // an expiry or a quota (and sets secrets back to reject); nil if the body has none.
@@ -112,6 +116,19 @@ func patchPolicy(b body) (*gitstore.PolicyPatch, error) {
 			return nil, badRequest("policy.max_bytes must be a whole number, or null for no limit")
 		}
 		pp.MaxBytes = &n
+	}
+	for _, field := range []struct {
+		name string
+		to   **[]string
+		what string
+	}{{"review_paths", &pp.ReviewPaths, `folders such as ["/team/"]`}, {"review_exempt", &pp.ReviewExempt, `API key ids such as ["apikey_..."]`}} {
+		if raw, ok := f[field.name]; ok {
+			list := []string{}
+			if !null(field.name) && json.Unmarshal(raw, &list) != nil {
+				return nil, badRequest("policy.%s must be an array of %s, or null for none", field.name, field.what)
+			}
+			*field.to = &list
+		}
 	}
 	return &pp, nil
 }

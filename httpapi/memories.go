@@ -74,6 +74,12 @@ func (s *Server) createMemory(c echo.Context) error {
 		in.Precondition = &gitstore.Precondition{Type: gitstore.NotExists}
 	}
 	res, err := st.Write(c.Request().Context(), in)
+	if f, perr := s.proposeInstead(c, st, cl, err); f != nil {
+		st = f
+		res, err = st.Write(c.Request().Context(), in)
+	} else {
+		err = perr
+	}
 	if err != nil {
 		if ge, ok := err.(*gitstore.Error); ok && strict && ge.Kind == gitstore.KindPreconditionFailed {
 			// The public beta's create: an occupied path is a path conflict.
@@ -157,6 +163,12 @@ func (s *Server) updateMemory(c echo.Context) error {
 		return err
 	}
 	res, err := st.UpdateMemory(c.Request().Context(), in)
+	if f, perr := s.proposeInstead(c, st, cl, err); f != nil {
+		st = f
+		res, err = st.UpdateMemory(c.Request().Context(), in)
+	} else {
+		err = perr
+	}
 	if err != nil {
 		return err
 	}
@@ -169,7 +181,13 @@ func (s *Server) deleteMemory(c echo.Context) error {
 		return err
 	}
 	in := gitstore.DeleteInput{ID: c.Param("memory"), ExpectedSHA256: c.QueryParam("expected_content_sha256"), Actor: cl.actor}
-	if _, err := st.Delete(c.Request().Context(), in); err != nil {
+	_, err = st.Delete(c.Request().Context(), in)
+	if f, perr := s.proposeInstead(c, st, cl, err); f != nil {
+		_, err = f.Delete(c.Request().Context(), in)
+	} else {
+		err = perr
+	}
+	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, deletedJSON{Type: "memory_deleted", ID: in.ID})

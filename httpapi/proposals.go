@@ -80,6 +80,25 @@ func proposalTitle(cl caller) string {
 	return "Changes by " + key
 }
 
+// ProposalHeader names, on the answer to a write that went to a proposal because the store
+// reviews its path, the proposal it went to.
+const ProposalHeader = "x-gitmem-proposal"
+
+// proposeInstead takes err, the error of a memory write to st: if the store's review policy
+// refused it, it returns the caller's proposal (opened if need be) for the write to be made
+// there instead, and names it in the answer's header; else it returns nil and err.
+func (s *Server) proposeInstead(c echo.Context, st *gitstore.Store, cl caller, err error) (*gitstore.Store, error) {
+	if err == nil || gitstore.ErrorRule(err) != gitstore.RuleReview {
+		return nil, err
+	}
+	f, p, err := s.props.Writes(c.Request().Context(), st, cl.actor, proposalTitle(cl))
+	if err != nil {
+		return nil, err
+	}
+	c.Response().Header().Set(ProposalHeader, p.ID)
+	return f, nil
+}
+
 // memView is memStore, plus the request's view parameter (basic or full, else def).
 func (s *Server) memView(c echo.Context, write bool, def string) (*gitstore.Store, caller, bool, error) {
 	full, err := view(c, def)

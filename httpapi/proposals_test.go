@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"regexp"
 	"strings"
 	"testing"
@@ -219,5 +220,68 @@ func TestProposalsOfOthers(t *testing.T) {
 	}
 	if status, _ := rawRequest(t, "PATCH", props+"/"+theirs, `{"title":"Harmless"}`, hdr(b)); status != 403 {
 		t.Errorf("b renames a's proposal: %d", status)
+	}
+}
+
+// TestReviewPolicy: a store whose policy reviews /team/ takes a read_write key's write there
+// as that key's proposal (named in a header), writes elsewhere directly, an exempt key's
+// directly; a tool's write there is refused with what to do; approval brings it in.
+func TestReviewPolicy(t *testing.T) {
+	ts := startServer(t, Options{})
+	_, admin, _ := ts.keys.Create("admin", apikeys.ReadWrite, "")
+	leadKey, lead, _ := ts.keys.Create("lead", apikeys.ReadWrite, "")
+	_, agent, _ := ts.keys.Create("agent", apikeys.ReadWrite, "")
+	h := func(key string) map[string]string {
+		return map[string]string{"x-api-key": key, "content-type": "application/json"}
+	}
+	status, body := rawRequest(t, "POST", ts.url+"/v1/memory_stores", `{"name":"team","policy":{"review_paths":["team"]}}`, h(admin))
+	if status != 400 || !strings.Contains(body, "must be a folder") {
+		t.Errorf("a review path that is no folder: %d %s", status, body)
+	}
+	status, body = rawRequest(t, "POST", ts.url+"/v1/memory_stores", `{"name":"team","policy":{"review_paths":["/team/"],"review_exempt":["`+leadKey.ID+`"]}}`, h(admin))
+	var store struct{ ID string }
+	if json.Unmarshal([]byte(body), &store); status != 200 || !strings.Contains(body, `"review_paths":["/team/"]`) {
+		t.Fatalf("store: %d %s", status, body)
+	}
+	mems := ts.url + "/v1/memory_stores/" + store.ID + "/memories"
+	req, _ := http.NewRequest("POST", mems, strings.NewReader(`{"path":"/team/x.md","content":"x"}`))
+	for k, v := range h(agent) {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	prop := resp.Header.Get(ProposalHeader)
+	if resp.StatusCode != 200 || !strings.HasPrefix(prop, "prop_") {
+		t.Fatalf("the agent's write to /team/: %d, %s %q", resp.StatusCode, ProposalHeader, prop)
+	}
+	if status, _ := rawRequest(t, "POST", mems, `{"path":"/notes/y.md","content":"y"}`, h(agent)); status != 200 {
+		t.Errorf("the agent's write elsewhere: %d", status)
+	}
+	if status, _ := rawRequest(t, "POST", mems, `{"path":"/team/z.md","content":"z"}`, h(lead)); status != 200 {
+		t.Errorf("the exempt key's write: %d", status)
+	}
+	status, body = rawRequest(t, "POST", ts.url+"/v1/memory_stores/"+store.ID+"/tools/memory_write", `{"path":"/memories/team/t.md","content":"t"}`, h(agent))
+	if status != 200 || !strings.Contains(body, `"is_error":true`) || !strings.Contains(body, "propose the change instead") {
+		t.Errorf("a tool's write to /team/: %d %s", status, body)
+	}
+	st, err := ts.data.Store(context.Background(), store.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := func(path string) bool {
+		_, err := st.GetByPath(context.Background(), path, false)
+		return err == nil
+	}
+	if have("/team/x.md") || !have("/notes/y.md") || !have("/team/z.md") || have("/team/t.md") {
+		t.Errorf("main holds x %v y %v z %v t %v; want y and z", have("/team/x.md"), have("/notes/y.md"), have("/team/z.md"), have("/team/t.md"))
+	}
+	if status, body := rawRequest(t, "POST", ts.url+"/v1/memory_stores/"+store.ID+"/proposals/"+prop+"/approve", `{}`, h(lead)); status != 200 {
+		t.Fatalf("approve: %d %s", status, body)
+	}
+	if !have("/team/x.md") {
+		t.Error("the approved change is not in main")
 	}
 }

@@ -334,9 +334,9 @@ func (m *Manager) approveSome(ctx context.Context, st *gitstore.Store, p Proposa
 		var err error
 		switch {
 		case s.after == nil && s.now != nil:
-			_, err = st.Delete(ctx, gitstore.DeleteInput{ID: s.now.ID, ExpectedSHA256: s.now.ContentSHA256, Actor: author})
+			_, err = st.Delete(ctx, gitstore.DeleteInput{ID: s.now.ID, ExpectedSHA256: s.now.ContentSHA256, Actor: author, Reviewed: true})
 		case s.after != nil:
-			in := gitstore.WriteInput{Path: s.c.Path, Content: *s.after, Actor: author}
+			in := gitstore.WriteInput{Path: s.c.Path, Content: *s.after, Actor: author, Reviewed: true}
 			if s.now != nil {
 				in.Precondition = &gitstore.Precondition{Type: gitstore.ContentSHA256, ContentSHA256: s.now.ContentSHA256}
 			} else {

@@ -57,6 +57,9 @@ creating it or replacing what is there. Each write that changes something is one
 					return printJSON(cmd.OutOrStdout(), memoryJSON(res.Memory))
 				}
 				switch {
+				case res.Proposal != "":
+					fmt.Fprintf(cmd.OutOrStdout(), "proposed %s in %s: the store reviews this folder, and a person approves (gitmem proposals show %s %s)\n",
+						res.Memory.Path, res.Proposal, args[0], res.Proposal)
 				case res.Version == nil:
 					fmt.Fprintf(cmd.OutOrStdout(), "unchanged %s (%s)\n", res.Memory.Path, res.Memory.ID)
 				default:

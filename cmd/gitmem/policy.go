@@ -16,6 +16,7 @@ type policyFlags struct {
 	secrets, expireAfter string
 	maxMemories          int
 	maxBytes             int64
+	review, reviewExempt []string
 }
 
 func (p *policyFlags) register(fs *pflag.FlagSet) {
@@ -23,6 +24,8 @@ func (p *policyFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&p.expireAfter, "expire-after", "", `delete memories nobody read or wrote for this long, as restorable versions (e.g. 720h, 30d; "never", a new store's default, turns it off)`)
 	fs.IntVar(&p.maxMemories, "max-memories", 0, "the most memories the store may hold (0: no limit)")
 	fs.Int64Var(&p.maxBytes, "max-bytes", 0, "the most content bytes the store may hold, all memories together (0: no limit)")
+	fs.StringArrayVar(&p.review, "review", nil, `a folder (such as /team/) whose memories change only through review: others' writes there become proposals (repeatable; --review "" for none)`)
+	fs.StringArrayVar(&p.reviewExempt, "review-exempt", nil, `an API key id that may change the reviewed folders directly (repeatable; --review-exempt "" for none)`)
 }
 
 // patch is the change the flags that were given make; nil if none was.
@@ -48,6 +51,21 @@ func (p *policyFlags) patch(cmd *cobra.Command) (*gitstore.PolicyPatch, error) {
 	}
 	if changed("max-bytes") {
 		pp.MaxBytes = &p.maxBytes
+	}
+	nonEmpty := func(l []string) *[]string {
+		out := []string{}
+		for _, s := range l {
+			if s != "" {
+				out = append(out, s)
+			}
+		}
+		return &out
+	}
+	if changed("review") {
+		pp.ReviewPaths = nonEmpty(p.review)
+	}
+	if changed("review-exempt") {
+		pp.ReviewExempt = nonEmpty(p.reviewExempt)
 	}
 	if pp == (gitstore.PolicyPatch{}) {
 		return nil, nil
@@ -104,8 +122,15 @@ func describePolicy(p gitstore.Policy, u gitstore.Usage) string {
 	if p.ExpireAfter != 0 {
 		expire = "after " + p.ExpireAfter.String() + " unused"
 	}
-	return fmt.Sprintf("secrets %s, expire %s, memories %s, bytes %s", p.Secrets.Effective(), expire,
+	s := fmt.Sprintf("secrets %s, expire %s, memories %s, bytes %s", p.Secrets.Effective(), expire,
 		ofLimit(int64(u.Memories), int64(p.MaxMemories)), ofLimit(u.Bytes, p.MaxBytes))
+	if len(p.ReviewPaths) > 0 {
+		s += ", review " + strings.Join(p.ReviewPaths, " ")
+		if len(p.ReviewExempt) > 0 {
+			s += " (directly: " + strings.Join(p.ReviewExempt, " ") + ")"
+		}
+	}
+	return s
 }
 
 // quotas says a policy's quotas: "at most 1000 memories, 10485760 bytes", or "none".
@@ -153,6 +178,12 @@ func policyJSON(p gitstore.Policy, u gitstore.Usage) (map[string]any, map[string
 	}
 	if p.MaxBytes != 0 {
 		pol["max_bytes"] = p.MaxBytes
+	}
+	if len(p.ReviewPaths) > 0 {
+		pol["review_paths"] = p.ReviewPaths
+	}
+	if len(p.ReviewExempt) > 0 {
+		pol["review_exempt"] = p.ReviewExempt
 	}
 	return pol, map[string]any{"memories": u.Memories, "bytes": u.Bytes}
 }

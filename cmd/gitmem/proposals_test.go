@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -89,5 +91,59 @@ func TestProposalsCLILocal(t *testing.T) {
 	}
 	if _, errOut, code := c.run("", "proposals", "list", "nope"); code != exitNotFound {
 		t.Errorf("list of a missing store: exit %d %s", code, errOut)
+	}
+}
+
+// TestReviewPolicyCLI: stores set --review makes a folder reviewed: the CLI's own write there
+// is refused with what to do, and an agent's write through the server becomes a proposal.
+func TestReviewPolicyCLI(t *testing.T) {
+	c := newCLI(t)
+	c.ok("", "stores", "create", "team")
+	mustContain(t, "set", c.ok("", "stores", "set", "team", "--review", "/team/"), "review /team/")
+	mustContain(t, "show", c.ok("", "stores", "show", "team"), "review       /team/")
+	mustContain(t, "a write there", c.fails("hi\n", "put", "team", "/team/a.md"), "changes only through review", "propose the change instead")
+	c.ok("hi\n", "put", "team", "/elsewhere.md")
+	mustContain(t, "a bad folder", c.fails("", "stores", "set", "team", "--review", "team"), "must be a folder")
+	secret := regexp.MustCompile(`gitmem_[A-Za-z0-9_-]+`).FindString(c.ok("", "keys", "create", "--name", "agent"))
+	url, _ := serveForGit(t, c)
+	env := append(os.Environ(), "GITMEM_API_KEY="+secret)
+	if _, errOut, code := c.runEnv(env, "hi\n", "put", "team", "/team/b.md"); code != 0 {
+		t.Fatalf("the agent's put: %s", errOut)
+	}
+
+	// A git push that changes the reviewed folder is refused; one elsewhere goes through.
+	work := t.TempDir()
+	git := func(dir string, args ...string) (string, error) {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0",
+			"GIT_AUTHOR_NAME=Ann", "GIT_AUTHOR_EMAIL=ann@example.com", "GIT_COMMITTER_NAME=Ann", "GIT_COMMITTER_EMAIL=ann@example.com")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	remote := strings.Replace(url, "http://", "http://x:"+secret+"@", 1) + "/git/team.git"
+	if out, err := git(work, "clone", "-q", remote, "team"); err != nil {
+		t.Fatalf("clone: %v\n%s", err, out)
+	}
+	wt := filepath.Join(work, "team")
+	os.MkdirAll(filepath.Join(wt, "team"), 0o755)
+	os.WriteFile(filepath.Join(wt, "team", "pushed.md"), []byte("pushed\n"), 0o644)
+	git(wt, "add", "-A")
+	git(wt, "commit", "-qm", "into the reviewed folder")
+	if out, err := git(wt, "push", "-q", "origin", "main"); err == nil || !strings.Contains(out, "changes only through review") {
+		t.Errorf("a push into the reviewed folder: %v\n%s", err, out)
+	}
+	git(wt, "reset", "-q", "--hard", "origin/main")
+	os.WriteFile(filepath.Join(wt, "notes.md"), []byte("fine\n"), 0o644)
+	git(wt, "add", "-A")
+	git(wt, "commit", "-qm", "elsewhere")
+	if out, err := git(wt, "push", "-q", "origin", "main"); err != nil {
+		t.Errorf("a push elsewhere: %v\n%s", err, out)
+	}
+	out, _, _ := c.runEnv(env, "", "proposals", "list", "team")
+	mustContain(t, "proposals", out, `Changes by key "agent"`)
+	c.runEnv(env, "", "stores", "set", "team", "--review", "")
+	if out, _, _ := c.runEnv(env, "", "stores", "show", "team"); strings.Contains(out, "review ") {
+		t.Errorf("--review \"\" left a review policy:\n%s", out)
 	}
 }

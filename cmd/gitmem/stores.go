@@ -173,6 +173,13 @@ func newStoresShowCmd(a *app) *cobra.Command {
 					expire = "after " + info.Policy.ExpireAfter.String() + " unread and unwritten"
 				}
 				fmt.Fprintf(tw, "expire\t%s\n", expire)
+				if p := info.Policy; len(p.ReviewPaths) > 0 {
+					fmt.Fprintf(tw, "review\t%s", strings.Join(p.ReviewPaths, " "))
+					if len(p.ReviewExempt) > 0 {
+						fmt.Fprintf(tw, " (directly: %s)", strings.Join(p.ReviewExempt, " "))
+					}
+					fmt.Fprintln(tw)
+				}
 				fmt.Fprintf(tw, "repository\t%s\n", repository(s))
 				fmt.Fprintf(tw, "head\t%s\n", h)
 				return tw.Flush()
