@@ -78,14 +78,7 @@ func TestServeGit(t *testing.T) {
 	mustContain(t, "banner", banner, "git:   git clone "+url+"/git/<memstore_id>.git")
 	store := createStoreForGit(t, url)
 	work := t.TempDir()
-	git := func(dir string, args ...string) (string, error) {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0",
-			"GIT_AUTHOR_NAME=Ann", "GIT_AUTHOR_EMAIL=ann@example.com", "GIT_COMMITTER_NAME=Ann", "GIT_COMMITTER_EMAIL=ann@example.com")
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
+	git := gitAs
 	if out, err := git(work, "clone", "-q", url+"/git/"+store+".git", "notes"); err != nil {
 		t.Fatalf("clone: %v\n%s", err, out)
 	}
@@ -161,4 +154,14 @@ func TestServeWithoutGit(t *testing.T) {
 		}
 		mustContain(t, path, out, "which is not installed")
 	}
+}
+
+// gitAs runs git in dir as Ann, with no user or system configuration and no prompts.
+func gitAs(dir string, args ...string) (string, error) {
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0",
+		"GIT_AUTHOR_NAME=Ann", "GIT_AUTHOR_EMAIL=ann@example.com", "GIT_COMMITTER_NAME=Ann", "GIT_COMMITTER_EMAIL=ann@example.com")
+	out, err := cmd.CombinedOutput()
+	return string(out), err
 }

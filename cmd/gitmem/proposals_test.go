@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -113,14 +112,7 @@ func TestReviewPolicyCLI(t *testing.T) {
 
 	// A git push that changes the reviewed folder is refused; one elsewhere goes through.
 	work := t.TempDir()
-	git := func(dir string, args ...string) (string, error) {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0",
-			"GIT_AUTHOR_NAME=Ann", "GIT_AUTHOR_EMAIL=ann@example.com", "GIT_COMMITTER_NAME=Ann", "GIT_COMMITTER_EMAIL=ann@example.com")
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
+	git := gitAs
 	remote := strings.Replace(url, "http://", "http://x:"+secret+"@", 1) + "/git/team.git"
 	if out, err := git(work, "clone", "-q", remote, "team"); err != nil {
 		t.Fatalf("clone: %v\n%s", err, out)
