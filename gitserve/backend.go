@@ -116,6 +116,9 @@ type Request struct {
 	RemoteUser string
 	// Push allows git-receive-pack.
 	Push bool
+	// Access is the caller's key's access (apikeys): a propose key's push may only update
+	// proposal branches (refs/heads/proposals/NAME), which the hook checks.
+	Access string
 	// Accept, if set, is asked to accept a push that passed the hook's checks, with the
 	// commits that it adds to main (oldest first), before git moves main: if it fails, the
 	// push is refused with its error's message. It runs on its own goroutine while Serve
@@ -177,6 +180,7 @@ func (b *Backend) env(r *http.Request, req Request) []string {
 		"PATH_INFO=/" + req.StoreID + ".git/" + req.Path,
 		"REMOTE_USER=" + req.RemoteUser,
 		storeEnv + "=" + req.StoreID,
+		accessEnv + "=" + req.Access,
 		gitexec.PathEnv + "=" + b.git,
 	}
 	if p := r.Header.Get("Git-Protocol"); protocolHeader.MatchString(p) {

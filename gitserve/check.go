@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -47,6 +48,12 @@ type checker struct {
 	problems []problem
 	reported map[string]bool
 
+	// access is the pushing key's access; a propose key pushes proposal branches only.
+	access string
+	// inProposal: the commits being checked are a proposal branch's, which the review
+	// policy does not apply to (their review is the proposal's).
+	inProposal bool
+
 	commit  string          // the commit being checked, for the messages
 	trees   map[string]bool // tree hash + "\x00" + folder: checked
 	blobs   map[string]string
@@ -69,21 +76,39 @@ const maxCommits = 100000
 // (oldest first) when every rule holds; otherwise c.problems says what is wrong.
 func (c *checker) check(updates []update) ([]string, error) {
 	var main *update
+	var props []update
 	for i, u := range updates {
 		switch {
+		case proposalRef.MatchString(u.ref) && u.new == zeroHash:
+			c.fail(u.ref, "deleting a proposal's branch is refused: reject the proposal instead")
+		case proposalRef.MatchString(u.ref):
+			props = append(props, u)
 		case u.ref != mainRef && strings.HasPrefix(u.ref, "refs/tags/"):
 			c.fail(u.ref, "only refs/heads/main may be pushed: a memory store keeps no tags")
 		case u.ref != mainRef:
-			c.fail(u.ref, "only refs/heads/main may be pushed: a memory store keeps its memories on main, "+
-				"and other branches are refused (to publish this work: git push origin HEAD:main)")
+			c.fail(u.ref, "only refs/heads/main and proposal branches (refs/heads/proposals/NAME) may be pushed: a memory store keeps its memories on main "+
+				"(to publish this work: git push origin HEAD:main, or HEAD:proposals/NAME for review)")
+		case c.access == "propose":
+			c.fail(u.ref, "this API key may only propose: push to a proposal branch instead (git push origin HEAD:proposals/NAME), for a person to approve")
 		case u.new == zeroHash:
 			c.fail(u.ref, "deleting main is refused: it holds the store's memories")
 		default:
 			main = &updates[i]
 		}
 	}
-	if main == nil || len(c.problems) > 0 {
+	if main == nil && len(props) == 0 || len(c.problems) > 0 {
 		return nil, nil
+	}
+	for _, u := range props {
+		if err := c.checkProposal(u); err != nil {
+			return nil, err
+		}
+	}
+	if main == nil {
+		if len(c.problems) > 0 {
+			return nil, nil
+		}
+		return []string{}, nil
 	}
 	cur, err := c.run("rev-parse", "--verify", "-q", mainRef)
 	if err != nil && !isExit(err, 1) {
@@ -144,6 +169,60 @@ func (c *checker) check(updates []update) ([]string, error) {
 		return nil, nil
 	}
 	return commits, nil
+}
+
+// proposalRef is a proposal branch: refs/heads/proposals/NAME.
+var proposalRef = regexp.MustCompile(`^refs/heads/proposals/[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// checkProposal checks the commits that a push brings to a proposal branch by the rules of
+// main's: they are to be merged into main once approved. The branch must come from main.
+func (c *checker) checkProposal(u update) error {
+	cur, err := c.run("rev-parse", "--verify", "-q", mainRef)
+	if err != nil {
+		return err
+	}
+	if c.oldInfo == nil {
+		obj, err := c.objs.read(cur+":"+gitstore.StoreFile, maxMeta)
+		if err != nil {
+			return err
+		}
+		if !obj.missing && obj.data != nil {
+			if info, err := gitstore.ParseStoreFile(obj.data); err == nil {
+				c.oldInfo = &info
+			}
+		}
+	}
+	if at := c.archivedAt(); at != nil {
+		c.fail(u.ref, fmt.Sprintf("memory store %s is archived and read-only", c.storeID))
+		return nil
+	}
+	if _, err := c.run("merge-base", u.new, cur); isExit(err, 1) {
+		c.fail(u.ref, "the branch shares no history with main: make it from main (git checkout -b NAME origin/main)")
+		return nil
+	} else if err != nil {
+		return err
+	}
+	args := []string{"rev-list", "--topo-order", "--reverse", u.new, "^" + cur}
+	if u.old != zeroHash {
+		args = append(args, "^"+u.old)
+	}
+	out, err := c.run(args...)
+	if err != nil {
+		return err
+	}
+	commits := strings.Fields(out)
+	if len(commits) > maxCommits {
+		c.fail(u.ref, fmt.Sprintf("the push brings %d commits; the limit is %d", len(commits), maxCommits))
+		return nil
+	}
+	c.inProposal = true
+	defer func() { c.inProposal = false }()
+	for _, h := range commits {
+		if err := c.checkCommit(h); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // checkCommit checks the tree of one pushed commit. What is the same, at the same path, as
@@ -318,7 +397,7 @@ func (c *checker) checkNewNames(entries []entry, inParents []map[string]entry, d
 // checkReview refuses a pushed change of path (a file, or a folder) that the store's review
 // policy keeps for proposals, unless the pushing key is exempt (the hook's REMOTE_USER).
 func (c *checker) checkReview(path string, folder, deleted bool) {
-	if c.importing || c.oldInfo == nil || len(c.oldInfo.Policy.ReviewPaths) == 0 {
+	if c.importing || c.inProposal || c.oldInfo == nil || len(c.oldInfo.Policy.ReviewPaths) == 0 {
 		return
 	}
 	p := "/" + path

@@ -17,6 +17,7 @@ const (
 	hookEnv   = "GITMEM_GIT_HOOK"    // set by the hook script: run as this hook
 	storeEnv  = "GITMEM_STORE_ID"    // the store the push goes to
 	acceptEnv = "GITMEM_PUSH_ACCEPT" // the server's socket that accepts a checked push (accept.go)
+	accessEnv = "GITMEM_PUSH_ACCESS" // the pushing key's access: propose pushes proposal branches only
 )
 
 // RunHookIfAsked runs the git hook that the program was started as, by the script that New
@@ -87,7 +88,7 @@ func runHook(name string, stdin io.Reader, stderr io.Writer) int {
 		return 1
 	}
 	defer objs.close()
-	c := &checker{storeID: storeID, objs: objs, reported: map[string]bool{},
+	c := &checker{storeID: storeID, objs: objs, reported: map[string]bool{}, access: os.Getenv(accessEnv),
 		trees: map[string]bool{}, blobs: map[string]string{}}
 	commits, err := c.check(updates)
 	if err != nil {

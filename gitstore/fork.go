@@ -2,6 +2,7 @@ package gitstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -88,4 +89,42 @@ func (s *Store) TakeBranch(ctx context.Context, dir, ref string) (string, error)
 		return "", err
 	}
 	return strings.TrimSpace(out), nil
+}
+
+// ForkBranch makes the fork at dir (or, if dir holds one, updates it) with the branch ref of
+// the store's repository (refs/heads/proposals/..., pushed with git) as its main, and returns
+// the commit where the branch leaves main: the fork's base. The fork must not be open.
+func (s *Store) ForkBranch(ctx context.Context, dir, ref string) (base string, err error) {
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		if err := s.Fork(ctx, dir); err != nil {
+			return "", err
+		}
+	} else if err != nil {
+		return "", err
+	}
+	repo := filepath.Join(dir, "repo.git")
+	if _, err := gitexec.In(ctx, repo, "fetch", "--quiet", "--no-tags", s.repo.Path(), "+"+ref+":"+odb.MainRef); err != nil {
+		return "", NoSpace(fmt.Errorf("fork %s from %s: %w", s.id, ref, err), s.opts.dataDir)
+	}
+	out, err := gitexec.In(ctx, s.repo.Path(), "merge-base", ref, odb.MainRef)
+	if err != nil {
+		return "", &Error{Kind: KindInvalid, Message: fmt.Sprintf("%s shares no history with main", ref), Err: err}
+	}
+	return strings.TrimSpace(out), nil
+}
+
+// Branches returns the branches of the store's repository under prefix (refs/heads/...),
+// with the commit each is at.
+func (s *Store) Branches(ctx context.Context, prefix string) (map[string]string, error) {
+	out, err := gitexec.In(ctx, s.repo.Path(), "for-each-ref", "--format=%(refname) %(objectname)", prefix)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if ref, h, ok := strings.Cut(line, " "); ok {
+			m[ref] = h
+		}
+	}
+	return m, nil
 }

@@ -161,14 +161,45 @@ func (s *Server) authorizeGit(c echo.Context, req *gitserve.Request) (keyID stri
 	if err := cl.checkStore(req.StoreID); err != nil {
 		return "", refuseGit(http.StatusForbidden, "%s", errorFor(err).message)
 	}
-	if req.Push && cl.key != nil && cl.key.Access != apikeys.ReadWrite {
-		return "", refuseGit(http.StatusForbidden, "this API key (%s) is %s: it may clone and fetch, but a push needs a read_write key", cl.key.ID, cl.key.Access)
+	if req.Push && cl.key != nil && cl.key.Access == apikeys.ReadOnly {
+		return "", refuseGit(http.StatusForbidden, "this API key (%s) is read_only: it may clone and fetch, but a push needs a read_write key (or a propose key, to a proposal branch)", cl.key.ID)
 	}
+	c.Set(callerKey, cl) // servePush names the pusher of a proposal branch
 	req.RemoteUser = cl.actor.ID
+	if cl.key != nil {
+		req.Access = string(cl.key.Access)
+	}
 	if cl.key != nil {
 		keyID = cl.key.ID
 	}
 	return keyID, nil
+}
+
+// proposalBranches are the branches that a push opens proposals with.
+const proposalBranches = "refs/heads/proposals/"
+
+// proposeBranches opens (or updates) the proposal of each proposal branch that a push moved:
+// its commits, which the hook checked as it checks main's, are the proposal's changes.
+func (s *Server) proposeBranches(ctx context.Context, c echo.Context, st *gitstore.Store, before map[string]string) {
+	after, err := st.Branches(ctx, proposalBranches)
+	if err != nil {
+		s.log.Error("git push: list the proposal branches", "store", st.ID(), "err", err)
+		return
+	}
+	cl := callerOf(c)
+	for ref, h := range after {
+		if before[ref] == h {
+			continue
+		}
+		who := "the local user"
+		if cl.key != nil {
+			who = fmt.Sprintf("key %q", cl.key.Name)
+		}
+		title := fmt.Sprintf("Branch %s pushed by %s", strings.TrimPrefix(ref, proposalBranches), who)
+		if _, err := s.props.FromBranch(ctx, st, ref, cl.actor, title); err != nil {
+			s.log.Error("git push: open the proposal of a branch", "store", st.ID(), "branch", ref, "err", err)
+		}
+	}
 }
 
 // servePush runs the pack of a push. The hook checks it and asks the store to record the
@@ -188,10 +219,16 @@ func (s *Server) servePush(c echo.Context, backend *gitserve.Backend, req gitser
 		}
 		return errors.New(ae.message)
 	}
+	ctx0 := context.WithoutCancel(c.Request().Context())
+	before, err := st.Branches(ctx0, proposalBranches)
+	if err != nil {
+		return err
+	}
 	accepted, err := backend.Serve(c.Response(), c.Request(), req)
 	if err != nil || !accepted {
 		return err
 	}
+	s.proposeBranches(ctx0, c, st, before)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), time.Minute)
 	defer cancel()
 	if err := st.Refresh(ctx); err != nil {

@@ -471,7 +471,7 @@ func TestGitPushRules(t *testing.T) {
 		}, want: []string{`commit `, `"update /a.md": its message has gitmem's own trailers (Gitmem-Memory, Gitmem-Version, Gitmem-Operation, Gitmem-Actor)`}},
 		{name: "second branch", push: []string{"push", "origin", "main:refs/heads/feature"},
 			edit: func(e *ruleEnv) { put(e.t, filepath.Join(e.wt, "f.md"), "f\n") },
-			want: []string{"refs/heads/feature: only refs/heads/main may be pushed"}},
+			want: []string{"refs/heads/feature: only refs/heads/main and proposal branches (refs/heads/proposals/NAME) may be pushed"}},
 		{name: "tag", raw: func(e *ruleEnv) (string, error) {
 			gitOK(e.t, e.wt, "tag", "v1")
 			defer gitOK(e.t, e.wt, "tag", "-d", "v1")

@@ -100,6 +100,9 @@ type Proposal struct {
 	Comments []Comment `json:"comments"`
 	// Dropped: a rejected proposal whose changes are no longer kept (MaxKeptRejected).
 	Dropped bool `json:"dropped,omitempty"`
+	// Branch is the branch of the store's repository that a git push opened the proposal
+	// with (refs/heads/proposals/NAME); a push to it again updates the proposal.
+	Branch string `json:"branch,omitempty"`
 }
 
 // Manager keeps the proposals of the stores of one data directory, and the forks of the
@@ -285,7 +288,7 @@ func (m *Manager) openOf(storeID string, author gitstore.Actor) (Proposal, bool,
 		return Proposal{}, false, err
 	}
 	for i := len(l) - 1; i >= 0; i-- {
-		if l[i].State == Open && SameAuthor(l[i].Author, author) {
+		if l[i].State == Open && l[i].Branch == "" && SameAuthor(l[i].Author, author) { // a pushed branch's is the branch's
 			return l[i], true, nil
 		}
 	}
@@ -415,4 +418,59 @@ func checkText(what, s string, max int) error {
 		return &gitstore.Error{Kind: gitstore.KindInvalid, Message: what + " is not valid UTF-8"}
 	}
 	return nil
+}
+
+// FromBranch opens the proposal of a branch that author pushed with git to the store's
+// repository (refs/heads/proposals/NAME), or, if that branch has an open proposal, makes
+// the proposal the branch as it is now. The branch's commits are the proposal's changes.
+func (m *Manager) FromBranch(ctx context.Context, st *gitstore.Store, ref string, author gitstore.Actor, title string) (Proposal, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l, err := m.list(st.ID())
+	if err != nil {
+		return Proposal{}, err
+	}
+	for _, p := range l {
+		if p.State == Open && p.Branch == ref {
+			if f, ok := m.forks[p.ID]; ok {
+				delete(m.forks, p.ID)
+				if err := f.CloseFork(); err != nil {
+					return Proposal{}, err
+				}
+			}
+			base, err := st.ForkBranch(ctx, m.data.Layout().ProposalFork(st.ID(), p.ID), ref)
+			if err != nil {
+				return Proposal{}, err
+			}
+			return m.update(st.ID(), p.ID, func(p *Proposal) error {
+				p.Base = base
+				return nil
+			})
+		}
+	}
+	open := 0
+	for _, p := range l {
+		if p.State == Open {
+			open++
+		}
+	}
+	if open >= MaxOpen {
+		return Proposal{}, &gitstore.Error{Kind: gitstore.KindConflict, Message: fmt.Sprintf("memory store %s has %d open proposals, the most it may have: approve or reject some first", st.ID(), open)}
+	}
+	now := time.Now().UTC()
+	p := Proposal{ID: gitstore.NewID(Prefix, now), StoreID: st.ID(), Author: ActorOf(author), State: Open,
+		CreatedAt: now, UpdatedAt: now, Comments: []Comment{}, Title: title, Branch: ref}
+	if err := st.RecordProposal(ctx, p.ID, "opened", p.Title, author); err != nil {
+		return Proposal{}, err
+	}
+	dir := m.data.Layout().ProposalFork(st.ID(), p.ID)
+	if p.Base, err = st.ForkBranch(ctx, dir, ref); err != nil {
+		os.RemoveAll(dir)
+		return Proposal{}, err
+	}
+	if err := m.save(st.ID(), append(slices.Clone(l), p)); err != nil {
+		os.RemoveAll(dir)
+		return Proposal{}, err
+	}
+	return p, nil
 }

@@ -139,3 +139,58 @@ func TestReviewPolicyCLI(t *testing.T) {
 		t.Errorf("--review \"\" left a review policy:\n%s", out)
 	}
 }
+
+// TestProposalBranchPush: a git push to refs/heads/proposals/NAME opens a proposal of its
+// commits (a propose key may push nothing else), a second push updates it, and its approval
+// brings the commits into main.
+func TestProposalBranchPush(t *testing.T) {
+	c := newCLI(t)
+	c.ok("", "stores", "create", "team")
+	secret := regexp.MustCompile(`gitmem_[A-Za-z0-9_-]+`)
+	rw := secret.FindString(c.ok("", "keys", "create", "--name", "person"))
+	pk := secret.FindString(c.ok("", "keys", "create", "--name", "agent", "--access", "propose"))
+	url, _ := serveForGit(t, c)
+	env := append(os.Environ(), "GITMEM_API_KEY="+rw)
+	c.runEnv(env, "Review every change.\n", "put", "team", "/rules.md")
+
+	work := t.TempDir()
+	remote := strings.Replace(url, "http://", "http://x:"+pk+"@", 1) + "/git/team.git"
+	if out, err := gitAs(work, "clone", "-q", remote, "team"); err != nil {
+		t.Fatalf("clone: %v\n%s", err, out)
+	}
+	wt := filepath.Join(work, "team")
+	os.WriteFile(filepath.Join(wt, "vat.md"), []byte("Prices include VAT.\n"), 0o644)
+	gitAs(wt, "add", "-A")
+	gitAs(wt, "commit", "-qm", "VAT")
+	if out, err := gitAs(wt, "push", "-q", "origin", "HEAD:main"); err == nil || !strings.Contains(out, "may only propose") {
+		t.Errorf("a propose key's push to main: %v\n%s", err, out)
+	}
+	if out, err := gitAs(wt, "push", "-q", "origin", "HEAD:proposals/vat"); err != nil {
+		t.Fatalf("push to a proposal branch: %v\n%s", err, out)
+	}
+	list, _, _ := c.runEnv(env, "", "proposals", "list", "team")
+	mustContain(t, "list", list, `Branch vat pushed by key "agent"`)
+	id := regexp.MustCompile(`prop_[0-9A-Z]+`).FindString(list)
+	show, _, _ := c.runEnv(env, "", "proposals", "show", "team", id)
+	mustContain(t, "show", show, "created /vat.md", "+Prices include VAT.")
+
+	// A second push to the branch: the same proposal, with the new commit.
+	os.WriteFile(filepath.Join(wt, "rules.md"), []byte("Review every change.\nTwice.\n"), 0o644)
+	gitAs(wt, "commit", "-qam", "twice")
+	if out, err := gitAs(wt, "push", "-q", "origin", "HEAD:proposals/vat"); err != nil {
+		t.Fatalf("second push: %v\n%s", err, out)
+	}
+	show, _, _ = c.runEnv(env, "", "proposals", "show", "team", id)
+	mustContain(t, "show after the second push", show, "2 change(s)", "modified /rules.md", "+Twice.")
+	if out, _, code := c.runEnv(env, "", "cat", "team", "/vat.md"); code != exitNotFound {
+		t.Errorf("main has the proposal before approval: %q", out)
+	}
+	if out, errOut, code := c.runEnv(env, "", "proposals", "approve", "team", id); code != 0 {
+		t.Fatalf("approve: %s %s", out, errOut)
+	}
+	if out, _, _ := c.runEnv(env, "", "cat", "team", "/vat.md"); out != "Prices include VAT.\n" {
+		t.Errorf("after approval main has %q", out)
+	}
+	log, _, _ := c.runEnv(env, "", "log", "team")
+	mustContain(t, "the versions are the commits' author's", log, "Ann")
+}
