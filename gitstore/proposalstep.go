@@ -15,7 +15,7 @@ func (s *Store) RecordProposal(ctx context.Context, id, state, title string, act
 		return invalidf("%q is not a proposal id", id)
 	}
 	switch state {
-	case "opened", "approved", "rejected":
+	case "opened", "approved", "rejected", "superseded":
 	default:
 		return invalidf("%q is not a step of a proposal's review", state)
 	}

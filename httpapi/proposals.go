@@ -167,9 +167,9 @@ func (s *Server) listProposals(c echo.Context) error {
 	}
 	f := proposals.Filter{State: proposals.State(c.QueryParam("state")), AuthorID: c.QueryParam("author_id")}
 	switch f.State {
-	case "", proposals.Open, proposals.Approved, proposals.Rejected:
+	case "", proposals.Open, proposals.Approved, proposals.Rejected, proposals.Superseded:
 	default:
-		return badRequest("state %q must be open, approved or rejected", f.State)
+		return badRequest("state %q must be open, approved, rejected or superseded", f.State)
 	}
 	list, err := s.props.List(st.ID(), f)
 	if err != nil {

@@ -39,6 +39,9 @@ const (
 	Open     State = "open"
 	Approved State = "approved"
 	Rejected State = "rejected"
+	// Superseded: once another approval made main hold everything it proposed, it has
+	// nothing left to decide.
+	Superseded State = "superseded"
 )
 
 // Limits of what a proposal holds.
@@ -183,7 +186,7 @@ func (m *Manager) save(storeID string, l []Proposal) error {
 				continue
 			}
 		}
-		if p.State == Rejected && !p.Dropped {
+		if (p.State == Rejected || p.State == Superseded) && !p.Dropped {
 			if rejected++; rejected > MaxKeptRejected {
 				if err := os.RemoveAll(m.data.Layout().ProposalFork(storeID, p.ID)); err != nil {
 					return err

@@ -384,3 +384,47 @@ func TestOpenProposalsBounded(t *testing.T) {
 		t.Errorf("one past the bound: %v", err)
 	}
 }
+
+// TestSuperseded: once an approval makes main hold everything another open proposal
+// proposes, that one is superseded; one with changes left, or none yet, stays open.
+func TestSuperseded(t *testing.T) {
+	ctx := context.Background()
+	m, st := newManager(t)
+	other := gitstore.Actor{Type: gitstore.SessionActor, ID: "sesn_other", APIKeyID: "apikey_agent"}
+	idle := gitstore.Actor{Type: gitstore.SessionActor, ID: "sesn_idle", APIKeyID: "apikey_agent"}
+	third := gitstore.Actor{Type: gitstore.SessionActor, ID: "sesn_third", APIKeyID: "apikey_agent"}
+	f1, p1, err := m.Writes(ctx, st, proposer, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, f1, "/same.md", "same\n", proposer)
+	f2, p2, err := m.Writes(ctx, st, other, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, f2, "/same.md", "same\n", other)
+	_, p3, err := m.Writes(ctx, st, idle, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f4, p4, err := m.Writes(ctx, st, third, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, f4, "/same.md", "same\n", third)
+	write(t, f4, "/more.md", "more\n", third)
+	if _, _, err := m.Approve(ctx, st, p1.ID, person, ApproveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []struct {
+		id    string
+		state State
+	}{{p2.ID, Superseded}, {p3.ID, Open}, {p4.ID, Open}} {
+		if got, _ := m.Get(st.ID(), want.id); got.State != want.state {
+			t.Errorf("%s is %s, want %s", want.id, got.State, want.state)
+		}
+	}
+	if list, _ := m.List(st.ID(), Filter{State: Superseded}); len(list) != 1 || len(list[0].Comments) != 1 {
+		t.Errorf("superseded: %+v", list)
+	}
+}

@@ -226,7 +226,50 @@ func (m *Manager) Approve(ctx context.Context, st *gitstore.Store, id string, by
 	if err := os.RemoveAll(dir); err != nil { // its commits are main's now
 		return p, res, err
 	}
+	m.supersede(ctx, st, p.ID, by)
 	return p, res, nil
+}
+
+// supersede marks the store's other open proposals that main now holds whole (they changed
+// something, and nothing of it differs from main) as superseded, after approval of approved.
+// m.mu is held. It is best effort: a proposal it cannot read stays open.
+func (m *Manager) supersede(ctx context.Context, st *gitstore.Store, approved string, by gitstore.Actor) {
+	l, err := m.list(st.ID())
+	if err != nil {
+		return
+	}
+	for _, p := range l {
+		if p.State != Open || p.ID == approved {
+			continue
+		}
+		f, err := m.fork(p)
+		if err != nil {
+			continue
+		}
+		_, own, err := f.Changes(ctx, p.Base)
+		if err != nil || len(own) == 0 {
+			continue // nothing proposed yet
+		}
+		left, err := diff(ctx, st, f, p)
+		if err != nil || len(left) > 0 {
+			continue
+		}
+		if err := st.RecordProposal(ctx, p.ID, "superseded", p.Title, by); err != nil {
+			continue
+		}
+		delete(m.forks, p.ID)
+		f.CloseFork()
+		now := time.Now().UTC()
+		by2 := ActorOf(by)
+		m.update(st.ID(), p.ID, func(q *Proposal) error {
+			q.State, q.DecidedBy, q.DecidedAt = Superseded, &by2, &now
+			if len(q.Comments) < MaxComments {
+				q.Comments = append(q.Comments, Comment{Author: by2, CreatedAt: now,
+					Body: "Superseded: the store holds everything it proposes since proposal " + approved + " was approved."})
+			}
+			return nil
+		})
+	}
 }
 
 // Reject closes proposal id without merging it; its fork is kept, so that its changes can
@@ -365,7 +408,9 @@ func (m *Manager) approveSome(ctx context.Context, st *gitstore.Store, p Proposa
 	if err != nil {
 		return p, res, err
 	}
-	return p, res, os.RemoveAll(m.data.Layout().ProposalFork(st.ID(), p.ID))
+	err = os.RemoveAll(m.data.Layout().ProposalFork(st.ID(), p.ID))
+	m.supersede(ctx, st, p.ID, by)
+	return p, res, err
 }
 
 func oneLine(s string, max int) string {

@@ -27,7 +27,7 @@ import (
 
 // Events are the event types a webhook can ask for.
 var Events = []string{"memory.created", "memory.modified", "memory.deleted", "memory.redacted",
-	"store.created", "store.updated", "store.archived", "proposal.opened", "proposal.approved", "proposal.rejected"}
+	"store.created", "store.updated", "store.archived", "proposal.opened", "proposal.approved", "proposal.rejected", "proposal.superseded"}
 
 // Limits of the registry.
 const (

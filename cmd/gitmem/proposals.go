@@ -187,9 +187,9 @@ func newProposalsListCmd(a *app) *cobra.Command {
 		Args:    exactArgs("STORE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch state {
-			case "", "open", "approved", "rejected":
+			case "", "open", "approved", "rejected", "superseded":
 			default:
-				return usageError{fmt.Errorf("--state %q must be open, approved or rejected", state)}
+				return usageError{fmt.Errorf("--state %q must be open, approved, rejected or superseded", state)}
 			}
 			query := ""
 			if state != "" {
@@ -222,7 +222,7 @@ func newProposalsListCmd(a *app) *cobra.Command {
 			return w.Flush()
 		},
 	}
-	cmd.Flags().StringVar(&state, "state", "", "only proposals in this state: open, approved or rejected")
+	cmd.Flags().StringVar(&state, "state", "", "only proposals in this state: open, approved, rejected or superseded")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the list as the API gives it")
 	return cmd
 }
