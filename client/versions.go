@@ -24,6 +24,7 @@ type wireVersion struct {
 	CreatedAt     time.Time         `json:"created_at"`
 	RedactedAt    *time.Time        `json:"redacted_at"`
 	RedactedBy    map[string]string `json:"redacted_by"`
+	ApprovedBy    map[string]string `json:"approved_by"`
 }
 
 // actorIDFields are the fields that carry an actor's id, one per type.
@@ -52,6 +53,10 @@ func (w wireVersion) version() gitstore.Version {
 	}
 	if w.SizeBytes != nil {
 		v.SizeBytes = *w.SizeBytes
+	}
+	if w.ApprovedBy != nil {
+		by := actor(w.ApprovedBy)
+		v.ApprovedBy = &by
 	}
 	if w.RedactedBy != nil {
 		by := actor(w.RedactedBy)

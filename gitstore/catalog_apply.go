@@ -236,6 +236,7 @@ func (c catTx) memoryBefore(or objectReader, commit *object.Commit, path string)
 // record adds a version and moves its memory to the state it leaves.
 func (c catTx) record(or objectReader, commit *object.Commit, v verRec, blob plumbing.Hash) error {
 	v.Commit = commit.Hash.String()
+	v.ApprovedBy = parseTrailers(commit.Message).get(trailerApprovedBy)
 	if !blob.IsZero() {
 		o, err := or.object(blob)
 		if err != nil {

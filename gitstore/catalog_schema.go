@@ -95,6 +95,9 @@ type verRec struct {
 	At     int64     `json:"t"` // unix ms
 	actorRec
 	Commit string `json:"c"`
+	// ApprovedBy is who approved the version in review ("<actor type> <actor id>", from its
+	// commit's Gitmem-Approved-By), "" for a change made directly.
+	ApprovedBy string `json:"ab,omitempty"`
 	// Redacted is set on a redacted version (redact.go). Path, Blob, SHA and Size stay for
 	// the catalog's own use (the memory's path, the marker blob in the trees); callers see
 	// none of them.

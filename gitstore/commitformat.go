@@ -35,6 +35,8 @@ const (
 	// the proposal and its new state (opened, approved, rejected).
 	trailerProposal      = "Gitmem-Proposal"
 	trailerProposalState = "Gitmem-Proposal-State"
+	// Who approved the change in review (package proposals): "<actor type> <actor id>".
+	trailerApprovedBy = "Gitmem-Approved-By"
 	// The version that a restore brought back (history.go, revert.go).
 	trailerRestoredFrom = "Gitmem-Restored-From"
 	// What a revert commit reverts: "session sesn_…" or "api_key apikey_…", with the range

@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+
 	"github.com/gitmem/gitmem/gitstore/internal/odb"
 	"github.com/gitmem/gitmem/internal/durable"
 	"github.com/gitmem/gitmem/internal/gitexec"
@@ -127,4 +130,71 @@ func (s *Store) Branches(ctx context.Context, prefix string) (map[string]string,
 		}
 	}
 	return m, nil
+}
+
+// StampApproval records the approver in each commit of a proposal's branch, already fetched
+// into the store's repository: it rewrites the commits after base up to head with a
+// Gitmem-Approved-By trailer, and returns the new head, for Integrate to take in. The
+// versions keep their ids: gitmem's commits name theirs in trailers, and a commit made with
+// plain git keeps the hash its ids derive from (Gitmem-Derived-From). Each version in main
+// then says who approved it (Version.ApprovedBy).
+func (s *Store) StampApproval(ctx context.Context, base, head string, approver Actor) (string, error) {
+	out, err := gitexec.In(ctx, s.repo.Path(), "rev-list", "--topo-order", "--reverse", head, "^"+base)
+	if err != nil {
+		return "", err
+	}
+	stamped := head
+	err = s.runTask(ctx, func() error {
+		s.repo.Reload() // git fetch wrote packs that go-git's storage does not know of yet
+		newOf := map[plumbing.Hash]plumbing.Hash{}
+		var objs []plumbing.EncodedObject
+		for _, hs := range strings.Fields(out) {
+			h, ok := parseHash(hs)
+			if !ok {
+				return fmt.Errorf("stamp approval: %q is not a commit", hs)
+			}
+			c, err := s.repo.commit(h)
+			if err != nil {
+				return err
+			}
+			nc := &object.Commit{Author: c.Author, Committer: c.Committer, TreeHash: c.TreeHash,
+				Message: stampMessage(c.Message, h, approver)}
+			for _, p := range c.ParentHashes {
+				if np, ok := newOf[p]; ok {
+					p = np
+				}
+				nc.ParentHashes = append(nc.ParentHashes, p)
+			}
+			o := &plumbing.MemoryObject{}
+			if err := nc.Encode(o); err != nil {
+				return err
+			}
+			newOf[h] = o.Hash()
+			objs = append(objs, o)
+			stamped = o.Hash().String()
+		}
+		if len(objs) == 0 {
+			return nil
+		}
+		return s.repo.WritePack(objs)
+	})
+	return stamped, err
+}
+
+// stampMessage is a commit message with the approver's trailer added, and, for a commit made
+// with plain git, the hash that its ids derive from.
+func stampMessage(msg string, h plumbing.Hash, approver Actor) string {
+	t := parseTrailers(msg)
+	add := trailers{{trailerApprovedBy, string(approver.Type) + " " + approver.ID}}
+	if _, _, gitmem := t.version(); !gitmem && t.get(trailerDerivedFrom) == "" {
+		add = append(add, struct{ Key, Value string }{trailerDerivedFrom, h.String()})
+	}
+	msg = strings.TrimRight(msg, "\n")
+	if t == nil {
+		msg += "\n"
+	}
+	for _, kv := range add {
+		msg += "\n" + kv.Key + ": " + kv.Value
+	}
+	return msg + "\n"
 }

@@ -73,9 +73,11 @@ func (s *Store) Write(ctx context.Context, in WriteInput) (WriteResult, error) {
 		if err != nil {
 			return WriteResult{}, err
 		}
-		if err := b.review(info.Policy, in.Actor, in.Reviewed, in.Path); err != nil {
+		if err := b.review(info.Policy, in.Actor, in.ApprovedBy != nil, in.Path); err != nil {
 			return WriteResult{}, err
 		}
+		b.approver = in.ApprovedBy
+		defer func() { b.approver = nil }()
 		id, rec, ok, err := b.ct.live(in.Path)
 		if err != nil {
 			return WriteResult{}, b.fail(err)
@@ -286,9 +288,11 @@ func (s *Store) Delete(ctx context.Context, in DeleteInput) (Version, error) {
 		if err != nil {
 			return Version{}, err
 		}
-		if err := b.review(info.Policy, in.Actor, in.Reviewed, rec.Path); err != nil {
+		if err := b.review(info.Policy, in.Actor, in.ApprovedBy != nil, rec.Path); err != nil {
 			return Version{}, err
 		}
+		b.approver = in.ApprovedBy
+		defer func() { b.approver = nil }()
 		res, err := b.put(in.Actor, id, OpDeleted, rec.Path, "", nil)
 		if err != nil {
 			return Version{}, err
@@ -362,6 +366,9 @@ func (b *batch) put(actor Actor, id string, op Operation, from, to string, conte
 	}
 	t := trailers{{trailerMemory, id}, {trailerVersion, verID}, {trailerOperation, string(op)}}
 	t = append(t, actorTrailers(actor)...)
+	if a := b.approver; a != nil {
+		t = append(t, struct{ Key, Value string }{trailerApprovedBy, string(a.Type) + " " + a.ID})
+	}
 	if err := b.commit(root, subject, t, actor, when); err != nil {
 		return WriteResult{}, err
 	}
@@ -394,6 +401,9 @@ func memoryFrom(storeID, id string, r memRec) Memory {
 func versionFrom(storeID string, v verRec) Version {
 	out := Version{ID: v.ID, MemoryID: v.Memory, StoreID: storeID, Operation: v.Op, Path: v.Path,
 		ContentSHA256: v.SHA, SizeBytes: v.Size, CreatedBy: v.actor(), CreatedAt: msTime(v.At), Commit: v.Commit}
+	if typ, id, ok := strings.Cut(v.ApprovedBy, " "); ok {
+		out.ApprovedBy = &Actor{Type: ActorType(typ), ID: id}
+	}
 	if r := v.Redacted; r != nil {
 		at := msTime(r.At)
 		out.Path, out.ContentSHA256, out.SizeBytes = "", "", 0

@@ -107,6 +107,9 @@ type Version struct {
 	// ContentSHA256 and SizeBytes are then empty: its content is gone from history.
 	RedactedAt *time.Time
 	RedactedBy *Actor
+	// ApprovedBy is who approved the version in review (package proposals); nil for a
+	// change made directly.
+	ApprovedBy *Actor
 }
 
 // PreconditionType names a precondition of a write.
@@ -134,9 +137,10 @@ type WriteInput struct {
 	Content      string
 	Precondition *Precondition
 	Actor        Actor
-	// Reviewed: a person approved the change in review (package proposals), so that the
-	// store's review policy lets it in. Not for changes that nobody reviewed.
-	Reviewed bool
+	// ApprovedBy, if set, is the person who approved the change in review (package
+	// proposals): the store's review policy lets it in, and the version records it. Not for
+	// changes that nobody reviewed.
+	ApprovedBy *Actor
 }
 
 // UpdateInput changes the content and/or path of one memory, named by ID or, if ID is
@@ -161,7 +165,7 @@ type DeleteInput struct {
 	Path           string
 	ExpectedSHA256 string // if set, delete only if the current content has this hash
 	Actor          Actor
-	Reviewed       bool // as WriteInput's
+	ApprovedBy     *Actor // as WriteInput's
 }
 
 // WriteResult is the outcome of a write. Version is nil when the write changed nothing

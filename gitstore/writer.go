@@ -210,6 +210,9 @@ type batch struct {
 	byHash  map[plumbing.Hash]plumbing.EncodedObject
 	last    time.Time
 	broken  error // an I/O error that aborts the whole group
+	// approver, while a write that a person approved in review runs, is recorded in its
+	// commit (Gitmem-Approved-By).
+	approver *Actor
 }
 
 func (s *Store) newBatch(tx *bolt.Tx) (*batch, error) {

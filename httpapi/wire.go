@@ -89,12 +89,18 @@ type versionJSON struct {
 	CreatedAt     string     `json:"created_at"`
 	RedactedAt    *string    `json:"redacted_at"`
 	RedactedBy    *actorJSON `json:"redacted_by"`
+	// ApprovedBy: who approved the version in review (proposals); a gitmem extension.
+	ApprovedBy *actorJSON `json:"approved_by,omitempty"`
 }
 
 func toVersion(v gitstore.Version) versionJSON {
 	out := versionJSON{Type: "memory_version", ID: v.ID, MemoryID: v.MemoryID, MemoryStoreID: v.StoreID,
 		Operation: string(v.Operation), Path: &v.Path, Content: v.Content, CreatedBy: toActor(v.CreatedBy),
 		CreatedAt: wireTime(v.CreatedAt)}
+	if v.ApprovedBy != nil {
+		by := toActor(*v.ApprovedBy)
+		out.ApprovedBy = &by
+	}
 	switch {
 	case v.RedactedAt != nil:
 		by := toActor(*v.RedactedBy)

@@ -109,6 +109,9 @@ func TestProposeApprove(t *testing.T) {
 		if err != nil || v.CreatedBy.ID != proposer.ID || v.MemoryID != want.Memory.ID {
 			t.Errorf("version %s in main: %+v %v", want.Version.ID, v, err)
 		}
+		if v.ApprovedBy == nil || v.ApprovedBy.ID != person.ID {
+			t.Errorf("version %s approved by %+v, want %s", want.Version.ID, v.ApprovedBy, person.ID)
+		}
 	}
 	if got := content(t, st, "/team/rules.md"); got != "Review every change.\nShip on Fridays.\n" {
 		t.Errorf("main after approval: %q", got)
@@ -292,6 +295,11 @@ func TestApproveSome(t *testing.T) {
 	page, err := st.Versions(ctx, gitstore.VersionFilter{SessionID: proposer.ID})
 	if err != nil || len(page.Versions) != 2 {
 		t.Errorf("versions by the proposer in main: %+v %v", page.Versions, err)
+	}
+	for _, v := range page.Versions {
+		if v.ApprovedBy == nil || v.ApprovedBy.ID != person.ID {
+			t.Errorf("%s %s approved by %+v", v.Operation, v.Path, v.ApprovedBy)
+		}
 	}
 	if p.State != Approved || len(p.Comments) != 1 || !strings.Contains(p.Comments[0].Body, "Approved 2 of its 4 changes") {
 		t.Errorf("the proposal after: %+v", p)

@@ -200,6 +200,9 @@ func (m *Manager) Approve(ctx context.Context, st *gitstore.Store, id string, by
 	if err != nil {
 		return Proposal{}, gitstore.MergeResult{}, err
 	}
+	if head, err = st.StampApproval(ctx, p.Base, head, by); err != nil { // each version says who approved it
+		return Proposal{}, gitstore.MergeResult{}, err
+	}
 	// Conflicts are refused inside the store's writer, so that no write between a check
 	// and the merge can make one.
 	res, err := st.IntegrateWith(ctx, "proposal "+id, head, gitstore.IntegrateOptions{RefuseConflicts: !opts.AllowConflicts})
@@ -377,9 +380,9 @@ func (m *Manager) approveSome(ctx context.Context, st *gitstore.Store, p Proposa
 		var err error
 		switch {
 		case s.after == nil && s.now != nil:
-			_, err = st.Delete(ctx, gitstore.DeleteInput{ID: s.now.ID, ExpectedSHA256: s.now.ContentSHA256, Actor: author, Reviewed: true})
+			_, err = st.Delete(ctx, gitstore.DeleteInput{ID: s.now.ID, ExpectedSHA256: s.now.ContentSHA256, Actor: author, ApprovedBy: &by})
 		case s.after != nil:
-			in := gitstore.WriteInput{Path: s.c.Path, Content: *s.after, Actor: author, Reviewed: true}
+			in := gitstore.WriteInput{Path: s.c.Path, Content: *s.after, Actor: author, ApprovedBy: &by}
 			if s.now != nil {
 				in.Precondition = &gitstore.Precondition{Type: gitstore.ContentSHA256, ContentSHA256: s.now.ContentSHA256}
 			} else {

@@ -206,6 +206,9 @@ func versionJSON(v gitstore.Version) map[string]any {
 		"created_by": actorJSON(v.CreatedBy), "created_at": v.CreatedAt.UTC().Format(timeFormat),
 		"content_sha256": nilIfEmpty(v.ContentSHA256), "content_size_bytes": nil,
 		"redacted_at": nil, "redacted_by": nil}
+	if v.ApprovedBy != nil {
+		out["approved_by"] = actorJSON(*v.ApprovedBy)
+	}
 	switch {
 	case v.RedactedAt != nil:
 		out["path"], out["redacted_at"], out["redacted_by"] = nil, v.RedactedAt.UTC().Format(timeFormat), actorJSON(*v.RedactedBy)

@@ -193,4 +193,9 @@ func TestProposalBranchPush(t *testing.T) {
 	}
 	log, _, _ := c.runEnv(env, "", "log", "team")
 	mustContain(t, "the versions are the commits' author's", log, "Ann")
+	log, _, _ = c.runEnv(env, "", "log", "team", "--json")
+	mustContain(t, "each approved version names its approver", log, `"approved_by"`)
+	if strings.Count(log, `"approved_by"`) != 2 {
+		t.Errorf("want the 2 pushed changes approved:\n%s", log)
+	}
 }
