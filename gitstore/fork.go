@@ -198,3 +198,17 @@ func stampMessage(msg string, h plumbing.Hash, approver Actor) string {
 	}
 	return msg + "\n"
 }
+
+// SetBranch points the branch ref (refs/heads/proposals/...) of the store's repository at
+// commit, or deletes it if commit is "". Main is not a branch it sets.
+func (s *Store) SetBranch(ctx context.Context, ref, commit string) error {
+	if ref == odb.MainRef || !strings.HasPrefix(ref, "refs/heads/proposals/") {
+		return invalidf("%s is not a proposal branch", ref)
+	}
+	args := []string{"update-ref", ref, commit}
+	if commit == "" {
+		args = []string{"update-ref", "-d", ref}
+	}
+	_, err := gitexec.In(ctx, s.repo.Path(), args...)
+	return err
+}

@@ -56,7 +56,20 @@ func (m *Manager) Diff(ctx context.Context, st *gitstore.Store, id string) ([]Ch
 	if p.State == Approved {
 		return nil, &gitstore.Error{Kind: gitstore.KindConflict, Message: fmt.Sprintf("proposal %s was approved: its changes are main's versions (merge %s)", id, p.Merge)}
 	}
+	if p.State == Open && p.Branch == "" {
+		// The proposal is also the branch proposals/<id> of the store's repository, as of
+		// the last time it was read: people can fetch it with git. Best effort.
+		st.TakeBranch(ctx, m.data.Layout().ProposalFork(st.ID(), p.ID), branchOf(p))
+	}
 	return diff(ctx, st, f, p)
+}
+
+// branchOf is the branch of the store's repository that holds proposal p.
+func branchOf(p Proposal) string {
+	if p.Branch != "" {
+		return p.Branch
+	}
+	return "refs/heads/proposals/" + p.ID
 }
 
 // diff is Diff of proposal p, whose fork is f.
@@ -203,6 +216,9 @@ func (m *Manager) Approve(ctx context.Context, st *gitstore.Store, id string, by
 	if head, err = st.StampApproval(ctx, p.Base, head, by); err != nil { // each version says who approved it
 		return Proposal{}, gitstore.MergeResult{}, err
 	}
+	if err := st.SetBranch(ctx, "refs/heads/proposals/"+id, head); err != nil { // its commits as approved
+		return Proposal{}, gitstore.MergeResult{}, err
+	}
 	// Conflicts are refused inside the store's writer, so that no write between a check
 	// and the merge can make one.
 	res, err := st.IntegrateWith(ctx, "proposal "+id, head, gitstore.IntegrateOptions{RefuseConflicts: !opts.AllowConflicts})
@@ -260,6 +276,7 @@ func (m *Manager) supersede(ctx context.Context, st *gitstore.Store, approved st
 		if err := st.RecordProposal(ctx, p.ID, "superseded", p.Title, by); err != nil {
 			continue
 		}
+		st.SetBranch(ctx, branchOf(p), "")
 		delete(m.forks, p.ID)
 		f.CloseFork()
 		now := time.Now().UTC()
@@ -296,6 +313,7 @@ func (m *Manager) Reject(ctx context.Context, st *gitstore.Store, id string, by 
 	if err := st.RecordProposal(ctx, id, "rejected", p.Title, by); err != nil {
 		return Proposal{}, err
 	}
+	st.SetBranch(ctx, branchOf(p), "") // its content leaves the repository that clones see; its fork keeps it for reading
 	now := time.Now().UTC()
 	by2 := ActorOf(by)
 	return m.update(st.ID(), id, func(p *Proposal) error {

@@ -17,7 +17,7 @@ func TestProposalsCLI(t *testing.T) {
 	secret := regexp.MustCompile(`gitmem_[A-Za-z0-9_-]+`)
 	rw := secret.FindString(c.ok("", "keys", "create", "--name", "person"))
 	pk := secret.FindString(c.ok("", "keys", "create", "--name", "agent", "--access", "propose"))
-	serveForGit(t, c)
+	url, _ := serveForGit(t, c)
 	as := func(key string, wantCode int, stdin string, args ...string) string {
 		t.Helper()
 		out, errOut, code := c.runEnv(append(os.Environ(), "GITMEM_API_KEY="+key), stdin, args...)
@@ -38,6 +38,11 @@ func TestProposalsCLI(t *testing.T) {
 	mustContain(t, "list", list, "open", `Changes by key "agent"`)
 	id := regexp.MustCompile(`prop_[0-9A-Z]+`).FindString(list)
 	mustContain(t, "show", as(rw, 0, "", "proposals", "show", "team", id), "created /idea.md", "+Ship on Fridays.")
+	// Read, the proposal is a branch of the store's repository too, which git can fetch.
+	remote := strings.Replace(url, "http://", "http://x:"+rw+"@", 1) + "/git/team.git"
+	if out, err := gitAs(t.TempDir(), "ls-remote", remote); err != nil || !strings.Contains(out, "refs/heads/proposals/"+id) {
+		t.Errorf("git ls-remote: %v\n%s", err, out)
+	}
 	mustContain(t, "comment", as(pk, 0, "", "proposals", "comment", "team", id, "Fridays are quiet."), "1 comments")
 	mustContain(t, "the agent approves", as(pk, 5, "", "proposals", "approve", "team", id), "may only propose")
 	as(rw, 2, "", "proposals", "list", "team", "--state", "shut")
@@ -59,7 +64,11 @@ func TestProposalsCLI(t *testing.T) {
 	}
 	second := open.Data[0].ID
 	mustContain(t, "a conflict", as(rw, 4, "", "proposals", "approve", "team", second), "conflicts with main at /idea.md", "nothing was written")
+	as(rw, 0, "", "proposals", "show", "team", second) // its branch, as it is read
 	mustContain(t, "reject", as(rw, 0, "", "proposals", "reject", "team", second, "--comment", "We ship on Thursdays."), "rejected "+second)
+	if out, _ := gitAs(t.TempDir(), "ls-remote", remote); strings.Contains(out, "refs/heads/proposals/"+second) {
+		t.Errorf("a rejected proposal's branch is still there:\n%s", out)
+	}
 	if out := as(rw, 0, "", "cat", "team", "/idea.md"); out != "Ship on Thursdays.\n" {
 		t.Errorf("after the rejection main has %q", out)
 	}
