@@ -424,8 +424,10 @@ func checkText(what, s string, max int) error {
 }
 
 // FromBranch opens the proposal of a branch that author pushed with git to the store's
-// repository (refs/heads/proposals/NAME), or, if that branch has an open proposal, makes
-// the proposal the branch as it is now. The branch's commits are the proposal's changes.
+// repository (refs/heads/proposals/NAME), or, if that branch has an open proposal of the
+// same author, makes the proposal the branch as it is now. Another author's push to the
+// branch opens a proposal of its own: a push never changes someone else's proposal. The
+// branch's commits are the proposal's changes.
 func (m *Manager) FromBranch(ctx context.Context, st *gitstore.Store, ref string, author gitstore.Actor, title string) (Proposal, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -434,7 +436,7 @@ func (m *Manager) FromBranch(ctx context.Context, st *gitstore.Store, ref string
 		return Proposal{}, err
 	}
 	for _, p := range l {
-		if p.State == Open && p.Branch == ref {
+		if p.State == Open && p.Branch == ref && SameAuthor(p.Author, author) {
 			if f, ok := m.forks[p.ID]; ok {
 				delete(m.forks, p.ID)
 				if err := f.CloseFork(); err != nil {

@@ -436,3 +436,31 @@ func TestSuperseded(t *testing.T) {
 		t.Errorf("superseded: %+v", list)
 	}
 }
+
+// TestFromBranchOtherAuthor: a push by another author to a proposal branch opens a proposal
+// of its own and leaves the first author's as it was.
+func TestFromBranchOtherAuthor(t *testing.T) {
+	ctx := context.Background()
+	m, st := newManager(t)
+	write(t, st, "/a.md", "a\n", person)
+	const ref = "refs/heads/proposals/shared"
+	if err := st.SetBranch(ctx, ref, st.Head()); err != nil {
+		t.Fatal(err)
+	}
+	mine, err := m.FromBranch(ctx, st, ref, proposer, "mine")
+	if err != nil {
+		t.Fatal(err)
+	}
+	intruder := gitstore.Actor{Type: gitstore.APIActor, ID: "apikey_intruder"}
+	theirs, err := m.FromBranch(ctx, st, ref, intruder, "theirs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if theirs.ID == mine.ID {
+		t.Fatal("another author's push updated the first author's proposal")
+	}
+	again, err := m.FromBranch(ctx, st, ref, proposer, "mine")
+	if err != nil || again.ID != mine.ID {
+		t.Errorf("the first author's next push: %+v %v, want %s", again, err, mine.ID)
+	}
+}
