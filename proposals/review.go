@@ -166,15 +166,15 @@ func (e *ConflictError) Error() string {
 	return fmt.Sprintf("proposal %s conflicts with main at %s; nothing was written: approve with allow_conflicts to keep both sides, or reject it", e.ID, strings.Join(paths, ", "))
 }
 
-// Kind makes a ConflictError a KindConflict error for gitstore.ErrorKind's callers.
+// Unwrap makes a ConflictError a KindConflict error for gitstore.ErrorKind's callers.
 func (e *ConflictError) Unwrap() error {
 	return &gitstore.Error{Kind: gitstore.KindConflict, Message: e.Error()}
 }
 
 // Approve merges proposal id into main by the rules sync has: a fast-forward if main has not
 // moved since the proposal opened, else a merge. Its versions are main's afterwards, by
-// their authors; the proposal records who approved it. A merge that would conflict is
-// refused (ConflictError) unless opts allow it: it is tried first on a fork of main.
+// their authors, each with the approver (Version.ApprovedBy). A merge that would conflict is
+// refused (ConflictError) unless opts allow it, decided inside the store's writer.
 func (m *Manager) Approve(ctx context.Context, st *gitstore.Store, id string, by gitstore.Actor, opts ApproveOptions) (Proposal, gitstore.MergeResult, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -216,9 +216,6 @@ func (m *Manager) Approve(ctx context.Context, st *gitstore.Store, id string, by
 	if head, err = st.StampApproval(ctx, p.Base, head, by); err != nil { // each version says who approved it
 		return Proposal{}, gitstore.MergeResult{}, err
 	}
-	if err := st.SetBranch(ctx, "refs/heads/proposals/"+id, head); err != nil { // its commits as approved
-		return Proposal{}, gitstore.MergeResult{}, err
-	}
 	// Conflicts are refused inside the store's writer, so that no write between a check
 	// and the merge can make one.
 	res, err := st.IntegrateWith(ctx, "proposal "+id, head, gitstore.IntegrateOptions{RefuseConflicts: !opts.AllowConflicts})
@@ -228,6 +225,9 @@ func (m *Manager) Approve(ctx context.Context, st *gitstore.Store, id string, by
 	}
 	if err != nil {
 		return Proposal{}, gitstore.MergeResult{}, err
+	}
+	if err := st.SetBranch(ctx, "refs/heads/proposals/"+id, head); err != nil { // its commits as approved
+		return Proposal{}, res, err
 	}
 	if err := st.RecordProposal(ctx, id, "approved", p.Title, by); err != nil {
 		return Proposal{}, res, err
