@@ -285,3 +285,72 @@ func TestReviewPolicy(t *testing.T) {
 		t.Error("the approved change is not in main")
 	}
 }
+
+// TestProposalRouteRefusals: each proposals route refuses what it must, and a refusal changes
+// nothing: no key, a read_only key deciding, a key limited to another store, malformed or
+// oversized input, an unknown proposal.
+func TestProposalRouteRefusals(t *testing.T) {
+	ts := startServer(t, Options{})
+	_, rw, _ := ts.keys.Create("person", apikeys.ReadWrite, "")
+	_, ro, _ := ts.keys.Create("reader", apikeys.ReadOnly, "")
+	_, pk, _ := ts.keys.Create("agent", apikeys.Propose, "")
+	h := func(key string) map[string]string {
+		return map[string]string{"x-api-key": key, "content-type": "application/json"}
+	}
+	var store, other struct{ ID string }
+	_, body := rawRequest(t, "POST", ts.url+"/v1/memory_stores", `{"name":"team"}`, h(rw))
+	json.Unmarshal([]byte(body), &store)
+	_, body = rawRequest(t, "POST", ts.url+"/v1/memory_stores", `{"name":"other"}`, h(rw))
+	json.Unmarshal([]byte(body), &other)
+	_, limited, _ := ts.keys.Create("other only", apikeys.ReadWrite, other.ID)
+	if status, body := rawRequest(t, "POST", ts.url+"/v1/memory_stores/"+store.ID+"/memories", `{"path":"/a.md","content":"a"}`, h(pk)); status != 200 {
+		t.Fatalf("the agent's write: %d %s", status, body)
+	}
+	props := ts.url + "/v1/memory_stores/" + store.ID + "/proposals"
+	var list struct {
+		Data []proposalJSON `json:"data"`
+	}
+	_, body = rawRequest(t, "GET", props, "", h(rw))
+	json.Unmarshal([]byte(body), &list)
+	if len(list.Data) != 1 {
+		t.Fatalf("proposals: %s", body)
+	}
+	one := props + "/" + list.Data[0].ID
+	before := body
+	for _, tc := range []struct {
+		name, method, url, body string
+		header                  map[string]string
+		status                  int
+		says                    string
+	}{
+		{"no key", "GET", props, "", map[string]string{}, 401, "API key"},
+		{"no key, approve", "POST", one + "/approve", `{}`, map[string]string{"content-type": "application/json"}, 401, "API key"},
+		{"read_only approves", "POST", one + "/approve", `{}`, h(ro), 403, "read_only"},
+		{"read_only rejects", "POST", one + "/reject", `{}`, h(ro), 403, "read_only"},
+		{"read_only comments", "POST", one + "/comments", `{"body":"x"}`, h(ro), 403, "read_only"},
+		{"read_only renames", "PATCH", one, `{"title":"x"}`, h(ro), 403, "read_only"},
+		{"another store's key lists", "GET", props, "", h(limited), 403, other.ID},
+		{"another store's key approves", "POST", one + "/approve", `{}`, h(limited), 403, other.ID},
+		{"unknown proposal", "GET", props + "/prop_01M8A5ACT2SXWCQWW7B6GG7XCD", "", h(rw), 404, "no proposal"},
+		{"bad state filter", "GET", props + "?state=closed", "", h(rw), 400, "must be open"},
+		{"unknown query parameter", "GET", props + "?sate=open", "", h(rw), 400, "unknown query parameter"},
+		{"unknown body field", "POST", one + "/approve", `{"force":true}`, h(rw), 400, "force"},
+		{"paths not an array", "POST", one + "/approve", `{"paths":"/a.md"}`, h(rw), 400, "paths"},
+		{"empty paths", "POST", one + "/approve", `{"paths":[]}`, h(rw), 400, "at least one"},
+		{"a path it does not change", "POST", one + "/approve", `{"paths":["/nope.md"]}`, h(rw), 400, "does not change"},
+		{"empty comment", "POST", one + "/comments", `{"body":"  "}`, h(rw), 400, "must not be empty"},
+		{"oversized comment", "POST", one + "/comments", `{"body":"` + strings.Repeat("x", 4001) + `"}`, h(rw), 400, "the limit is 4000"},
+		{"oversized title", "PATCH", one, `{"title":"` + strings.Repeat("x", 201) + `"}`, h(rw), 400, "the limit is 200"},
+		{"malformed JSON", "POST", one + "/comments", `{"body":`, h(rw), 400, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, body := rawRequest(t, tc.method, tc.url, tc.body, tc.header)
+			if status != tc.status || !strings.Contains(body, tc.says) {
+				t.Errorf("%d %s, want %d saying %q", status, body, tc.status, tc.says)
+			}
+		})
+	}
+	if _, after := rawRequest(t, "GET", props, "", h(rw)); after != before {
+		t.Errorf("the refusals changed the proposals:\n%s\nwas\n%s", after, before)
+	}
+}

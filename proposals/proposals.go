@@ -327,14 +327,8 @@ func (m *Manager) Writes(ctx context.Context, st *gitstore.Store, author gitstor
 	if err != nil {
 		return nil, Proposal{}, err
 	}
-	open := 0
-	for _, p := range l {
-		if p.State == Open {
-			open++
-		}
-	}
-	if open >= MaxOpen {
-		return nil, Proposal{}, &gitstore.Error{Kind: gitstore.KindConflict, Message: fmt.Sprintf("memory store %s has %d open proposals, the most it may have: approve or reject some first", st.ID(), open)}
+	if err := roomForOne(st.ID(), l); err != nil {
+		return nil, Proposal{}, err
 	}
 	now := time.Now().UTC()
 	p := Proposal{ID: gitstore.NewID(Prefix, now), StoreID: st.ID(), Author: ActorOf(author), State: Open,
@@ -453,14 +447,8 @@ func (m *Manager) FromBranch(ctx context.Context, st *gitstore.Store, ref string
 			})
 		}
 	}
-	open := 0
-	for _, p := range l {
-		if p.State == Open {
-			open++
-		}
-	}
-	if open >= MaxOpen {
-		return Proposal{}, &gitstore.Error{Kind: gitstore.KindConflict, Message: fmt.Sprintf("memory store %s has %d open proposals, the most it may have: approve or reject some first", st.ID(), open)}
+	if err := roomForOne(st.ID(), l); err != nil {
+		return Proposal{}, err
 	}
 	now := time.Now().UTC()
 	p := Proposal{ID: gitstore.NewID(Prefix, now), StoreID: st.ID(), Author: ActorOf(author), State: Open,
@@ -478,4 +466,18 @@ func (m *Manager) FromBranch(ctx context.Context, st *gitstore.Store, ref string
 		return Proposal{}, err
 	}
 	return p, nil
+}
+
+// roomForOne refuses a new proposal of a store that has MaxOpen open ones (l is its list).
+func roomForOne(storeID string, l []Proposal) error {
+	open := 0
+	for _, p := range l {
+		if p.State == Open {
+			open++
+		}
+	}
+	if open >= MaxOpen {
+		return &gitstore.Error{Kind: gitstore.KindConflict, Message: fmt.Sprintf("memory store %s has %d open proposals, the most it may have: approve or reject some first", storeID, open)}
+	}
+	return nil
 }

@@ -153,28 +153,11 @@ func (a *app) propDo(cmd *cobra.Command, ref, method, sub, query string, body ma
 	if err != nil {
 		return err
 	}
-	if asJSON {
-		var v any
-		json.Unmarshal(raw, &v)
-		return printJSON(cmd.OutOrStdout(), v)
-	}
 	var p propOut
-	if err := json.Unmarshal(raw, &p); err != nil {
+	if printed, err := printOrDecode(cmd, raw, asJSON, &p); err != nil || printed {
 		return err
 	}
 	return text(p)
-}
-
-func actorName(a map[string]string) string {
-	if n := a["name"]; n != "" {
-		return n
-	}
-	for _, k := range []string{"session_id", "api_key_id", "user_id", "id"} {
-		if v := a[k]; v != "" {
-			return v
-		}
-	}
-	return "-"
 }
 
 func newProposalsListCmd(a *app) *cobra.Command {
@@ -202,12 +185,7 @@ func newProposalsListCmd(a *app) *cobra.Command {
 			var list struct {
 				Data []propOut `json:"data"`
 			}
-			if asJSON {
-				var v any
-				json.Unmarshal(raw, &v)
-				return printJSON(cmd.OutOrStdout(), v)
-			}
-			if err := json.Unmarshal(raw, &list); err != nil {
+			if printed, err := printOrDecode(cmd, raw, asJSON, &list); err != nil || printed {
 				return err
 			}
 			if len(list.Data) == 0 {
@@ -217,7 +195,7 @@ func newProposalsListCmd(a *app) *cobra.Command {
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "ID\tSTATE\tBY\tCREATED\tTITLE")
 			for _, p := range list.Data {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", p.ID, p.State, actorName(p.Author), p.CreatedAt, p.Title)
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", p.ID, p.State, actorOf(p.Author), p.CreatedAt, p.Title)
 			}
 			return w.Flush()
 		},
@@ -237,12 +215,12 @@ func newProposalsShowCmd(a *app) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.propDo(cmd, args[0], http.MethodGet, args[1], "", nil, asJSON, func(p propOut) error {
 				out := cmd.OutOrStdout()
-				fmt.Fprintf(out, "%s  %s  (%s, by %s, %s)\n", p.ID, p.Title, p.State, actorName(p.Author), p.CreatedAt)
+				fmt.Fprintf(out, "%s  %s  (%s, by %s, %s)\n", p.ID, p.Title, p.State, actorOf(p.Author), p.CreatedAt)
 				for _, c := range p.Comments {
-					fmt.Fprintf(out, "  %s, %s: %s\n", actorName(c.Author), c.CreatedAt, c.Body)
+					fmt.Fprintf(out, "  %s, %s: %s\n", actorOf(c.Author), c.CreatedAt, c.Body)
 				}
 				if p.State == "approved" && p.Merge != nil {
-					fmt.Fprintf(out, "approved by %s: merged into main as %s\n", actorName(p.DecidedBy), *p.Merge)
+					fmt.Fprintf(out, "approved by %s: merged into main as %s\n", actorOf(p.DecidedBy), *p.Merge)
 					return nil
 				}
 				fmt.Fprintf(out, "%d change(s) against main:\n", len(p.Changes))

@@ -131,6 +131,12 @@ func (a *app) hookDo(cmd *cobra.Command, method, path string, body map[string]an
 	if err := a.hookCall(cmd.Context(), method, path, body, &raw); err != nil {
 		return false, err
 	}
+	return printOrDecode(cmd, raw, asJSON, out)
+}
+
+// printOrDecode prints an API answer as JSON, as the server gave it, with asJSON (printed),
+// or else decodes it into out for a command's text output.
+func printOrDecode(cmd *cobra.Command, raw json.RawMessage, asJSON bool, out any) (printed bool, err error) {
 	if asJSON {
 		var v any
 		json.Unmarshal(raw, &v)
