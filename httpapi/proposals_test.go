@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"regexp"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/option"
 
 	"github.com/gitmem/gitmem/apikeys"
+	"github.com/gitmem/gitmem/gitstore"
 )
 
 // TestProposals: an agent with a propose key writes through the official SDK and the tools;
@@ -352,5 +354,48 @@ func TestProposalRouteRefusals(t *testing.T) {
 	}
 	if _, after := rawRequest(t, "GET", props, "", h(rw)); after != before {
 		t.Errorf("the refusals changed the proposals:\n%s\nwas\n%s", after, before)
+	}
+}
+
+// TestApproveThousandOverHTTP: a propose key's 1,000 writes through the API are one proposal,
+// approved with one request: main then holds the 1,000 memories, each version the agent's.
+func TestApproveThousandOverHTTP(t *testing.T) {
+	ctx := context.Background()
+	ts := startServer(t, Options{})
+	_, rw, _ := ts.keys.Create("person", apikeys.ReadWrite, "")
+	agentKey, pk, _ := ts.keys.Create("agent", apikeys.Propose, "")
+	person := ts.client(option.WithAPIKey(rw))
+	agent := ts.client(option.WithAPIKey(pk))
+	store, err := person.Beta.MemoryStores.New(ctx, anthropic.BetaMemoryStoreNewParams{Name: "team"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 1000 {
+		if _, err := agent.Beta.MemoryStores.Memories.New(ctx, store.ID, anthropic.BetaMemoryStoreMemoryNewParams{
+			Path: fmt.Sprintf("/m/%04d.md", i), Content: anthropic.String(fmt.Sprintf("memory %d\n", i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := map[string]string{"x-api-key": rw, "content-type": "application/json"}
+	_, body := rawRequest(t, "GET", ts.url+"/v1/memory_stores/"+store.ID+"/proposals", "", h)
+	var list struct {
+		Data []proposalJSON `json:"data"`
+	}
+	if json.Unmarshal([]byte(body), &list); len(list.Data) != 1 {
+		t.Fatalf("proposals: %s", body)
+	}
+	if status, body := rawRequest(t, "POST", ts.url+"/v1/memory_stores/"+store.ID+"/proposals/"+list.Data[0].ID+"/approve", `{}`, h); status != 200 {
+		t.Fatalf("approve: %d %.500s", status, body)
+	}
+	st, err := ts.data.Store(ctx, store.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u, err := st.Usage(ctx); err != nil || u.Memories != 1000 {
+		t.Errorf("main holds %+v, %v; want 1,000 memories", u, err)
+	}
+	page, err := st.Versions(ctx, gitstore.VersionFilter{APIKeyID: agentKey.ID, Limit: 1000})
+	if err != nil || len(page.Versions) != 1000 {
+		t.Errorf("%d versions by the agent in main, %v", len(page.Versions), err)
 	}
 }
