@@ -158,7 +158,6 @@ func precondition(p *gitstore.Precondition) any {
 // Write creates a memory at a path or replaces its content. The server writes as the
 // client's key (in.Actor is not sent: a client cannot claim to be someone else).
 func (s *Store) Write(ctx context.Context, in gitstore.WriteInput) (gitstore.WriteResult, error) {
-	before, _ := s.GetByPath(ctx, in.Path, false)
 	body := map[string]any{"path": in.Path, "content": in.Content}
 	if p := precondition(in.Precondition); p != nil {
 		body["precondition"] = p
@@ -171,19 +170,21 @@ func (s *Store) Write(ctx context.Context, in gitstore.WriteInput) (gitstore.Wri
 	if p := hdr.Get(ProposalHeader); p != "" {
 		return gitstore.WriteResult{Memory: w.memory(), Proposal: p}, nil
 	}
-	return s.result(ctx, w, before.VersionID)
+	if hdr.Get(UnchangedHeader) == "true" {
+		return gitstore.WriteResult{Memory: w.memory()}, nil
+	}
+	return s.result(ctx, w, "")
 }
 
 // UpdateMemory changes a memory's content or path, by id or by its current path.
 func (s *Store) UpdateMemory(ctx context.Context, in gitstore.UpdateInput) (gitstore.WriteResult, error) {
 	id := in.ID
-	var before gitstore.Memory
 	if id == "" {
 		m, err := s.GetByPath(ctx, in.FromPath, false)
 		if err != nil {
 			return gitstore.WriteResult{}, err
 		}
-		id, before = m.ID, m
+		id = m.ID
 	}
 	body := map[string]any{}
 	if in.Content != nil {
@@ -203,7 +204,10 @@ func (s *Store) UpdateMemory(ctx context.Context, in gitstore.UpdateInput) (gits
 	if p := hdr.Get(ProposalHeader); p != "" {
 		return gitstore.WriteResult{Memory: w.memory(), Proposal: p}, nil
 	}
-	return s.result(ctx, w, before.VersionID)
+	if hdr.Get(UnchangedHeader) == "true" {
+		return gitstore.WriteResult{Memory: w.memory()}, nil
+	}
+	return s.result(ctx, w, "")
 }
 
 // result is the answer of a write: the memory, and its new version unless it was unchanged.

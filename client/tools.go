@@ -22,6 +22,9 @@ const SessionHeader = "x-gitmem-session-id"
 // ProposalHeader names the proposal that a write went to (httpapi.ProposalHeader).
 const ProposalHeader = "x-gitmem-proposal"
 
+// UnchangedHeader says that a memory write made no version (httpapi.UnchangedHeader).
+const UnchangedHeader = "x-gitmem-unchanged"
+
 // ToolStore attaches a store to a session's tools on the server.
 type ToolStore struct {
 	ID     string

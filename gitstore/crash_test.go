@@ -11,10 +11,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/gitmem/gitmem/gitstore/internal/odb"
 	"github.com/gitmem/gitmem/internal/durable"
 )
 
@@ -22,17 +24,41 @@ const (
 	crashDirEnv   = "GITMEM_CRASH_DIR"
 	crashStoreEnv = "GITMEM_CRASH_STORE"
 	crashRoundEnv = "GITMEM_CRASH_ROUND"
+	crashFaultEnv = "GITMEM_CRASH_FAULT" // point:n: the child kills itself the nth time it reaches point
+	crashPowerEnv = "GITMEM_CRASH_POWER" // set: the child fsyncs nothing but the journal and the catalog
 )
 
-// TestCrashChild is the child of TestCrash: it writes from four goroutines until it is
-// killed, and prints each write as soon as it is acknowledged.
+// faultPoints are the points of the write path (odb's publish.go, journal.go, recover.go)
+// where a child can kill itself; the last two are a checkpoint's, which the power-loss test
+// turns off.
+var faultPoints = []string{"pack-placed", "ref-locked", "journal-torn", "journal-synced", "ref-moved", "recover",
+	"checkpoint-packs", "checkpoint-ref"}
+
+// TestCrashChild is the child of TestCrash and TestPowerLoss: it writes from four goroutines
+// until it is killed, and prints each write as soon as it is acknowledged.
 func TestCrashChild(t *testing.T) {
 	dir := os.Getenv(crashDirEnv)
 	if dir == "" {
-		t.Skip("run by TestCrash only")
+		t.Skip("run by TestCrash and TestPowerLoss only")
+	}
+	if f := os.Getenv(crashFaultEnv); f != "" {
+		point, nth, _ := strings.Cut(f, ":")
+		n, _ := strconv.Atoi(nth)
+		var hits atomic.Int64
+		odb.FaultHook = func(p string) {
+			if p == point && hits.Add(1) == int64(n) {
+				syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			}
+		}
+	}
+	opts := Options{MaxPacks: 4}
+	if os.Getenv(crashPowerEnv) != "" {
+		// No merges and no checkpoints: every pack and ref the child writes is not fsynced,
+		// so the test may treat them all as lost.
+		opts = Options{MaxPacks: 1 << 20, IdlePack: time.Hour, checkpointBytes: 1 << 40}
 	}
 	ctx := context.Background()
-	d, err := Open(ctx, dir, Options{MaxPacks: 4})
+	d, err := Open(ctx, dir, opts)
 	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(2)
@@ -45,6 +71,11 @@ func TestCrashChild(t *testing.T) {
 	round := os.Getenv(crashRoundEnv)
 	var mu sync.Mutex // guards stdout
 	out := bufio.NewWriter(os.Stdout)
+	fmt.Fprintln(out, "ready")
+	out.Flush()
+	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil { // the parent's go-ahead
+		os.Exit(2)
+	}
 	var wg sync.WaitGroup
 	for g := 0; g < 4; g++ {
 		wg.Add(1)
@@ -68,13 +99,18 @@ func TestCrashChild(t *testing.T) {
 	wg.Wait()
 }
 
-// TestCrash kills a writing process with SIGKILL at random moments, and checks after each
-// kill that every acknowledged write survived, the repository is valid for git fsck, and
-// the store still takes writes.
-func TestCrash(t *testing.T) {
-	if os.Getenv(crashDirEnv) != "" {
-		return
-	}
+// crashRun is the state of a crash test across its rounds: what the children acknowledged.
+type crashRun struct {
+	t        *testing.T
+	dir, id  string
+	rng      *rand.Rand
+	last     map[string]crashAck // path -> last acknowledged write
+	versions []string
+}
+
+type crashAck struct{ version, content string }
+
+func newCrashRun(t *testing.T) *crashRun {
 	ctx := context.Background()
 	dir := t.TempDir()
 	d, err := Open(ctx, dir, Options{})
@@ -87,109 +123,268 @@ func TestCrash(t *testing.T) {
 	}
 	id := s.ID()
 	d.Close()
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	return &crashRun{t: t, dir: dir, id: id, rng: rand.New(rand.NewSource(seed)), last: map[string]crashAck{}}
+}
 
-	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
-	type ack struct{ version, content string }
-	last := map[string]ack{} // path -> last acknowledged write
-	var versions []string
-	rounds := 8
+// round runs one child until it dies: killed with SIGKILL by the test after a random time
+// (early, one round in four, maybe while it opens the store and recovers what the last kill
+// left), or by itself at fault (point:n), if given. ready is called once the child has
+// opened the store and before it writes. It returns how many writes were acknowledged.
+func (c *crashRun) round(round int, fault string, power bool, ready func()) int {
+	t := c.t
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.v=false")
+	cmd.Env = append(os.Environ(), crashDirEnv+"="+c.dir, crashStoreEnv+"="+c.id, crashRoundEnv+"="+strconv.Itoa(round))
+	if fault != "" {
+		cmd.Env = append(cmd.Env, crashFaultEnv+"="+fault)
+	}
+	if power {
+		cmd.Env = append(cmd.Env, crashPowerEnv+"=1")
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	var deadline <-chan time.Time
+	early := fault == "" && c.rng.Intn(4) == 0
+	if fault != "" {
+		deadline = time.After(2 * time.Second) // if the point is not reached (recover: no crash left records)
+	}
+	if early {
+		deadline = time.After(time.Duration(c.rng.Intn(300)) * time.Millisecond)
+	}
+	giveUp := time.After(time.Minute)
+	acked := 0
+read:
+	for {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				break read
+			}
+			f := strings.Fields(line)
+			switch f[0] {
+			case "ready":
+				if ready != nil {
+					ready()
+				}
+				fmt.Fprintln(stdin, "go")
+				continue
+			case "ack":
+			default:
+				t.Fatalf("round %d: child: %s", round, line)
+			}
+			c.last[f[1]] = crashAck{version: f[2], content: strings.ReplaceAll(f[3], "_", " ")}
+			c.versions = append(c.versions, f[2])
+			if acked++; acked == 1 && !early && fault == "" {
+				deadline = time.After(time.Duration(150+c.rng.Intn(450)) * time.Millisecond)
+			}
+		case <-giveUp:
+			cmd.Process.Signal(syscall.SIGKILL)
+			giveUp = nil
+		case <-deadline:
+			cmd.Process.Signal(syscall.SIGKILL)
+			deadline = nil
+		}
+	}
+	cmd.Wait()
+	if acked == 0 && !early && fault == "" {
+		t.Fatalf("round %d: the child acknowledged no write", round)
+	}
+	return acked
+}
+
+// check reopens the store as the next process would and checks every acknowledged write,
+// git fsck, that no half-written file is left, and that the store takes writes.
+func (c *crashRun) check(round int) {
+	t := c.t
+	ctx := context.Background()
+	d, err := Open(ctx, c.dir, Options{})
+	if err != nil {
+		t.Fatalf("round %d: reopen: %v", round, err)
+	}
+	s, err := d.Store(ctx, c.id)
+	if err != nil {
+		t.Fatalf("round %d: open store: %v", round, err)
+	}
+	for path, a := range c.last {
+		m, err := s.GetByPath(ctx, path, true)
+		if err != nil {
+			t.Fatalf("round %d: acknowledged %s lost: %v", round, path, err)
+		}
+		if !notOlder(*m.Content, a.content) {
+			t.Fatalf("round %d: %s is %q, older than the acknowledged %q", round, path, *m.Content, a.content)
+		}
+	}
+	for _, v := range c.versions {
+		if _, err := s.Version(ctx, v, false); err != nil {
+			t.Fatalf("round %d: acknowledged version %s lost: %v", round, v, err)
+		}
+	}
+	fsck(t, s)
+	for _, pattern := range []string{"tmp_*", durable.TempPrefix + "*"} {
+		if tmps, _ := filepath.Glob(filepath.Join(s.RepoPath(), "objects", "pack", pattern)); len(tmps) > 0 {
+			t.Errorf("round %d: half-written files left after reopening: %v", round, tmps)
+		}
+	}
+	if _, err := s.Write(ctx, WriteInput{Path: "/after.md", Content: strconv.Itoa(round), Actor: apiActor}); err != nil {
+		t.Fatalf("round %d: write after the crash: %v", round, err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCrash kills a writing process with SIGKILL, at random moments and at each fault
+// point of the write path (in the middle of a group, of a journal record, of a checkpoint,
+// of the recovery of the last crash), and checks after each kill that every acknowledged
+// write survived, the repository is valid for git fsck, and the store still takes writes.
+func TestCrash(t *testing.T) {
+	if os.Getenv(crashDirEnv) != "" {
+		return
+	}
+	c := newCrashRun(t)
+	rounds := 8 + 2*len(faultPoints)
 	if testing.Short() {
-		rounds = 3
+		rounds = 3 + len(faultPoints)
 	}
 	for round := 1; round <= rounds; round++ {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.v=false")
-		cmd.Env = append(os.Environ(), crashDirEnv+"="+dir, crashStoreEnv+"="+id, crashRoundEnv+"="+strconv.Itoa(round))
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
+		fault := ""
+		if round%2 == 0 || testing.Short() && round > 3 {
+			fault = c.fault(faultPoints)
 		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		lines := make(chan string)
-		go func() {
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				lines <- sc.Text()
-			}
-			close(lines)
-		}()
-		// Once it writes, let it write for a while, then kill it in the middle of whatever
-		// it does; one round in four, kill it early, maybe while it opens the store and
-		// repairs what the last kill left.
-		var deadline <-chan time.Time
-		early := rng.Intn(4) == 0
-		if early {
-			deadline = time.After(time.Duration(rng.Intn(300)) * time.Millisecond)
-		}
-		giveUp := time.After(time.Minute)
-		acked := 0
-	read:
-		for {
-			select {
-			case line, ok := <-lines:
-				if !ok {
-					break read
-				}
-				f := strings.Fields(line)
-				if f[0] != "ack" {
-					t.Fatalf("round %d: child: %s", round, line)
-				}
-				last[f[1]] = ack{version: f[2], content: strings.ReplaceAll(f[3], "_", " ")}
-				versions = append(versions, f[2])
-				if acked++; acked == 1 && !early {
-					deadline = time.After(time.Duration(150+rng.Intn(450)) * time.Millisecond)
-				}
-			case <-giveUp:
-				cmd.Process.Signal(syscall.SIGKILL)
-				giveUp = nil
-			case <-deadline:
-				cmd.Process.Signal(syscall.SIGKILL)
-				deadline = nil
-			}
-		}
-		cmd.Wait()
-		if acked == 0 && !early {
-			t.Fatalf("round %d: the child acknowledged no write", round)
-		}
-
-		// Reopen as the next process would, and check every acknowledged write.
-		d, err := Open(ctx, dir, Options{})
-		if err != nil {
-			t.Fatalf("round %d: reopen: %v", round, err)
-		}
-		s, err := d.Store(ctx, id)
-		if err != nil {
-			t.Fatalf("round %d: open store: %v", round, err)
-		}
-		for path, a := range last {
-			m, err := s.GetByPath(ctx, path, true)
-			if err != nil {
-				t.Fatalf("round %d: acknowledged %s lost: %v", round, path, err)
-			}
-			if !notOlder(*m.Content, a.content) {
-				t.Fatalf("round %d: %s is %q, older than the acknowledged %q", round, path, *m.Content, a.content)
-			}
-		}
-		for _, v := range versions {
-			if _, err := s.Version(ctx, v, false); err != nil {
-				t.Fatalf("round %d: acknowledged version %s lost: %v", round, v, err)
-			}
-		}
-		fsck(t, s)
-		for _, pattern := range []string{"tmp_*", durable.TempPrefix + "*"} {
-			if tmps, _ := filepath.Glob(filepath.Join(s.RepoPath(), "objects", "pack", pattern)); len(tmps) > 0 {
-				t.Errorf("round %d: half-written files left after reopening: %v", round, tmps)
-			}
-		}
-		if _, err := s.Write(ctx, WriteInput{Path: "/after.md", Content: strconv.Itoa(round), Actor: apiActor}); err != nil {
-			t.Fatalf("round %d: write after the crash: %v", round, err)
-		}
-		t.Logf("round %d: %d writes acknowledged before the kill, all present", round, acked)
-		if err := d.Close(); err != nil {
-			t.Fatal(err)
-		}
+		acked := c.round(round, fault, false, nil)
+		c.check(round)
+		t.Logf("round %d (kill at %s): %d writes acknowledged before the kill, all present", round, orRandom(fault), acked)
 	}
+}
+
+// TestPowerLoss simulates a power cut: after the child is killed (at a random moment or a
+// fault point), every file it wrote without fsync (the packs and indexes it placed, main)
+// is, at random, kept, removed, cut short or zeroed, and main set back to what it was
+// before the child wrote, emptied or removed; the journal and the catalog, which it
+// fsynced, stay. Every acknowledged write must survive.
+func TestPowerLoss(t *testing.T) {
+	if os.Getenv(crashDirEnv) != "" {
+		return
+	}
+	c := newCrashRun(t)
+	rounds := 10
+	if testing.Short() {
+		rounds = 4
+	}
+	points := faultPoints[:len(faultPoints)-2]
+	for round := 1; round <= rounds; round++ {
+		fault := ""
+		if round%2 == 0 {
+			fault = c.fault(points)
+		}
+		repo := filepath.Join(c.dir, "stores", c.id+".git")
+		packDir := filepath.Join(repo, "objects", "pack")
+		var durable map[string]bool
+		var mainBefore []byte
+		acked := c.round(round, fault, true, func() {
+			durable = map[string]bool{}
+			entries, _ := os.ReadDir(packDir)
+			for _, e := range entries {
+				durable[e.Name()] = true
+			}
+			mainBefore, _ = os.ReadFile(filepath.Join(repo, mainRef))
+		})
+		lost := 0
+		if durable != nil { // else the child died opening the store, which fsyncs what it writes
+			lost = c.losePower(packDir, durable, filepath.Join(repo, mainRef), mainBefore)
+		}
+		c.check(round)
+		t.Logf("round %d (kill at %s): %d writes acknowledged, %d files damaged by the power cut; all writes present",
+			round, orRandom(fault), acked, lost)
+	}
+}
+
+// losePower damages what was written without fsync since durable was listed, as a power
+// cut may, and returns how many files it changed.
+func (c *crashRun) losePower(packDir string, durable map[string]bool, ref string, refBefore []byte) int {
+	n := 0
+	entries, _ := os.ReadDir(packDir)
+	for _, e := range entries {
+		if durable[e.Name()] || !(strings.HasSuffix(e.Name(), ".pack") || strings.HasSuffix(e.Name(), ".idx")) {
+			continue
+		}
+		path := filepath.Join(packDir, e.Name())
+		info, err := os.Stat(path)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		switch c.rng.Intn(4) {
+		case 0: // kept
+			continue
+		case 1:
+			err = os.Remove(path)
+		case 2:
+			err = os.Truncate(path, c.rng.Int63n(info.Size()+1))
+		case 3:
+			err = os.WriteFile(path, make([]byte, info.Size()), 0o644)
+		}
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		n++
+	}
+	if now, _ := os.ReadFile(ref); string(now) == string(refBefore) {
+		return n // not rewritten since it was durable
+	}
+	var err error
+	switch c.rng.Intn(4) {
+	case 0: // kept
+		return n
+	case 1:
+		err = os.WriteFile(ref, refBefore, 0o644)
+	case 2:
+		err = os.WriteFile(ref, nil, 0o644)
+	case 3:
+		err = os.Remove(ref)
+	}
+	if err != nil && !os.IsNotExist(err) {
+		c.t.Fatal(err)
+	}
+	return n + 1
+}
+
+// fault picks a point and how many times the child passes it before it dies: recovery runs
+// once per process and a checkpoint seldom, the others once per group.
+func (c *crashRun) fault(points []string) string {
+	p := points[c.rng.Intn(len(points))]
+	switch {
+	case p == "recover":
+		return p + ":1"
+	case strings.HasPrefix(p, "checkpoint"):
+		return fmt.Sprintf("%s:%d", p, 1+c.rng.Intn(3))
+	}
+	return fmt.Sprintf("%s:%d", p, 1+c.rng.Intn(60))
+}
+
+func orRandom(fault string) string {
+	if fault == "" {
+		return "a random moment"
+	}
+	return fault
 }
 
 // notOlder reports whether content ("round goroutine i") was written no earlier than want

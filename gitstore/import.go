@@ -112,6 +112,7 @@ func importedInfo(repoDir string) (StoreInfo, error) {
 	if err != nil {
 		return StoreInfo{}, err
 	}
+	defer r.Close()
 	head, err := r.ReadRef()
 	if err != nil {
 		return StoreInfo{}, err

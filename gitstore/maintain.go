@@ -22,6 +22,7 @@ const backlogFactor = 4
 // afterGroup asks for a merge when packs have piled up, and waits for one when the
 // maintainer has fallen far behind.
 func (s *Store) afterGroup() {
+	s.checkpoint(false)
 	n := s.repo.Packs()
 	switch {
 	case n > backlogFactor*s.opts.MaxPacks:
@@ -30,6 +31,14 @@ func (s *Store) afterGroup() {
 		s.maintMu.Unlock()
 	case n > s.opts.MaxPacks:
 		s.askMaintain(s.opts.MaxPacks)
+	}
+}
+
+// checkpoint drops the journal's records that the packs and main now hold durably
+// (odb.Repo.Checkpoint). A failure costs nothing but a longer journal: it is logged.
+func (s *Store) checkpoint(force bool) {
+	if err := s.repo.Checkpoint(force); err != nil {
+		s.log.Error("checkpoint the journal", "store", s.id, "err", err)
 	}
 }
 

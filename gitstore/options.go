@@ -20,6 +20,10 @@ type Options struct {
 	Observer Observer
 
 	dataDir string // the data directory's path, which storage errors name files relative to
+	// checkpointBytes, if set, is how much journal piles up before a checkpoint (the
+	// power-loss test sets it high, so that nothing the child writes is fsynced but the
+	// journal and the catalog).
+	checkpointBytes int64
 }
 
 func (o Options) withDefaults() Options {

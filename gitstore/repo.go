@@ -47,6 +47,12 @@ func (r *repo) commit(h plumbing.Hash) (*object.Commit, error) {
 // main was not at old.
 func (r *repo) casRef(old, new plumbing.Hash) error { return refError(r.CASRef(old, new)) }
 
+// publish makes a group durable and visible (odb.Repo.Publish).
+func (r *repo) publish(objs []plumbing.EncodedObject, old, new plumbing.Hash) (odb.PublishTiming, error) {
+	t, err := r.Publish(objs, old, new)
+	return t, refError(err)
+}
+
 // lockRef takes main.lock (odb.Repo.LockRef).
 func (r *repo) lockRef() (*odb.RefLock, error) {
 	l, err := r.LockRef()

@@ -63,16 +63,21 @@ func openStoreProgress(id, repoPath, catalogPath string, opts Options, progress 
 	if err != nil {
 		return nil, err
 	}
+	if opts.checkpointBytes > 0 {
+		r.SetCheckpointBytes(opts.checkpointBytes)
+	}
 	db, err := openCatalog(catalogPath)
 	if err != nil && !errors.Is(err, bolt.ErrTimeout) && !IsNoSpace(err) {
 		// The catalog is derived from history: a damaged one is set aside and rebuilt.
 		opts.Logger.Warn("catalog unreadable; rebuilding it from history", "store", id, "err", err)
 		if rerr := os.Rename(catalogPath, catalogPath+".damaged"); rerr != nil {
+			r.Close()
 			return nil, fmt.Errorf("set aside damaged catalog: %w (after: %v)", rerr, err)
 		}
 		db, err = openCatalog(catalogPath)
 	}
 	if err != nil {
+		r.Close()
 		return nil, NoSpace(err, opts.dataDir)
 	}
 	s := &Store{id: id, opts: opts, log: opts.Logger, repo: r, db: db,
@@ -80,6 +85,7 @@ func openStoreProgress(id, repoPath, catalogPath string, opts Options, progress 
 		maint: make(chan int, 1), maintDone: make(chan struct{}),
 		trees: map[plumbing.Hash][]object.TreeEntry{}}
 	if err := s.catchUp(progress); err != nil {
+		r.Close()
 		db.Close()
 		return nil, NoSpace(fmt.Errorf("open store %s: %w", id, err), opts.dataDir)
 	}
@@ -97,8 +103,7 @@ func (s *Store) close() error {
 	s.stop.Do(func() { close(s.quit) })
 	<-s.done
 	<-s.maintDone
-	s.repo.Close()
-	return errors.Join(s.flushReads(), s.db.Close())
+	return errors.Join(s.repo.Close(), s.flushReads(), s.db.Close())
 }
 
 // ID returns the store's id.

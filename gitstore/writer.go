@@ -113,6 +113,7 @@ func (s *Store) run() {
 			s.afterGroup()
 			idle.Reset(s.opts.IdlePack)
 		case <-idle.C:
+			s.checkpoint(true)
 			s.askMaintain(idlePacks)
 		case <-s.quit:
 			// Answer what is still queued, so that no caller waits forever.
@@ -178,21 +179,15 @@ func (s *Store) tryGroup(group []*request) ([]result, error) {
 	if b.head == start {
 		return results, nil
 	}
-	t0 := time.Now()
-	if len(b.pending) > 0 { // none for a fast-forward to fetched commits
-		if err := s.repo.WritePack(b.pending); err != nil {
-			return nil, err
-		}
-	}
-	t1 := time.Now()
 	s.publishing.Store(b.head)
-	if err := s.repo.casRef(start, b.head); err != nil {
+	t, err := s.repo.publish(b.pending, start, b.head)
+	if err != nil {
 		return nil, err
 	}
-	s.opts.Observer.GroupCommitted(s.id, len(group), t1.Sub(t0), time.Since(t1))
+	s.opts.Observer.GroupCommitted(s.id, len(group), t.Pack, t.Durable)
 	if err := tx.Commit(); err != nil {
-		// The commits are published and durable; the catalog catches up from history on the
-		// next write or at the next open.
+		// The commits are published and durable (the journal); the catalog catches up from
+		// history on the next write or at the next open.
 		s.log.Error("update catalog after commit", "store", s.id, "err", err)
 	}
 	s.moved.notify()

@@ -190,5 +190,13 @@ func memoryReply(c echo.Context, st *gitstore.Store, res gitstore.WriteResult, f
 	}
 	out := toMemory(m)
 	out.RedactedSecrets = toRedactions(res.Redacted)
+	if res.Version == nil {
+		c.Response().Header().Set(UnchangedHeader, "true")
+	}
 	return c.JSON(http.StatusOK, out)
 }
+
+// UnchangedHeader, on the answer to a memory write, says that the write made no version
+// (the memory already had that content and path), so that a client need not read the memory
+// before writing to tell.
+const UnchangedHeader = "x-gitmem-unchanged"

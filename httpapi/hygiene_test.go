@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -289,5 +290,42 @@ func TestGitPushedPolicyIsChecked(t *testing.T) {
 	g.api(t, "GET", "/v1/memory_stores/"+e.store, "", "", &st)
 	if st.Policy.Secrets != "redact" || st.Policy.ExpireAfter == nil || *st.Policy.ExpireAfter != "30d" || st.Policy.MaxMemories == nil || *st.Policy.MaxMemories != 5 {
 		t.Fatalf("policy after the push: %+v", st.Policy)
+	}
+}
+
+// TestUnchangedHeader: the answer to a memory write says when the write made no version,
+// so that a client (gitmem's) need not read the memory first to tell.
+func TestUnchangedHeader(t *testing.T) {
+	ts := startServer(t, Options{})
+	h := map[string]string{"content-type": "application/json"}
+	status, body := rawRequest(t, "POST", ts.url+"/v1/memory_stores", `{"name":"u"}`, h)
+	var store struct{ ID string }
+	if json.Unmarshal([]byte(body), &store); status != 200 {
+		t.Fatalf("store: %d %s", status, body)
+	}
+	mems := ts.url + "/v1/memory_stores/" + store.ID + "/memories"
+	write := func(content string) (string, string) {
+		req, _ := http.NewRequest("POST", mems, strings.NewReader(`{"path":"/a.md","content":"`+content+`"}`))
+		req.Header.Set("content-type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m struct {
+			MemoryVersionID string `json:"memory_version_id"`
+		}
+		json.NewDecoder(resp.Body).Decode(&m)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("write %q: %d", content, resp.StatusCode)
+		}
+		return resp.Header.Get(UnchangedHeader), m.MemoryVersionID
+	}
+	u1, v1 := write("one")
+	u2, v2 := write("one")
+	u3, v3 := write("two")
+	if u1 != "" || u2 != "true" || u3 != "" || v1 != v2 || v3 == v2 {
+		t.Errorf("create, same again, changed: %s %q %q, %s %q; want the header only on the second, which keeps the version",
+			UnchangedHeader, []string{u1, u2, u3}, v1, v2, v3)
 	}
 }

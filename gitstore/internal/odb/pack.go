@@ -3,7 +3,6 @@ package odb
 import (
 	"bufio"
 	"bytes"
-	"compress/zlib"
 	"crypto/sha1"
 	"encoding/binary"
 	"fmt"
@@ -13,9 +12,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	"github.com/klauspost/compress/zlib"
 
 	"github.com/gitmem/gitmem/internal/durable"
 )
@@ -40,6 +41,10 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 type wholeWriter struct {
 	zw *zlib.Writer
 }
+
+// wholeWriters keeps compressors for encodePack: making one costs more than compressing a
+// small group's objects with it.
+var wholeWriters = sync.Pool{New: func() any { return newWholeWriter() }}
 
 func newWholeWriter() *wholeWriter {
 	zw, _ := zlib.NewWriterLevel(io.Discard, zlib.BestSpeed)
@@ -98,65 +103,106 @@ func writeIdx(idx *packIndex, path string, file *os.File) error {
 
 // WritePack writes objects as one new pack with its index, durably, and tells the storage
 // about it. One pack per group of commits costs a few file operations whatever the group's
-// size, where loose objects would cost a file each.
+// size, where loose objects would cost a file each. The writer's groups use Publish, which
+// makes them durable through the journal instead; WritePack is for rewrites of history.
 func (r *Repo) WritePack(objs []plumbing.EncodedObject) error {
-	dir := filepath.Join(r.path, "objects", "pack")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	p, err := encodePack(objs)
+	if err != nil {
 		return err
 	}
-	tmp, err := r.spares.take()
-	if err != nil {
-		return fmt.Errorf("write pack: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	defer tmp.Close()
-	idxFile, err := r.spares.take()
-	if err != nil {
-		return fmt.Errorf("write pack index: %w", err)
-	}
-	defer os.Remove(idxFile.Name()) // renamed by then, unless the write failed
-	defer idxFile.Close()
-	bw := bufio.NewWriterSize(tmp, 256<<10)
-	cw := &countingWriter{w: bw, h: sha1.New()}
+	return r.placePack(p, true, r.spares.take)
+}
+
+// encodedPack is a pack in memory, with its index.
+type encodedPack struct {
+	data []byte
+	idx  *packIndex
+	objs []plumbing.EncodedObject
+	size int64 // the objects' sizes, uncompressed
+}
+
+func (p *encodedPack) base(dir string) string {
+	return filepath.Join(dir, "pack-"+p.idx.packSum.String())
+}
+
+// encodePack writes objects, whole, into a pack in memory and builds its index.
+func encodePack(objs []plumbing.EncodedObject) (*encodedPack, error) {
+	var buf bytes.Buffer
+	cw := &countingWriter{w: &buf, h: sha1.New()}
 	var hdr [12]byte
 	copy(hdr[:4], "PACK")
 	binary.BigEndian.PutUint32(hdr[4:8], 2)
 	binary.BigEndian.PutUint32(hdr[8:], uint32(len(objs)))
-	if _, err := cw.Write(hdr[:]); err != nil {
-		return fmt.Errorf("write pack: %w", err)
-	}
-	idx := &packIndex{entries: make([]indexEntry, 0, len(objs))}
-	ww := newWholeWriter()
-	var size int64
+	cw.Write(hdr[:])
+	p := &encodedPack{idx: &packIndex{entries: make([]indexEntry, 0, len(objs))}, objs: objs}
+	ww := wholeWriters.Get().(*wholeWriter)
+	defer wholeWriters.Put(ww)
 	for _, o := range objs {
 		off := cw.off
 		crc, err := ww.write(cw, o)
 		if err != nil {
-			return fmt.Errorf("write object %s: %w", o.Hash(), err)
+			return nil, fmt.Errorf("write object %s: %w", o.Hash(), err)
 		}
-		idx.add(o.Hash(), off, crc)
-		size += o.Size()
+		p.idx.add(o.Hash(), off, crc)
+		p.size += o.Size()
 	}
-	var sum plumbing.Hash
-	copy(sum[:], cw.h.Sum(nil))
-	if _, err := bw.Write(sum[:]); err != nil {
-		return fmt.Errorf("write pack: %w", err)
-	}
-	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("write pack: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("write pack: %w", err)
-	}
-	idx.packSum = sum
-	if err := publishPack(tmp.Name(), idx, filepath.Join(dir, "pack-"+sum.String()), idxFile); err != nil {
+	copy(p.idx.packSum[:], cw.h.Sum(nil))
+	buf.Write(p.idx.packSum[:])
+	p.data = buf.Bytes()
+	return p, nil
+}
+
+// placePack writes p and its index into empty files from take (spares.take, made ahead) and
+// renames them into place, index first; if durably, each is fsynced before its rename and
+// the directory after. It then serves p's objects from memory until the storage is reloaded.
+func (r *Repo) placePack(p *encodedPack, durably bool, take func() (*os.File, error)) error {
+	dir := filepath.Join(r.path, "objects", "pack")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	tmp, err := take()
+	if err != nil {
+		return fmt.Errorf("write pack: %w", err)
+	}
+	defer os.Remove(tmp.Name()) // renamed by then, unless the write failed
+	defer tmp.Close()
+	idxFile, err := take()
+	if err != nil {
+		return fmt.Errorf("write pack index: %w", err)
+	}
+	defer os.Remove(idxFile.Name())
+	defer idxFile.Close()
+	if _, err := tmp.Write(p.data); err != nil {
+		return fmt.Errorf("write pack: %w", err)
+	}
+	base := p.base(dir)
+	if durably {
+		if err := tmp.Sync(); err != nil {
+			return fmt.Errorf("write pack: %w", err)
+		}
+		if err := publishPack(tmp.Name(), p.idx, base, idxFile); err != nil {
+			return err
+		}
+	} else {
+		w := bufio.NewWriter(idxFile)
+		if err := p.idx.writeTo(w); err != nil {
+			return fmt.Errorf("write pack index: %w", err)
+		}
+		if err := w.Flush(); err != nil {
+			return fmt.Errorf("write pack index: %w", err)
+		}
+		if err := os.Rename(idxFile.Name(), base+".idx"); err != nil {
+			return fmt.Errorf("publish pack index: %w", err)
+		}
+		if err := os.Rename(tmp.Name(), base+".pack"); err != nil {
+			return fmt.Errorf("publish pack: %w", err)
+		}
+	}
 	r.mu.Lock()
-	for _, o := range objs {
+	for _, o := range p.objs {
 		r.recent[o.Hash()] = o
 	}
-	r.recentBytes += size
+	r.recentBytes += p.size
 	full := r.recentBytes > maxRecentBytes
 	r.mu.Unlock()
 	r.packs.Add(1)

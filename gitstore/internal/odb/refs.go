@@ -90,14 +90,21 @@ type RefLock struct {
 
 // LockRef takes main.lock, waiting a little for a git process that holds it. If the lock
 // is still held after about a second, its error is ErrRefLocked.
-func (r *Repo) LockRef() (*RefLock, error) {
+func (r *Repo) LockRef() (*RefLock, error) { return r.lockRef(createExclusive) }
+
+func createExclusive(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+}
+
+// lockRef is LockRef, creating the lock file with create.
+func (r *Repo) lockRef(create func(string) (*os.File, error)) (*RefLock, error) {
 	refPath := filepath.Join(r.path, MainRef)
 	lockPath := refPath + ".lock"
 	if err := os.MkdirAll(filepath.Dir(refPath), 0o755); err != nil {
 		return nil, fmt.Errorf("update %s: %w", MainRef, err)
 	}
 	for wait := time.Millisecond; ; wait *= 2 {
-		f, err := os.OpenFile(lockPath, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		f, err := create(lockPath)
 		if err == nil {
 			return &RefLock{f: f, lockPath: lockPath, refPath: refPath}, nil
 		}
@@ -108,15 +115,31 @@ func (r *Repo) LockRef() (*RefLock, error) {
 	}
 }
 
-// Commit moves main to new: it writes and fsyncs the lock file, renames it over the ref and
-// fsyncs the directory.
+// Commit moves main to new durably: it writes and fsyncs the lock file, renames it over the
+// ref and fsyncs the directory.
 func (l *RefLock) Commit(new plumbing.Hash) error {
-	if _, err := l.f.WriteString(new.String() + "\n"); err != nil {
-		return fmt.Errorf("write %s: %w", l.lockPath, err)
+	if err := l.write(new); err != nil {
+		return err
 	}
 	if err := l.f.Sync(); err != nil {
 		return fmt.Errorf("sync %s: %w", l.lockPath, err)
 	}
+	if err := l.rename(); err != nil {
+		return err
+	}
+	return durable.SyncDir(filepath.Dir(l.refPath))
+}
+
+// write puts new in the lock file.
+func (l *RefLock) write(new plumbing.Hash) error {
+	if _, err := l.f.WriteString(new.String() + "\n"); err != nil {
+		return fmt.Errorf("write %s: %w", l.lockPath, err)
+	}
+	return nil
+}
+
+// rename closes the lock file and renames it over the ref: main moves.
+func (l *RefLock) rename() error {
 	if err := l.f.Close(); err != nil {
 		return fmt.Errorf("close %s: %w", l.lockPath, err)
 	}
@@ -124,7 +147,7 @@ func (l *RefLock) Commit(new plumbing.Hash) error {
 		return fmt.Errorf("rename %s: %w", l.lockPath, err)
 	}
 	l.committed = true
-	return durable.SyncDir(filepath.Dir(l.refPath))
+	return nil
 }
 
 // Release gives the lock up without moving main, unless it was committed.

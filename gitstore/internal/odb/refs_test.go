@@ -21,6 +21,7 @@ func openTestRepo(t *testing.T) *Repo {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { r.Close() })
 	return r
 }
 

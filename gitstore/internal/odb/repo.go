@@ -14,6 +14,7 @@ package odb
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -56,6 +57,16 @@ type Repo struct {
 	packs atomic.Int64 // packs, as of the last count plus those written since
 
 	spares *spares // empty files made ahead for packs and indexes (spares.go)
+
+	// The journal (journal.go, publish.go): the writer goroutine's, as are checkpointAt and
+	// broken; the syncer fsyncs beside it.
+	journal      *journal
+	syncer       *syncer
+	checkpointAt int64
+	broken       error
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // Init creates a bare repository at path with main as its default branch and the
@@ -141,9 +152,22 @@ func Open(path string) (*Repo, error) {
 	}
 	packDir := filepath.Join(path, "objects", "pack")
 	removeSpares(packDir)
-	r := &Repo{path: path, st: newStorage(path), recent: map[plumbing.Hash]plumbing.EncodedObject{}, spares: newSpares(packDir)}
+	removeBrokenPacks(packDir)
+	j, recs, err := openJournal(filepath.Join(path, JournalName))
+	if err != nil {
+		return nil, err
+	}
+	r := &Repo{path: path, st: newStorage(path), recent: map[plumbing.Hash]plumbing.EncodedObject{},
+		spares: newSpares(packDir), journal: j, checkpointAt: checkpointBytes}
+	if err := r.recover(recs); err != nil {
+		j.close()
+		r.spares.close()
+		return nil, err
+	}
+	r.syncer = newSyncer(packDir, j.seq)
 	packs, err := r.packFiles()
 	if err != nil {
+		r.Close()
 		return nil, err
 	}
 	r.packs.Store(int64(len(packs)))
@@ -159,9 +183,20 @@ func newStorage(path string) *filesystem.Storage {
 	return st
 }
 
-// Close removes the files made ahead that no pack used. The repository is not to be
-// written after.
-func (r *Repo) Close() { r.spares.close() }
+// Close checkpoints the journal and removes the files made ahead that no pack used. The
+// repository is not to be written after.
+func (r *Repo) Close() error {
+	r.closeOnce.Do(func() {
+		r.syncer.stop()
+		var err error
+		if r.broken == nil {
+			err = r.Checkpoint(true)
+		}
+		r.spares.close()
+		r.closeErr = errors.Join(err, r.journal.close())
+	})
+	return r.closeErr
+}
 
 // Path returns the path of the repository.
 func (r *Repo) Path() string { return r.path }

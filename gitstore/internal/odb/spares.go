@@ -16,8 +16,9 @@ import (
 // leaves at most a few empty ones, which Open removes. git prune (gc) removes tmp_ files
 // older than its grace period (10 minutes): a spare older than spareMaxAge is not used.
 
-// spareFiles is how many empty files are kept ready.
-const spareFiles = 4
+// spareFiles is how many empty files are kept ready: a group takes three (its pack, its
+// index, and main.lock: lockfile_linux.go).
+const spareFiles = 8
 
 // sparePrefix begins the name of a file made ahead.
 const sparePrefix = "tmp_spare_"
@@ -111,12 +112,20 @@ func (s *spares) close() {
 	}
 }
 
-// removeSpares removes the files made ahead that a crash left in dir.
+// removeSpares removes the files made ahead that a crash left in dir, and the indexes
+// whose pack is missing: a pack is published index first, so a crash between the two
+// renames leaves an index alone, which git fsck reports as a broken pack.
 func removeSpares(dir string) {
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), sparePrefix) {
-			os.Remove(filepath.Join(dir, e.Name()))
+		name := e.Name()
+		if strings.HasPrefix(name, sparePrefix) {
+			os.Remove(filepath.Join(dir, name))
+		}
+		if base, ok := strings.CutSuffix(name, ".idx"); ok {
+			if _, err := os.Stat(filepath.Join(dir, base+".pack")); os.IsNotExist(err) {
+				os.Remove(filepath.Join(dir, name))
+			}
 		}
 	}
 }

@@ -1,0 +1,231 @@
+package odb
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/gitmem/gitmem/internal/durable"
+)
+
+// The journal makes a group of commits durable with one write and one fdatasync, where
+// making its pack, the pack's index and the ref durable would take five fsyncs and a file
+// creation. Each record holds what the group publishes: the ref's move (old, new) and the
+// group's pack, byte for byte. The pack, its index and the ref are still written before the
+// group is answered, so every reader (git included) sees them, but without fsync; a
+// checkpoint fsyncs them later, beside the writer, and only then are their records dropped.
+// After a power loss, Open installs the packs of the records again and moves the ref to the
+// last record's commit (recover.go).
+//
+// The file is preallocated with zeros and overwritten in place, so that an fdatasync flushes
+// only data (on this project's disk, 0.11 ms against 0.16 ms for an append). Records follow
+// one another from offset 0; a checkpoint zeroes the first record and starts again at 0. A
+// reader stops at the first record whose checksum fails or whose sequence number does not
+// follow the one before, which is the end of what was written since the last checkpoint.
+
+// JournalName is the journal's file in the repository (git ignores it).
+const JournalName = "gitmem-journal"
+
+const (
+	journalMagic  = "GMJ1"
+	recordHeader  = 4 + 8 + 4 + 4 // magic, sequence number, payload length, CRC-32C
+	journalChunk  = 1 << 20       // the file grows by at least this much, zero-filled
+	maxRecordSize = 1 << 30
+)
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// record is one group's entry: main moved from old to new, and pack (possibly empty) holds
+// the objects the group added.
+type record struct {
+	seq      uint64
+	old, new plumbing.Hash
+	pack     []byte
+}
+
+type journal struct {
+	f    *os.File
+	off  int64 // where the next record goes
+	size int64 // bytes of the file, all written (zeros past off)
+	seq  uint64
+}
+
+// openJournal opens (making it if needed) the journal at path and returns the records
+// written since the last checkpoint.
+func openJournal(path string) (*journal, []record, error) {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if os.IsNotExist(err) {
+		if f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+			err = durable.SyncDir(filepath.Dir(path))
+		}
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("open journal: %w", err)
+	}
+	j := &journal{f: f}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("open journal: %w", err)
+	}
+	j.size = st.Size()
+	recs, err := j.read()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if n := len(recs); n > 0 {
+		j.seq = recs[n-1].seq
+	}
+	if j.size < journalChunk {
+		if err := j.grow(journalChunk); err != nil {
+			f.Close()
+			return nil, nil, err
+		}
+	}
+	return j, recs, nil
+}
+
+// read returns the chain of valid records from offset 0, and leaves off after it.
+func (j *journal) read() ([]record, error) {
+	data := make([]byte, j.size)
+	if _, err := io.ReadFull(io.NewSectionReader(j.f, 0, j.size), data); err != nil {
+		return nil, fmt.Errorf("read journal: %w", err)
+	}
+	var recs []record
+	off := 0
+	for off+recordHeader <= len(data) {
+		h := data[off : off+recordHeader]
+		if string(h[:4]) != journalMagic {
+			break
+		}
+		seq := binary.BigEndian.Uint64(h[4:12])
+		n := int(binary.BigEndian.Uint32(h[12:16]))
+		if n < 40 || off+recordHeader+n > len(data) || (len(recs) > 0 && seq != recs[len(recs)-1].seq+1) {
+			break
+		}
+		body := data[off+recordHeader : off+recordHeader+n]
+		if crc32.Update(crc32.Checksum(h[4:16], crcTable), crcTable, body) != binary.BigEndian.Uint32(h[16:20]) {
+			break
+		}
+		r := record{seq: seq, pack: body[40:]}
+		copy(r.old[:], body[:20])
+		copy(r.new[:], body[20:40])
+		recs = append(recs, r)
+		off += recordHeader + n
+	}
+	j.off = int64(off)
+	return recs, nil
+}
+
+// grow extends the file with zeros to at least size bytes, durably (the size is metadata,
+// so this takes an fsync; it happens once per chunk, not per record).
+func (j *journal) grow(size int64) error {
+	if size <= j.size {
+		return nil
+	}
+	size = (size + journalChunk - 1) / journalChunk * journalChunk
+	zeros := make([]byte, 64<<10)
+	for off := j.size; off < size; {
+		n := min(int64(len(zeros)), size-off)
+		if _, err := j.f.WriteAt(zeros[:n], off); err != nil {
+			return fmt.Errorf("grow journal: %w", err)
+		}
+		off += n
+	}
+	if err := j.f.Sync(); err != nil {
+		return fmt.Errorf("grow journal: %w", err)
+	}
+	j.size = size
+	return nil
+}
+
+// append writes one record and makes it durable. fault, if not nil, is called halfway
+// through the write (a test's crash point).
+func (j *journal) append(old, new plumbing.Hash, pack []byte) (uint64, error) {
+	n := 40 + len(pack)
+	if n > maxRecordSize {
+		return 0, fmt.Errorf("journal record of %d bytes: too large", n)
+	}
+	if err := j.grow(j.off + recordHeader + int64(n) + recordHeader); err != nil {
+		return 0, err
+	}
+	seq := j.seq + 1
+	buf := make([]byte, recordHeader+n)
+	copy(buf, journalMagic)
+	binary.BigEndian.PutUint64(buf[4:12], seq)
+	binary.BigEndian.PutUint32(buf[12:16], uint32(n))
+	copy(buf[recordHeader:], old[:])
+	copy(buf[recordHeader+20:], new[:])
+	copy(buf[recordHeader+40:], pack)
+	crc := crc32.Update(crc32.Checksum(buf[4:16], crcTable), crcTable, buf[recordHeader:])
+	binary.BigEndian.PutUint32(buf[16:20], crc)
+	if FaultHook != nil {
+		half := len(buf) / 2
+		if _, err := j.f.WriteAt(buf[:half], j.off); err != nil {
+			return 0, fmt.Errorf("write journal: %w", err)
+		}
+		fault("journal-torn")
+		buf, j.off = buf[half:], j.off+int64(half)
+	}
+	if _, err := j.f.WriteAt(buf, j.off); err != nil {
+		return 0, fmt.Errorf("write journal: %w", err)
+	}
+	if err := fdatasync(j.f); err != nil {
+		return 0, fmt.Errorf("sync journal: %w", err)
+	}
+	j.off += int64(len(buf))
+	j.seq = seq
+	return seq, nil
+}
+
+// reset starts the journal again at offset 0, dropping every record: the caller has made
+// what they hold durable elsewhere. Zeroing the first record's header ends the chain there.
+func (j *journal) reset() error {
+	if j.off == 0 {
+		return nil
+	}
+	if _, err := j.f.WriteAt(make([]byte, recordHeader), 0); err != nil {
+		return fmt.Errorf("reset journal: %w", err)
+	}
+	if err := fdatasync(j.f); err != nil {
+		return fmt.Errorf("reset journal: %w", err)
+	}
+	j.off = 0
+	return nil
+}
+
+// wipe overwrites the whole file with zeros, so that no earlier record's bytes stay on disk
+// (a redaction removes content that records may hold).
+func (j *journal) wipe() error {
+	zeros := make([]byte, 64<<10)
+	for off := int64(0); off < j.size; {
+		n := min(int64(len(zeros)), j.size-off)
+		if _, err := j.f.WriteAt(zeros[:n], off); err != nil {
+			return fmt.Errorf("wipe journal: %w", err)
+		}
+		off += n
+	}
+	if err := fdatasync(j.f); err != nil {
+		return fmt.Errorf("wipe journal: %w", err)
+	}
+	j.off = 0
+	return nil
+}
+
+func (j *journal) close() error { return j.f.Close() }
+
+// FaultHook, when set (by crash tests only), is called at named points of the write path
+// and of recovery; a test kills the process there.
+var FaultHook func(point string)
+
+func fault(point string) {
+	if FaultHook != nil {
+		FaultHook(point)
+	}
+}

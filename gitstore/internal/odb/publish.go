@@ -1,0 +1,222 @@
+package odb
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/gitmem/gitmem/internal/durable"
+)
+
+// PublishTiming is how long the two halves of Publish took.
+type PublishTiming struct {
+	Pack    time.Duration // encoding the pack and placing it and its index
+	Durable time.Duration // taking main.lock, the journal's write and fdatasync, the ref's rename
+}
+
+// errBroken is Publish's error once a record is in the journal but main could not be moved
+// to it: reopening the repository finishes the move (recover.go).
+var errBroken = errors.New("main could not be moved to a journaled commit; reopen the store to finish the move")
+
+// Publish makes a group's objects and main's move from old to new visible to every reader
+// and durable, and returns once both are true. It returns ErrRefMoved, having published
+// nothing that matters (an unreferenced pack at most), if main was not at old.
+//
+// Order: the pack and its index are placed (not fsynced); main.lock is taken and main
+// checked; the lock file gets the new value; the journal record (the move and the pack) is
+// written and fdatasynced: from here the group survives a power loss; the lock is renamed
+// over main. The checkpoint fsyncs the pack and the ref later (Checkpoint).
+func (r *Repo) Publish(objs []plumbing.EncodedObject, old, new plumbing.Hash) (PublishTiming, error) {
+	var t PublishTiming
+	if r.broken != nil {
+		return t, r.broken
+	}
+	t0 := time.Now()
+	p := &encodedPack{}
+	if len(objs) > 0 {
+		var err error
+		if p, err = encodePack(objs); err != nil {
+			return t, err
+		}
+		if err := r.placePack(p, false, r.spares.take); err != nil {
+			return t, err
+		}
+		fault("pack-placed")
+	}
+	t1 := time.Now()
+	t.Pack = t1.Sub(t0)
+	l, err := r.lockRef(r.createLock)
+	if err != nil {
+		return t, err
+	}
+	defer l.Release()
+	cur, err := r.ReadRef()
+	if err != nil {
+		return t, err
+	}
+	if cur != old {
+		return t, ErrRefMoved
+	}
+	if err := l.write(new); err != nil {
+		return t, err
+	}
+	fault("ref-locked")
+	seq, err := r.journal.append(old, new, p.data)
+	if err != nil {
+		return t, err
+	}
+	fault("journal-synced")
+	if err := l.rename(); err != nil {
+		r.broken = fmt.Errorf("%w: %v", errBroken, err)
+		return t, r.broken
+	}
+	fault("ref-moved")
+	r.syncer.add(syncItem{seq: seq})
+	t.Durable = time.Since(t1)
+	return t, nil
+}
+
+// checkpointBytes is how much journal the writer lets pile up before it checkpoints.
+const checkpointBytes = 512 << 10
+
+// SetCheckpointBytes changes how much journal piles up before a checkpoint (tests).
+func (r *Repo) SetCheckpointBytes(n int64) { r.checkpointAt = n }
+
+// Checkpoint drops the journal's records once what they hold is durable elsewhere: the
+// syncer has fsynced their packs, and main (fsynced here) is at their last commit or past
+// it. Without force it does so only once the journal is past checkpointBytes and the syncer
+// has caught up (it waits for the syncer only when the journal is four times that), so that
+// the writer's callers seldom wait for it. The writer goroutine calls it between groups.
+func (r *Repo) Checkpoint(force bool) error {
+	j := r.journal
+	if j.off == 0 {
+		return nil
+	}
+	if !force && j.off < r.checkpointAt {
+		return nil
+	}
+	if r.syncer.synced.Load() < j.seq {
+		if !force && j.off < 4*r.checkpointAt {
+			return nil
+		}
+		if err := r.syncer.wait(j.seq); err != nil {
+			return err
+		}
+	}
+	fault("checkpoint-packs")
+	if err := r.syncRef(); err != nil {
+		return err
+	}
+	fault("checkpoint-ref")
+	return j.reset()
+}
+
+// ForgetJournal checkpoints and overwrites the journal with zeros, so that the content of
+// its records is gone from the disk as well (a redaction's).
+func (r *Repo) ForgetJournal() error {
+	if err := r.Checkpoint(true); err != nil {
+		return err
+	}
+	return r.journal.wipe()
+}
+
+// syncRef fsyncs main and the directories that hold it.
+func (r *Repo) syncRef() error {
+	ref := filepath.Join(r.path, MainRef)
+	f, err := os.Open(ref)
+	if err == nil {
+		err = f.Sync()
+		f.Close()
+	}
+	if err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("sync %s: %w", MainRef, err)
+	}
+	return durable.SyncDir(filepath.Dir(ref))
+}
+
+// syncer fsyncs the files that Publish placed without fsync, beside the writer, and says
+// up to which journal record it has.
+type syncer struct {
+	dir    string
+	ch     chan syncItem
+	synced atomic.Uint64 // the last record whose files are durable
+	err    atomic.Pointer[error]
+	moved  chan struct{} // a token after each batch, for wait
+	done   chan struct{}
+}
+
+type syncItem struct {
+	seq uint64
+}
+
+func newSyncer(dir string, seq uint64) *syncer {
+	s := &syncer{dir: dir, ch: make(chan syncItem, 4096), moved: make(chan struct{}, 1), done: make(chan struct{})}
+	s.synced.Store(seq)
+	go s.run()
+	return s
+}
+
+func (s *syncer) add(it syncItem) { s.ch <- it }
+
+// syncPause is the least time between two rounds of the syncer: a round's cost is nearly
+// the same for one pack as for a hundred.
+const syncPause = 20 * time.Millisecond
+
+func (s *syncer) run() {
+	defer close(s.done)
+	for it := range s.ch {
+		last := it.seq
+		// Take what else is queued: one round makes them all durable.
+	batch:
+		for {
+			select {
+			case more, ok := <-s.ch:
+				if !ok {
+					break batch
+				}
+				last = more.seq
+			default:
+				break batch
+			}
+		}
+		if err := syncFS(s.dir); err != nil {
+			// Checkpoints stop: the journal keeps the records, and grows, until reopening.
+			s.err.Store(&err)
+		} else {
+			s.synced.Store(last)
+		}
+		select {
+		case s.moved <- struct{}{}:
+		default:
+		}
+		time.Sleep(syncPause)
+	}
+}
+
+// wait returns once the files of record seq are durable.
+func (s *syncer) wait(seq uint64) error {
+	for s.synced.Load() < seq {
+		if p := s.err.Load(); p != nil {
+			return *p
+		}
+		select {
+		case <-s.moved:
+		case <-s.done:
+			if s.synced.Load() < seq {
+				return errors.New("the journal's syncer stopped")
+			}
+		}
+	}
+	return nil
+}
+
+// stop ends the syncer once it has synced what is queued.
+func (s *syncer) stop() {
+	close(s.ch)
+	<-s.done
+}

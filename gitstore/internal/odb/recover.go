@@ -1,0 +1,194 @@
+package odb
+
+import (
+	"bytes"
+	"compress/zlib"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// recover makes durable what the journal's records hold, at Open. After a crash of the
+// process the packs and main are as Publish left them (the page cache survives); after a
+// power loss a pack placed without fsync may be missing, cut short or zeroed, and main may
+// be older or garbage. So every record's pack is installed again, durably (duplicate
+// objects across packs are harmless in git), and main is moved to the last record's commit
+// unless it is already there or past it (a git push may have landed on top).
+func (r *Repo) recover(recs []record) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	fault("recover")
+	dir := filepath.Join(r.path, "objects", "pack")
+	for _, rec := range recs {
+		if len(rec.pack) < 32 {
+			continue
+		}
+		base := filepath.Join(dir, "pack-"+plumbing.Hash(rec.pack[len(rec.pack)-20:]).String())
+		for _, ext := range []string{".idx", ".pack", ".rev"} {
+			if err := os.Remove(base + ext); err != nil && !os.IsNotExist(err) {
+				return fmt.Errorf("recover journal: %w", err)
+			}
+		}
+	}
+	// One pack for all of them, so that recovery adds one pack, not one per record.
+	var objs []plumbing.EncodedObject
+	for _, rec := range recs {
+		got, err := packObjects(rec.pack)
+		if err != nil {
+			return fmt.Errorf("recover journal record %d: %w", rec.seq, err)
+		}
+		objs = append(objs, got...)
+	}
+	if len(objs) > 0 {
+		p, err := encodePack(objs)
+		if err != nil {
+			return err
+		}
+		take := func() (*os.File, error) { return os.CreateTemp(dir, "tmp_recover_") }
+		if err := r.placePack(p, true, take); err != nil {
+			return err
+		}
+	}
+	r.Reload()
+	last := recs[len(recs)-1].new
+	if err := r.recoverRef(recs, last); err != nil {
+		return err
+	}
+	if err := r.syncRef(); err != nil {
+		return err
+	}
+	slog.Info("finished journaled writes after a crash", "repo", r.path, "records", len(recs), "main", last)
+	return r.journal.reset()
+}
+
+// recoverRef moves main to last unless main already holds it.
+func (r *Repo) recoverRef(recs []record, last plumbing.Hash) error {
+	r.removeStaleLock(recs)
+	cur, err := r.ReadRef()
+	if err == nil && cur == last {
+		return nil
+	}
+	if err == nil && !cur.IsZero() {
+		if _, oerr := r.Object(cur); oerr == nil {
+			if ok, _ := r.reaches(cur, last); ok {
+				return nil // main is past the journal: pushed on top
+			}
+			if ok, _ := r.reaches(last, cur); !ok {
+				// main went elsewhere (a forced push): that move came after the journal's.
+				slog.Warn("main does not contain the journal's last commit; leaving it", "repo", r.path, "main", cur, "journal", last)
+				return nil
+			}
+		}
+	}
+	l, err := r.LockRef()
+	if err != nil {
+		return err
+	}
+	defer l.Release()
+	return l.Commit(last)
+}
+
+// removeStaleLock removes a main.lock that Publish left when the process died between
+// writing it and renaming it: empty, or holding one of the journal's commits.
+func (r *Repo) removeStaleLock(recs []record) {
+	lock := filepath.Join(r.path, MainRef) + ".lock"
+	b, err := os.ReadFile(lock)
+	if err != nil {
+		return
+	}
+	h, ok := ParseHash(strings.TrimSpace(string(b)))
+	stale := len(bytes.TrimSpace(b)) == 0
+	for _, rec := range recs {
+		stale = stale || (ok && h == rec.new)
+	}
+	if stale {
+		os.Remove(lock)
+	}
+}
+
+// maxWalk bounds the commits reaches visits.
+const maxWalk = 100000
+
+// reaches reports whether commit to is from or one of its ancestors.
+func (r *Repo) reaches(from, to plumbing.Hash) (bool, error) {
+	seen := map[plumbing.Hash]bool{from: true}
+	queue := []plumbing.Hash{from}
+	for len(queue) > 0 && len(seen) < maxWalk {
+		h := queue[0]
+		queue = queue[1:]
+		if h == to {
+			return true, nil
+		}
+		o, err := r.Object(h)
+		if err != nil {
+			return false, err
+		}
+		var c object.Commit
+		if err := c.Decode(o); err != nil {
+			return false, err
+		}
+		for _, p := range c.ParentHashes {
+			if !seen[p] {
+				seen[p] = true
+				queue = append(queue, p)
+			}
+		}
+	}
+	return false, nil
+}
+
+// packObjects decodes a pack that holds whole objects only, as the journal's do.
+func packObjects(pack []byte) ([]plumbing.EncodedObject, error) {
+	if len(pack) == 0 {
+		return nil, nil
+	}
+	if len(pack) < 32 || string(pack[:4]) != "PACK" {
+		return nil, errors.New("not a pack")
+	}
+	n := binary.BigEndian.Uint32(pack[8:12])
+	rd := bytes.NewReader(pack[12 : len(pack)-20])
+	objs := make([]plumbing.EncodedObject, 0, n)
+	for i := uint32(0); i < n; i++ {
+		c, err := rd.ReadByte()
+		if err != nil {
+			return nil, fmt.Errorf("object %d: %w", i, err)
+		}
+		typ := plumbing.ObjectType(c >> 4 & 7)
+		size := int64(c & 0x0f)
+		for shift := 4; c&0x80 != 0; shift += 7 {
+			if c, err = rd.ReadByte(); err != nil {
+				return nil, fmt.Errorf("object %d: %w", i, err)
+			}
+			size |= int64(c&0x7f) << shift
+		}
+		if typ < plumbing.CommitObject || typ > plumbing.TagObject {
+			return nil, fmt.Errorf("object %d: type %d is not a whole object", i, typ)
+		}
+		zr, err := zlib.NewReader(rd) // rd is an io.ByteReader: zlib reads no further than its stream
+		if err != nil {
+			return nil, fmt.Errorf("object %d: %w", i, err)
+		}
+		o := &plumbing.MemoryObject{}
+		o.SetType(typ)
+		if _, err := io.Copy(o, io.LimitReader(zr, size+1)); err != nil {
+			return nil, fmt.Errorf("object %d: %w", i, err)
+		}
+		if o.Size() != size {
+			return nil, fmt.Errorf("object %d: %d bytes, header says %d", i, o.Size(), size)
+		}
+		if err := zr.Close(); err != nil {
+			return nil, fmt.Errorf("object %d: %w", i, err)
+		}
+		objs = append(objs, o)
+	}
+	return objs, nil
+}
