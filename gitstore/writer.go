@@ -223,8 +223,14 @@ func (s *Store) newBatch(tx *bolt.Tx) (*batch, error) {
 	return b, nil
 }
 
-// maxCachedTrees bounds the writer's tree cache; it is emptied when full.
-const maxCachedTrees = 4096
+// The writer's tree cache is emptied when it holds maxCachedTrees trees or
+// maxCachedEntries entries. Every commit makes a new version of each tree on its path, so
+// a count alone let the versions of a wide folder fill it: at 100,000 memories, 4,096
+// versions of a 1,000-entry folder are about 230 MB.
+const (
+	maxCachedTrees   = 4096
+	maxCachedEntries = 1 << 18 // about 15 MB
+)
 
 func (b *batch) tree(h plumbing.Hash) ([]object.TreeEntry, bool) {
 	e, ok := b.s.trees[h]
@@ -232,10 +238,12 @@ func (b *batch) tree(h plumbing.Hash) ([]object.TreeEntry, bool) {
 }
 
 func (b *batch) keepTree(h plumbing.Hash, entries []object.TreeEntry) {
-	if len(b.s.trees) >= maxCachedTrees {
+	if len(b.s.trees) >= maxCachedTrees || b.s.treeEntries+len(entries) > maxCachedEntries {
 		clear(b.s.trees)
+		b.s.treeEntries = 0
 	}
 	b.s.trees[h] = entries
+	b.s.treeEntries += len(entries)
 }
 
 // object implements objectReader: pending objects first, then the repository.
