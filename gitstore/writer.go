@@ -258,6 +258,9 @@ func (b *batch) forgetReplaced() {
 }
 
 func (b *batch) keepTree(h plumbing.Hash, entries []object.TreeEntry) {
+	if _, ok := b.s.trees[h]; ok {
+		return
+	}
 	if len(b.s.trees) >= maxCachedTrees || b.s.treeEntries+len(entries) > maxCachedEntries {
 		clear(b.s.trees)
 		b.s.treeEntries = 0

@@ -177,9 +177,16 @@ func wordQuery(w string, typos *int) query.Query {
 
 // mayHaveTypos reports whether build with fuzzy matches anything more than without.
 func (p parsedQuery) mayHaveTypos() bool {
-	for _, w := range append(p.words, p.prefixes...) {
+	for _, w := range p.words {
 		if ts := analyze(analyzerText, w); len(ts) == 1 && isWord(string(ts[0].Term)) && fuzzyLength(string(ts[0].Term)) {
 			return true
+		}
+	}
+	for _, w := range p.prefixes {
+		if _, ok := prefixTerm(w); !ok { // matched as a word (prefixQuery)
+			if ts := analyze(analyzerText, w); len(ts) == 1 && isWord(string(ts[0].Term)) && fuzzyLength(string(ts[0].Term)) {
+				return true
+			}
 		}
 	}
 	return false
