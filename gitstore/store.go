@@ -42,6 +42,8 @@ type Store struct {
 
 	lastTime time.Time                            // writer goroutine only
 	trees    map[plumbing.Hash][]object.TreeEntry // writer goroutine only: decoded trees
+	// treeEntries is how many entries trees holds, all told (writer goroutine only).
+	treeEntries int
 
 	// publishing is the head of the group the writer is publishing (a plumbing.Hash): main
 	// may be there before the catalog is.

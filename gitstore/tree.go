@@ -22,6 +22,9 @@ type objectReader interface {
 type treeCache interface {
 	tree(h plumbing.Hash) ([]object.TreeEntry, bool)
 	keepTree(h plumbing.Hash, entries []object.TreeEntry)
+	// replacedTree says that a new version of tree h was built: h may go once the group no
+	// longer needs it, so that the cache holds the head's trees rather than old versions.
+	replacedTree(h plumbing.Hash)
 }
 
 // readTree decodes the tree h; the zero hash is the empty tree. The result must not be
@@ -223,6 +226,9 @@ func setEntry(or objectReader, root plumbing.Hash, segs []string, blob plumbing.
 	emit(o)
 	if tc, ok := or.(treeCache); ok {
 		tc.keepTree(o.Hash(), out)
+		if !root.IsZero() {
+			tc.replacedTree(root)
+		}
 	}
 	return o.Hash(), nil
 }

@@ -163,6 +163,7 @@ func (s *Store) tryGroup(group []*request) ([]result, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer b.forgetReplaced()
 	start := b.head
 	results := make([]result, len(group))
 	for i, r := range group {
@@ -205,6 +206,8 @@ type batch struct {
 	byHash  map[plumbing.Hash]plumbing.EncodedObject
 	last    time.Time
 	broken  error // an I/O error that aborts the whole group
+	// replaced are the trees that the group's commits made new versions of (replacedTree).
+	replaced []plumbing.Hash
 	// approver, while a write that a person approved in review runs, is recorded in its
 	// commit (Gitmem-Approved-By).
 	approver *Actor
@@ -223,19 +226,47 @@ func (s *Store) newBatch(tx *bolt.Tx) (*batch, error) {
 	return b, nil
 }
 
-// maxCachedTrees bounds the writer's tree cache; it is emptied when full.
-const maxCachedTrees = 4096
+// The writer's tree cache is emptied when it holds maxCachedTrees trees or
+// maxCachedEntries entries. Every commit makes a new version of each tree on its path, and
+// the versions it replaces leave the cache at the end of the group (forgetReplaced), so that
+// it holds the head's trees: at 100,000 memories in folders of 100, all of them fit. Before,
+// a count alone let the versions of a wide folder fill it (4,096 versions of a 1,000-entry
+// folder are about 230 MB), and once emptied the writer read trees back through go-git,
+// whose first read of a pack after each merge builds a map of the pack's every object.
+const (
+	maxCachedTrees   = 4096
+	maxCachedEntries = 1 << 18 // about 15 MB
+)
 
 func (b *batch) tree(h plumbing.Hash) ([]object.TreeEntry, bool) {
 	e, ok := b.s.trees[h]
 	return e, ok
 }
 
+func (b *batch) replacedTree(h plumbing.Hash) { b.replaced = append(b.replaced, h) }
+
+// forgetReplaced drops from the tree cache the trees that the group made new versions of:
+// the group's commits and their catalog updates have read them by now.
+func (b *batch) forgetReplaced() {
+	for _, h := range b.replaced {
+		if e, ok := b.s.trees[h]; ok {
+			b.s.treeEntries -= len(e)
+			delete(b.s.trees, h)
+		}
+	}
+	b.replaced = b.replaced[:0]
+}
+
 func (b *batch) keepTree(h plumbing.Hash, entries []object.TreeEntry) {
-	if len(b.s.trees) >= maxCachedTrees {
+	if _, ok := b.s.trees[h]; ok {
+		return
+	}
+	if len(b.s.trees) >= maxCachedTrees || b.s.treeEntries+len(entries) > maxCachedEntries {
 		clear(b.s.trees)
+		b.s.treeEntries = 0
 	}
 	b.s.trees[h] = entries
+	b.s.treeEntries += len(entries)
 }
 
 // object implements objectReader: pending objects first, then the repository.

@@ -175,6 +175,23 @@ func wordQuery(w string, typos *int) query.Query {
 	return query.NewDisjunctionQuery(qs)
 }
 
+// mayHaveTypos reports whether build with fuzzy matches anything more than without.
+func (p parsedQuery) mayHaveTypos() bool {
+	for _, w := range p.words {
+		if ts := analyze(analyzerText, w); len(ts) == 1 && isWord(string(ts[0].Term)) && fuzzyLength(string(ts[0].Term)) {
+			return true
+		}
+	}
+	for _, w := range p.prefixes {
+		if _, ok := prefixTerm(w); !ok { // matched as a word (prefixQuery)
+			if ts := analyze(analyzerText, w); len(ts) == 1 && isWord(string(ts[0].Term)) && fuzzyLength(string(ts[0].Term)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // fuzzyLength reports whether a word is long enough to be matched with a typo, and short
 // enough that the automaton that finds its typos stays small.
 func fuzzyLength(term string) bool {
@@ -224,14 +241,17 @@ func pathFilter(p string) query.Query {
 
 // build turns a parsed query into a bleve query. listing is true when the query only
 // filters (no words), so that the caller orders by path instead of by score.
-func (p parsedQuery) build(pathPrefix string) (q query.Query, listing bool, err error) {
+func (p parsedQuery) build(pathPrefix string, fuzzy bool) (q query.Query, listing bool, err error) {
 	var must, should, mustNot []query.Query
 	add := func(to *[]query.Query, q query.Query) {
 		if q != nil {
 			*to = append(*to, q)
 		}
 	}
-	typos := maxFuzzyWords
+	typos := 0
+	if fuzzy {
+		typos = maxFuzzyWords
+	}
 	for _, w := range p.words {
 		add(&should, wordQuery(w, &typos))
 	}

@@ -12,7 +12,7 @@ import (
 // search answers a request from an index that reflects at least the store's head as of the
 // call: it waits for the indexer only if main moved since the last catch-up.
 func (x *storeIndex) search(ctx context.Context, req Request, p parsedQuery) (*Result, error) {
-	q, listing, err := p.build(req.PathPrefix)
+	q, listing, err := p.build(req.PathPrefix, false)
 	if err != nil {
 		return nil, err
 	}
@@ -43,6 +43,14 @@ func (x *storeIndex) search(ctx context.Context, req Request, p parsedQuery) (*R
 	err = p.checkExpansion(idx)
 	var res *bleve.SearchResult
 	if err == nil {
+		res, err = idx.SearchInContext(bctx, sr)
+	}
+	if err == nil && !listing && int(res.Total) < req.Limit && p.mayHaveTypos() {
+		// Few matches as written: match words with a typo too. Matching typos always cost
+		// most of a search of a frequent word at 100,000 memories (each expands into the
+		// dictionary's neighbours), for hits ranked below the exact ones anyway.
+		fq, _, _ := p.build(req.PathPrefix, true)
+		sr.Query = fq
 		res, err = idx.SearchInContext(bctx, sr)
 	}
 	x.view.RUnlock()

@@ -61,7 +61,9 @@ func openJournal(path string) (*journal, []record, error) {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if os.IsNotExist(err) {
 		if f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
-			err = durable.SyncDir(filepath.Dir(path))
+			if err = durable.SyncDir(filepath.Dir(path)); err != nil {
+				f.Close()
+			}
 		}
 	}
 	if err != nil {
@@ -89,6 +91,14 @@ func openJournal(path string) (*journal, []record, error) {
 		}
 	}
 	return j, recs, nil
+}
+
+// clean overwrites the file with zeros at open, once its records are made durable elsewhere
+// (recovery), so that no record of an earlier session stays behind the ones this session
+// writes: sequence numbers restart with each session, and a record of this session that
+// ends where an older one began would otherwise chain into it.
+func (j *journal) clean() error {
+	return j.wipe()
 }
 
 // read returns the chain of valid records from offset 0, and leaves off after it.
@@ -182,6 +192,20 @@ func (j *journal) append(old, new plumbing.Hash, pack []byte) (uint64, error) {
 	j.off += int64(len(buf))
 	j.seq = seq
 	return seq, nil
+}
+
+// unappend takes back the last record, which main was not moved to: its header is zeroed,
+// so that recovery does not replay a write that was answered with an error.
+func (j *journal) unappend(off int64) error {
+	if _, err := j.f.WriteAt(make([]byte, recordHeader), off); err != nil {
+		return err
+	}
+	if err := fdatasync(j.f); err != nil {
+		return err
+	}
+	j.off = off
+	j.seq--
+	return nil
 }
 
 // reset starts the journal again at offset 0, dropping every record: the caller has made

@@ -15,10 +15,14 @@ import (
 // their trailers.
 const fullCheckBelow = 1 << 20
 
-// removeBrokenPacks removes the packs whose files do not hold what their checksums say. A
-// pack placed without fsync (publish.go) may be missing, cut short or zeroed after a power
-// loss; its objects are either in the journal, which recovery installs again, or were never
-// referenced. git would report such a pack as broken, and may fail on it.
+// removeBrokenPacks removes the packs whose files do not hold what their checksums say, or
+// that lack their index. A pack placed without fsync (publish.go) may be missing, cut short
+// or zeroed after a power loss; its objects are either in the journal, which recovery
+// installs again, or were never referenced. git would report such a pack as broken, and
+// go-git fails on a pack without its index. It runs at Open, when no git process writes into
+// the repository: pushes come through the server, which opens the store first, and the data
+// directory's lock keeps other gitmem processes out (a git process run by hand on the
+// repository meanwhile is not supported).
 func removeBrokenPacks(dir string) {
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {

@@ -43,7 +43,7 @@ func (r *Repo) Publish(objs []plumbing.EncodedObject, old, new plumbing.Hash) (P
 		if p, err = encodePack(objs); err != nil {
 			return t, err
 		}
-		if err := r.placePack(p, false, r.spares.take); err != nil {
+		if err := r.placePack(p, placeDurably, r.spares.take); err != nil {
 			return t, err
 		}
 		fault("pack-placed")
@@ -66,14 +66,29 @@ func (r *Repo) Publish(objs []plumbing.EncodedObject, old, new plumbing.Hash) (P
 		return t, err
 	}
 	fault("ref-locked")
+	if r.foreign.Swap(false) || len(objs) == 0 {
+		// The group builds on objects that a git process wrote (a push, a fetch): git
+		// fsyncs their files but not the directory that names them, and the journal's
+		// fdatasync does not commit it either.
+		if err := r.syncer.syncNow(); err != nil {
+			r.foreign.Store(true)
+			return t, err
+		}
+	}
+	start := r.journal.off
 	seq, err := r.journal.append(old, new, p.data)
 	if err != nil {
 		return t, err
 	}
 	fault("journal-synced")
 	if err := l.rename(); err != nil {
-		r.broken = fmt.Errorf("%w: %v", errBroken, err)
-		return t, r.broken
+		// Take the record back, so that the write fails as answered; if even that fails,
+		// reopening replays it (recover.go) and nothing is written until then.
+		if uerr := r.journal.unappend(start); uerr != nil {
+			r.broken = fmt.Errorf("%w: %v", errBroken, err)
+			return t, r.broken
+		}
+		return t, err
 	}
 	fault("ref-moved")
 	r.syncer.add(syncItem{seq: seq})
@@ -93,6 +108,9 @@ func (r *Repo) SetCheckpointBytes(n int64) { r.checkpointAt = n }
 // has caught up (it waits for the syncer only when the journal is four times that), so that
 // the writer's callers seldom wait for it. The writer goroutine calls it between groups.
 func (r *Repo) Checkpoint(force bool) error {
+	if r.broken != nil {
+		return r.broken
+	}
 	j := r.journal
 	if j.off == 0 {
 		return nil
@@ -139,14 +157,15 @@ func (r *Repo) syncRef() error {
 	return durable.SyncDir(filepath.Dir(ref))
 }
 
-// syncer fsyncs the files that Publish placed without fsync, beside the writer, and says
-// up to which journal record it has.
+// syncer makes the packs that Publish placed without fsync durable, beside the writer, and
+// says up to which journal record it has.
 type syncer struct {
-	dir    string
+	dir *os.File // the pack directory, open from before the first pack: syncfs reports
+	// a write-back error to the descriptors open when it happened
 	ch     chan syncItem
-	synced atomic.Uint64 // the last record whose files are durable
+	synced atomic.Uint64 // the last record whose packs are durable
 	err    atomic.Pointer[error]
-	moved  chan struct{} // a token after each batch, for wait
+	moved  chan struct{} // a token after each round, for wait
 	done   chan struct{}
 }
 
@@ -154,11 +173,15 @@ type syncItem struct {
 	seq uint64
 }
 
-func newSyncer(dir string, seq uint64) *syncer {
-	s := &syncer{dir: dir, ch: make(chan syncItem, 4096), moved: make(chan struct{}, 1), done: make(chan struct{})}
+func newSyncer(dir string, seq uint64) (*syncer, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", dir, err)
+	}
+	s := &syncer{dir: f, ch: make(chan syncItem, 4096), moved: make(chan struct{}, 1), done: make(chan struct{})}
 	s.synced.Store(seq)
 	go s.run()
-	return s
+	return s, nil
 }
 
 func (s *syncer) add(it syncItem) { s.ch <- it }
@@ -184,10 +207,7 @@ func (s *syncer) run() {
 				break batch
 			}
 		}
-		if err := syncFS(s.dir); err != nil {
-			// Checkpoints stop: the journal keeps the records, and grows, until reopening.
-			s.err.Store(&err)
-		} else {
+		if err := s.syncNow(); err == nil && s.err.Load() == nil {
 			s.synced.Store(last)
 		}
 		select {
@@ -196,6 +216,20 @@ func (s *syncer) run() {
 		}
 		time.Sleep(syncPause)
 	}
+}
+
+// syncNow makes everything written to the pack directory's file system durable. An error
+// sticks: the packs it covered may not be on disk, so no checkpoint may drop their records
+// until reopening (whose recovery installs them again from the journal).
+func (s *syncer) syncNow() error {
+	if p := s.err.Load(); p != nil {
+		return *p
+	}
+	if err := syncFS(s.dir); err != nil {
+		s.err.Store(&err)
+		return err
+	}
+	return nil
 }
 
 // wait returns once the files of record seq are durable.
@@ -219,4 +253,5 @@ func (s *syncer) wait(seq uint64) error {
 func (s *syncer) stop() {
 	close(s.ch)
 	<-s.done
+	s.dir.Close()
 }

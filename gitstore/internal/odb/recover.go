@@ -18,27 +18,19 @@ import (
 
 // recover makes durable what the journal's records hold, at Open. After a crash of the
 // process the packs and main are as Publish left them (the page cache survives); after a
-// power loss a pack placed without fsync may be missing, cut short or zeroed, and main may
-// be older or garbage. So every record's pack is installed again, durably (duplicate
-// objects across packs are harmless in git), and main is moved to the last record's commit
-// unless it is already there or past it (a git push may have landed on top).
+// power loss a pack placed without fsync may be missing, cut short or zeroed (Open has
+// removed those: packcheck.go), and main may be older or garbage. So the objects of every
+// record are installed again as one durable pack (duplicate objects across packs are
+// harmless in git), and main is moved to the last record's commit unless it is already there
+// or past it (a git push may have landed on top).
 func (r *Repo) recover(recs []record) error {
 	if len(recs) == 0 {
 		return nil
 	}
 	fault("recover")
 	dir := filepath.Join(r.path, "objects", "pack")
-	for _, rec := range recs {
-		if len(rec.pack) < 32 {
-			continue
-		}
-		base := filepath.Join(dir, "pack-"+plumbing.Hash(rec.pack[len(rec.pack)-20:]).String())
-		for _, ext := range []string{".idx", ".pack", ".rev"} {
-			if err := os.Remove(base + ext); err != nil && !os.IsNotExist(err) {
-				return fmt.Errorf("recover journal: %w", err)
-			}
-		}
-	}
+	// The records' packs that a power loss damaged are gone already (removeBrokenPacks);
+	// the intact ones go once the pack made here, which holds all their objects, is durable.
 	// One pack for all of them, so that recovery adds one pack, not one per record.
 	var objs []plumbing.EncodedObject
 	for _, rec := range recs {
@@ -56,6 +48,21 @@ func (r *Repo) recover(recs []record) error {
 		take := func() (*os.File, error) { return os.CreateTemp(dir, "tmp_recover_") }
 		if err := r.placePack(p, true, take); err != nil {
 			return err
+		}
+		made := p.base(dir)
+		for _, rec := range recs {
+			if len(rec.pack) < 32 {
+				continue
+			}
+			base := filepath.Join(dir, "pack-"+plumbing.Hash(rec.pack[len(rec.pack)-20:]).String())
+			if base == made {
+				continue
+			}
+			for _, ext := range []string{".idx", ".pack"} {
+				if err := os.Remove(base + ext); err != nil && !os.IsNotExist(err) {
+					return fmt.Errorf("recover journal: %w", err)
+				}
+			}
 		}
 	}
 	r.Reload()
@@ -79,13 +86,17 @@ func (r *Repo) recoverRef(recs []record, last plumbing.Hash) error {
 	}
 	if err == nil && !cur.IsZero() {
 		if _, oerr := r.Object(cur); oerr == nil {
-			if ok, _ := r.reaches(cur, last); ok {
-				return nil // main is past the journal: pushed on top
+			// Behind the journal (the usual case after a power loss) is the short walk.
+			behind, berr := r.reaches(last, cur)
+			if berr != nil {
+				return fmt.Errorf("recover journal: %w", berr)
 			}
-			if ok, _ := r.reaches(last, cur); !ok {
-				// main went elsewhere (a forced push): that move came after the journal's.
-				slog.Warn("main does not contain the journal's last commit; leaving it", "repo", r.path, "main", cur, "journal", last)
-				return nil
+			if !behind {
+				if ok, _ := r.reaches(cur, last); !ok {
+					// main went elsewhere (a forced push): that move came after the journal's.
+					slog.Warn("main does not contain the journal's last commit; leaving it", "repo", r.path, "main", cur, "journal", last)
+				}
+				return nil // past the journal (pushed on top), or elsewhere
 			}
 		}
 	}

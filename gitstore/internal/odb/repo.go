@@ -64,6 +64,9 @@ type Repo struct {
 	syncer       *syncer
 	checkpointAt int64
 	broken       error
+	// foreign is set when the storage was reloaded for objects that a git process wrote:
+	// the next group makes them durable before its record (Publish).
+	foreign atomic.Bool
 
 	closeOnce sync.Once
 	closeErr  error
@@ -159,12 +162,20 @@ func Open(path string) (*Repo, error) {
 	}
 	r := &Repo{path: path, st: newStorage(path), recent: map[plumbing.Hash]plumbing.EncodedObject{},
 		spares: newSpares(packDir), journal: j, checkpointAt: checkpointBytes}
-	if err := r.recover(recs); err != nil {
+	err = r.recover(recs)
+	if err == nil {
+		err = j.clean()
+	}
+	if err != nil {
 		j.close()
 		r.spares.close()
 		return nil, err
 	}
-	r.syncer = newSyncer(packDir, j.seq)
+	if r.syncer, err = newSyncer(packDir, j.seq); err != nil {
+		j.close()
+		r.spares.close()
+		return nil, err
+	}
 	packs, err := r.packFiles()
 	if err != nil {
 		r.Close()
@@ -258,6 +269,7 @@ func ReadEncoded(o plumbing.EncodedObject) ([]byte, error) {
 
 // Reload replaces the storage, so that packs added or removed by a git process are seen.
 func (r *Repo) Reload() {
+	r.foreign.Store(true)
 	r.swap.Lock()
 	defer r.swap.Unlock()
 	st := newStorage(r.path) // reads every index: outside the lock

@@ -1,0 +1,178 @@
+package odb
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// commitObjects makes a commit of one file on top of parent, and returns its objects with
+// the commit last.
+func commitObjects(t *testing.T, parent plumbing.Hash, content string) []plumbing.EncodedObject {
+	t.Helper()
+	blob := &plumbing.MemoryObject{}
+	blob.SetType(plumbing.BlobObject)
+	blob.Write([]byte(content))
+	tree := &plumbing.MemoryObject{}
+	if err := (&object.Tree{Entries: []object.TreeEntry{{Name: "a.md", Mode: 0o100644, Hash: blob.Hash()}}}).Encode(tree); err != nil {
+		t.Fatal(err)
+	}
+	c := &object.Commit{TreeHash: tree.Hash(), Message: content,
+		Author: object.Signature{Name: "t", Email: "t@t"}, Committer: object.Signature{Name: "t", Email: "t@t"}}
+	if !parent.IsZero() {
+		c.ParentHashes = []plumbing.Hash{parent}
+	}
+	co := &plumbing.MemoryObject{}
+	if err := c.Encode(co); err != nil {
+		t.Fatal(err)
+	}
+	return []plumbing.EncodedObject{blob, tree, co}
+}
+
+func head(objs []plumbing.EncodedObject) plumbing.Hash { return objs[len(objs)-1].Hash() }
+
+// abandon stops r's goroutines and closes its journal without a checkpoint, as a crash
+// leaves it.
+func abandon(r *Repo) {
+	r.syncer.stop()
+	r.spares.close()
+	r.journal.close()
+}
+
+// TestRecoverRef: at open, main moves to the journal's last commit if it is behind it or
+// unreadable, and stays if a push went past it or a forced push went elsewhere.
+func TestRecoverRef(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  func(t *testing.T, r *Repo, c1, c2 plumbing.Hash) plumbing.Hash // main before reopening; returns main after
+	}{
+		{"behind", func(t *testing.T, r *Repo, c1, c2 plumbing.Hash) plumbing.Hash {
+			setRef(t, r, c1)
+			return c2
+		}},
+		{"pushed on top", func(t *testing.T, r *Repo, c1, c2 plumbing.Hash) plumbing.Hash {
+			c3 := commitObjects(t, c2, "three")
+			if err := r.WritePack(c3); err != nil {
+				t.Fatal(err)
+			}
+			setRef(t, r, head(c3))
+			return head(c3)
+		}},
+		{"forced elsewhere", func(t *testing.T, r *Repo, c1, c2 plumbing.Hash) plumbing.Hash {
+			d := commitObjects(t, plumbing.ZeroHash, "other")
+			if err := r.WritePack(d); err != nil {
+				t.Fatal(err)
+			}
+			setRef(t, r, head(d))
+			return head(d)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "r.git")
+			if err := Init(path); err != nil {
+				t.Fatal(err)
+			}
+			r, err := Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.SetCheckpointBytes(1 << 40)
+			c1 := commitObjects(t, plumbing.ZeroHash, "one")
+			c2 := commitObjects(t, head(c1), "two")
+			if _, err := r.Publish(c1, plumbing.ZeroHash, head(c1)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.Publish(c2, head(c1), head(c2)); err != nil {
+				t.Fatal(err)
+			}
+			want := tc.set(t, r, head(c1), head(c2))
+			abandon(r)
+			r, err = Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			if got, err := r.ReadRef(); err != nil || got != want {
+				t.Fatalf("main after recovery: %v, %v; want %v", got, err, want)
+			}
+			if _, err := r.Object(head(c2)); err != nil {
+				t.Fatalf("the journal's last commit after recovery: %v", err)
+			}
+			if r.journal.off != 0 {
+				t.Errorf("the journal holds %d bytes after recovery; want none", r.journal.off)
+			}
+		})
+	}
+}
+
+func setRef(t *testing.T, r *Repo, h plumbing.Hash) {
+	t.Helper()
+	l, err := r.LockRef()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	if err := l.Commit(h); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRecoverAcrossSessions: records of an earlier session, left behind a checkpoint, never
+// chain into the records of the next one, even when a new record ends exactly where an old
+// one began (fast-forward records are all the same length).
+func TestRecoverAcrossSessions(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.git")
+	if err := Init(path); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c1 := commitObjects(t, plumbing.ZeroHash, "one")
+	c2 := commitObjects(t, head(c1), "two")
+	c3 := commitObjects(t, head(c2), "three")
+	for _, objs := range [][]plumbing.EncodedObject{c1, c2, c3} {
+		if err := r.WritePack(objs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Session 1: two fast-forwards, then a clean close.
+	if _, err := r.Publish(nil, plumbing.ZeroHash, head(c1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Publish(nil, head(c1), head(c2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Session 2: one fast-forward, answered; then a power loss sets main back.
+	if r, err = Open(path); err != nil {
+		t.Fatal(err)
+	}
+	r.SetCheckpointBytes(1 << 40)
+	if _, err := r.Publish(nil, head(c2), head(c3)); err != nil {
+		t.Fatal(err)
+	}
+	abandon(r)
+	setRefFile(t, path, head(c2))
+	if r, err = Open(path); err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if got, err := r.ReadRef(); err != nil || got != head(c3) {
+		t.Fatalf("main after recovery: %v, %v; want the answered %v", got, err, head(c3))
+	}
+}
+
+// setRefFile writes main as a power loss may leave it: an older value, not through a lock.
+func setRefFile(t *testing.T, repo string, h plumbing.Hash) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(repo, MainRef), []byte(h.String()+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
