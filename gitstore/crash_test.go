@@ -29,8 +29,7 @@ const (
 )
 
 // faultPoints are the points of the write path (odb's publish.go, journal.go, recover.go)
-// where a child can kill itself; the last two are a checkpoint's, which the power-loss test
-// turns off.
+// where a child can kill itself.
 var faultPoints = []string{"pack-placed", "ref-locked", "journal-torn", "journal-synced", "ref-moved", "recover",
 	"checkpoint-packs", "checkpoint-ref"}
 
@@ -41,21 +40,51 @@ func TestCrashChild(t *testing.T) {
 	if dir == "" {
 		t.Skip("run by TestCrash and TestPowerLoss only")
 	}
-	if f := os.Getenv(crashFaultEnv); f != "" {
-		point, nth, _ := strings.Cut(f, ":")
-		n, _ := strconv.Atoi(nth)
-		var hits atomic.Int64
-		odb.FaultHook = func(p string) {
-			if p == point && hits.Add(1) == int64(n) {
-				syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	var mu sync.Mutex // guards stdout
+	out := bufio.NewWriter(os.Stdout)
+	say := func(line string) {
+		mu.Lock()
+		fmt.Fprintln(out, line)
+		out.Flush()
+		mu.Unlock()
+	}
+	power := os.Getenv(crashPowerEnv) != ""
+	var repo atomic.Value // the store's repository, once open
+	point, nth, _ := strings.Cut(os.Getenv(crashFaultEnv), ":")
+	n, _ := strconv.Atoi(nth)
+	var hits atomic.Int64
+	var syncing sync.Map // round -> the packs in the directory as it began
+	odb.FaultHook = func(p, detail string) {
+		// What is durable, for the power-loss test: the packs that were in the directory when
+		// a syncfs began, once it succeeded; a merged pack (fsynced); main after a
+		// checkpoint's fsync of it.
+		if r, ok := repo.Load().(string); ok && power {
+			switch p {
+			case "syncing":
+				entries, _ := os.ReadDir(filepath.Join(r, "objects", "pack"))
+				var names []string
+				for _, e := range entries {
+					names = append(names, e.Name())
+				}
+				syncing.Store(detail, names)
+			case "synced":
+				if names, ok := syncing.LoadAndDelete(detail); ok {
+					say(strings.Join(append([]string{"durable-files"}, names.([]string)...), " "))
+				}
+			case "merged":
+				say("durable-files " + filepath.Base(detail) + ".pack " + filepath.Base(detail) + ".idx")
+			case "checkpoint-ref":
+				main, _ := os.ReadFile(filepath.Join(r, mainRef))
+				say("durable-main " + strings.TrimSpace(string(main)))
 			}
+		}
+		if p == point && hits.Add(1) == int64(n) {
+			syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		}
 	}
 	opts := Options{MaxPacks: 4}
-	if os.Getenv(crashPowerEnv) != "" {
-		// No merges and no checkpoints: every pack and ref the child writes is not fsynced,
-		// so the test may treat them all as lost.
-		opts = Options{MaxPacks: 1 << 20, IdlePack: time.Hour, checkpointBytes: 1 << 40}
+	if power {
+		opts.checkpointBytes = 32 << 10 // checkpoints often
 	}
 	ctx := context.Background()
 	d, err := Open(ctx, dir, opts)
@@ -68,11 +97,9 @@ func TestCrashChild(t *testing.T) {
 		fmt.Println("error", err)
 		os.Exit(2)
 	}
+	repo.Store(s.RepoPath())
 	round := os.Getenv(crashRoundEnv)
-	var mu sync.Mutex // guards stdout
-	out := bufio.NewWriter(os.Stdout)
-	fmt.Fprintln(out, "ready")
-	out.Flush()
+	say("ready")
 	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil { // the parent's go-ahead
 		os.Exit(2)
 	}
@@ -132,7 +159,7 @@ func newCrashRun(t *testing.T) *crashRun {
 // (early, one round in four, maybe while it opens the store and recovers what the last kill
 // left), or by itself at fault (point:n), if given. ready is called once the child has
 // opened the store and before it writes. It returns how many writes were acknowledged.
-func (c *crashRun) round(round int, fault string, power bool, ready func()) int {
+func (c *crashRun) round(round int, fault string, power bool, ready func(), durable func(fields []string)) int {
 	t := c.t
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.v=false")
 	cmd.Env = append(os.Environ(), crashDirEnv+"="+c.dir, crashStoreEnv+"="+c.id, crashRoundEnv+"="+strconv.Itoa(round))
@@ -186,6 +213,11 @@ read:
 					ready()
 				}
 				fmt.Fprintln(stdin, "go")
+				continue
+			case "durable-files", "durable-main":
+				if durable != nil {
+					durable(f)
+				}
 				continue
 			case "ack":
 			default:
@@ -270,17 +302,20 @@ func TestCrash(t *testing.T) {
 		if round%2 == 0 || testing.Short() && round > 3 {
 			fault = c.fault(faultPoints)
 		}
-		acked := c.round(round, fault, false, nil)
+		acked := c.round(round, fault, false, nil, nil)
 		c.check(round)
 		t.Logf("round %d (kill at %s): %d writes acknowledged before the kill, all present", round, orRandom(fault), acked)
 	}
 }
 
 // TestPowerLoss simulates a power cut: after the child is killed (at a random moment or a
-// fault point), every file it wrote without fsync (the packs and indexes it placed, main)
-// is, at random, kept, removed, cut short or zeroed, and main set back to what it was
-// before the child wrote, emptied or removed; the journal and the catalog, which it
-// fsynced, stay. Every acknowledged write must survive.
+// fault point), every pack and index it wrote without fsync is, at random, kept, removed,
+// cut short or zeroed, and main, if it moved since it was last made durable, is set back to
+// that value, emptied or removed; the journal and the catalog, which it fsynced, stay. What
+// is durable the child says as it goes, from the events themselves: the packs that were in
+// the directory when a syncfs began, once it succeeded; a merged pack (fsynced before it is
+// published); main, once a checkpoint fsynced it. So a checkpoint that dropped records whose
+// packs no syncfs had covered would lose writes here. Every acknowledged write must survive.
 func TestPowerLoss(t *testing.T) {
 	if os.Getenv(crashDirEnv) != "" {
 		return
@@ -290,31 +325,41 @@ func TestPowerLoss(t *testing.T) {
 	if testing.Short() {
 		rounds = 4
 	}
-	points := faultPoints[:len(faultPoints)-2]
 	for round := 1; round <= rounds; round++ {
 		fault := ""
 		if round%2 == 0 {
-			fault = c.fault(points)
+			fault = c.fault(faultPoints)
 		}
 		repo := filepath.Join(c.dir, "stores", c.id+".git")
 		packDir := filepath.Join(repo, "objects", "pack")
 		var durable map[string]bool
-		var mainBefore []byte
+		var mainDurable []byte
+		checkpoints := 0
 		acked := c.round(round, fault, true, func() {
 			durable = map[string]bool{}
 			entries, _ := os.ReadDir(packDir)
 			for _, e := range entries {
 				durable[e.Name()] = true
 			}
-			mainBefore, _ = os.ReadFile(filepath.Join(repo, mainRef))
+			mainDurable, _ = os.ReadFile(filepath.Join(repo, mainRef))
+		}, func(f []string) {
+			switch f[0] {
+			case "durable-files":
+				for _, name := range f[1:] {
+					durable[name] = true
+				}
+			case "durable-main":
+				checkpoints++
+				mainDurable = []byte(f[1] + "\n")
+			}
 		})
 		lost := 0
 		if durable != nil { // else the child died opening the store, which fsyncs what it writes
-			lost = c.losePower(packDir, durable, filepath.Join(repo, mainRef), mainBefore)
+			lost = c.losePower(packDir, durable, filepath.Join(repo, mainRef), mainDurable)
 		}
 		c.check(round)
-		t.Logf("round %d (kill at %s): %d writes acknowledged, %d files damaged by the power cut; all writes present",
-			round, orRandom(fault), acked, lost)
+		t.Logf("round %d (kill at %s): %d writes acknowledged, %d checkpoints, %d files damaged by the power cut; all writes present",
+			round, orRandom(fault), acked, checkpoints, lost)
 	}
 }
 
@@ -348,7 +393,7 @@ func (c *crashRun) losePower(packDir string, durable map[string]bool, ref string
 		n++
 	}
 	if now, _ := os.ReadFile(ref); string(now) == string(refBefore) {
-		return n // not rewritten since it was durable
+		return n // not moved since it was durable
 	}
 	var err error
 	switch c.rng.Intn(4) {

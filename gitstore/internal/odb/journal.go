@@ -245,11 +245,14 @@ func (j *journal) wipe() error {
 func (j *journal) close() error { return j.f.Close() }
 
 // FaultHook, when set (by crash tests only), is called at named points of the write path
-// and of recovery; a test kills the process there.
-var FaultHook func(point string)
+// and of recovery; a test kills the process there, or notes what is durable (detail names
+// a file made durable at that point, if any).
+var FaultHook func(point, detail string)
 
-func fault(point string) {
+func fault(point string) { faultAt(point, "") }
+
+func faultAt(point, detail string) {
 	if FaultHook != nil {
-		FaultHook(point)
+		FaultHook(point, detail)
 	}
 }

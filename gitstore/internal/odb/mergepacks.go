@@ -111,6 +111,7 @@ func (r *Repo) MergePacks(maxPacks int) error {
 	if err := publishPack(tmp.Name(), idx, base, nil); err != nil {
 		return err
 	}
+	faultAt("merged", base)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, p := range packs[:k] {

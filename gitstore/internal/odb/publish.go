@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -225,12 +226,18 @@ func (s *syncer) syncNow() error {
 	if p := s.err.Load(); p != nil {
 		return *p
 	}
+	round := strconv.FormatUint(syncRounds.Add(1), 10)
+	faultAt("syncing", round)
 	if err := syncFS(s.dir); err != nil {
 		s.err.Store(&err)
 		return err
 	}
+	faultAt("synced", round)
 	return nil
 }
+
+// syncRounds numbers the syncer's rounds, for FaultHook.
+var syncRounds atomic.Uint64
 
 // wait returns once the files of record seq are durable.
 func (s *syncer) wait(seq uint64) error {
