@@ -1,6 +1,7 @@
 package search
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -154,7 +155,7 @@ func wordQuery(w string, typos *int) query.Query {
 	} else {
 		qs = append(qs, match(fieldContent, w, boostContent), match(fieldStem, w, boostStem), match(fieldPath, w, boostPath))
 	}
-	if term := string(ts[0].Term); *typos > 0 && len(ts) == 1 && isWord(term) && fuzzyLength(term) {
+	if term, ok := typoTerm(ts); *typos > 0 && ok {
 		*typos--
 		f := query.NewFuzzyQuery(term)
 		f.SetField(fieldContent)
@@ -175,18 +176,28 @@ func wordQuery(w string, typos *int) query.Query {
 	return query.NewDisjunctionQuery(qs)
 }
 
-// mayHaveTypos reports whether build with fuzzy matches anything more than without.
+// typoTerm returns the term to match with typos for a word that analyzed into ts: a word
+// that is one term of letters only, of a length fuzzyLength allows.
+func typoTerm(ts analysis.TokenStream) (string, bool) {
+	if len(ts) != 1 {
+		return "", false
+	}
+	term := string(ts[0].Term)
+	return term, isWord(term) && fuzzyLength(term)
+}
+
+// mayHaveTypos reports whether build with fuzzy matches anything more than without: some
+// word has a typo term (wordQuery), counting the prefixes matched as words (prefixQuery).
 func (p parsedQuery) mayHaveTypos() bool {
-	for _, w := range p.words {
-		if ts := analyze(analyzerText, w); len(ts) == 1 && isWord(string(ts[0].Term)) && fuzzyLength(string(ts[0].Term)) {
-			return true
+	words := slices.Clone(p.words)
+	for _, w := range p.prefixes {
+		if _, ok := prefixTerm(w); !ok {
+			words = append(words, w)
 		}
 	}
-	for _, w := range p.prefixes {
-		if _, ok := prefixTerm(w); !ok { // matched as a word (prefixQuery)
-			if ts := analyze(analyzerText, w); len(ts) == 1 && isWord(string(ts[0].Term)) && fuzzyLength(string(ts[0].Term)) {
-				return true
-			}
+	for _, w := range words {
+		if _, ok := typoTerm(analyze(analyzerText, w)); ok {
+			return true
 		}
 	}
 	return false

@@ -49,10 +49,11 @@ type record struct {
 }
 
 type journal struct {
-	f    *os.File
-	off  int64 // where the next record goes
-	size int64 // bytes of the file, all written (zeros past off)
-	seq  uint64
+	f     *os.File
+	off   int64 // where the next record goes
+	size  int64 // bytes of the file, all written (zeros past off)
+	seq   uint64
+	dirty bool // the file may hold bytes other than zeros (clean, wipe)
 }
 
 // openJournal opens (making it if needed) the journal at path and returns the records
@@ -93,14 +94,6 @@ func openJournal(path string) (*journal, []record, error) {
 	return j, recs, nil
 }
 
-// clean overwrites the file with zeros at open, once its records are made durable elsewhere
-// (recovery), so that no record of an earlier session stays behind the ones this session
-// writes: sequence numbers restart with each session, and a record of this session that
-// ends where an older one began would otherwise chain into it.
-func (j *journal) clean() error {
-	return j.wipe()
-}
-
 // read returns the chain of valid records from offset 0, and leaves off after it.
 func (j *journal) read() ([]record, error) {
 	data := make([]byte, j.size)
@@ -130,7 +123,17 @@ func (j *journal) read() ([]record, error) {
 		off += recordHeader + n
 	}
 	j.off = int64(off)
+	j.dirty = len(recs) > 0 || !allZero(data)
 	return recs, nil
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // grow extends the file with zeros to at least size bytes, durably (the size is metadata,
@@ -155,8 +158,8 @@ func (j *journal) grow(size int64) error {
 	return nil
 }
 
-// append writes one record and makes it durable. fault, if not nil, is called halfway
-// through the write (a test's crash point).
+// append writes one record and makes it durable. With a FaultHook, it writes the record in
+// two halves and calls the hook between them (a test's crash point: "journal-torn").
 func (j *journal) append(old, new plumbing.Hash, pack []byte) (uint64, error) {
 	n := 40 + len(pack)
 	if n > maxRecordSize {
@@ -191,6 +194,7 @@ func (j *journal) append(old, new plumbing.Hash, pack []byte) (uint64, error) {
 	}
 	j.off += int64(len(buf))
 	j.seq = seq
+	j.dirty = true
 	return seq, nil
 }
 
@@ -224,9 +228,15 @@ func (j *journal) reset() error {
 	return nil
 }
 
-// wipe overwrites the whole file with zeros, so that no earlier record's bytes stay on disk
-// (a redaction removes content that records may hold).
+// wipe overwrites the whole file with zeros, so that no earlier record's bytes stay on disk:
+// a redaction removes content that records may hold, and at open no record of an earlier
+// session may stay behind the ones this session writes (sequence numbers restart with each
+// session, and a new record that ends where an older one began would chain into it). A file
+// already all zeros (a clean close wipes it) is not written.
 func (j *journal) wipe() error {
+	if !j.dirty {
+		return nil
+	}
 	zeros := make([]byte, 64<<10)
 	for off := int64(0); off < j.size; {
 		n := min(int64(len(zeros)), j.size-off)
@@ -239,6 +249,7 @@ func (j *journal) wipe() error {
 		return fmt.Errorf("wipe journal: %w", err)
 	}
 	j.off = 0
+	j.dirty = false
 	return nil
 }
 

@@ -207,7 +207,7 @@ func (r *Repo) placePack(p *encodedPack, durably bool, take func() (*os.File, er
 	r.mu.Unlock()
 	r.packs.Add(1)
 	if full {
-		r.Reload()
+		r.reload()
 	}
 	return nil
 }

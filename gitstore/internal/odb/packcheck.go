@@ -3,6 +3,7 @@ package odb
 import (
 	"bytes"
 	"crypto/sha1"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -43,11 +44,8 @@ func removeBrokenPacks(dir string) {
 // packIntact checks a pack and its index: the pack's trailer is the checksum that the
 // index names, and small files hash to their trailers.
 func packIntact(base string) bool {
-	idx, err := os.ReadFile(base + ".idx")
+	idx, err := readCheckable(base + ".idx")
 	if err != nil || len(idx) < 8+1024+40 || !bytes.Equal(idx[:4], []byte{0xff, 't', 'O', 'c'}) {
-		return false
-	}
-	if len(idx) < fullCheckBelow && !trailerMatches(idx) {
 		return false
 	}
 	f, err := os.Open(base + ".pack")
@@ -68,6 +66,36 @@ func packIntact(base string) bool {
 	}
 	pack, err := io.ReadAll(f)
 	return err == nil && len(pack) >= 32 && string(pack[:4]) == "PACK" && trailerMatches(pack)
+}
+
+// readCheckable returns an index whole if it is small and its checksum holds; a large one
+// only by its head and its last 40 bytes (the pack's checksum and its own), which is all
+// packIntact reads of it.
+func readCheckable(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() < fullCheckBelow {
+		b, err := io.ReadAll(f)
+		if err != nil || len(b) < 20 || !trailerMatches(b) {
+			return nil, errors.New("index damaged")
+		}
+		return b, nil
+	}
+	b := make([]byte, 8+1024+40)
+	if _, err := f.ReadAt(b[:8+1024], 0); err != nil {
+		return nil, err
+	}
+	if _, err := f.ReadAt(b[8+1024:], st.Size()-40); err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 // trailerMatches reports whether b ends with the SHA-1 of what comes before.

@@ -226,7 +226,10 @@ func (s *syncer) syncNow() error {
 	if p := s.err.Load(); p != nil {
 		return *p
 	}
-	round := strconv.FormatUint(syncRounds.Add(1), 10)
+	var round string
+	if FaultHook != nil {
+		round = strconv.FormatUint(syncRounds.Add(1), 10)
+	}
 	faultAt("syncing", round)
 	if err := syncFS(s.dir); err != nil {
 		s.err.Store(&err)
@@ -236,7 +239,7 @@ func (s *syncer) syncNow() error {
 	return nil
 }
 
-// syncRounds numbers the syncer's rounds, for FaultHook.
+// syncRounds numbers the syncer's rounds, for FaultHook's detail.
 var syncRounds atomic.Uint64
 
 // wait returns once the files of record seq are durable.

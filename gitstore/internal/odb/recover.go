@@ -65,7 +65,7 @@ func (r *Repo) recover(recs []record) error {
 			}
 		}
 	}
-	r.Reload()
+	r.reload()
 	last := recs[len(recs)-1].new
 	if err := r.recoverRef(recs, last); err != nil {
 		return err
@@ -74,7 +74,7 @@ func (r *Repo) recover(recs []record) error {
 		return err
 	}
 	slog.Info("finished journaled writes after a crash", "repo", r.path, "records", len(recs), "main", last)
-	return r.journal.reset()
+	return nil // Open then overwrites the journal (clean)
 }
 
 // recoverRef moves main to last unless main already holds it.

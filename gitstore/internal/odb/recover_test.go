@@ -71,10 +71,7 @@ func TestRecoverRef(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "r.git")
-			if err := Init(path); err != nil {
-				t.Fatal(err)
-			}
+			path := initTestRepo(t)
 			r, err := Open(path)
 			if err != nil {
 				t.Fatal(err)
@@ -124,10 +121,7 @@ func setRef(t *testing.T, r *Repo, h plumbing.Hash) {
 // chain into the records of the next one, even when a new record ends exactly where an old
 // one began (fast-forward records are all the same length).
 func TestRecoverAcrossSessions(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "r.git")
-	if err := Init(path); err != nil {
-		t.Fatal(err)
-	}
+	path := initTestRepo(t)
 	r, err := Open(path)
 	if err != nil {
 		t.Fatal(err)

@@ -11,13 +11,19 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 )
 
-func openTestRepo(t *testing.T) *Repo {
+// initTestRepo makes a bare repository and returns its path.
+func initTestRepo(t *testing.T) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "r.git")
 	if err := Init(path); err != nil {
 		t.Fatal(err)
 	}
-	r, err := Open(path)
+	return path
+}
+
+func openTestRepo(t *testing.T) *Repo {
+	t.Helper()
+	r, err := Open(initTestRepo(t))
 	if err != nil {
 		t.Fatal(err)
 	}

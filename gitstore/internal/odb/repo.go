@@ -164,7 +164,7 @@ func Open(path string) (*Repo, error) {
 		spares: newSpares(packDir), journal: j, checkpointAt: checkpointBytes}
 	err = r.recover(recs)
 	if err == nil {
-		err = j.clean()
+		err = j.wipe() // the records are durable elsewhere now
 	}
 	if err != nil {
 		j.close()
@@ -201,7 +201,7 @@ func (r *Repo) Close() error {
 		r.syncer.stop()
 		var err error
 		if r.broken == nil {
-			err = r.Checkpoint(true)
+			err = r.ForgetJournal() // a checkpoint, and zeros: the next open writes nothing
 		}
 		r.spares.close()
 		r.closeErr = errors.Join(err, r.journal.close())
@@ -268,8 +268,15 @@ func ReadEncoded(o plumbing.EncodedObject) ([]byte, error) {
 }
 
 // Reload replaces the storage, so that packs added or removed by a git process are seen.
+// Callers use it after a git process wrote into the repository (a push, a fetch): the next
+// group also makes those objects durable (foreign).
 func (r *Repo) Reload() {
 	r.foreign.Store(true)
+	r.reload()
+}
+
+// reload replaces the storage.
+func (r *Repo) reload() {
 	r.swap.Lock()
 	defer r.swap.Unlock()
 	st := newStorage(r.path) // reads every index: outside the lock
