@@ -111,8 +111,6 @@ func (r *Repo) WritePack(objs []plumbing.EncodedObject) error {
 type encodedPack struct {
 	data []byte
 	idx  *packIndex
-	objs []plumbing.EncodedObject
-	size int64 // the objects' sizes, uncompressed
 }
 
 func (p *encodedPack) base(dir string) string {
@@ -128,7 +126,7 @@ func encodePack(objs []plumbing.EncodedObject) (*encodedPack, error) {
 	binary.BigEndian.PutUint32(hdr[4:8], 2)
 	binary.BigEndian.PutUint32(hdr[8:], uint32(len(objs)))
 	cw.Write(hdr[:])
-	p := &encodedPack{idx: &packIndex{entries: make([]indexEntry, 0, len(objs))}, objs: objs}
+	p := &encodedPack{idx: &packIndex{entries: make([]indexEntry, 0, len(objs))}}
 	ww := wholeWriters.Get().(*wholeWriter)
 	defer wholeWriters.Put(ww)
 	for _, o := range objs {
@@ -138,7 +136,6 @@ func encodePack(objs []plumbing.EncodedObject) (*encodedPack, error) {
 			return nil, fmt.Errorf("write object %s: %w", o.Hash(), err)
 		}
 		p.idx.add(o.Hash(), off, crc)
-		p.size += o.Size()
 	}
 	copy(p.idx.packSum[:], cw.h.Sum(nil))
 	buf.Write(p.idx.packSum[:])
@@ -148,8 +145,9 @@ func encodePack(objs []plumbing.EncodedObject) (*encodedPack, error) {
 
 // placePack writes p and its index into empty files from take (spares.take, made ahead) and
 // renames them into place, index first; if durably, each is fsynced before its rename and
-// the directory after. The pack then joins the set that reads look in, and its objects the
-// cache.
+// the directory after. The pack then joins the set that reads look in. Its objects are not
+// cached: the writer keeps what it needs, and a cache of every write would double the heap's
+// peak for nothing.
 func (r *Repo) placePack(p *encodedPack, durably bool, take func() (*os.File, error)) error {
 	dir := filepath.Join(r.path, "objects", "pack")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -201,9 +199,6 @@ func (r *Repo) placePack(p *encodedPack, durably bool, take func() (*os.File, er
 	}
 	kept = true
 	r.addPack(np)
-	for _, o := range p.objs {
-		r.cache.Put(o)
-	}
 	r.packs.Add(1)
 	return nil
 }
