@@ -30,6 +30,14 @@ func (x *packIndex) add(h plumbing.Hash, offset uint64, crc uint32) {
 	x.entries = append(x.entries, indexEntry{hash: h, crc: crc, offset: offset})
 }
 
+// encode returns the index in git's version 2 format (writeTo).
+func (x *packIndex) encode() []byte {
+	var buf bytes.Buffer
+	buf.Grow(idxHeader + 28*len(x.entries) + 40)
+	x.writeTo(&buf) // a bytes.Buffer does not fail
+	return buf.Bytes()
+}
+
 // writeTo writes the index in git's version 2 format: magic and version, the fan-out table,
 // the sorted hashes, their CRCs, their offsets (31 bits, or an index into a table of 64-bit
 // ones), the pack's checksum and the index's own.

@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 )
 
 type packFile struct {
@@ -20,8 +19,8 @@ type packFile struct {
 	count uint32
 }
 
-// packFiles lists the packs that have an index, smallest first.
-func (r *Repo) packFiles() ([]packFile, error) {
+// packBases lists the packs in the directory, as paths without extension.
+func (r *Repo) packBases() ([]string, error) {
 	dir := filepath.Join(r.path, "objects", "pack")
 	entries, err := os.ReadDir(dir)
 	if os.IsNotExist(err) {
@@ -30,13 +29,23 @@ func (r *Repo) packFiles() ([]packFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list packs of %s: %w", r.path, err)
 	}
-	var packs []packFile
+	var bases []string
 	for _, e := range entries {
-		base, ok := strings.CutSuffix(e.Name(), ".pack")
-		if !ok || !strings.HasPrefix(base, "pack-") {
-			continue
+		if base, ok := strings.CutSuffix(e.Name(), ".pack"); ok && strings.HasPrefix(base, "pack-") {
+			bases = append(bases, filepath.Join(dir, base))
 		}
-		base = filepath.Join(dir, base)
+	}
+	return bases, nil
+}
+
+// packFiles lists the packs with their object counts, smallest first.
+func (r *Repo) packFiles() ([]packFile, error) {
+	bases, err := r.packBases()
+	if err != nil {
+		return nil, err
+	}
+	var packs []packFile
+	for _, base := range bases {
 		n, err := idxCount(base + ".idx")
 		if err != nil {
 			return nil, err
@@ -108,14 +117,23 @@ func (r *Repo) MergePacks(maxPacks int) error {
 		return fmt.Errorf("merge packs of %s: %w", r.path, err)
 	}
 	base := filepath.Join(dir, "pack-"+sum.String())
-	if err := publishPack(tmp.Name(), idx, base, nil); err != nil {
+	idxData := idx.encode()
+	if err := publishPack(tmp.Name(), idxData, base, nil); err != nil {
 		return err
 	}
 	faultAt("merged", base)
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	merged, err := openPackWithIdx(base, idxData, nil, r.gen.Add(1))
+	if err != nil {
+		return err
+	}
+	// The set changes before the files go: readers of the old set keep them open.
+	drop := map[string]bool{}
 	for _, p := range packs[:k] {
-		if p.base == base {
+		drop[p.base] = p.base != base
+	}
+	r.swapPacks([]*pack{merged}, 0, drop)
+	for _, p := range packs[:k] {
+		if !drop[p.base] {
 			continue
 		}
 		for _, ext := range []string{".pack", ".idx"} {
@@ -124,42 +142,24 @@ func (r *Repo) MergePacks(maxPacks int) error {
 			}
 		}
 	}
-	// Only a storage made after the old packs are gone is safe: go-git reads an object from
-	// the first pack whose index has it, and would not try the merged one.
-	r.st = newStorage(r.path)
-	clear(r.recent)
-	r.recentBytes = 0
 	r.packs.Add(-int64(k - 1)) // packs written meanwhile stay counted
 	return nil
 }
 
-// idxEntries lists the objects of a pack index with their offsets and CRCs.
-func idxEntries(path string) ([]idxfile.Entry, error) {
-	f, err := os.Open(path)
+// packIndexOf returns the index of the pack at base: the set's, or read from its file.
+func (r *Repo) packIndexOf(base string) (*packIdx, error) {
+	if p := r.objs.Load().get(base); p != nil {
+		return p.idx, nil
+	}
+	data, err := os.ReadFile(base + ".idx")
 	if err != nil {
-		return nil, fmt.Errorf("read pack index %s: %w", path, err)
+		return nil, fmt.Errorf("read pack index: %w", err)
 	}
-	defer f.Close()
-	idx := idxfile.NewMemoryIndex()
-	if err := idxfile.NewDecoder(bufio.NewReader(f)).Decode(idx); err != nil {
-		return nil, fmt.Errorf("decode pack index %s: %w", path, err)
-	}
-	it, err := idx.EntriesByOffset()
+	x, err := parseIdx(data)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("read pack index %s.idx: %w", base, err)
 	}
-	defer it.Close()
-	var es []idxfile.Entry
-	for {
-		e, err := it.Next()
-		if err == io.EOF {
-			return es, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read pack index %s: %w", path, err)
-		}
-		es = append(es, *e)
-	}
+	return x, nil
 }
 
 // writeMerged writes one pack with every object of packs, and returns its checksum and
@@ -169,20 +169,21 @@ func idxEntries(path string) ([]idxfile.Entry, error) {
 func (r *Repo) writeMerged(packs []packFile, out io.Writer) (plumbing.Hash, *packIndex, error) {
 	type source struct {
 		pack    packFile
-		entries []idxfile.Entry
+		entries []indexEntry
 	}
 	var sources []source
 	// The objects to write: one map serves to count them for the header and, emptied as
 	// they are written, to write each once.
 	pending := map[plumbing.Hash]struct{}{}
 	for _, p := range packs {
-		es, err := idxEntries(p.base + ".idx")
+		x, err := r.packIndexOf(p.base)
 		if err != nil {
 			return plumbing.ZeroHash, nil, err
 		}
+		es := x.entriesByOffset()
 		sources = append(sources, source{p, es})
 		for _, e := range es {
-			pending[e.Hash] = struct{}{}
+			pending[e.hash] = struct{}{}
 		}
 	}
 	count := len(pending)
@@ -215,7 +216,7 @@ func (r *Repo) writeMerged(packs []packFile, out io.Writer) (plumbing.Hash, *pac
 }
 
 // copyObjects appends the objects of one pack (entries sorted by offset) to cw.
-func (r *Repo) copyObjects(path string, entries []idxfile.Entry, pending map[plumbing.Hash]struct{}, cw *countingWriter, idx *packIndex, ww *wholeWriter) error {
+func (r *Repo) copyObjects(path string, entries []indexEntry, pending map[plumbing.Hash]struct{}, cw *countingWriter, idx *packIndex, ww *wholeWriter) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("read pack %s: %w", path, err)
@@ -230,39 +231,39 @@ func (r *Repo) copyObjects(path string, entries []idxfile.Entry, pending map[plu
 	// and a buffer each (io.Copy's) was most of what the process allocated.
 	var buf []byte
 	for i, e := range entries {
-		if _, ok := pending[e.Hash]; !ok {
+		if _, ok := pending[e.hash]; !ok {
 			continue // in an earlier pack
 		}
-		delete(pending, e.Hash)
+		delete(pending, e.hash)
 		next := end
 		if i+1 < len(entries) {
-			next = entries[i+1].Offset
+			next = entries[i+1].offset
 		}
-		n := int(next - e.Offset)
+		n := int(next - e.offset)
 		if cap(buf) < n {
 			buf = make([]byte, n)
 		}
 		raw := buf[:n]
-		if _, err := f.ReadAt(raw, int64(e.Offset)); err != nil {
+		if _, err := f.ReadAt(raw, int64(e.offset)); err != nil {
 			return fmt.Errorf("read pack %s: %w", path, err)
 		}
 		off := cw.off
 		switch typ := plumbing.ObjectType((raw[0] >> 4) & 7); typ {
 		case plumbing.CommitObject, plumbing.TreeObject, plumbing.BlobObject, plumbing.TagObject:
 			if _, err := cw.Write(raw); err != nil {
-				return fmt.Errorf("copy object %s: %w", e.Hash, err)
+				return fmt.Errorf("copy object %s: %w", e.hash, err)
 			}
-			idx.add(e.Hash, off, e.CRC32)
+			idx.add(e.hash, off, e.crc)
 		default:
-			o, err := r.lookup(e.Hash) // not Object: a merge holds swap
+			o, err := r.lookup(e.hash) // not Object: a merge holds swap
 			if err != nil {
-				return fmt.Errorf("read object %s: %w", e.Hash, err)
+				return fmt.Errorf("read object %s: %w", e.hash, err)
 			}
 			crc, err := ww.write(cw, o)
 			if err != nil {
 				return err
 			}
-			idx.add(e.Hash, off, crc)
+			idx.add(e.hash, off, crc)
 		}
 	}
 	return nil

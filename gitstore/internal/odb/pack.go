@@ -1,7 +1,6 @@
 package odb
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/sha1"
 	"encoding/binary"
@@ -15,7 +14,6 @@ import (
 	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/klauspost/compress/zlib"
 
 	"github.com/gitmem/gitmem/internal/durable"
@@ -85,18 +83,14 @@ func (ww *wholeWriter) write(w io.Writer, o plumbing.EncodedObject) (uint32, err
 
 // writeIdx writes a pack index at path, through a temporary file that is fsynced and
 // renamed; the caller fsyncs the directory.
-func writeIdx(idx *packIndex, path string, file *os.File) error {
+func writeIdx(idx []byte, path string, file *os.File) error {
 	tmp, err := durable.Use(file, path, 0o600)
 	if err != nil {
 		return err
 	}
 	defer tmp.Discard()
-	w := bufio.NewWriter(tmp)
-	if err := idx.writeTo(w); err != nil {
+	if _, err := tmp.Write(idx); err != nil {
 		return fmt.Errorf("write pack index: %w", err)
-	}
-	if err := w.Flush(); err != nil {
-		return err
 	}
 	return tmp.Commit()
 }
@@ -117,8 +111,6 @@ func (r *Repo) WritePack(objs []plumbing.EncodedObject) error {
 type encodedPack struct {
 	data []byte
 	idx  *packIndex
-	objs []plumbing.EncodedObject
-	size int64 // the objects' sizes, uncompressed
 }
 
 func (p *encodedPack) base(dir string) string {
@@ -134,7 +126,7 @@ func encodePack(objs []plumbing.EncodedObject) (*encodedPack, error) {
 	binary.BigEndian.PutUint32(hdr[4:8], 2)
 	binary.BigEndian.PutUint32(hdr[8:], uint32(len(objs)))
 	cw.Write(hdr[:])
-	p := &encodedPack{idx: &packIndex{entries: make([]indexEntry, 0, len(objs))}, objs: objs}
+	p := &encodedPack{idx: &packIndex{entries: make([]indexEntry, 0, len(objs))}}
 	ww := wholeWriters.Get().(*wholeWriter)
 	defer wholeWriters.Put(ww)
 	for _, o := range objs {
@@ -144,7 +136,6 @@ func encodePack(objs []plumbing.EncodedObject) (*encodedPack, error) {
 			return nil, fmt.Errorf("write object %s: %w", o.Hash(), err)
 		}
 		p.idx.add(o.Hash(), off, crc)
-		p.size += o.Size()
 	}
 	copy(p.idx.packSum[:], cw.h.Sum(nil))
 	buf.Write(p.idx.packSum[:])
@@ -154,7 +145,9 @@ func encodePack(objs []plumbing.EncodedObject) (*encodedPack, error) {
 
 // placePack writes p and its index into empty files from take (spares.take, made ahead) and
 // renames them into place, index first; if durably, each is fsynced before its rename and
-// the directory after. It then serves p's objects from memory until the storage is reloaded.
+// the directory after. The pack then joins the set that reads look in. Its objects are not
+// cached: the writer keeps what it needs, and a cache of every write would double the heap's
+// peak for nothing.
 func (r *Repo) placePack(p *encodedPack, durably bool, take func() (*os.File, error)) error {
 	dir := filepath.Join(r.path, "objects", "pack")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -165,7 +158,12 @@ func (r *Repo) placePack(p *encodedPack, durably bool, take func() (*os.File, er
 		return fmt.Errorf("write pack: %w", err)
 	}
 	defer os.Remove(tmp.Name()) // renamed by then, unless the write failed
-	defer tmp.Close()
+	kept := false               // the file stays open, for reads, once placed
+	defer func() {
+		if !kept {
+			tmp.Close()
+		}
+	}()
 	idxFile, err := take()
 	if err != nil {
 		return fmt.Errorf("write pack index: %w", err)
@@ -176,19 +174,16 @@ func (r *Repo) placePack(p *encodedPack, durably bool, take func() (*os.File, er
 		return fmt.Errorf("write pack: %w", err)
 	}
 	base := p.base(dir)
+	idxData := p.idx.encode()
 	if durably {
 		if err := tmp.Sync(); err != nil {
 			return fmt.Errorf("write pack: %w", err)
 		}
-		if err := publishPack(tmp.Name(), p.idx, base, idxFile); err != nil {
+		if err := publishPack(tmp.Name(), idxData, base, idxFile); err != nil {
 			return err
 		}
 	} else {
-		w := bufio.NewWriter(idxFile)
-		if err := p.idx.writeTo(w); err != nil {
-			return fmt.Errorf("write pack index: %w", err)
-		}
-		if err := w.Flush(); err != nil {
+		if _, err := idxFile.Write(idxData); err != nil {
 			return fmt.Errorf("write pack index: %w", err)
 		}
 		if err := os.Rename(idxFile.Name(), base+".idx"); err != nil {
@@ -198,27 +193,20 @@ func (r *Repo) placePack(p *encodedPack, durably bool, take func() (*os.File, er
 			return fmt.Errorf("publish pack: %w", err)
 		}
 	}
-	r.mu.Lock()
-	for _, o := range p.objs {
-		r.recent[o.Hash()] = o
+	np, err := openPackWithIdx(base, idxData, tmp, r.gen.Add(1))
+	if err != nil {
+		return err
 	}
-	r.recentBytes += p.size
-	full := r.recentBytes > maxRecentBytes
-	r.mu.Unlock()
+	kept = true
+	r.addPack(np)
 	r.packs.Add(1)
-	if full {
-		r.reload()
-	}
 	return nil
 }
-
-// maxRecentBytes bounds the objects kept in memory until go-git's storage is reloaded.
-const maxRecentBytes = 32 << 20
 
 // publishPack makes a written and fsynced pack visible: its index first (written and fsynced
 // through a temporary file), then the pack, then the directory fsynced.
 // idxFile, if not nil, is an empty temporary file beside it to write the index into.
-func publishPack(tmpPack string, idx *packIndex, base string, idxFile *os.File) error {
+func publishPack(tmpPack string, idx []byte, base string, idxFile *os.File) error {
 	if err := writeIdx(idx, base+".idx", idxFile); err != nil {
 		return err
 	}
@@ -261,8 +249,9 @@ func (r *Repo) listLoose() ([]plumbing.Hash, error) {
 	return hs, nil
 }
 
-// PackLoose moves loose objects (written by git processes, such as a push) into one pack: it writes and fsyncs the pack and its
-// index, tells the storage about them, and only then removes the loose files.
+// PackLoose moves loose objects (written by git processes, such as a push) into one pack: it
+// writes and fsyncs the pack and its index, adds them to the set, and only then removes the
+// loose files.
 func (r *Repo) PackLoose() error {
 	r.swap.Lock() // it changes the storage, as a merge or a reload does
 	defer r.swap.Unlock()
@@ -271,14 +260,19 @@ func (r *Repo) PackLoose() error {
 		return err
 	}
 	hs := dedupe(loose)
-	var buf bytes.Buffer
-	r.mu.RLock()
-	_, err = packfile.NewEncoder(&buf, r.st, false).Encode(hs, 0)
-	r.mu.RUnlock()
+	objs := make([]plumbing.EncodedObject, 0, len(hs))
+	for _, h := range hs {
+		o, err := r.readLoose(h)
+		if err != nil {
+			return fmt.Errorf("pack loose objects of %s: %w", r.path, err)
+		}
+		objs = append(objs, o)
+	}
+	p, err := encodePack(objs)
 	if err != nil {
 		return fmt.Errorf("pack %d loose objects of %s: %w", len(hs), r.path, err)
 	}
-	if err := r.installPack(&buf); err != nil {
+	if err := r.placePack(p, true, r.spares.take); err != nil {
 		return err
 	}
 	for _, h := range hs {
@@ -287,22 +281,4 @@ func (r *Repo) PackLoose() error {
 		}
 	}
 	return nil
-}
-
-// installPack writes a pack and its index through the storage, which learns of them.
-func (r *Repo) installPack(pack io.Reader) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	w, err := r.st.PackfileWriter()
-	if err != nil {
-		return fmt.Errorf("write pack of %s: %w", r.path, err)
-	}
-	if _, err := io.Copy(w, pack); err != nil {
-		w.Close()
-		return fmt.Errorf("write pack of %s: %w", r.path, err)
-	}
-	if err := w.Close(); err != nil {
-		return fmt.Errorf("write pack of %s: %w", r.path, err)
-	}
-	return durable.SyncDir(filepath.Join(r.path, "objects", "pack"))
 }

@@ -65,7 +65,9 @@ func (r *Repo) recover(recs []record) error {
 			}
 		}
 	}
-	r.reload()
+	if err := r.reload(); err != nil {
+		return err
+	}
 	last := recs[len(recs)-1].new
 	if err := r.recoverRef(recs, last); err != nil {
 		return err

@@ -52,9 +52,8 @@ func (r *Repo) RepackAll(ctx context.Context, extra ...string) (moved bool, err 
 }
 
 // replacePacks removes the packs old (except any that git's repack wrote again under the
-// same name) and replaces the storage with one that knows the packs now in the directory.
-// The storage lock is held from the removal to the replacement, so that no reader looks
-// for an object in a removed pack.
+// same name) and makes the set the packs now in the directory. The set changes first:
+// readers of the old one keep the removed files open.
 func (r *Repo) replacePacks(old []packFile) error {
 	r.swap.Lock()
 	defer r.swap.Unlock()
@@ -79,8 +78,13 @@ func (r *Repo) replacePacks(old []packFile) error {
 			keep[p.base] = true
 		}
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	drop := map[string]bool{}
+	for _, o := range old {
+		drop[o.base] = !keep[o.base]
+	}
+	if err := r.relist(drop); err != nil {
+		return err
+	}
 	dir := filepath.Join(r.path, "objects", "pack")
 	for _, o := range old {
 		if keep[o.base] {
@@ -95,9 +99,6 @@ func (r *Repo) replacePacks(old []packFile) error {
 	if err := durable.SyncDir(dir); err != nil {
 		return err
 	}
-	r.st = newStorage(r.path)
-	clear(r.recent)
-	r.recentBytes = 0
 	return nil
 }
 

@@ -6,10 +6,10 @@
 //
 // A Repo is safe for concurrent reads. Writes (WritePack, CASRef, RepackAll) are made by one
 // goroutine at a time, the store's writer; maintenance (PackLoose, MergePacks) may run in
-// another goroutine at the same time, and Reload in either: MergePacks and Reload exclude
-// each other (swap), as do PackLoose and the storage swap of RepackAll, so that a storage
-// listed before a merge never replaces the one made after it. RepackAll must not run beside
-// maintenance (the store holds them apart).
+// another goroutine at the same time, and Reload in either: MergePacks, PackLoose, Reload
+// and the pack swap of RepackAll exclude each other (swap), so that packs listed before a
+// merge never replace the set made after it. RepackAll must not run beside maintenance (the
+// store holds them apart).
 package odb
 
 import (
@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -24,12 +25,10 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	gitconfig "github.com/go-git/go-git/v5/plumbing/format/config"
-	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/gitmem/gitmem/internal/durable"
 )
@@ -37,18 +36,15 @@ import (
 // MainRef is the branch that holds the memories.
 const MainRef = "refs/heads/main"
 
-// Repo is one bare repository. go-git's storage is not safe for concurrent use, so mu
-// serializes writes against reads; objects are immutable, so reads share it.
+// Repo is one bare repository. Reads look in an immutable set of packs (objects.go),
+// replaced whole under mu; objects are immutable, so reads share everything else.
 type Repo struct {
 	path string
 
-	mu sync.RWMutex // guards st, recent and recentBytes: RLock to read, Lock to change
-	st *filesystem.Storage
-	// recent holds the objects of the packs written since st was made, which st does not
-	// know: go-git can learn of a pack only by parsing it again or by reloading every index.
-	// A reload (at the next merge, or when recent grows past maxRecentBytes) empties it.
-	recent      map[plumbing.Hash]plumbing.EncodedObject
-	recentBytes int64
+	mu    sync.Mutex // held to replace objs
+	objs  atomic.Pointer[objectSet]
+	gen   atomic.Uint64    // counts packs joining the set
+	cache *cache.ObjectLRU // objects read or written lately, by hash
 
 	// swap is held by MergePacks and Reload for the whole of their work, from listing the
 	// packs to installing the storage made from them.
@@ -160,9 +156,13 @@ func Open(path string) (*Repo, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Repo{path: path, st: newStorage(path), recent: map[plumbing.Hash]plumbing.EncodedObject{},
+	r := &Repo{path: path, cache: cache.NewObjectLRU(objectCacheSize),
 		spares: newSpares(packDir), journal: j, checkpointAt: checkpointBytes}
-	err = r.recover(recs)
+	r.objs.Store(&objectSet{})
+	err = r.reload()
+	if err == nil {
+		err = r.recover(recs)
+	}
 	if err == nil {
 		err = j.wipe() // the records are durable elsewhere now
 	}
@@ -185,14 +185,8 @@ func Open(path string) (*Repo, error) {
 	return r, nil
 }
 
-func newStorage(path string) *filesystem.Storage {
-	fs := syncPacksFS{osfs.New(path)}
-	st := filesystem.NewStorageWithOptions(fs, cache.NewObjectLRU(32*cache.MiByte), filesystem.Options{})
-	// Load the pack indexes now, while no reader can see st: go-git loads them lazily on
-	// the first lookup, and two readers doing that at once see a half-filled index.
-	_ = st.HasEncodedObject(plumbing.ZeroHash)
-	return st
-}
+// objectCacheSize bounds the objects kept decoded in memory.
+const objectCacheSize = 32 * cache.MiByte
 
 // Close checkpoints the journal and removes the files made ahead that no pack used. The
 // repository is not to be written after.
@@ -204,6 +198,9 @@ func (r *Repo) Close() error {
 			err = r.ForgetJournal() // a checkpoint, and zeros: the next open writes nothing
 		}
 		r.spares.close()
+		for _, p := range r.objs.Load().packs {
+			p.f.Close()
+		}
 		r.closeErr = errors.Join(err, r.journal.close())
 	})
 	return r.closeErr
@@ -218,10 +215,9 @@ func (r *Repo) Packs() int { return int(r.packs.Load()) }
 
 // Object reads one object.
 //
-// A storage swapped in by one goroutine while another published a pack can miss that pack
-// (go-git learns of packs only by rereading the directory). Every object asked for here was
-// on disk before anyone could ask for it, so a miss is answered from a fresh storage before
-// it is believed. Code that holds swap uses lookup instead.
+// A git process (a push, a fetch) may have added a pack that the set does not list yet.
+// Every object asked for here was on disk before anyone could ask for it, so a miss lists
+// the packs again before it is believed. Code that holds swap uses lookup instead.
 func (r *Repo) Object(h plumbing.Hash) (plumbing.EncodedObject, error) {
 	if o, err := r.lookup(h); err == nil {
 		return o, nil
@@ -234,14 +230,9 @@ func (r *Repo) Object(h plumbing.Hash) (plumbing.EncodedObject, error) {
 	return o, nil
 }
 
-// lookup reads one object from the recent packs or the storage.
+// lookup reads one object from the cache, the set of packs or a loose file.
 func (r *Repo) lookup(h plumbing.Hash) (plumbing.EncodedObject, error) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	if o, ok := r.recent[h]; ok {
-		return o, nil
-	}
-	return r.st.EncodedObject(plumbing.AnyObject, h)
+	return r.find(h, 0)
 }
 
 // Blob returns the content of a blob.
@@ -267,24 +258,38 @@ func ReadEncoded(o plumbing.EncodedObject) ([]byte, error) {
 	return b, nil
 }
 
-// Reload replaces the storage, so that packs added or removed by a git process are seen.
+// Reload lists the packs again, so that packs added or removed by a git process are seen.
 // Callers use it after a git process wrote into the repository (a push, a fetch): the next
 // group also makes those objects durable (foreign).
 func (r *Repo) Reload() {
 	r.foreign.Store(true)
-	r.reload()
+	if err := r.reload(); err != nil {
+		slog.Warn("list packs", "repo", r.path, "err", err)
+	}
 }
 
-// reload replaces the storage.
-func (r *Repo) reload() {
+// reload lists the packs again.
+func (r *Repo) reload() error {
 	r.swap.Lock()
 	defer r.swap.Unlock()
-	st := newStorage(r.path) // reads every index: outside the lock
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.st = st
-	clear(r.recent)
-	r.recentBytes = 0
+	return r.relist(nil)
+}
+
+// relist makes the set the packs in the directory, less drop; the caller holds swap. Only
+// the indexes of packs new to the set are read.
+func (r *Repo) relist(drop map[string]bool) error {
+	since := r.gen.Load()
+	listed, err := r.listPacks(r.objs.Load())
+	if err != nil {
+		return err
+	}
+	r.swapPacks(listed, since, drop)
+	return nil
+}
+
+// warnPack reports a pack left out of the set.
+func warnPack(base string, err error) {
+	slog.Warn("pack left unread", "pack", base, "err", err)
 }
 
 func dedupe(hs []plumbing.Hash) []plumbing.Hash {

@@ -1,0 +1,456 @@
+package odb
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	"github.com/klauspost/compress/zlib"
+)
+
+// Objects are read from the packs and indexes directly, not through go-git's storage. That
+// storage learns of a new pack only by rereading every index in the directory (and hashing
+// each, with collision detection), so a store rebuilt it after every merge: at 100,000
+// memories that was an eighth of the process's CPU and a stall for readers. Here the set of
+// packs is a list that a placed pack joins and a merged one leaves, each index read once.
+
+// packIdx is a version 2 pack index, held whole in memory: 28 bytes an object and the
+// fan-out table, where go-git's decoded index also kept maps by offset.
+type packIdx struct {
+	data                      []byte
+	n                         int
+	names, crcs, off32, off64 int // where each table begins in data
+
+	byOffsetOnce sync.Once
+	byOffset     []uint32 // positions sorted by offset, made when a delta needs its base
+}
+
+const idxHeader = 8 + 256*4
+
+// parseIdx checks the layout of a version 2 index and returns it.
+func parseIdx(data []byte) (*packIdx, error) {
+	if len(data) < idxHeader+40 || !bytes.Equal(data[:4], []byte{0xff, 't', 'O', 'c'}) || binary.BigEndian.Uint32(data[4:8]) != 2 {
+		return nil, errors.New("not a version 2 pack index")
+	}
+	n := int(binary.BigEndian.Uint32(data[idxHeader-4:]))
+	x := &packIdx{data: data, n: n, names: idxHeader}
+	x.crcs = x.names + 20*n
+	x.off32 = x.crcs + 4*n
+	x.off64 = x.off32 + 4*n
+	if x.off64+40 > len(data) || n < 0 {
+		return nil, errors.New("pack index too short for its object count")
+	}
+	large := 0
+	for i := 0; i < n; i++ {
+		if binary.BigEndian.Uint32(data[x.off32+4*i:])&0x80000000 != 0 {
+			large++
+		}
+	}
+	if x.off64+8*large+40 != len(data) {
+		return nil, errors.New("pack index size does not match its tables")
+	}
+	return x, nil
+}
+
+func (x *packIdx) hash(i int) plumbing.Hash {
+	var h plumbing.Hash
+	copy(h[:], x.data[x.names+20*i:])
+	return h
+}
+
+func (x *packIdx) crc(i int) uint32 { return binary.BigEndian.Uint32(x.data[x.crcs+4*i:]) }
+
+func (x *packIdx) offset(i int) int64 {
+	v := binary.BigEndian.Uint32(x.data[x.off32+4*i:])
+	if v&0x80000000 == 0 {
+		return int64(v)
+	}
+	j := int(v & 0x7fffffff)
+	if x.off64+8*j+8 > len(x.data)-40 {
+		return -1
+	}
+	return int64(binary.BigEndian.Uint64(x.data[x.off64+8*j:]))
+}
+
+// find returns the position of h, through the fan-out table and a binary search.
+func (x *packIdx) find(h plumbing.Hash) (int, bool) {
+	lo := 0
+	if h[0] > 0 {
+		lo = int(binary.BigEndian.Uint32(x.data[8+4*(int(h[0])-1):]))
+	}
+	hi := int(binary.BigEndian.Uint32(x.data[8+4*int(h[0]):]))
+	lo, hi = min(lo, x.n), min(hi, x.n)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		switch c := bytes.Compare(x.data[x.names+20*m:x.names+20*m+20], h[:]); {
+		case c == 0:
+			return m, true
+		case c < 0:
+			lo = m + 1
+		default:
+			hi = m
+		}
+	}
+	return 0, false
+}
+
+// atOffset returns the position of the object that begins at off.
+func (x *packIdx) atOffset(off int64) (int, bool) {
+	x.byOffsetOnce.Do(func() {
+		x.byOffset = make([]uint32, x.n)
+		for i := range x.byOffset {
+			x.byOffset[i] = uint32(i)
+		}
+		slices.SortFunc(x.byOffset, func(a, b uint32) int { return cmp.Compare(x.offset(int(a)), x.offset(int(b))) })
+	})
+	i, ok := slices.BinarySearchFunc(x.byOffset, off, func(p uint32, off int64) int { return cmp.Compare(x.offset(int(p)), off) })
+	if !ok {
+		return 0, false
+	}
+	return int(x.byOffset[i]), true
+}
+
+// entriesByOffset lists the index's objects in the order of the pack.
+func (x *packIdx) entriesByOffset() []indexEntry {
+	es := make([]indexEntry, x.n)
+	for i := range es {
+		es[i] = indexEntry{hash: x.hash(i), crc: x.crc(i), offset: uint64(x.offset(i))}
+	}
+	slices.SortFunc(es, func(a, b indexEntry) int { return cmp.Compare(int64(a.offset), int64(b.offset)) })
+	return es
+}
+
+// pack is one pack of the set: its index and its file, open for reading.
+type pack struct {
+	base string // objects/pack/pack-<hash>, without extension
+	idx  *packIdx
+	f    *os.File
+	size int64
+	gen  uint64 // when it joined the set
+}
+
+// openPack opens the pack at base and reads its index.
+func openPack(base string, gen uint64) (*pack, error) {
+	data, err := os.ReadFile(base + ".idx")
+	if err != nil {
+		return nil, fmt.Errorf("read pack index: %w", err)
+	}
+	return openPackWithIdx(base, data, nil, gen)
+}
+
+// openPackWithIdx opens the pack at base with the index data; f, if not nil, is the pack
+// already open.
+func openPackWithIdx(base string, data []byte, f *os.File, gen uint64) (*pack, error) {
+	x, err := parseIdx(data)
+	if err != nil {
+		return nil, fmt.Errorf("read pack index %s.idx: %w", base, err)
+	}
+	if f == nil {
+		if f, err = os.Open(base + ".pack"); err != nil {
+			return nil, fmt.Errorf("open pack: %w", err)
+		}
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("open pack: %w", err)
+	}
+	return &pack{base: base, idx: x, f: f, size: fi.Size(), gen: gen}, nil
+}
+
+// objectSet is the packs that reads look in, newest first. It is never changed: a change
+// makes a new set, so readers use one without a lock. A pack left out of a set stays
+// readable for those still using it; its file closes when it is collected.
+type objectSet struct {
+	packs []*pack
+}
+
+func (s *objectSet) get(base string) *pack {
+	for _, p := range s.packs {
+		if p.base == base {
+			return p
+		}
+	}
+	return nil
+}
+
+// readObject is an object read from the repository. Its hash is the one it was found by, as
+// git trusts its indexes, so it is not computed again.
+type readObject struct {
+	h    plumbing.Hash
+	t    plumbing.ObjectType
+	data []byte
+}
+
+func (o *readObject) Hash() plumbing.Hash         { return o.h }
+func (o *readObject) Type() plumbing.ObjectType   { return o.t }
+func (o *readObject) SetType(plumbing.ObjectType) {}
+func (o *readObject) Size() int64                 { return int64(len(o.data)) }
+func (o *readObject) SetSize(int64)               {}
+func (o *readObject) Reader() (io.ReadCloser, error) {
+	return io.NopCloser(bytes.NewReader(o.data)), nil
+}
+func (o *readObject) Writer() (io.WriteCloser, error) {
+	return nil, errors.New("an object read from the repository cannot be written")
+}
+
+// maxDeltaDepth bounds a chain of deltas, against a pack whose deltas loop.
+const maxDeltaDepth = 1000
+
+// maxObjectSize bounds what one object's header may claim, so that a broken or hostile pack
+// cannot make a read allocate without limit.
+const maxObjectSize = 1 << 30
+
+var errNotFound = plumbing.ErrObjectNotFound
+
+// find reads h from the cache, the packs of the set, or a loose file.
+func (r *Repo) find(h plumbing.Hash, depth int) (plumbing.EncodedObject, error) {
+	if o, ok := r.cache.Get(h); ok {
+		return o, nil
+	}
+	if depth > maxDeltaDepth {
+		return nil, fmt.Errorf("read object %s: deltas nested deeper than %d", h, maxDeltaDepth)
+	}
+	for _, p := range r.objs.Load().packs {
+		if i, ok := p.idx.find(h); ok {
+			t, data, err := r.readPacked(p, p.idx.offset(i), depth)
+			if err != nil {
+				return nil, fmt.Errorf("read object %s from %s.pack: %w", h, filepath.Base(p.base), err)
+			}
+			o := &readObject{h: h, t: t, data: data}
+			r.cache.Put(o)
+			return o, nil
+		}
+	}
+	o, err := r.readLoose(h)
+	if err != nil {
+		return nil, err
+	}
+	r.cache.Put(o)
+	return o, nil
+}
+
+// readPacked reads the object at off in p, resolving a delta against its base.
+func (r *Repo) readPacked(p *pack, off int64, depth int) (plumbing.ObjectType, []byte, error) {
+	if off < 12 || off >= p.size-20 {
+		return 0, nil, fmt.Errorf("offset %d outside the pack", off)
+	}
+	var hdr [40]byte
+	n, err := p.f.ReadAt(hdr[:], off)
+	if n == 0 {
+		return 0, nil, err
+	}
+	b := hdr[:n]
+	t := plumbing.ObjectType((b[0] >> 4) & 7)
+	size := int64(b[0] & 0x0f)
+	pos, shift := 1, 4
+	for b[pos-1]&0x80 != 0 {
+		if pos >= len(b) || shift > 56 {
+			return 0, nil, errors.New("broken object header")
+		}
+		size |= int64(b[pos]&0x7f) << shift
+		shift += 7
+		pos++
+	}
+	var base plumbing.EncodedObject
+	switch t {
+	case plumbing.CommitObject, plumbing.TreeObject, plumbing.BlobObject, plumbing.TagObject:
+	case plumbing.OFSDeltaObject:
+		// git's offset encoding: each further byte adds one before the shift.
+		if pos >= len(b) {
+			return 0, nil, errors.New("broken delta header")
+		}
+		rel := int64(b[pos] & 0x7f)
+		for b[pos]&0x80 != 0 {
+			pos++
+			if pos >= len(b) || rel > 1<<48 {
+				return 0, nil, errors.New("broken delta offset")
+			}
+			rel = (rel+1)<<7 | int64(b[pos]&0x7f)
+		}
+		pos++
+		i, ok := p.idx.atOffset(off - rel)
+		if !ok {
+			return 0, nil, fmt.Errorf("no object at the delta's base offset %d", off-rel)
+		}
+		if base, err = r.find(p.idx.hash(i), depth+1); err != nil {
+			return 0, nil, err
+		}
+	case plumbing.REFDeltaObject:
+		if pos+20 > len(b) {
+			return 0, nil, errors.New("broken delta header")
+		}
+		var h plumbing.Hash
+		copy(h[:], b[pos:pos+20])
+		pos += 20
+		if base, err = r.find(h, depth+1); err != nil {
+			return 0, nil, err
+		}
+	default:
+		return 0, nil, fmt.Errorf("unknown object type %d", t)
+	}
+	data, err := inflate(io.NewSectionReader(p.f, off+int64(pos), p.size-20-off-int64(pos)), size)
+	if err != nil {
+		return 0, nil, err
+	}
+	if base == nil {
+		return t, data, nil
+	}
+	src, err := ReadEncoded(base)
+	if err != nil {
+		return 0, nil, err
+	}
+	out, err := packfile.PatchDelta(src, data)
+	if err != nil {
+		return 0, nil, fmt.Errorf("apply delta: %w", err)
+	}
+	return base.Type(), out, nil
+}
+
+var zlibReaders sync.Pool
+
+// inflate reads exactly size bytes of zlib data from rd.
+func inflate(rd io.Reader, size int64) ([]byte, error) {
+	if size < 0 || size > maxObjectSize {
+		return nil, fmt.Errorf("object of %d bytes: larger than allowed", size)
+	}
+	var zr io.ReadCloser
+	if v := zlibReaders.Get(); v != nil {
+		zr = v.(io.ReadCloser)
+		if err := zr.(zlib.Resetter).Reset(rd, nil); err != nil {
+			return nil, fmt.Errorf("inflate object: %w", err)
+		}
+	} else {
+		var err error
+		if zr, err = zlib.NewReader(rd); err != nil {
+			return nil, fmt.Errorf("inflate object: %w", err)
+		}
+	}
+	defer zlibReaders.Put(zr)
+	// Grown as it fills: a header may claim more than the data holds.
+	buf := bytes.NewBuffer(make([]byte, 0, min(size, 1<<20)))
+	if _, err := io.Copy(buf, io.LimitReader(zr, size+1)); err != nil {
+		return nil, fmt.Errorf("inflate object: %w", err)
+	}
+	if int64(buf.Len()) != size {
+		return nil, fmt.Errorf("object holds %d bytes where its header says %d", buf.Len(), size)
+	}
+	return buf.Bytes(), nil
+}
+
+// readLoose reads a loose object, as git processes leave them: zlib data of "type size\0"
+// and the content.
+func (r *Repo) readLoose(h plumbing.Hash) (*readObject, error) {
+	f, err := os.Open(r.LoosePath(h))
+	if os.IsNotExist(err) {
+		return nil, errNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read object %s: %w", h, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("read object %s: %w", h, err)
+	}
+	// A header and a content at most a thousand times the compressed size, as zlib can.
+	raw, err := inflateAll(f, min(maxObjectSize, 64+1032*fi.Size()))
+	if err != nil {
+		return nil, fmt.Errorf("read object %s: %w", h, err)
+	}
+	head, data, ok := bytes.Cut(raw, []byte{0})
+	typ, size, ok2 := strings.Cut(string(head), " ")
+	t, terr := plumbing.ParseObjectType(typ)
+	n, nerr := strconv.Atoi(size)
+	if !ok || !ok2 || terr != nil || nerr != nil || n != len(data) {
+		return nil, fmt.Errorf("read object %s: broken loose object header", h)
+	}
+	return &readObject{h: h, t: t, data: data}, nil
+}
+
+func inflateAll(rd io.Reader, limit int64) ([]byte, error) {
+	zr, err := zlib.NewReader(rd)
+	if err != nil {
+		return nil, err
+	}
+	defer zr.Close()
+	b, err := io.ReadAll(io.LimitReader(zr, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, errors.New("object larger than allowed")
+	}
+	return b, nil
+}
+
+// listPacks opens the packs in the directory, reusing those of cur.
+// A pack that cannot be read is left out, with a warning: its objects read as missing.
+func (r *Repo) listPacks(cur *objectSet) ([]*pack, error) {
+	bases, err := r.packBases()
+	if err != nil {
+		return nil, err
+	}
+	var packs []*pack
+	for _, base := range bases {
+		if p := cur.get(base); p != nil {
+			packs = append(packs, p)
+			continue
+		}
+		p, err := openPack(base, r.gen.Add(1))
+		if err != nil {
+			if !os.IsNotExist(errors.Unwrap(err)) { // a pack still without its index: not yet
+				warnPack(base, err)
+			}
+			continue
+		}
+		packs = append(packs, p)
+	}
+	// Newest first: recent objects are the ones read most.
+	slices.SortFunc(packs, func(a, b *pack) int { return cmp.Compare(b.gen, a.gen) })
+	return packs, nil
+}
+
+// swapPacks makes the set the packs listed now, with those placed since since (which a
+// listing begun before them may have missed), minus drop. The caller holds swap.
+func (r *Repo) swapPacks(listed []*pack, since uint64, drop map[string]bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cur := r.objs.Load()
+	next := &objectSet{}
+	seen := map[string]bool{}
+	for _, p := range cur.packs {
+		if p.gen > since && !drop[p.base] {
+			next.packs = append(next.packs, p)
+			seen[p.base] = true
+		}
+	}
+	for _, p := range listed {
+		if !seen[p.base] && !drop[p.base] {
+			next.packs = append(next.packs, p)
+		}
+	}
+	r.objs.Store(next)
+}
+
+// addPack puts a pack that was just placed at the front of the set.
+func (r *Repo) addPack(p *pack) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cur := r.objs.Load()
+	next := &objectSet{packs: make([]*pack, 0, len(cur.packs)+1)}
+	next.packs = append(next.packs, p)
+	next.packs = append(next.packs, cur.packs...)
+	r.objs.Store(next)
+}

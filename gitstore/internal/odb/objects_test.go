@@ -1,0 +1,145 @@
+package odb
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// TestReadGitObjects reads every object of a repository as git wrote it: packs of deltas
+// against an offset and against a hash (git repack), and loose objects (git hash-object).
+// Each must read as git cat-file prints it.
+func TestReadGitObjects(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		config string
+		kind   plumbing.ObjectType // the deltas that the pack must hold
+	}{
+		{"offset deltas", "repack.useDeltaBaseOffset=true", plumbing.OFSDeltaObject},
+		{"hash deltas", "repack.useDeltaBaseOffset=false", plumbing.REFDeltaObject},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := initTestRepo(t)
+			r, err := Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			parent := plumbing.ZeroHash
+			long := strings.Repeat("The user prefers short answers and plain words. ", 40)
+			for i := 0; i < 20; i++ {
+				objs := commitObjects(t, parent, fmt.Sprintf("%s\nversion %d\n", long, i))
+				if err := r.WritePack(objs); err != nil {
+					t.Fatal(err)
+				}
+				if err := r.CASRef(parent, head(objs)); err != nil {
+					t.Fatal(err)
+				}
+				parent = head(objs)
+			}
+			ctx := context.Background()
+			if err := r.Git(ctx, "-c", tc.config, "repack", "-a", "-d", "-f", "-q", "--depth=10", "--window=20"); err != nil {
+				t.Fatal(err)
+			}
+			loose := filepath.Join(t.TempDir(), "loose.md")
+			if err := os.WriteFile(loose, []byte("a loose note\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Git(ctx, "hash-object", "-w", loose); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Close(); err != nil {
+				t.Fatal(err)
+			}
+			packs, _ := filepath.Glob(filepath.Join(path, "objects", "pack", "*.idx"))
+			if len(packs) != 1 {
+				t.Fatalf("%d packs after repack, want 1", len(packs))
+			}
+			r, err = Open(path) // a fresh cache: every object is read from disk
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			p := r.objs.Load().packs[0]
+			deltas := 0
+			for i := 0; i < p.idx.n; i++ {
+				var b [1]byte
+				if _, err := p.f.ReadAt(b[:], p.idx.offset(i)); err != nil {
+					t.Fatal(err)
+				}
+				if plumbing.ObjectType(b[0]>>4&7) == tc.kind {
+					deltas++
+				}
+			}
+			if deltas < 10 {
+				t.Fatalf("git repack made %d deltas of kind %s, want many", deltas, tc.kind)
+			}
+			list, err := r.GitOutput(ctx, "cat-file", "--batch-all-objects", "--batch-check")
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSpace(string(list)), "\n")
+			if len(lines) != 61 {
+				t.Fatalf("%d objects, want 61", len(lines))
+			}
+			for _, line := range lines {
+				f := strings.Fields(line)
+				h, _ := ParseHash(f[0])
+				want, err := r.GitOutput(ctx, "cat-file", f[1], f[0])
+				if err != nil {
+					t.Fatal(err)
+				}
+				o, err := r.Object(h)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := ReadEncoded(o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if o.Type().String() != f[1] || !bytes.Equal(got, want) || o.Hash() != h {
+					t.Fatalf("%s: read %s of %d bytes, git has %s of %d", h, o.Type(), len(got), f[1], len(want))
+				}
+			}
+		})
+	}
+}
+
+// TestObjectNotFound: a missing object reads as plumbing.ErrObjectNotFound.
+func TestObjectNotFound(t *testing.T) {
+	r := openTestRepo(t)
+	objs := commitObjects(t, plumbing.ZeroHash, "one")
+	if err := r.WritePack(objs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Object(plumbing.NewHash(strings.Repeat("ab", 20))); err == nil || !strings.Contains(err.Error(), plumbing.ErrObjectNotFound.Error()) {
+		t.Fatalf("missing object: %v", err)
+	}
+}
+
+// TestBrokenIndex: an index whose tables do not match its count is refused, not read.
+func TestBrokenIndex(t *testing.T) {
+	p, err := encodePack(commitObjects(t, plumbing.ZeroHash, "one"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := p.idx.encode()
+	if _, err := parseIdx(good); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{
+		"truncated":   good[:len(good)-1],
+		"longer":      append(append([]byte{}, good...), 0),
+		"header only": good[:idxHeader],
+		"not an idx":  bytes.Repeat([]byte{'x'}, len(good)),
+	} {
+		if _, err := parseIdx(data); err == nil {
+			t.Errorf("%s index accepted", name)
+		}
+	}
+}
