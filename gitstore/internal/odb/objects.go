@@ -105,30 +105,24 @@ func (x *packIdx) find(h plumbing.Hash) (int, bool) {
 	return 0, false
 }
 
+// sortedByOffset returns the positions of the objects in the order of the pack.
+func (x *packIdx) sortedByOffset() []uint32 {
+	order := make([]uint32, x.n)
+	for i := range order {
+		order[i] = uint32(i)
+	}
+	slices.SortFunc(order, func(a, b uint32) int { return cmp.Compare(x.offset(int(a)), x.offset(int(b))) })
+	return order
+}
+
 // atOffset returns the position of the object that begins at off.
 func (x *packIdx) atOffset(off int64) (int, bool) {
-	x.byOffsetOnce.Do(func() {
-		x.byOffset = make([]uint32, x.n)
-		for i := range x.byOffset {
-			x.byOffset[i] = uint32(i)
-		}
-		slices.SortFunc(x.byOffset, func(a, b uint32) int { return cmp.Compare(x.offset(int(a)), x.offset(int(b))) })
-	})
+	x.byOffsetOnce.Do(func() { x.byOffset = x.sortedByOffset() })
 	i, ok := slices.BinarySearchFunc(x.byOffset, off, func(p uint32, off int64) int { return cmp.Compare(x.offset(int(p)), off) })
 	if !ok {
 		return 0, false
 	}
 	return int(x.byOffset[i]), true
-}
-
-// entriesByOffset lists the index's objects in the order of the pack.
-func (x *packIdx) entriesByOffset() []indexEntry {
-	es := make([]indexEntry, x.n)
-	for i := range es {
-		es[i] = indexEntry{hash: x.hash(i), crc: x.crc(i), offset: uint64(x.offset(i))}
-	}
-	slices.SortFunc(es, func(a, b indexEntry) int { return cmp.Compare(int64(a.offset), int64(b.offset)) })
-	return es
 }
 
 // pack is one pack of the set: its index and its file, open for reading.
