@@ -92,7 +92,11 @@ func geometricSplit(packs []packFile) int {
 func (r *Repo) MergePacks(maxPacks int) error {
 	r.swap.Lock()
 	defer r.swap.Unlock()
+	// Not while a pack is between its rename and joining the set: the merge would remove
+	// it, and the set then take it in.
+	r.placing.Lock()
 	packs, err := r.packFiles()
+	r.placing.Unlock()
 	if err != nil {
 		return err
 	}
@@ -246,7 +250,7 @@ func (r *Repo) copyObjects(path string, x *packIdx, earlier []*packIdx, cw *coun
 		if i+1 < len(order) {
 			next = x.offset(int(order[i+1]))
 		}
-		if off < pos || next < off {
+		if off < pos || next <= off {
 			return fmt.Errorf("read pack %s: broken offsets in its index", path)
 		}
 		if _, err := rd.Discard(int(off - pos)); err != nil {
