@@ -92,7 +92,11 @@ func geometricSplit(packs []packFile) int {
 func (r *Repo) MergePacks(maxPacks int) error {
 	r.swap.Lock()
 	defer r.swap.Unlock()
+	// Not while a pack is between its rename and joining the set: the merge would remove
+	// it, and the set then take it in.
+	r.placing.Lock()
 	packs, err := r.packFiles()
+	r.placing.Unlock()
 	if err != nil {
 		return err
 	}
@@ -165,28 +169,24 @@ func (r *Repo) packIndexOf(base string) (*packIdx, error) {
 // writeMerged writes one pack with every object of packs, and returns its checksum and
 // index. An object stored whole is copied as it is, compressed bytes and CRC included, so a
 // merge costs I/O and no compression; a delta (git pushes send them) is resolved and
-// written whole, since its base may not come along.
+// written whole, since its base may not come along. An object in more than one pack is
+// written from the first: the indexes tell, so the merge keeps no set of hashes, which at
+// 100,000 memories was most of its memory.
 func (r *Repo) writeMerged(packs []packFile, out io.Writer) (plumbing.Hash, *packIndex, error) {
-	type source struct {
-		pack    packFile
-		entries []indexEntry
-	}
-	var sources []source
-	// The objects to write: one map serves to count them for the header and, emptied as
-	// they are written, to write each once.
-	pending := map[plumbing.Hash]struct{}{}
-	for _, p := range packs {
+	idxs := make([]*packIdx, len(packs))
+	count := 0
+	for i, p := range packs {
 		x, err := r.packIndexOf(p.base)
 		if err != nil {
 			return plumbing.ZeroHash, nil, err
 		}
-		es := x.entriesByOffset()
-		sources = append(sources, source{p, es})
-		for _, e := range es {
-			pending[e.hash] = struct{}{}
+		idxs[i] = x
+		for j := 0; j < x.n; j++ {
+			if !inAny(idxs[:i], x.hash(j)) {
+				count++
+			}
 		}
 	}
-	count := len(pending)
 	bw := bufio.NewWriterSize(out, 1<<20)
 	cw := &countingWriter{w: bw, h: sha1.New()}
 	var hdr [12]byte
@@ -198,10 +198,13 @@ func (r *Repo) writeMerged(packs []packFile, out io.Writer) (plumbing.Hash, *pac
 	}
 	idx := &packIndex{entries: make([]indexEntry, 0, count)}
 	ww := newWholeWriter()
-	for _, src := range sources {
-		if err := r.copyObjects(src.pack.base+".pack", src.entries, pending, cw, idx, ww); err != nil {
+	for i, p := range packs {
+		if err := r.copyObjects(p.base+".pack", idxs[i], idxs[:i], cw, idx, ww); err != nil {
 			return plumbing.ZeroHash, nil, err
 		}
+	}
+	if len(idx.entries) != count {
+		return plumbing.ZeroHash, nil, fmt.Errorf("merge wrote %d objects of %d", len(idx.entries), count)
 	}
 	var sum plumbing.Hash
 	copy(sum[:], cw.h.Sum(nil))
@@ -215,8 +218,18 @@ func (r *Repo) writeMerged(packs []packFile, out io.Writer) (plumbing.Hash, *pac
 	return sum, idx, nil
 }
 
-// copyObjects appends the objects of one pack (entries sorted by offset) to cw.
-func (r *Repo) copyObjects(path string, entries []indexEntry, pending map[plumbing.Hash]struct{}, cw *countingWriter, idx *packIndex, ww *wholeWriter) error {
+func inAny(idxs []*packIdx, h plumbing.Hash) bool {
+	for _, x := range idxs {
+		if _, ok := x.find(h); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// copyObjects appends the objects of one pack, read in the pack's order, to cw, but for
+// those that an earlier pack holds.
+func (r *Repo) copyObjects(path string, x *packIdx, earlier []*packIdx, cw *countingWriter, idx *packIndex, ww *wholeWriter) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("read pack %s: %w", path, err)
@@ -226,44 +239,53 @@ func (r *Repo) copyObjects(path string, entries []indexEntry, pending map[plumbi
 	if err != nil {
 		return err
 	}
-	end := uint64(fi.Size()) - 20 // the trailer
-	// One buffer for every object: a merge copies hundreds of thousands of small objects,
-	// and a buffer each (io.Copy's) was most of what the process allocated.
+	end := fi.Size() - 20 // the trailer
+	order := x.sortedByOffset()
+	rd := bufio.NewReaderSize(io.NewSectionReader(f, 0, end), 1<<20)
+	var pos int64
 	var buf []byte
-	for i, e := range entries {
-		if _, ok := pending[e.hash]; !ok {
-			continue // in an earlier pack
-		}
-		delete(pending, e.hash)
+	for i, j := range order {
+		off := x.offset(int(j))
 		next := end
-		if i+1 < len(entries) {
-			next = entries[i+1].offset
+		if i+1 < len(order) {
+			next = x.offset(int(order[i+1]))
 		}
-		n := int(next - e.offset)
+		if off < pos || next <= off {
+			return fmt.Errorf("read pack %s: broken offsets in its index", path)
+		}
+		if _, err := rd.Discard(int(off - pos)); err != nil {
+			return fmt.Errorf("read pack %s: %w", path, err)
+		}
+		n := int(next - off)
 		if cap(buf) < n {
 			buf = make([]byte, n)
 		}
 		raw := buf[:n]
-		if _, err := f.ReadAt(raw, int64(e.offset)); err != nil {
+		if _, err := io.ReadFull(rd, raw); err != nil {
 			return fmt.Errorf("read pack %s: %w", path, err)
 		}
-		off := cw.off
+		pos = next
+		h := x.hash(int(j))
+		if inAny(earlier, h) {
+			continue
+		}
+		at := cw.off
 		switch typ := plumbing.ObjectType((raw[0] >> 4) & 7); typ {
 		case plumbing.CommitObject, plumbing.TreeObject, plumbing.BlobObject, plumbing.TagObject:
 			if _, err := cw.Write(raw); err != nil {
-				return fmt.Errorf("copy object %s: %w", e.hash, err)
+				return fmt.Errorf("copy object %s: %w", h, err)
 			}
-			idx.add(e.hash, off, e.crc)
+			idx.add(h, at, x.crc(int(j)))
 		default:
-			o, err := r.lookup(e.hash) // not Object: a merge holds swap
+			o, err := r.lookup(h) // not Object: a merge holds swap
 			if err != nil {
-				return fmt.Errorf("read object %s: %w", e.hash, err)
+				return fmt.Errorf("read object %s: %w", h, err)
 			}
 			crc, err := ww.write(cw, o)
 			if err != nil {
 				return err
 			}
-			idx.add(e.hash, off, crc)
+			idx.add(h, at, crc)
 		}
 	}
 	return nil

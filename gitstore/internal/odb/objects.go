@@ -3,6 +3,7 @@ package odb
 import (
 	"bytes"
 	"cmp"
+	"crypto/sha1"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -44,13 +45,21 @@ func parseIdx(data []byte) (*packIdx, error) {
 		return nil, errors.New("not a version 2 pack index")
 	}
 	n := int(binary.BigEndian.Uint32(data[idxHeader-4:]))
+	if n > (len(data)-idxHeader-40)/28 {
+		return nil, errors.New("pack index too short for its object count")
+	}
+	prev := uint32(0)
+	for i := 0; i < 256; i++ {
+		v := binary.BigEndian.Uint32(data[8+4*i:])
+		if v < prev {
+			return nil, errors.New("pack index fan-out table goes down")
+		}
+		prev = v
+	}
 	x := &packIdx{data: data, n: n, names: idxHeader}
 	x.crcs = x.names + 20*n
 	x.off32 = x.crcs + 4*n
 	x.off64 = x.off32 + 4*n
-	if x.off64+40 > len(data) || n < 0 {
-		return nil, errors.New("pack index too short for its object count")
-	}
 	large := 0
 	for i := 0; i < n; i++ {
 		if binary.BigEndian.Uint32(data[x.off32+4*i:])&0x80000000 != 0 {
@@ -105,30 +114,24 @@ func (x *packIdx) find(h plumbing.Hash) (int, bool) {
 	return 0, false
 }
 
+// sortedByOffset returns the positions of the objects in the order of the pack.
+func (x *packIdx) sortedByOffset() []uint32 {
+	order := make([]uint32, x.n)
+	for i := range order {
+		order[i] = uint32(i)
+	}
+	slices.SortFunc(order, func(a, b uint32) int { return cmp.Compare(x.offset(int(a)), x.offset(int(b))) })
+	return order
+}
+
 // atOffset returns the position of the object that begins at off.
 func (x *packIdx) atOffset(off int64) (int, bool) {
-	x.byOffsetOnce.Do(func() {
-		x.byOffset = make([]uint32, x.n)
-		for i := range x.byOffset {
-			x.byOffset[i] = uint32(i)
-		}
-		slices.SortFunc(x.byOffset, func(a, b uint32) int { return cmp.Compare(x.offset(int(a)), x.offset(int(b))) })
-	})
+	x.byOffsetOnce.Do(func() { x.byOffset = x.sortedByOffset() })
 	i, ok := slices.BinarySearchFunc(x.byOffset, off, func(p uint32, off int64) int { return cmp.Compare(x.offset(int(p)), off) })
 	if !ok {
 		return 0, false
 	}
 	return int(x.byOffset[i]), true
-}
-
-// entriesByOffset lists the index's objects in the order of the pack.
-func (x *packIdx) entriesByOffset() []indexEntry {
-	es := make([]indexEntry, x.n)
-	for i := range es {
-		es[i] = indexEntry{hash: x.hash(i), crc: x.crc(i), offset: uint64(x.offset(i))}
-	}
-	slices.SortFunc(es, func(a, b indexEntry) int { return cmp.Compare(int64(a.offset), int64(b.offset)) })
-	return es
 }
 
 // pack is one pack of the set: its index and its file, open for reading.
@@ -140,13 +143,27 @@ type pack struct {
 	gen  uint64 // when it joined the set
 }
 
-// openPack opens the pack at base and reads its index.
+// openPack opens the pack at base and reads its index, which must be whole (its checksum)
+// and name the pack (the pack's trailer): a damaged index would point reads at the wrong
+// bytes.
 func openPack(base string, gen uint64) (*pack, error) {
 	data, err := os.ReadFile(base + ".idx")
 	if err != nil {
 		return nil, fmt.Errorf("read pack index: %w", err)
 	}
-	return openPackWithIdx(base, data, nil, gen)
+	if len(data) < 40 || sha1.Sum(data[:len(data)-20]) != [20]byte(data[len(data)-20:]) {
+		return nil, fmt.Errorf("read pack index %s.idx: checksum does not match", base)
+	}
+	p, err := openPackWithIdx(base, data, nil, gen)
+	if err != nil {
+		return nil, err
+	}
+	var trailer [20]byte
+	if _, err := p.f.ReadAt(trailer[:], p.size-20); err != nil || !bytes.Equal(trailer[:], data[len(data)-40:len(data)-20]) {
+		p.f.Close()
+		return nil, fmt.Errorf("pack %s.pack does not match its index", base)
+	}
+	return p, nil
 }
 
 // openPackWithIdx opens the pack at base with the index data; f, if not nil, is the pack
@@ -205,8 +222,9 @@ func (o *readObject) Writer() (io.WriteCloser, error) {
 	return nil, errors.New("an object read from the repository cannot be written")
 }
 
-// maxDeltaDepth bounds a chain of deltas, against a pack whose deltas loop.
-const maxDeltaDepth = 1000
+// maxDeltaDepth bounds a chain of deltas, against a pack whose deltas loop; git's own
+// limit is 4095.
+const maxDeltaDepth = 5000
 
 // maxObjectSize bounds what one object's header may claim, so that a broken or hostile pack
 // cannot make a read allocate without limit.
@@ -225,8 +243,11 @@ func (r *Repo) find(h plumbing.Hash, depth int) (plumbing.EncodedObject, error) 
 	for _, p := range r.objs.Load().packs {
 		if i, ok := p.idx.find(h); ok {
 			t, data, err := r.readPacked(p, p.idx.offset(i), depth)
-			if err != nil {
+			if err != nil && depth == 0 { // once, not at every level of a chain
 				return nil, fmt.Errorf("read object %s from %s.pack: %w", h, filepath.Base(p.base), err)
+			}
+			if err != nil {
+				return nil, err
 			}
 			o := &readObject{h: h, t: t, data: data}
 			r.cache.Put(o)
@@ -307,15 +328,35 @@ func (r *Repo) readPacked(p *pack, off int64, depth int) (plumbing.ObjectType, [
 	if base == nil {
 		return t, data, nil
 	}
-	src, err := ReadEncoded(base)
-	if err != nil {
+	var src []byte
+	if ro, ok := base.(*readObject); ok {
+		src = ro.data
+	} else if src, err = ReadEncoded(base); err != nil {
 		return 0, nil, err
+	}
+	// A delta names the size it makes: checked first, for PatchDelta would build it.
+	srcSize, rest, ok1 := deltaSize(data)
+	dstSize, _, ok2 := deltaSize(rest)
+	if !ok1 || !ok2 || srcSize != uint64(len(src)) || dstSize > maxObjectSize {
+		return 0, nil, errors.New("broken delta: its sizes do not match its base or are too large")
 	}
 	out, err := packfile.PatchDelta(src, data)
 	if err != nil {
 		return 0, nil, fmt.Errorf("apply delta: %w", err)
 	}
 	return base.Type(), out, nil
+}
+
+// deltaSize decodes one of the sizes that begin a delta: seven bits a byte, low first.
+func deltaSize(b []byte) (uint64, []byte, bool) {
+	var v uint64
+	for i, shift := 0, 0; i < len(b) && shift < 64; i, shift = i+1, shift+7 {
+		v |= uint64(b[i]&0x7f) << shift
+		if b[i]&0x80 == 0 {
+			return v, b[i+1:], true
+		}
+	}
+	return 0, nil, false
 }
 
 var zlibReaders sync.Pool
@@ -373,7 +414,9 @@ func (r *Repo) readLoose(h plumbing.Hash) (*readObject, error) {
 	typ, size, ok2 := strings.Cut(string(head), " ")
 	t, terr := plumbing.ParseObjectType(typ)
 	n, nerr := strconv.Atoi(size)
-	if !ok || !ok2 || terr != nil || nerr != nil || n != len(data) {
+	whole := t == plumbing.CommitObject || t == plumbing.TreeObject || t == plumbing.BlobObject || t == plumbing.TagObject
+	digits := size != "" && strings.Trim(size, "0123456789") == "" && (size == "0" || size[0] != '0')
+	if !ok || !ok2 || terr != nil || nerr != nil || !whole || !digits || n != len(data) {
 		return nil, fmt.Errorf("read object %s: broken loose object header", h)
 	}
 	return &readObject{h: h, t: t, data: data}, nil

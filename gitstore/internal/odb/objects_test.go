@@ -3,6 +3,7 @@ package odb
 import (
 	"bytes"
 	"context"
+	"crypto/sha1"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/klauspost/compress/zlib"
 )
 
 // TestReadGitObjects reads every object of a repository as git wrote it: packs of deltas
@@ -140,6 +142,97 @@ func TestBrokenIndex(t *testing.T) {
 	} {
 		if _, err := parseIdx(data); err == nil {
 			t.Errorf("%s index accepted", name)
+		}
+	}
+}
+
+// TestHostileDelta: a delta that claims a result far larger than allowed, or a base of
+// another size, is refused before it is built.
+func TestHostileDelta(t *testing.T) {
+	for name, sizes := range map[string][]uint64{
+		"huge result": {4, 1 << 40},
+		"wrong base":  {5, 4},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := openTestRepo(t)
+			base := &plumbing.MemoryObject{}
+			base.SetType(plumbing.BlobObject)
+			base.Write([]byte("base"))
+			var delta []byte
+			for _, v := range sizes {
+				for v >= 0x80 {
+					delta = append(delta, byte(v)|0x80)
+					v >>= 7
+				}
+				delta = append(delta, byte(v))
+			}
+			// Copy commands of 64 KiB each, as many as fit: PatchDelta would build them.
+			delta = append(delta, bytes.Repeat([]byte{0x80}, 1000)...)
+			var buf bytes.Buffer
+			cw := &countingWriter{w: &buf, h: sha1.New()}
+			cw.Write([]byte{'P', 'A', 'C', 'K', 0, 0, 0, 2, 0, 0, 0, 2})
+			idx := &packIndex{}
+			crc, err := newWholeWriter().write(cw, base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			idx.add(base.Hash(), 12, crc)
+			at := cw.off
+			hdr := []byte{byte(plumbing.REFDeltaObject)<<4 | byte(len(delta)&0x0f) | 0x80}
+			for v := len(delta) >> 4; ; v >>= 7 {
+				if v < 0x80 {
+					hdr = append(hdr, byte(v))
+					break
+				}
+				hdr = append(hdr, byte(v)|0x80)
+			}
+			bh := base.Hash()
+			hdr = append(hdr, bh[:]...)
+			cw.Write(hdr)
+			zw := zlib.NewWriter(cw)
+			zw.Write(delta)
+			zw.Close()
+			target := plumbing.NewHash(strings.Repeat("cd", 20))
+			idx.add(target, at, 0)
+			copy(idx.packSum[:], cw.h.Sum(nil))
+			buf.Write(idx.packSum[:])
+			dir := filepath.Join(r.Path(), "objects", "pack")
+			packBase := filepath.Join(dir, "pack-"+idx.packSum.String())
+			if err := os.WriteFile(packBase+".pack", buf.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(packBase+".idx", idx.encode(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			r.Reload()
+			if _, err := r.Blob(base.Hash()); err != nil {
+				t.Fatalf("the base does not read: %v", err)
+			}
+			if _, err := r.Object(target); err == nil || !strings.Contains(err.Error(), "broken delta") {
+				t.Fatalf("hostile delta read: %v", err)
+			}
+		})
+	}
+}
+
+// TestLooseDeltaRefused: a loose file that claims a delta type is not an object.
+func TestLooseDeltaRefused(t *testing.T) {
+	r := openTestRepo(t)
+	for i, head := range []string{"ofs-delta 3\x00abc", "blob +3\x00abc", "blob 03\x00abc"} {
+		h := plumbing.NewHash(fmt.Sprintf("%040d", i+1))
+		var buf bytes.Buffer
+		zw := zlib.NewWriter(&buf)
+		zw.Write([]byte(head))
+		zw.Close()
+		path := r.LoosePath(h)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, buf.Bytes(), 0o444); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Object(h); err == nil || !strings.Contains(err.Error(), "broken loose object") {
+			t.Errorf("%q read: %v", head, err)
 		}
 	}
 }

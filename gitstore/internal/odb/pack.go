@@ -175,6 +175,8 @@ func (r *Repo) placePack(p *encodedPack, durably bool, take func() (*os.File, er
 	}
 	base := p.base(dir)
 	idxData := p.idx.encode()
+	r.placing.RLock() // from the renames until the pack is in the set (MergePacks)
+	defer r.placing.RUnlock()
 	if durably {
 		if err := tmp.Sync(); err != nil {
 			return fmt.Errorf("write pack: %w", err)

@@ -44,6 +44,8 @@ func (r *Repo) RepackAll(ctx context.Context, extra ...string) (moved bool, err 
 	if err != nil {
 		return false, err
 	}
+	// Objects may be gone (a redaction repacks without them): none is served from memory.
+	defer r.cache.Clear()
 	if after != head {
 		r.Reload()
 		return true, nil

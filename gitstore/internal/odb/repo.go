@@ -41,10 +41,13 @@ const MainRef = "refs/heads/main"
 type Repo struct {
 	path string
 
-	mu    sync.Mutex // held to replace objs
-	objs  atomic.Pointer[objectSet]
-	gen   atomic.Uint64    // counts packs joining the set
-	cache *cache.ObjectLRU // objects read or written lately, by hash
+	mu sync.Mutex // held to replace objs
+	// placing is held (read) by placePack from its renames until its pack is in the set,
+	// and (write) by MergePacks while it lists the packs.
+	placing sync.RWMutex
+	objs    atomic.Pointer[objectSet]
+	gen     atomic.Uint64    // counts packs joining the set
+	cache   *cache.ObjectLRU // objects read lately, by hash
 
 	// swap is held by MergePacks and Reload for the whole of their work, from listing the
 	// packs to installing the storage made from them.
