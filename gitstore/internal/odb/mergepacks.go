@@ -187,7 +187,7 @@ func (r *Repo) writeMerged(packs []packFile, out io.Writer) (plumbing.Hash, *pac
 			}
 		}
 	}
-	bw := bufio.NewWriterSize(out, 1<<20)
+	bw := bufio.NewWriterSize(out, 256<<10)
 	cw := &countingWriter{w: bw, h: sha1.New()}
 	var hdr [12]byte
 	copy(hdr[:4], "PACK")
@@ -198,8 +198,9 @@ func (r *Repo) writeMerged(packs []packFile, out io.Writer) (plumbing.Hash, *pac
 	}
 	idx := &packIndex{entries: make([]indexEntry, 0, count)}
 	ww := newWholeWriter()
+	rd := bufio.NewReaderSize(nil, 256<<10) // one for every pack: a merge runs often
 	for i, p := range packs {
-		if err := r.copyObjects(p.base+".pack", idxs[i], idxs[:i], cw, idx, ww); err != nil {
+		if err := r.copyObjects(p.base+".pack", idxs[i], idxs[:i], rd, cw, idx, ww); err != nil {
 			return plumbing.ZeroHash, nil, err
 		}
 	}
@@ -229,7 +230,7 @@ func inAny(idxs []*packIdx, h plumbing.Hash) bool {
 
 // copyObjects appends the objects of one pack, read in the pack's order, to cw, but for
 // those that an earlier pack holds.
-func (r *Repo) copyObjects(path string, x *packIdx, earlier []*packIdx, cw *countingWriter, idx *packIndex, ww *wholeWriter) error {
+func (r *Repo) copyObjects(path string, x *packIdx, earlier []*packIdx, rd *bufio.Reader, cw *countingWriter, idx *packIndex, ww *wholeWriter) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("read pack %s: %w", path, err)
@@ -241,7 +242,7 @@ func (r *Repo) copyObjects(path string, x *packIdx, earlier []*packIdx, cw *coun
 	}
 	end := fi.Size() - 20 // the trailer
 	order := x.sortedByOffset()
-	rd := bufio.NewReaderSize(io.NewSectionReader(f, 0, end), 1<<20)
+	rd.Reset(io.NewSectionReader(f, 0, end))
 	var pos int64
 	var buf []byte
 	for i, j := range order {

@@ -71,11 +71,12 @@ func (ww *wholeWriter) write(w io.Writer, o plumbing.EncodedObject) (uint32, err
 		return 0, err
 	}
 	defer rd.Close()
-	ww.zw.Reset(mw)
-	if _, err := io.Copy(ww.zw, rd); err != nil {
+	zw := ww.zw
+	zw.Reset(mw)
+	if _, err := io.Copy(zw, rd); err != nil {
 		return 0, err
 	}
-	if err := ww.zw.Close(); err != nil {
+	if err := zw.Close(); err != nil {
 		return 0, err
 	}
 	return crc.Sum32(), nil
