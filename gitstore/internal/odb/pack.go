@@ -158,19 +158,23 @@ func (r *Repo) placePack(p *encodedPack, durably bool, take func() (*os.File, er
 	if err != nil {
 		return fmt.Errorf("write pack: %w", err)
 	}
-	defer os.Remove(tmp.Name()) // renamed by then, unless the write failed
-	kept := false               // the file stays open, for reads, once placed
+	kept := false // placed: the file stays open, for reads
 	defer func() {
-		if !kept {
+		if !kept { // an unlink of a name renamed away still costs 25 us here
 			tmp.Close()
+			os.Remove(tmp.Name())
 		}
 	}()
 	idxFile, err := take()
 	if err != nil {
 		return fmt.Errorf("write pack index: %w", err)
 	}
-	defer os.Remove(idxFile.Name())
-	defer idxFile.Close()
+	defer func() {
+		idxFile.Close()
+		if !kept {
+			os.Remove(idxFile.Name())
+		}
+	}()
 	if _, err := tmp.Write(p.data); err != nil {
 		return fmt.Errorf("write pack: %w", err)
 	}
