@@ -1,6 +1,7 @@
 package search
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -172,6 +173,21 @@ func TestTypos(t *testing.T) {
 	// Short words are not fuzzy: "cat" does not find "car".
 	f.write("/d.md", "A red car.\n")
 	f.expect("cat")
+}
+
+// TestTypoTotal: whether words also match with typos does not depend on the page's size,
+// and neither does the total.
+func TestTypoTotal(t *testing.T) {
+	f := newFixture(t, Options{})
+	for i := 0; i < 12; i++ {
+		f.write(fmt.Sprintf("/db/%02d.md", i), "The database is postgres.\n")
+	}
+	f.write("/typo.md", "The database is postgress.\n")
+	small := f.searchReq(Request{Query: "postgres", Limit: 5})
+	large := f.searchReq(Request{Query: "postgres", Limit: 50})
+	if small.Total != 12 || large.Total != 12 || len(large.Hits) != 12 {
+		t.Errorf("totals %d (page of 5) and %d (page of 50, %d hits), want 12 each", small.Total, large.Total, len(large.Hits))
+	}
 }
 
 // TestMultilingual: text in English, Spanish, French, German, Chinese and Japanese is

@@ -11,6 +11,10 @@ import (
 
 // search answers a request from an index that reflects at least the store's head as of the
 // call: it waits for the indexer only if main moved since the last catch-up.
+// typosBelow is how few hits the words as written must find for words to match with a
+// typo too: a default page.
+const typosBelow = 10
+
 func (x *storeIndex) search(ctx context.Context, req Request, p parsedQuery) (*Result, error) {
 	q, listing, err := p.build(req.PathPrefix, false)
 	if err != nil {
@@ -45,10 +49,11 @@ func (x *storeIndex) search(ctx context.Context, req Request, p parsedQuery) (*R
 	if err == nil {
 		res, err = idx.SearchInContext(bctx, sr)
 	}
-	if err == nil && !listing && int(res.Total) < req.Limit && p.mayHaveTypos() {
+	if err == nil && !listing && res.Total < typosBelow && p.mayHaveTypos() {
 		// Few matches as written: match words with a typo too. Matching typos always cost
 		// most of a search of a frequent word at 100,000 memories (each expands into the
-		// dictionary's neighbours), for hits ranked below the exact ones anyway.
+		// dictionary's neighbours), for hits ranked below the exact ones anyway. The bound
+		// is fixed, not the page's size, so that the total does not depend on the page.
 		fq, _, _ := p.build(req.PathPrefix, true)
 		sr.Query = fq
 		res, err = idx.SearchInContext(bctx, sr)

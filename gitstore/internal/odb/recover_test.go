@@ -170,3 +170,60 @@ func setRefFile(t *testing.T, repo string, h plumbing.Hash) {
 		t.Fatal(err)
 	}
 }
+
+// TestRenameFails: when main cannot be renamed into place after the journal's record is
+// synced, the write fails and its record is taken back, so that a reopening does not make
+// the failed write appear.
+func TestRenameFails(t *testing.T) {
+	path := initTestRepo(t)
+	r, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c1 := commitObjects(t, plumbing.ZeroHash, "one")
+	if _, err := r.Publish(c1, plumbing.ZeroHash, head(c1)); err != nil {
+		t.Fatal(err)
+	}
+	ref := filepath.Join(path, MainRef)
+	FaultHook = func(point, _ string) {
+		if point != "journal-synced" {
+			return
+		}
+		// A directory that is not empty where main is: the rename over it fails.
+		if err := os.Rename(ref, ref+".away"); err != nil {
+			t.Error(err)
+		}
+		if err := os.MkdirAll(filepath.Join(ref, "x"), 0o755); err != nil {
+			t.Error(err)
+		}
+	}
+	c2 := commitObjects(t, head(c1), "two")
+	_, err = r.Publish(c2, head(c1), head(c2))
+	FaultHook = nil
+	if err == nil {
+		t.Fatal("the write succeeded with main a directory")
+	}
+	if err := os.RemoveAll(ref); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(ref+".away", ref); err != nil {
+		t.Fatal(err)
+	}
+	abandon(r) // as a crash: the journal is read again at the next open
+	r, err = Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	got, err := r.ReadRef()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != head(c1) {
+		t.Fatalf("main is %s after reopening, want %s (the failed write's record came back)", got, head(c1))
+	}
+	c3 := commitObjects(t, head(c1), "three")
+	if _, err := r.Publish(c3, head(c1), head(c3)); err != nil {
+		t.Fatalf("a write after the failed one: %v", err)
+	}
+}
