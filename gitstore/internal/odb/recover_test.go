@@ -3,6 +3,7 @@ package odb
 import (
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -176,17 +177,11 @@ func setRefFile(t *testing.T, repo string, h plumbing.Hash) {
 // the failed write appear.
 func TestRenameFails(t *testing.T) {
 	path := initTestRepo(t)
-	r, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c1 := commitObjects(t, plumbing.ZeroHash, "one")
-	if _, err := r.Publish(c1, plumbing.ZeroHash, head(c1)); err != nil {
-		t.Fatal(err)
-	}
 	ref := filepath.Join(path, MainRef)
+	// Set before Open and cleared after the Repo's goroutines stopped, which read it.
+	var armed atomic.Bool
 	FaultHook = func(point, _ string) {
-		if point != "journal-synced" {
+		if point != "journal-synced" || !armed.Load() {
 			return
 		}
 		// A directory that is not empty where main is: the rename over it fails.
@@ -197,9 +192,18 @@ func TestRenameFails(t *testing.T) {
 			t.Error(err)
 		}
 	}
+	r, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c1 := commitObjects(t, plumbing.ZeroHash, "one")
+	if _, err := r.Publish(c1, plumbing.ZeroHash, head(c1)); err != nil {
+		t.Fatal(err)
+	}
+	armed.Store(true)
 	c2 := commitObjects(t, head(c1), "two")
 	_, err = r.Publish(c2, head(c1), head(c2))
-	FaultHook = nil
+	armed.Store(false)
 	if err == nil {
 		t.Fatal("the write succeeded with main a directory")
 	}
@@ -210,6 +214,7 @@ func TestRenameFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	abandon(r) // as a crash: the journal is read again at the next open
+	FaultHook = nil
 	r, err = Open(path)
 	if err != nil {
 		t.Fatal(err)
