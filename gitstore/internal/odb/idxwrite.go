@@ -30,74 +30,54 @@ func (x *packIndex) add(h plumbing.Hash, offset uint64, crc uint32) {
 	x.entries = append(x.entries, indexEntry{hash: h, crc: crc, offset: offset})
 }
 
-// encode returns the index in git's version 2 format (writeTo).
+// encode returns the index in git's version 2 format (buildIdx).
 func (x *packIndex) encode() []byte {
-	var buf bytes.Buffer
-	buf.Grow(idxHeader + 28*len(x.entries) + 40)
-	x.writeTo(&buf) // a bytes.Buffer does not fail
-	return buf.Bytes()
+	slices.SortFunc(x.entries, func(a, b indexEntry) int { return bytes.Compare(a.hash[:], b.hash[:]) })
+	return buildIdx(len(x.entries), func(yield func(plumbing.Hash, uint32, uint64)) {
+		for _, e := range x.entries {
+			yield(e.hash, e.crc, e.offset)
+		}
+	}, x.packSum)
 }
 
-// writeTo writes the index in git's version 2 format: magic and version, the fan-out table,
-// the sorted hashes, their CRCs, their offsets (31 bits, or an index into a table of 64-bit
-// ones), the pack's checksum and the index's own.
+// writeTo writes the index in git's version 2 format.
 func (x *packIndex) writeTo(w io.Writer) error {
-	slices.SortFunc(x.entries, func(a, b indexEntry) int { return bytes.Compare(a.hash[:], b.hash[:]) })
-	h := sha1.New()
-	mw := io.MultiWriter(w, h)
-	var b [8]byte
-	put32 := func(v uint32) error {
-		binary.BigEndian.PutUint32(b[:4], v)
-		_, err := mw.Write(b[:4])
-		return err
-	}
-	if _, err := mw.Write([]byte{0xff, 't', 'O', 'c'}); err != nil {
-		return err
-	}
-	if err := put32(2); err != nil {
-		return err
-	}
+	_, err := w.Write(x.encode())
+	return err
+}
+
+// buildIdx returns a pack index in git's version 2 format: magic and version, the fan-out
+// table, the sorted hashes, their CRCs, their offsets (31 bits, or an index into a table of
+// 64-bit ones), the pack's checksum and the index's own. each yields the n objects in the
+// order of their hashes; the tables are filled in one pass, into one buffer the index's size.
+func buildIdx(n int, each func(yield func(h plumbing.Hash, crc uint32, off uint64)), packSum plumbing.Hash) []byte {
+	names, crcs, offs := idxHeader, idxHeader+20*n, idxHeader+24*n
+	buf := make([]byte, idxHeader+28*n, idxHeader+28*n+40)
+	copy(buf, []byte{0xff, 't', 'O', 'c', 0, 0, 0, 2})
 	var fanout [256]uint32
-	for _, e := range x.entries {
-		fanout[e.hash[0]]++
-	}
-	var total uint32
-	for i := range fanout {
-		total += fanout[i]
-		if err := put32(total); err != nil {
-			return err
-		}
-	}
-	for _, e := range x.entries {
-		if _, err := mw.Write(e.hash[:]); err != nil {
-			return err
-		}
-	}
-	for _, e := range x.entries {
-		if err := put32(e.crc); err != nil {
-			return err
-		}
-	}
 	var large []uint64
-	for _, e := range x.entries {
-		v := uint32(e.offset)
-		if e.offset > 0x7fffffff {
+	i := 0
+	each(func(h plumbing.Hash, crc uint32, off uint64) {
+		fanout[h[0]]++
+		copy(buf[names+20*i:], h[:])
+		binary.BigEndian.PutUint32(buf[crcs+4*i:], crc)
+		v := uint32(off)
+		if off > 0x7fffffff {
 			v = 0x80000000 | uint32(len(large))
-			large = append(large, e.offset)
+			large = append(large, off)
 		}
-		if err := put32(v); err != nil {
-			return err
-		}
+		binary.BigEndian.PutUint32(buf[offs+4*i:], v)
+		i++
+	})
+	var total uint32
+	for j, c := range fanout {
+		total += c
+		binary.BigEndian.PutUint32(buf[8+4*j:], total)
 	}
 	for _, off := range large {
-		binary.BigEndian.PutUint64(b[:], off)
-		if _, err := mw.Write(b[:]); err != nil {
-			return err
-		}
+		buf = binary.BigEndian.AppendUint64(buf, off)
 	}
-	if _, err := mw.Write(x.packSum[:]); err != nil {
-		return err
-	}
-	_, err := w.Write(h.Sum(nil))
-	return err
+	buf = append(buf, packSum[:]...)
+	sum := sha1.Sum(buf)
+	return append(buf, sum[:]...)
 }

@@ -2,6 +2,8 @@ package odb
 
 import (
 	"bufio"
+	"bytes"
+	"container/heap"
 	"crypto/sha1"
 	"encoding/binary"
 	"fmt"
@@ -113,7 +115,7 @@ func (r *Repo) MergePacks(maxPacks int) error {
 	}
 	defer os.Remove(tmp.Name())
 	defer tmp.Close()
-	sum, idx, err := r.writeMerged(packs[:k], tmp)
+	sum, idxData, err := r.writeMerged(packs[:k], tmp)
 	if err == nil {
 		err = tmp.Sync()
 	}
@@ -121,7 +123,6 @@ func (r *Repo) MergePacks(maxPacks int) error {
 		return fmt.Errorf("merge packs of %s: %w", r.path, err)
 	}
 	base := filepath.Join(dir, "pack-"+sum.String())
-	idxData := idx.encode()
 	if err := publishPack(tmp.Name(), idxData, base, nil); err != nil {
 		return err
 	}
@@ -170,9 +171,12 @@ func (r *Repo) packIndexOf(base string) (*packIdx, error) {
 // index. An object stored whole is copied as it is, compressed bytes and CRC included, so a
 // merge costs I/O and no compression; a delta (git pushes send them) is resolved and
 // written whole, since its base may not come along. An object in more than one pack is
-// written from the first: the indexes tell, so the merge keeps no set of hashes, which at
-// 100,000 memories was most of its memory.
-func (r *Repo) writeMerged(packs []packFile, out io.Writer) (plumbing.Hash, *packIndex, error) {
+// written from the first: the indexes tell, so the merge keeps no set of hashes. The new
+// index is built from the old ones, already in the order of hashes, and the offset each
+// object got (8 bytes an object): a list of entries to sort (32 bytes) and its encoding
+// were a merge's largest memory at 100,000 memories.
+func (r *Repo) writeMerged(packs []packFile, out io.Writer) (plumbing.Hash, []byte, error) {
+	srcs := make([]*mergeSource, len(packs))
 	idxs := make([]*packIdx, len(packs))
 	count := 0
 	for i, p := range packs {
@@ -181,6 +185,7 @@ func (r *Repo) writeMerged(packs []packFile, out io.Writer) (plumbing.Hash, *pac
 			return plumbing.ZeroHash, nil, err
 		}
 		idxs[i] = x
+		srcs[i] = &mergeSource{x: x, offs: make([]uint64, x.n)}
 		for j := 0; j < x.n; j++ {
 			if !inAny(idxs[:i], x.hash(j)) {
 				count++
@@ -196,16 +201,18 @@ func (r *Repo) writeMerged(packs []packFile, out io.Writer) (plumbing.Hash, *pac
 	if _, err := cw.Write(hdr[:]); err != nil {
 		return plumbing.ZeroHash, nil, err
 	}
-	idx := &packIndex{entries: make([]indexEntry, 0, count)}
 	ww := newWholeWriter()
 	rd := bufio.NewReaderSize(nil, 256<<10) // one for every pack: a merge runs often
+	written := 0
 	for i, p := range packs {
-		if err := r.copyObjects(p.base+".pack", idxs[i], idxs[:i], rd, cw, idx, ww); err != nil {
+		n, err := r.copyObjects(p.base+".pack", srcs[i], idxs[:i], rd, cw, ww)
+		if err != nil {
 			return plumbing.ZeroHash, nil, err
 		}
+		written += n
 	}
-	if len(idx.entries) != count {
-		return plumbing.ZeroHash, nil, fmt.Errorf("merge wrote %d objects of %d", len(idx.entries), count)
+	if written != count {
+		return plumbing.ZeroHash, nil, fmt.Errorf("merge wrote %d objects of %d", written, count)
 	}
 	var sum plumbing.Hash
 	copy(sum[:], cw.h.Sum(nil))
@@ -215,8 +222,63 @@ func (r *Repo) writeMerged(packs []packFile, out io.Writer) (plumbing.Hash, *pac
 	if err := bw.Flush(); err != nil {
 		return plumbing.ZeroHash, nil, err
 	}
-	idx.packSum = sum
-	return sum, idx, nil
+	return sum, buildIdx(count, func(yield func(plumbing.Hash, uint32, uint64)) { mergeByHash(srcs, yield) }, sum), nil
+}
+
+// mergeSource is one pack of a merge: its index, and where the merge wrote each of its
+// objects (0 for one written from an earlier pack) with a new CRC where it wrote one anew.
+type mergeSource struct {
+	x    *packIdx
+	offs []uint64
+	crcs map[int]uint32
+	next int // the position mergeByHash is at
+}
+
+// mergeByHash yields the objects the merge wrote in the order of their hashes: a merge of
+// the indexes, each already in that order.
+func mergeByHash(srcs []*mergeSource, yield func(plumbing.Hash, uint32, uint64)) {
+	skip := func(s *mergeSource) {
+		for s.next < s.x.n && s.offs[s.next] == 0 {
+			s.next++
+		}
+	}
+	h := &sourceHeap{}
+	for _, s := range srcs {
+		if skip(s); s.next < s.x.n {
+			heap.Push(h, s)
+		}
+	}
+	for h.Len() > 0 {
+		s := (*h)[0]
+		crc, ok := s.crcs[s.next]
+		if !ok {
+			crc = s.x.crc(s.next)
+		}
+		yield(s.x.hash(s.next), crc, s.offs[s.next])
+		s.next++
+		if skip(s); s.next < s.x.n {
+			heap.Fix(h, 0)
+		} else {
+			heap.Pop(h)
+		}
+	}
+}
+
+// sourceHeap orders merge sources by the hash each is at.
+type sourceHeap []*mergeSource
+
+func (h sourceHeap) Len() int { return len(h) }
+func (h sourceHeap) Less(i, j int) bool {
+	a, b := h[i], h[j]
+	return bytes.Compare(a.x.data[a.x.names+20*a.next:a.x.names+20*a.next+20], b.x.data[b.x.names+20*b.next:b.x.names+20*b.next+20]) < 0
+}
+func (h sourceHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *sourceHeap) Push(x any)   { *h = append(*h, x.(*mergeSource)) }
+func (h *sourceHeap) Pop() any {
+	old := *h
+	s := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return s
 }
 
 func inAny(idxs []*packIdx, h plumbing.Hash) bool {
@@ -230,16 +292,18 @@ func inAny(idxs []*packIdx, h plumbing.Hash) bool {
 
 // copyObjects appends the objects of one pack, read in the pack's order, to cw, but for
 // those that an earlier pack holds.
-func (r *Repo) copyObjects(path string, x *packIdx, earlier []*packIdx, rd *bufio.Reader, cw *countingWriter, idx *packIndex, ww *wholeWriter) error {
+func (r *Repo) copyObjects(path string, src *mergeSource, earlier []*packIdx, rd *bufio.Reader, cw *countingWriter, ww *wholeWriter) (int, error) {
+	x := src.x
 	f, err := os.Open(path)
 	if err != nil {
-		return fmt.Errorf("read pack %s: %w", path, err)
+		return 0, fmt.Errorf("read pack %s: %w", path, err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return err
+		return 0, err
 	}
+	written := 0
 	end := fi.Size() - 20 // the trailer
 	order := x.sortedByOffset()
 	rd.Reset(io.NewSectionReader(f, 0, end))
@@ -252,10 +316,10 @@ func (r *Repo) copyObjects(path string, x *packIdx, earlier []*packIdx, rd *bufi
 			next = x.offset(int(order[i+1]))
 		}
 		if off < pos || next <= off {
-			return fmt.Errorf("read pack %s: broken offsets in its index", path)
+			return 0, fmt.Errorf("read pack %s: broken offsets in its index", path)
 		}
 		if _, err := rd.Discard(int(off - pos)); err != nil {
-			return fmt.Errorf("read pack %s: %w", path, err)
+			return 0, fmt.Errorf("read pack %s: %w", path, err)
 		}
 		n := int(next - off)
 		if cap(buf) < n {
@@ -263,7 +327,7 @@ func (r *Repo) copyObjects(path string, x *packIdx, earlier []*packIdx, rd *bufi
 		}
 		raw := buf[:n]
 		if _, err := io.ReadFull(rd, raw); err != nil {
-			return fmt.Errorf("read pack %s: %w", path, err)
+			return 0, fmt.Errorf("read pack %s: %w", path, err)
 		}
 		pos = next
 		h := x.hash(int(j))
@@ -274,20 +338,24 @@ func (r *Repo) copyObjects(path string, x *packIdx, earlier []*packIdx, rd *bufi
 		switch typ := plumbing.ObjectType((raw[0] >> 4) & 7); typ {
 		case plumbing.CommitObject, plumbing.TreeObject, plumbing.BlobObject, plumbing.TagObject:
 			if _, err := cw.Write(raw); err != nil {
-				return fmt.Errorf("copy object %s: %w", h, err)
+				return 0, fmt.Errorf("copy object %s: %w", h, err)
 			}
-			idx.add(h, at, x.crc(int(j)))
 		default:
 			o, err := r.lookup(h) // not Object: a merge holds swap
 			if err != nil {
-				return fmt.Errorf("read object %s: %w", h, err)
+				return 0, fmt.Errorf("read object %s: %w", h, err)
 			}
 			crc, err := ww.write(cw, o)
 			if err != nil {
-				return err
+				return 0, err
 			}
-			idx.add(h, at, crc)
+			if src.crcs == nil {
+				src.crcs = map[int]uint32{}
+			}
+			src.crcs[int(j)] = crc
 		}
+		src.offs[j] = at
+		written++
 	}
-	return nil
+	return written, nil
 }

@@ -108,6 +108,22 @@ func TestReadGitObjects(t *testing.T) {
 					t.Fatalf("%s: read %s of %d bytes, git has %s of %d", h, o.Type(), len(got), f[1], len(want))
 				}
 			}
+			// A merge writes the deltas whole, with new CRCs, beside a pack of gitmem's own;
+			// git verifies every object against the new index.
+			more := commitObjects(t, parent, "one more")
+			if err := r.WritePack(more); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.MergePacks(1); err != nil {
+				t.Fatal(err)
+			}
+			merged, _ := filepath.Glob(filepath.Join(path, "objects", "pack", "*.idx"))
+			if len(merged) != 1 {
+				t.Fatalf("%d packs after the merge, want 1", len(merged))
+			}
+			if err := r.Git(ctx, "verify-pack", merged[0]); err != nil {
+				t.Fatal(err)
+			}
 		})
 	}
 }
