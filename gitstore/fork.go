@@ -152,7 +152,7 @@ func (s *Store) StampApproval(ctx context.Context, base, head string, approver A
 	}
 	stamped := head
 	err = s.runTask(ctx, func() error {
-		s.repo.Reload() // git fetch wrote packs that go-git's storage does not know of yet
+		s.repo.Reload() // git fetch wrote packs that the set of packs does not list yet
 		newOf := map[plumbing.Hash]plumbing.Hash{}
 		var objs []plumbing.EncodedObject
 		for _, hs := range strings.Fields(out) {

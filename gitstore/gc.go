@@ -36,8 +36,8 @@ const pruneGrace = "10.minutes.ago"
 // GC packs the repository's objects into one pack with fresh deltas (git repack -a -f)
 // and deletes the old packs, the loose objects now packed and unreachable loose objects
 // older than a few minutes. It runs in the store's writer, so no write happens meanwhile;
-// readers keep reading throughout: the old packs are removed only when the storage that
-// knows the new one replaces the old storage, under the storage lock. Without the git
+// readers keep reading throughout: the old packs are removed only once the set of packs that
+// reads look in holds the new one instead. Without the git
 // program its error is ErrNoGit (of KindUnsupported).
 func (s *Store) GC(ctx context.Context) (GCResult, error) {
 	if err := needGit("gc"); err != nil {

@@ -7,7 +7,7 @@ import "time"
 // milliseconds: made by the writer, it stalled every write queued behind it (at 64
 // concurrent writers, the p99 of a write was 7 times its p50, and each stall began with a
 // merge). So merges run in a goroutine of their own, beside the writer, which only asks
-// for them; odb keeps a merge and the writer's pack writes and storage reloads apart where
+// for them; odb keeps a merge and the writer's pack writes and pack listings apart where
 // they touch the same state. Tasks that rewrite the pack directory whole (gc, the prune of
 // a redaction) hold maintMu, so that no merge runs beside them.
 

@@ -101,7 +101,7 @@ func (s *Store) IntegrateWith(ctx context.Context, remote string, theirs string,
 	}
 	var res MergeResult
 	err := s.runTask(ctx, func() error {
-		// git fetch wrote packs that go-git's storage does not know of yet.
+		// git fetch wrote packs that the set of packs does not list yet.
 		s.repo.Reload()
 		if _, ok := s.repo.hasObject(th); !ok {
 			return fmt.Errorf("integrate %s: commit %s is not in the repository (fetch it first)", remote, theirs)

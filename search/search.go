@@ -9,12 +9,12 @@ import (
 	"github.com/gitmem/gitmem/gitstore"
 )
 
-// search answers a request from an index that reflects at least the store's head as of the
-// call: it waits for the indexer only if main moved since the last catch-up.
 // typosBelow is how few hits the words as written must find for words to match with a
 // typo too: a default page.
 const typosBelow = 10
 
+// search answers a request from an index that reflects at least the store's head as of the
+// call: it waits for the indexer only if main moved since the last catch-up.
 func (x *storeIndex) search(ctx context.Context, req Request, p parsedQuery) (*Result, error) {
 	q, listing, err := p.build(req.PathPrefix, false)
 	if err != nil {

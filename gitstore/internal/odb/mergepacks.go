@@ -89,19 +89,27 @@ func geometricSplit(packs []packFile) int {
 
 // MergePacks merges the smallest packs once there are more than maxPacks, so that a store with a
 // million versions stays a few files. The new pack and its index are written and fsynced
-// under temporary names and published index first; only then are the old packs removed,
-// under the storage lock, and the storage reloaded.
+// under temporary names and published index first; then the merged pack takes the old
+// ones' place in the set that reads look in, and only then are their files removed. It
+// merges the packs of the set, listed again first: those whose index was checked when it
+// was read (openPack), with their deltas' bases readable.
 func (r *Repo) MergePacks(maxPacks int) error {
 	r.swap.Lock()
 	defer r.swap.Unlock()
 	// Not while a pack is between its rename and joining the set: the merge would remove
 	// it, and the set then take it in.
 	r.placing.Lock()
-	packs, err := r.packFiles()
+	err := r.relist(nil, false)
+	set := r.objs.Load()
 	r.placing.Unlock()
 	if err != nil {
 		return err
 	}
+	packs := make([]packFile, 0, len(set.packs))
+	for _, p := range set.packs {
+		packs = append(packs, packFile{base: p.base, count: uint32(p.idx.n)})
+	}
+	sort.Slice(packs, func(i, j int) bool { return packs[i].count < packs[j].count })
 	r.packs.Store(int64(len(packs)))
 	if len(packs) <= maxPacks {
 		return nil
@@ -136,7 +144,7 @@ func (r *Repo) MergePacks(maxPacks int) error {
 	for _, p := range packs[:k] {
 		drop[p.base] = p.base != base
 	}
-	r.swapPacks([]*pack{merged}, 0, drop)
+	r.swapPacks([]*pack{merged}, 0, drop, false)
 	for _, p := range packs[:k] {
 		if !drop[p.base] {
 			continue
@@ -151,20 +159,12 @@ func (r *Repo) MergePacks(maxPacks int) error {
 	return nil
 }
 
-// packIndexOf returns the index of the pack at base: the set's, or read from its file.
+// packIndexOf returns the index of the pack at base, which must be in the set.
 func (r *Repo) packIndexOf(base string) (*packIdx, error) {
 	if p := r.objs.Load().get(base); p != nil {
 		return p.idx, nil
 	}
-	data, err := os.ReadFile(base + ".idx")
-	if err != nil {
-		return nil, fmt.Errorf("read pack index: %w", err)
-	}
-	x, err := parseIdx(data)
-	if err != nil {
-		return nil, fmt.Errorf("read pack index %s.idx: %w", base, err)
-	}
-	return x, nil
+	return nil, fmt.Errorf("merge packs: %s is not among the packs read", filepath.Base(base))
 }
 
 // writeMerged writes one pack with every object of packs, and returns its checksum and
@@ -315,7 +315,7 @@ func (r *Repo) copyObjects(path string, src *mergeSource, earlier []*packIdx, rd
 		if i+1 < len(order) {
 			next = x.offset(int(order[i+1]))
 		}
-		if off < pos || next <= off {
+		if off < max(pos, 12) || next <= off || next > end {
 			return 0, fmt.Errorf("read pack %s: broken offsets in its index", path)
 		}
 		if _, err := rd.Discard(int(off - pos)); err != nil {

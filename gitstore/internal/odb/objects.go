@@ -16,6 +16,7 @@ import (
 	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/klauspost/compress/zlib"
 )
@@ -68,6 +69,20 @@ func parseIdx(data []byte) (*packIdx, error) {
 	}
 	if x.off64+8*large+40 != len(data) {
 		return nil, errors.New("pack index size does not match its tables")
+	}
+	// Every lookup and merge takes the names for sorted, each within its fan-out range.
+	for i := 0; i < n; i++ {
+		name := data[x.names+20*i : x.names+20*i+20]
+		if i > 0 && bytes.Compare(data[x.names+20*(i-1):x.names+20*i], name) >= 0 {
+			return nil, errors.New("pack index names are not in order")
+		}
+		below := 0
+		if name[0] > 0 {
+			below = int(binary.BigEndian.Uint32(data[8+4*(int(name[0])-1):]))
+		}
+		if i < below || i >= int(binary.BigEndian.Uint32(data[8+4*int(name[0]):])) {
+			return nil, errors.New("pack index names do not match its fan-out table")
+		}
 	}
 	return x, nil
 }
@@ -191,6 +206,10 @@ func openPackWithIdx(base string, data []byte, f *os.File, gen uint64) (*pack, e
 // readable for those still using it; its file closes when it is collected.
 type objectSet struct {
 	packs []*pack
+	// cache holds objects read from these packs lately, by hash. A set made after packs were
+	// rewritten without some objects (gc, a redaction) gets a new one, so that a reader of
+	// the old set can only fill the old cache.
+	cache *cache.ObjectLRU
 }
 
 func (s *objectSet) get(base string) *pack {
@@ -228,19 +247,20 @@ const maxDeltaDepth = 5000
 
 // maxObjectSize bounds what one object's header may claim, so that a broken or hostile pack
 // cannot make a read allocate without limit.
-const maxObjectSize = 1 << 30
+const maxObjectSize = 64 << 20
 
 var errNotFound = plumbing.ErrObjectNotFound
 
 // find reads h from the cache, the packs of the set, or a loose file.
 func (r *Repo) find(h plumbing.Hash, depth int) (plumbing.EncodedObject, error) {
-	if o, ok := r.cache.Get(h); ok {
+	set := r.objs.Load()
+	if o, ok := set.cache.Get(h); ok {
 		return o, nil
 	}
 	if depth > maxDeltaDepth {
 		return nil, fmt.Errorf("read object %s: deltas nested deeper than %d", h, maxDeltaDepth)
 	}
-	for _, p := range r.objs.Load().packs {
+	for _, p := range set.packs {
 		if i, ok := p.idx.find(h); ok {
 			t, data, err := r.readPacked(p, p.idx.offset(i), depth)
 			if err != nil && depth == 0 { // once, not at every level of a chain
@@ -250,16 +270,12 @@ func (r *Repo) find(h plumbing.Hash, depth int) (plumbing.EncodedObject, error) 
 				return nil, err
 			}
 			o := &readObject{h: h, t: t, data: data}
-			r.cache.Put(o)
+			set.cache.Put(o)
 			return o, nil
 		}
 	}
-	o, err := r.readLoose(h)
-	if err != nil {
-		return nil, err
-	}
-	r.cache.Put(o)
-	return o, nil
+	// Loose objects are not cached: a redaction removes them after the packs' swap.
+	return r.readLoose(h)
 }
 
 // readPacked reads the object at off in p, resolving a delta against its base.
@@ -466,12 +482,16 @@ func (r *Repo) listPacks(cur *objectSet) ([]*pack, error) {
 }
 
 // swapPacks makes the set the packs listed now, with those placed since since (which a
-// listing begun before them may have missed), minus drop. The caller holds swap.
-func (r *Repo) swapPacks(listed []*pack, since uint64, drop map[string]bool) {
+// listing begun before them may have missed), minus drop; with fresh, a new cache. The
+// caller holds swap.
+func (r *Repo) swapPacks(listed []*pack, since uint64, drop map[string]bool, fresh bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	cur := r.objs.Load()
-	next := &objectSet{}
+	next := &objectSet{cache: cur.cache}
+	if fresh {
+		next.cache = cache.NewObjectLRU(objectCacheSize)
+	}
 	seen := map[string]bool{}
 	for _, p := range cur.packs {
 		if p.gen > since && !drop[p.base] {
@@ -492,7 +512,7 @@ func (r *Repo) addPack(p *pack) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	cur := r.objs.Load()
-	next := &objectSet{packs: make([]*pack, 0, len(cur.packs)+1)}
+	next := &objectSet{packs: make([]*pack, 0, len(cur.packs)+1), cache: cur.cache}
 	next.packs = append(next.packs, p)
 	next.packs = append(next.packs, cur.packs...)
 	r.objs.Store(next)

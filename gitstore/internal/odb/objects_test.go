@@ -150,7 +150,13 @@ func TestBrokenIndex(t *testing.T) {
 	if _, err := parseIdx(good); err != nil {
 		t.Fatal(err)
 	}
+	unsorted := append([]byte{}, good...)
+	n := idxHeader
+	a, b := append([]byte{}, unsorted[n:n+20]...), append([]byte{}, unsorted[n+20:n+40]...)
+	copy(unsorted[n:], b)
+	copy(unsorted[n+20:], a)
 	for name, data := range map[string][]byte{
+		"unsorted":    unsorted,
 		"truncated":   good[:len(good)-1],
 		"longer":      append(append([]byte{}, good...), 0),
 		"header only": good[:idxHeader],

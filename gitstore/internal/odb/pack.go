@@ -96,8 +96,8 @@ func writeIdx(idx []byte, path string, file *os.File) error {
 	return tmp.Commit()
 }
 
-// WritePack writes objects as one new pack with its index, durably, and tells the storage
-// about it. One pack per group of commits costs a few file operations whatever the group's
+// WritePack writes objects as one new pack with its index, durably, and adds it to the set
+// that reads look in. One pack per group of commits costs a few file operations whatever the group's
 // size, where loose objects would cost a file each. The writer's groups use Publish, which
 // makes them durable through the journal instead; WritePack is for rewrites of history.
 func (r *Repo) WritePack(objs []plumbing.EncodedObject) error {
@@ -260,7 +260,7 @@ func (r *Repo) listLoose() ([]plumbing.Hash, error) {
 // writes and fsyncs the pack and its index, adds them to the set, and only then removes the
 // loose files.
 func (r *Repo) PackLoose() error {
-	r.swap.Lock() // it changes the storage, as a merge or a reload does
+	r.swap.Lock() // it changes the set of packs, as a merge or a reload does
 	defer r.swap.Unlock()
 	loose, err := r.listLoose()
 	if err != nil || len(loose) == 0 {

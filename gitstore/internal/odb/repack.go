@@ -25,7 +25,7 @@ func (o ObjectStats) Bytes() int64 { return o.LooseBytes + o.PackBytes }
 // RepackAll packs every reachable object, loose or packed, into one new pack (git repack
 // -a, with extra options) and then removes the old packs, and with them the unreachable
 // objects they held. git must not delete them itself (no -d): readers may be reading them;
-// replacePacks does it under the storage lock. If main moved while git repacked (a push),
+// replacePacks does it once the set that reads look in no longer lists them. If main moved while git repacked (a push),
 // the old packs may hold the pushed objects: they are kept, and moved is set.
 func (r *Repo) RepackAll(ctx context.Context, extra ...string) (moved bool, err error) {
 	head, err := r.ReadRef()
@@ -44,11 +44,11 @@ func (r *Repo) RepackAll(ctx context.Context, extra ...string) (moved bool, err 
 	if err != nil {
 		return false, err
 	}
-	// Objects may be gone (a redaction repacks without them): none is served from memory.
-	defer r.cache.Clear()
 	if after != head {
-		r.Reload()
-		return true, nil
+		r.foreign.Store(true)
+		r.swap.Lock()
+		defer r.swap.Unlock()
+		return true, r.relist(nil, true) // objects may be gone: a new cache
 	}
 	return false, r.replacePacks(old)
 }
@@ -84,7 +84,8 @@ func (r *Repo) replacePacks(old []packFile) error {
 	for _, o := range old {
 		drop[o.base] = !keep[o.base]
 	}
-	if err := r.relist(drop); err != nil {
+	// Objects may be gone (a redaction repacks without them): the set gets a new cache.
+	if err := r.relist(drop, true); err != nil {
 		return err
 	}
 	dir := filepath.Join(r.path, "objects", "pack")

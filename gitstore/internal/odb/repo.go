@@ -46,11 +46,10 @@ type Repo struct {
 	// and (write) by MergePacks while it lists the packs.
 	placing sync.RWMutex
 	objs    atomic.Pointer[objectSet]
-	gen     atomic.Uint64    // counts packs joining the set
-	cache   *cache.ObjectLRU // objects read lately, by hash
+	gen     atomic.Uint64 // counts packs joining the set
 
-	// swap is held by MergePacks and Reload for the whole of their work, from listing the
-	// packs to installing the storage made from them.
+	// swap is held by MergePacks, PackLoose, Reload and RepackAll's swap for the whole of
+	// their work, from listing the packs to swapping the set made from them.
 	swap sync.Mutex
 
 	packs atomic.Int64 // packs, as of the last count plus those written since
@@ -63,7 +62,7 @@ type Repo struct {
 	syncer       *syncer
 	checkpointAt int64
 	broken       error
-	// foreign is set when the storage was reloaded for objects that a git process wrote:
+	// foreign is set when the packs were listed again for objects that a git process wrote:
 	// the next group makes them durable before its record (Publish).
 	foreign atomic.Bool
 
@@ -159,9 +158,8 @@ func Open(path string) (*Repo, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Repo{path: path, cache: cache.NewObjectLRU(objectCacheSize),
-		spares: newSpares(packDir), journal: j, checkpointAt: checkpointBytes}
-	r.objs.Store(&objectSet{})
+	r := &Repo{path: path, spares: newSpares(packDir), journal: j, checkpointAt: checkpointBytes}
+	r.objs.Store(&objectSet{cache: cache.NewObjectLRU(objectCacheSize)})
 	err = r.reload()
 	if err == nil {
 		err = r.recover(recs)
@@ -275,18 +273,19 @@ func (r *Repo) Reload() {
 func (r *Repo) reload() error {
 	r.swap.Lock()
 	defer r.swap.Unlock()
-	return r.relist(nil)
+	return r.relist(nil, false)
 }
 
-// relist makes the set the packs in the directory, less drop; the caller holds swap. Only
-// the indexes of packs new to the set are read.
-func (r *Repo) relist(drop map[string]bool) error {
+// relist makes the set the packs in the directory, less drop, with a new cache if fresh
+// (objects may be gone); the caller holds swap. Only the indexes of packs new to the set are
+// read.
+func (r *Repo) relist(drop map[string]bool, fresh bool) error {
 	since := r.gen.Load()
 	listed, err := r.listPacks(r.objs.Load())
 	if err != nil {
 		return err
 	}
-	r.swapPacks(listed, since, drop)
+	r.swapPacks(listed, since, drop, fresh)
 	return nil
 }
 
