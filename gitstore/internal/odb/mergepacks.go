@@ -139,7 +139,7 @@ func (r *Repo) MergePacks(maxPacks int) error {
 	if err != nil {
 		return err
 	}
-	// The set changes before the files go: readers of the old set keep them open.
+	// The set changes before the files go (swapPacks closes them).
 	drop := map[string]bool{}
 	for _, p := range packs[:k] {
 		drop[p.base] = p.base != base

@@ -202,8 +202,8 @@ func openPackWithIdx(base string, data []byte, f *os.File, gen uint64) (*pack, e
 }
 
 // objectSet is the packs that reads look in, newest first. It is never changed: a change
-// makes a new set, so readers use one without a lock. A pack left out of a set stays
-// readable for those still using it; its file closes when it is collected.
+// makes a new set, so readers use one without a lock. A pack left out of a set is closed
+// (swapPacks); a reader that was still reading it gets an error and Object tries again.
 type objectSet struct {
 	packs []*pack
 	// cache holds objects read from these packs lately, by hash. A set made after packs were
@@ -502,9 +502,23 @@ func (r *Repo) swapPacks(listed []*pack, since uint64, drop map[string]bool, fre
 	for _, p := range listed {
 		if !seen[p.base] && !drop[p.base] {
 			next.packs = append(next.packs, p)
+			seen[p.base] = true
 		}
 	}
 	r.objs.Store(next)
+	// The files of packs left out close now, not when collected: an unlinked file keeps its
+	// space until then (a full disk stayed full after a merge). A reader still on the old
+	// set gets an error, and Object reads again from the new one.
+	kept := make(map[*pack]bool, len(next.packs))
+	for _, p := range next.packs {
+		kept[p] = true
+	}
+	for _, p := range append(cur.packs, listed...) {
+		if !kept[p] {
+			kept[p] = true // closed once
+			p.f.Close()
+		}
+	}
 }
 
 // addPack puts a pack that was just placed at the front of the set.

@@ -54,8 +54,7 @@ func (r *Repo) RepackAll(ctx context.Context, extra ...string) (moved bool, err 
 }
 
 // replacePacks removes the packs old (except any that git's repack wrote again under the
-// same name) and makes the set the packs now in the directory. The set changes first:
-// readers of the old one keep the removed files open.
+// same name) and makes the set the packs now in the directory. The set changes first.
 func (r *Repo) replacePacks(old []packFile) error {
 	r.swap.Lock()
 	defer r.swap.Unlock()
