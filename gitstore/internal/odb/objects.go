@@ -289,16 +289,9 @@ func (r *Repo) readPacked(p *pack, off int64, depth int) (plumbing.ObjectType, [
 		return 0, nil, err
 	}
 	b := hdr[:n]
-	t := plumbing.ObjectType((b[0] >> 4) & 7)
-	size := int64(b[0] & 0x0f)
-	pos, shift := 1, 4
-	for b[pos-1]&0x80 != 0 {
-		if pos >= len(b) || shift > 56 {
-			return 0, nil, errors.New("broken object header")
-		}
-		size |= int64(b[pos]&0x7f) << shift
-		shift += 7
-		pos++
+	t, size, pos, err := objectHeader(b)
+	if err != nil {
+		return 0, nil, err
 	}
 	var base plumbing.EncodedObject
 	switch t {
@@ -373,6 +366,27 @@ func deltaSize(b []byte) (uint64, []byte, bool) {
 		}
 	}
 	return 0, nil, false
+}
+
+// objectHeader decodes the type and size that begin an object in a pack (three bits of type,
+// then the size, four bits and seven a byte after, low first) and returns how many bytes
+// they took.
+func objectHeader(b []byte) (plumbing.ObjectType, int64, int, error) {
+	if len(b) == 0 {
+		return 0, 0, 0, errors.New("broken object header")
+	}
+	t := plumbing.ObjectType((b[0] >> 4) & 7)
+	size := int64(b[0] & 0x0f)
+	pos, shift := 1, 4
+	for b[pos-1]&0x80 != 0 {
+		if pos >= len(b) || shift > 56 {
+			return 0, 0, 0, errors.New("broken object header")
+		}
+		size |= int64(b[pos]&0x7f) << shift
+		shift += 7
+		pos++
+	}
+	return t, size, pos, nil
 }
 
 var zlibReaders sync.Pool
