@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha1"
 	"encoding/binary"
-	"io"
 	"slices"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -38,12 +37,6 @@ func (x *packIndex) encode() []byte {
 			yield(e.hash, e.crc, e.offset)
 		}
 	}, x.packSum)
-}
-
-// writeTo writes the index in git's version 2 format.
-func (x *packIndex) writeTo(w io.Writer) error {
-	_, err := w.Write(x.encode())
-	return err
 }
 
 // buildIdx returns a pack index in git's version 2 format: magic and version, the fan-out

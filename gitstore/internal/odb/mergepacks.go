@@ -121,8 +121,13 @@ func (r *Repo) MergePacks(maxPacks int) error {
 	if err != nil {
 		return fmt.Errorf("merge packs of %s: %w", r.path, err)
 	}
-	defer os.Remove(tmp.Name())
-	defer tmp.Close()
+	kept := false // published: the file stays open, for reads
+	defer func() {
+		if !kept {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
 	sum, idxData, err := r.writeMerged(packs[:k], tmp)
 	if err == nil {
 		err = tmp.Sync()
@@ -135,10 +140,11 @@ func (r *Repo) MergePacks(maxPacks int) error {
 		return err
 	}
 	faultAt("merged", base)
-	merged, err := openPackWithIdx(base, idxData, nil, r.gen.Add(1))
+	merged, err := openPackWithIdx(base, idxData, tmp, r.gen.Add(1))
 	if err != nil {
 		return err
 	}
+	kept = true
 	// The set changes before the files go (swapPacks closes them).
 	drop := map[string]bool{}
 	for _, p := range packs[:k] {

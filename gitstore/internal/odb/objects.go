@@ -3,7 +3,6 @@ package odb
 import (
 	"bytes"
 	"cmp"
-	"crypto/sha1"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -166,7 +165,7 @@ func openPack(base string, gen uint64) (*pack, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read pack index: %w", err)
 	}
-	if len(data) < 40 || sha1.Sum(data[:len(data)-20]) != [20]byte(data[len(data)-20:]) {
+	if len(data) < 40 || !trailerMatches(data) {
 		return nil, fmt.Errorf("read pack index %s.idx: checksum does not match", base)
 	}
 	p, err := openPackWithIdx(base, data, nil, gen)

@@ -150,10 +150,7 @@ func encodePack(objs []plumbing.EncodedObject) (*encodedPack, error) {
 // cached: the writer keeps what it needs, and a cache of every write would double the heap's
 // peak for nothing.
 func (r *Repo) placePack(p *encodedPack, durably bool, take func() (*os.File, error)) error {
-	dir := filepath.Join(r.path, "objects", "pack")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
+	dir := filepath.Join(r.path, "objects", "pack") // made by Init; Open fails without it
 	tmp, err := take()
 	if err != nil {
 		return fmt.Errorf("write pack: %w", err)
