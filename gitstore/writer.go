@@ -231,8 +231,7 @@ func (s *Store) newBatch(tx *bolt.Tx) (*batch, error) {
 // the versions it replaces leave the cache at the end of the group (forgetReplaced), so that
 // it holds the head's trees: at 100,000 memories in folders of 100, all of them fit. Before,
 // a count alone let the versions of a wide folder fill it (4,096 versions of a 1,000-entry
-// folder are about 230 MB), and once emptied the writer read trees back through go-git,
-// whose first read of a pack after each merge builds a map of the pack's every object.
+// folder are about 230 MB); a tree not cached is read back from the packs.
 const (
 	maxCachedTrees   = 4096
 	maxCachedEntries = 1 << 18 // about 15 MB
