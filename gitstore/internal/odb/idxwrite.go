@@ -46,7 +46,8 @@ func (x *packIndex) encode() []byte {
 func buildIdx(n int, each func(yield func(h plumbing.Hash, crc uint32, off uint64)), packSum plumbing.Hash) []byte {
 	names, crcs, offs := idxHeader, idxHeader+20*n, idxHeader+24*n
 	buf := make([]byte, idxHeader+28*n, idxHeader+28*n+40)
-	copy(buf, []byte{0xff, 't', 'O', 'c', 0, 0, 0, 2})
+	copy(buf, idxMagic)
+	binary.BigEndian.PutUint32(buf[4:], 2)
 	var fanout [256]uint32
 	var large []uint64
 	i := 0

@@ -41,7 +41,7 @@ const idxHeader = 8 + 256*4
 
 // parseIdx checks the layout of a version 2 index and returns it.
 func parseIdx(data []byte) (*packIdx, error) {
-	if len(data) < idxHeader+40 || !bytes.Equal(data[:4], []byte{0xff, 't', 'O', 'c'}) || binary.BigEndian.Uint32(data[4:8]) != 2 {
+	if len(data) < idxHeader+40 || !bytes.Equal(data[:4], idxMagic) || binary.BigEndian.Uint32(data[4:8]) != 2 {
 		return nil, errors.New("not a version 2 pack index")
 	}
 	n := int(binary.BigEndian.Uint32(data[idxHeader-4:]))
