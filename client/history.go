@@ -11,21 +11,16 @@ import (
 
 // Restore gives a version's memory that version's content and path again, as a new version.
 func (s *Store) Restore(ctx context.Context, in gitstore.RestoreInput) (gitstore.WriteResult, error) {
-	var before string
-	if v, err := s.Version(ctx, in.VersionID); err == nil {
-		if m, err := s.Get(ctx, v.MemoryID, false); err == nil {
-			before = m.VersionID
-		}
-	}
 	body := map[string]any{}
 	if in.MemoryID != "" {
 		body["memory_id"] = in.MemoryID
 	}
 	var w wireMemory
-	if err := s.c.do(ctx, http.MethodPost, s.path("memory_versions", in.VersionID, "restore"), nil, body, &w); err != nil {
+	hdr, err := s.c.doHeader(ctx, http.MethodPost, s.path("memory_versions", in.VersionID, "restore"), nil, body, &w)
+	if err != nil {
 		return gitstore.WriteResult{}, err
 	}
-	return s.result(ctx, w, before)
+	return s.writeResult(ctx, hdr, w)
 }
 
 // DiffMemory is the unified diff between two versions of a memory ("" for the defaults).

@@ -167,13 +167,7 @@ func (s *Store) Write(ctx context.Context, in gitstore.WriteInput) (gitstore.Wri
 	if err != nil {
 		return gitstore.WriteResult{}, err
 	}
-	if p := hdr.Get(ProposalHeader); p != "" {
-		return gitstore.WriteResult{Memory: w.memory(), Proposal: p}, nil
-	}
-	if hdr.Get(UnchangedHeader) == "true" {
-		return gitstore.WriteResult{Memory: w.memory()}, nil
-	}
-	return s.result(ctx, w, "")
+	return s.writeResult(ctx, hdr, w)
 }
 
 // UpdateMemory changes a memory's content or path, by id or by its current path.
@@ -201,19 +195,18 @@ func (s *Store) UpdateMemory(ctx context.Context, in gitstore.UpdateInput) (gits
 	if err != nil {
 		return gitstore.WriteResult{}, err
 	}
-	if p := hdr.Get(ProposalHeader); p != "" {
-		return gitstore.WriteResult{Memory: w.memory(), Proposal: p}, nil
-	}
-	if hdr.Get(UnchangedHeader) == "true" {
-		return gitstore.WriteResult{Memory: w.memory()}, nil
-	}
-	return s.result(ctx, w, "")
+	return s.writeResult(ctx, hdr, w)
 }
 
-// result is the answer of a write: the memory, and its new version unless it was unchanged.
-func (s *Store) result(ctx context.Context, w wireMemory, versionBefore string) (gitstore.WriteResult, error) {
+// writeResult is the answer of a write from its reply: a proposal, the memory unchanged
+// (UnchangedHeader), or the memory and its new version.
+func (s *Store) writeResult(ctx context.Context, hdr http.Header, w wireMemory) (gitstore.WriteResult, error) {
 	res := gitstore.WriteResult{Memory: w.memory()}
-	if w.MemoryVersionID == versionBefore {
+	if p := hdr.Get(ProposalHeader); p != "" {
+		res.Proposal = p
+		return res, nil
+	}
+	if hdr.Get(UnchangedHeader) == "true" {
 		return res, nil
 	}
 	v, err := s.Version(ctx, w.MemoryVersionID)

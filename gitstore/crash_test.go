@@ -25,7 +25,7 @@ const (
 	crashStoreEnv = "GITMEM_CRASH_STORE"
 	crashRoundEnv = "GITMEM_CRASH_ROUND"
 	crashFaultEnv = "GITMEM_CRASH_FAULT" // point:n: the child kills itself the nth time it reaches point
-	crashPowerEnv = "GITMEM_CRASH_POWER" // set: the child fsyncs nothing but the journal and the catalog
+	crashPowerEnv = "GITMEM_CRASH_POWER" // set: the child reports what became durable and checkpoints often
 )
 
 // faultPoints are the points of the write path (odb's publish.go, journal.go, recover.go)
@@ -79,6 +79,7 @@ func TestCrashChild(t *testing.T) {
 			}
 		}
 		if p == point && hits.Add(1) == int64(n) {
+			say("fault-hit " + p)
 			syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		}
 	}
@@ -133,6 +134,9 @@ type crashRun struct {
 	rng      *rand.Rand
 	last     map[string]crashAck // path -> last acknowledged write
 	versions []string
+	// faults counts the rounds given a fault point, missed those whose point the child never
+	// reached (it was then killed after 2 s).
+	faults, missed int
 }
 
 type crashAck struct{ version, content string }
@@ -156,8 +160,8 @@ func newCrashRun(t *testing.T) *crashRun {
 }
 
 // round runs one child until it dies: killed with SIGKILL by the test after a random time
-// (early, one round in four, maybe while it opens the store and recovers what the last kill
-// left), or by itself at fault (point:n), if given. ready is called once the child has
+// (early, one round in four, maybe while it opens the store), or by itself at fault
+// (point:n), if given; the child then says "fault-hit". ready is called once the child has
 // opened the store and before it writes. It returns how many writes were acknowledged.
 func (c *crashRun) round(round int, fault string, power bool, ready func(), durable func(fields []string)) int {
 	t := c.t
@@ -198,7 +202,7 @@ func (c *crashRun) round(round int, fault string, power bool, ready func(), dura
 		deadline = time.After(time.Duration(c.rng.Intn(300)) * time.Millisecond)
 	}
 	giveUp := time.After(time.Minute)
-	acked := 0
+	acked, hit := 0, false
 read:
 	for {
 		select {
@@ -213,6 +217,9 @@ read:
 					ready()
 				}
 				fmt.Fprintln(stdin, "go")
+				continue
+			case "fault-hit":
+				hit = true
 				continue
 			case "durable-files", "durable-main":
 				if durable != nil {
@@ -240,7 +247,32 @@ read:
 	if acked == 0 && !early && fault == "" {
 		t.Fatalf("round %d: the child acknowledged no write", round)
 	}
+	if fault != "" {
+		c.faults++
+		if !hit {
+			c.missed++
+			t.Logf("round %d: %s was not reached; the child was killed after 2 s", round, fault)
+		}
+	}
 	return acked
+}
+
+// faultRound runs a round that kills the child at fault, after a round killed at random
+// without a check (whose reopening would empty the journal) when fault is in the recovery:
+// so that there is something to recover.
+func (c *crashRun) faultRound(round int, fault string, power bool, ready func(), durable func([]string)) int {
+	if strings.HasPrefix(fault, "recover") {
+		c.round(round, "", false, nil, nil)
+	}
+	return c.round(round, fault, power, ready, durable)
+}
+
+// checkFaults fails the test when most fault points were never reached: a renamed point, or
+// one the writes no longer pass, would otherwise turn those rounds into random kills.
+func (c *crashRun) checkFaults() {
+	if c.faults > 0 && 2*c.missed > c.faults {
+		c.t.Errorf("%d of %d fault points were never reached", c.missed, c.faults)
+	}
 }
 
 // check reopens the store as the next process would and checks every acknowledged write,
@@ -302,10 +334,11 @@ func TestCrash(t *testing.T) {
 		if round%2 == 0 || testing.Short() && round > 3 {
 			fault = c.fault(faultPoints)
 		}
-		acked := c.round(round, fault, false, nil, nil)
+		acked := c.faultRound(round, fault, false, nil, nil)
 		c.check(round)
 		t.Logf("round %d (kill at %s): %d writes acknowledged before the kill, all present", round, orRandom(fault), acked)
 	}
+	c.checkFaults()
 }
 
 // TestPowerLoss simulates a power cut: after the child is killed (at a random moment or a
@@ -325,6 +358,7 @@ func TestPowerLoss(t *testing.T) {
 	if testing.Short() {
 		rounds = 4
 	}
+	totalCheckpoints := 0
 	for round := 1; round <= rounds; round++ {
 		fault := ""
 		if round%2 == 0 {
@@ -332,11 +366,12 @@ func TestPowerLoss(t *testing.T) {
 		}
 		repo := filepath.Join(c.dir, "stores", c.id+".git")
 		packDir := filepath.Join(repo, "objects", "pack")
-		var durable map[string]bool
+		durable := map[string]bool{} // a merge at open may report before ready
+		ready := false
 		var mainDurable []byte
 		checkpoints := 0
-		acked := c.round(round, fault, true, func() {
-			durable = map[string]bool{}
+		acked := c.faultRound(round, fault, true, func() {
+			ready = true
 			entries, _ := os.ReadDir(packDir)
 			for _, e := range entries {
 				durable[e.Name()] = true
@@ -353,14 +388,19 @@ func TestPowerLoss(t *testing.T) {
 				mainDurable = []byte(f[1] + "\n")
 			}
 		})
+		totalCheckpoints += checkpoints
 		lost := 0
-		if durable != nil { // else the child died opening the store, which fsyncs what it writes
+		if ready { // else the child died opening the store, which fsyncs what it writes
 			lost = c.losePower(packDir, durable, filepath.Join(repo, mainRef), mainDurable)
 		}
 		c.check(round)
 		t.Logf("round %d (kill at %s): %d writes acknowledged, %d checkpoints, %d files damaged by the power cut; all writes present",
 			round, orRandom(fault), acked, checkpoints, lost)
 	}
+	if totalCheckpoints == 0 {
+		t.Error("no checkpoint in any round: the test no longer covers them")
+	}
+	c.checkFaults()
 }
 
 // losePower damages what was written without fsync since durable was listed, as a power

@@ -78,20 +78,25 @@ func (d *DataDir) cleanup() error {
 			}
 			continue
 		}
-		lock := filepath.Join(p, mainRef+".lock")
-		if _, err := os.Stat(lock); err == nil {
-			d.opts.Logger.Warn("removing a stale ref lock left by a crash", "path", lock)
-			os.Remove(lock)
-		}
-		// Packs and indexes a crash left half written, never published.
-		for _, pattern := range []string{"tmp_*", durable.TempPrefix + "*"} {
-			tmps, _ := filepath.Glob(filepath.Join(p, "objects", "pack", pattern))
-			for _, tmp := range tmps {
-				os.Remove(tmp)
-			}
-		}
+		d.cleanRepo(p)
 	}
 	return nil
+}
+
+// cleanRepo removes what a crash left in a repository that only this process writes: a
+// main.lock, and packs and indexes half written, never published.
+func (d *DataDir) cleanRepo(repo string) {
+	lock := filepath.Join(repo, mainRef+".lock")
+	if _, err := os.Stat(lock); err == nil {
+		d.opts.Logger.Warn("removing a stale ref lock left by a crash", "path", lock)
+		os.Remove(lock)
+	}
+	for _, pattern := range []string{"tmp_*", durable.TempPrefix + "*"} {
+		tmps, _ := filepath.Glob(filepath.Join(repo, "objects", "pack", pattern))
+		for _, tmp := range tmps {
+			os.Remove(tmp)
+		}
+	}
 }
 
 func (d *DataDir) repoPath(id string) string {

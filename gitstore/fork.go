@@ -67,13 +67,9 @@ func (s *Store) Fork(ctx context.Context, dir string) error {
 // OpenFork opens the fork of store id at dir (made by Fork). Close it with CloseFork: the
 // data directory does not know of it.
 func (d *DataDir) OpenFork(id, dir string) (*Store, error) {
-	// As for the stores at the data directory's open (cleanup): only this process writes a
-	// fork, so a main.lock there is a crash's.
-	lock := filepath.Join(dir, "repo.git", mainRef+".lock")
-	if _, err := os.Stat(lock); err == nil {
-		d.opts.Logger.Warn("removing a stale ref lock left by a crash", "path", lock)
-		os.Remove(lock)
-	}
+	// As for the stores at the data directory's open: only this process writes a fork, so
+	// a main.lock there is a crash's.
+	d.cleanRepo(filepath.Join(dir, "repo.git"))
 	s, err := openStore(id, filepath.Join(dir, "repo.git"), filepath.Join(dir, "catalog.db"), d.opts)
 	if err == nil {
 		s.fork = true

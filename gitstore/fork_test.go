@@ -2,6 +2,7 @@ package gitstore
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 )
@@ -60,4 +61,38 @@ func TestForkIntegrate(t *testing.T) {
 			t.Errorf("%s after the merge: %v", p, err)
 		}
 	}
+}
+
+// TestForkAfterCrash: a fork's main.lock and half-written pack files that a crash left are
+// removed when the fork opens, and the fork takes writes.
+func TestForkAfterCrash(t *testing.T) {
+	ctx := context.Background()
+	d := newTestDataDir(t, Options{})
+	s, err := d.CreateStore(ctx, CreateStoreInput{Name: "test", Actor: apiActor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, s, "/shared.md", "one\n", apiActor)
+	dir := filepath.Join(t.TempDir(), "fork")
+	if err := s.Fork(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	repo := filepath.Join(dir, "repo.git")
+	left := []string{filepath.Join(repo, mainRef+".lock"), filepath.Join(repo, "objects", "pack", "tmp_pack_x")}
+	for _, p := range left {
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := d.OpenFork(s.ID(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.CloseFork()
+	for _, p := range left {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s is still there: %v", p, err)
+		}
+	}
+	mustWrite(t, f, "/idea.md", "an idea\n", apiActor)
 }

@@ -21,8 +21,7 @@ type Options struct {
 
 	dataDir string // the data directory's path, which storage errors name files relative to
 	// checkpointBytes, if set, is how much journal piles up before a checkpoint (the
-	// power-loss test sets it high, so that nothing the child writes is fsynced but the
-	// journal and the catalog).
+	// power-loss test sets it low, so that checkpoints happen often).
 	checkpointBytes int64
 }
 

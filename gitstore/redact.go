@@ -176,12 +176,6 @@ func (s *Store) redact(ctx context.Context, in RedactInput) (redactOutcome, erro
 	if err := s.catchUp(nil); err != nil {
 		return out, err
 	}
-	// The journal's records hold recent content, the redacted one maybe: make them durable
-	// in the packs and overwrite them, so that neither a crash's recovery nor the disk brings
-	// the content back.
-	if err := s.repo.ForgetJournal(); err != nil {
-		return out, err
-	}
 	var t redactTarget
 	var head plumbing.Hash
 	err := s.readCatalog(func(ct catTx) error {
@@ -196,6 +190,12 @@ func (s *Store) redact(ctx context.Context, in RedactInput) (redactOutcome, erro
 	if t.v.Redacted != nil {
 		out.Version = versionFrom(s.id, t.v)
 		return out, nil
+	}
+	// The journal's records hold recent content, the redacted one maybe: make them durable
+	// in the packs and overwrite them, so that neither a crash's recovery nor the disk brings
+	// the content back. Not for a redaction refused or already done above.
+	if err := s.repo.ForgetJournal(); err != nil {
+		return out, err
 	}
 	now := in.At
 	if now.IsZero() {

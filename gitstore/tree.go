@@ -226,7 +226,7 @@ func setEntry(or objectReader, root plumbing.Hash, segs []string, blob plumbing.
 	emit(o)
 	if tc, ok := or.(treeCache); ok {
 		tc.keepTree(o.Hash(), out)
-		if !root.IsZero() {
+		if !root.IsZero() && root != o.Hash() {
 			tc.replacedTree(root)
 		}
 	}

@@ -206,8 +206,9 @@ type batch struct {
 	byHash  map[plumbing.Hash]plumbing.EncodedObject
 	last    time.Time
 	broken  error // an I/O error that aborts the whole group
-	// replaced are the trees that the group's commits made new versions of (replacedTree).
-	replaced []plumbing.Hash
+	// replaced are the trees that the group's commits made new versions of (replacedTree)
+	// and that no later commit of the group built again (keepTree).
+	replaced map[plumbing.Hash]bool
 	// approver, while a write that a person approved in review runs, is recorded in its
 	// commit (Gitmem-Approved-By).
 	approver *Actor
@@ -231,8 +232,7 @@ func (s *Store) newBatch(tx *bolt.Tx) (*batch, error) {
 // the versions it replaces leave the cache at the end of the group (forgetReplaced), so that
 // it holds the head's trees: at 100,000 memories in folders of 100, all of them fit. Before,
 // a count alone let the versions of a wide folder fill it (4,096 versions of a 1,000-entry
-// folder are about 230 MB), and once emptied the writer read trees back through go-git,
-// whose first read of a pack after each merge builds a map of the pack's every object.
+// folder are about 230 MB); a tree not cached is read back from the packs.
 const (
 	maxCachedTrees   = 4096
 	maxCachedEntries = 1 << 18 // about 15 MB
@@ -243,21 +243,26 @@ func (b *batch) tree(h plumbing.Hash) ([]object.TreeEntry, bool) {
 	return e, ok
 }
 
-func (b *batch) replacedTree(h plumbing.Hash) { b.replaced = append(b.replaced, h) }
+func (b *batch) replacedTree(h plumbing.Hash) {
+	if b.replaced == nil {
+		b.replaced = map[plumbing.Hash]bool{}
+	}
+	b.replaced[h] = true
+}
 
 // forgetReplaced drops from the tree cache the trees that the group made new versions of:
 // the group's commits and their catalog updates have read them by now.
 func (b *batch) forgetReplaced() {
-	for _, h := range b.replaced {
+	for h := range b.replaced {
 		if e, ok := b.s.trees[h]; ok {
 			b.s.treeEntries -= len(e)
 			delete(b.s.trees, h)
 		}
 	}
-	b.replaced = b.replaced[:0]
 }
 
 func (b *batch) keepTree(h plumbing.Hash, entries []object.TreeEntry) {
+	delete(b.replaced, h) // built again (a group that went A, B, A): current, not replaced
 	if _, ok := b.s.trees[h]; ok {
 		return
 	}

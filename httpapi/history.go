@@ -39,11 +39,7 @@ func (s *Server) restoreVersion(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	m, err := withContent(c, st, res.Memory, full)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, toMemory(m))
+	return memoryReply(c, st, res, full)
 }
 
 type diffJSON struct {

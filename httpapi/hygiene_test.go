@@ -300,32 +300,59 @@ func TestUnchangedHeader(t *testing.T) {
 	h := map[string]string{"content-type": "application/json"}
 	status, body := rawRequest(t, "POST", ts.url+"/v1/memory_stores", `{"name":"u"}`, h)
 	var store struct{ ID string }
-	if json.Unmarshal([]byte(body), &store); status != 200 {
+	if err := json.Unmarshal([]byte(body), &store); err != nil || status != 200 {
 		t.Fatalf("store: %d %s", status, body)
 	}
-	mems := ts.url + "/v1/memory_stores/" + store.ID + "/memories"
-	write := func(content string) (string, string) {
-		req, _ := http.NewRequest("POST", mems, strings.NewReader(`{"path":"/a.md","content":"`+content+`"}`))
+	base := ts.url + "/v1/memory_stores/" + store.ID
+	// post sends a write and returns its status, the header and the memory's id and version.
+	post := func(url, body string) (int, string, string, string) {
+		req, err := http.NewRequest("POST", url, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
 		req.Header.Set("content-type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
+		defer resp.Body.Close()
 		var m struct {
+			ID              string `json:"id"`
 			MemoryVersionID string `json:"memory_version_id"`
 		}
-		json.NewDecoder(resp.Body).Decode(&m)
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			t.Fatalf("write %q: %d", content, resp.StatusCode)
+		if resp.StatusCode == 200 {
+			if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+				t.Fatal(err)
+			}
 		}
-		return resp.Header.Get(UnchangedHeader), m.MemoryVersionID
+		return resp.StatusCode, resp.Header.Get(UnchangedHeader), m.ID, m.MemoryVersionID
 	}
-	u1, v1 := write("one")
-	u2, v2 := write("one")
-	u3, v3 := write("two")
+	write := func(content string) (string, string, string) {
+		status, u, id, v := post(base+"/memories", `{"path":"/a.md","content":"`+content+`"}`)
+		if status != 200 {
+			t.Fatalf("write %q: %d", content, status)
+		}
+		return u, id, v
+	}
+	u1, id, v1 := write("one")
+	u2, _, v2 := write("one")
+	u3, _, v3 := write("two")
 	if u1 != "" || u2 != "true" || u3 != "" || v1 != v2 || v3 == v2 {
 		t.Errorf("create, same again, changed: %s %q %q, %s %q; want the header only on the second, which keeps the version",
 			UnchangedHeader, []string{u1, u2, u3}, v1, v2, v3)
+	}
+	// An update by id with the content it has, and a restore of the current version.
+	if status, u, _, v := post(base+"/memories/"+id, `{"content":"two"}`); status != 200 || u != "true" || v != v3 {
+		t.Errorf("unchanged update: %d %q %s, want 200 with the header and version %s", status, u, v, v3)
+	}
+	if status, u, _, v := post(base+"/memory_versions/"+v3+"/restore", `{}`); status != 200 || u != "true" || v != v3 {
+		t.Errorf("restore of the current version: %d %q %s, want 200 with the header and version %s", status, u, v, v3)
+	}
+	if status, u, _, v := post(base+"/memory_versions/"+v1+"/restore", `{}`); status != 200 || u != "" || v == v3 {
+		t.Errorf("restore of an older version: %d %q %s, want 200 with a new version and no header", status, u, v)
+	}
+	// A refused write says nothing of the kind.
+	if status, u, _, _ := post(base+"/memories/"+id, `{"content":"three","precondition":{"type":"content_sha256","content_sha256":"`+strings.Repeat("0", 64)+`"}}`); status != http.StatusConflict || u != "" {
+		t.Errorf("write refused by its precondition: %d %q, want 409 without the header", status, u)
 	}
 }

@@ -188,6 +188,16 @@ func TestTypoTotal(t *testing.T) {
 	if small.Total != 12 || large.Total != 12 || len(large.Hits) != 12 {
 		t.Errorf("totals %d (page of 5) and %d (page of 50, %d hits), want 12 each", small.Total, large.Total, len(large.Hits))
 	}
+	// Below the bound, typos count whatever the page: three exact hits and one typo.
+	for i := 0; i < 3; i++ {
+		f.write(fmt.Sprintf("/cache/%d.md", i), "The cache is memcached.\n")
+	}
+	f.write("/cache/typo.md", "The cache is memcachet.\n")
+	small = f.searchReq(Request{Query: "memcached", Limit: 2})
+	large = f.searchReq(Request{Query: "memcached", Limit: 50})
+	if small.Total != 4 || large.Total != 4 {
+		t.Errorf("totals %d (page of 2) and %d (page of 50), want 4 each", small.Total, large.Total)
+	}
 }
 
 // TestMultilingual: text in English, Spanish, French, German, Chinese and Japanese is

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/search/query"
 
 	"github.com/gitmem/gitmem/gitstore"
 )
@@ -54,9 +55,11 @@ func (x *storeIndex) search(ctx context.Context, req Request, p parsedQuery) (*R
 		// most of a search of a frequent word at 100,000 memories (each expands into the
 		// dictionary's neighbours), for hits ranked below the exact ones anyway. The bound
 		// is fixed, not the page's size, so that the total does not depend on the page.
-		fq, _, _ := p.build(req.PathPrefix, true)
-		sr.Query = fq
-		res, err = idx.SearchInContext(bctx, sr)
+		var fq query.Query
+		if fq, _, err = p.build(req.PathPrefix, true); err == nil {
+			sr.Query = fq
+			res, err = idx.SearchInContext(bctx, sr)
+		}
 	}
 	x.view.RUnlock()
 	if err = overBudget(ctx, budget, err); err != nil {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha1"
 	"encoding/binary"
-	"io"
 	"slices"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -40,12 +39,6 @@ func (x *packIndex) encode() []byte {
 	}, x.packSum)
 }
 
-// writeTo writes the index in git's version 2 format.
-func (x *packIndex) writeTo(w io.Writer) error {
-	_, err := w.Write(x.encode())
-	return err
-}
-
 // buildIdx returns a pack index in git's version 2 format: magic and version, the fan-out
 // table, the sorted hashes, their CRCs, their offsets (31 bits, or an index into a table of
 // 64-bit ones), the pack's checksum and the index's own. each yields the n objects in the
@@ -53,7 +46,8 @@ func (x *packIndex) writeTo(w io.Writer) error {
 func buildIdx(n int, each func(yield func(h plumbing.Hash, crc uint32, off uint64)), packSum plumbing.Hash) []byte {
 	names, crcs, offs := idxHeader, idxHeader+20*n, idxHeader+24*n
 	buf := make([]byte, idxHeader+28*n, idxHeader+28*n+40)
-	copy(buf, []byte{0xff, 't', 'O', 'c', 0, 0, 0, 2})
+	copy(buf, idxMagic)
+	binary.BigEndian.PutUint32(buf[4:], 2)
 	var fanout [256]uint32
 	var large []uint64
 	i := 0

@@ -42,7 +42,7 @@ func TestPackIndexAsGoGit(t *testing.T) {
 		if _, err := idxfile.NewEncoder(&want).Encode(idx); err != nil {
 			t.Fatal(err)
 		}
-		if err := ours.writeTo(&got); err != nil {
+		if _, err := got.Write(ours.encode()); err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(got.Bytes(), want.Bytes()) {

@@ -65,7 +65,7 @@ func idxCount(path string) (uint32, error) {
 		return 0, fmt.Errorf("read pack index %s: %w", path, err)
 	}
 	defer f.Close()
-	var hdr [8 + 256*4]byte
+	var hdr [idxHeader]byte
 	if _, err := io.ReadFull(f, hdr[:]); err != nil {
 		return 0, fmt.Errorf("read pack index %s: %w", path, err)
 	}
@@ -121,8 +121,13 @@ func (r *Repo) MergePacks(maxPacks int) error {
 	if err != nil {
 		return fmt.Errorf("merge packs of %s: %w", r.path, err)
 	}
-	defer os.Remove(tmp.Name())
-	defer tmp.Close()
+	kept := false // published: the file stays open, for reads
+	defer func() {
+		if !kept {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
 	sum, idxData, err := r.writeMerged(packs[:k], tmp)
 	if err == nil {
 		err = tmp.Sync()
@@ -135,10 +140,11 @@ func (r *Repo) MergePacks(maxPacks int) error {
 		return err
 	}
 	faultAt("merged", base)
-	merged, err := openPackWithIdx(base, idxData, nil, r.gen.Add(1))
+	merged, err := openPackWithIdx(base, idxData, tmp, r.gen.Add(1))
 	if err != nil {
 		return err
 	}
+	kept = true
 	// The set changes before the files go (swapPacks closes them).
 	drop := map[string]bool{}
 	for _, p := range packs[:k] {
@@ -185,27 +191,25 @@ func (r *Repo) writeMerged(packs []packFile, out io.Writer) (plumbing.Hash, []by
 			return plumbing.ZeroHash, nil, err
 		}
 		idxs[i] = x
-		srcs[i] = &mergeSource{x: x, offs: make([]uint64, x.n)}
+		srcs[i] = &mergeSource{x: x, offs: make([]uint64, x.n), dup: make([]bool, x.n)}
 		for j := 0; j < x.n; j++ {
-			if !inAny(idxs[:i], x.hash(j)) {
+			if inAny(idxs[:i], x.hash(j)) {
+				srcs[i].dup[j] = true
+			} else {
 				count++
 			}
 		}
 	}
 	bw := bufio.NewWriterSize(out, 256<<10)
 	cw := &countingWriter{w: bw, h: sha1.New()}
-	var hdr [12]byte
-	copy(hdr[:4], "PACK")
-	binary.BigEndian.PutUint32(hdr[4:8], 2)
-	binary.BigEndian.PutUint32(hdr[8:], uint32(count))
-	if _, err := cw.Write(hdr[:]); err != nil {
+	if _, err := cw.Write(packHeader(count)); err != nil {
 		return plumbing.ZeroHash, nil, err
 	}
 	ww := newWholeWriter()
 	rd := bufio.NewReaderSize(nil, 256<<10) // one for every pack: a merge runs often
 	written := 0
 	for i, p := range packs {
-		n, err := r.copyObjects(p.base+".pack", srcs[i], idxs[:i], rd, cw, ww)
+		n, err := r.copyObjects(p.base+".pack", srcs[i], rd, cw, ww)
 		if err != nil {
 			return plumbing.ZeroHash, nil, err
 		}
@@ -230,6 +234,7 @@ func (r *Repo) writeMerged(packs []packFile, out io.Writer) (plumbing.Hash, []by
 type mergeSource struct {
 	x    *packIdx
 	offs []uint64
+	dup  []bool // held by an earlier pack of the merge, which writes it
 	crcs map[int]uint32
 	next int // the position mergeByHash is at
 }
@@ -292,7 +297,7 @@ func inAny(idxs []*packIdx, h plumbing.Hash) bool {
 
 // copyObjects appends the objects of one pack, read in the pack's order, to cw, but for
 // those that an earlier pack holds.
-func (r *Repo) copyObjects(path string, src *mergeSource, earlier []*packIdx, rd *bufio.Reader, cw *countingWriter, ww *wholeWriter) (int, error) {
+func (r *Repo) copyObjects(path string, src *mergeSource, rd *bufio.Reader, cw *countingWriter, ww *wholeWriter) (int, error) {
 	x := src.x
 	f, err := os.Open(path)
 	if err != nil {
@@ -331,7 +336,7 @@ func (r *Repo) copyObjects(path string, src *mergeSource, earlier []*packIdx, rd
 		}
 		pos = next
 		h := x.hash(int(j))
-		if inAny(earlier, h) {
+		if src.dup[j] {
 			continue
 		}
 		at := cw.off

@@ -3,7 +3,6 @@ package odb
 import (
 	"bytes"
 	"cmp"
-	"crypto/sha1"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -42,7 +41,7 @@ const idxHeader = 8 + 256*4
 
 // parseIdx checks the layout of a version 2 index and returns it.
 func parseIdx(data []byte) (*packIdx, error) {
-	if len(data) < idxHeader+40 || !bytes.Equal(data[:4], []byte{0xff, 't', 'O', 'c'}) || binary.BigEndian.Uint32(data[4:8]) != 2 {
+	if len(data) < idxHeader+40 || !bytes.Equal(data[:4], idxMagic) || binary.BigEndian.Uint32(data[4:8]) != 2 {
 		return nil, errors.New("not a version 2 pack index")
 	}
 	n := int(binary.BigEndian.Uint32(data[idxHeader-4:]))
@@ -166,7 +165,7 @@ func openPack(base string, gen uint64) (*pack, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read pack index: %w", err)
 	}
-	if len(data) < 40 || sha1.Sum(data[:len(data)-20]) != [20]byte(data[len(data)-20:]) {
+	if len(data) < 40 || !trailerMatches(data) {
 		return nil, fmt.Errorf("read pack index %s.idx: checksum does not match", base)
 	}
 	p, err := openPackWithIdx(base, data, nil, gen)
@@ -289,16 +288,9 @@ func (r *Repo) readPacked(p *pack, off int64, depth int) (plumbing.ObjectType, [
 		return 0, nil, err
 	}
 	b := hdr[:n]
-	t := plumbing.ObjectType((b[0] >> 4) & 7)
-	size := int64(b[0] & 0x0f)
-	pos, shift := 1, 4
-	for b[pos-1]&0x80 != 0 {
-		if pos >= len(b) || shift > 56 {
-			return 0, nil, errors.New("broken object header")
-		}
-		size |= int64(b[pos]&0x7f) << shift
-		shift += 7
-		pos++
+	t, size, pos, err := objectHeader(b)
+	if err != nil {
+		return 0, nil, err
 	}
 	var base plumbing.EncodedObject
 	switch t {
@@ -373,6 +365,27 @@ func deltaSize(b []byte) (uint64, []byte, bool) {
 		}
 	}
 	return 0, nil, false
+}
+
+// objectHeader decodes the type and size that begin an object in a pack (three bits of type,
+// then the size, four bits and seven a byte after, low first) and returns how many bytes
+// they took.
+func objectHeader(b []byte) (plumbing.ObjectType, int64, int, error) {
+	if len(b) == 0 {
+		return 0, 0, 0, errors.New("broken object header")
+	}
+	t := plumbing.ObjectType((b[0] >> 4) & 7)
+	size := int64(b[0] & 0x0f)
+	pos, shift := 1, 4
+	for b[pos-1]&0x80 != 0 {
+		if pos >= len(b) || shift > 56 {
+			return 0, 0, 0, errors.New("broken object header")
+		}
+		size |= int64(b[pos]&0x7f) << shift
+		shift += 7
+		pos++
+	}
+	return t, size, pos, nil
 }
 
 var zlibReaders sync.Pool

@@ -118,15 +118,21 @@ func (p *encodedPack) base(dir string) string {
 	return filepath.Join(dir, "pack-"+p.idx.packSum.String())
 }
 
+// packHeader is the start of a version 2 pack of n objects.
+func packHeader(n int) []byte {
+	h := []byte("PACK\x00\x00\x00\x02\x00\x00\x00\x00")
+	binary.BigEndian.PutUint32(h[8:], uint32(n))
+	return h
+}
+
+// idxMagic begins a version 2 pack index, before the version number.
+var idxMagic = []byte{0xff, 't', 'O', 'c'}
+
 // encodePack writes objects, whole, into a pack in memory and builds its index.
 func encodePack(objs []plumbing.EncodedObject) (*encodedPack, error) {
 	var buf bytes.Buffer
 	cw := &countingWriter{w: &buf, h: sha1.New()}
-	var hdr [12]byte
-	copy(hdr[:4], "PACK")
-	binary.BigEndian.PutUint32(hdr[4:8], 2)
-	binary.BigEndian.PutUint32(hdr[8:], uint32(len(objs)))
-	cw.Write(hdr[:])
+	cw.Write(packHeader(len(objs)))
 	p := &encodedPack{idx: &packIndex{entries: make([]indexEntry, 0, len(objs))}}
 	ww := wholeWriters.Get().(*wholeWriter)
 	defer wholeWriters.Put(ww)
@@ -150,10 +156,7 @@ func encodePack(objs []plumbing.EncodedObject) (*encodedPack, error) {
 // cached: the writer keeps what it needs, and a cache of every write would double the heap's
 // peak for nothing.
 func (r *Repo) placePack(p *encodedPack, durably bool, take func() (*os.File, error)) error {
-	dir := filepath.Join(r.path, "objects", "pack")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
+	dir := filepath.Join(r.path, "objects", "pack") // made by Init; Open fails without it
 	tmp, err := take()
 	if err != nil {
 		return fmt.Errorf("write pack: %w", err)

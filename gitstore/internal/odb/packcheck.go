@@ -45,7 +45,7 @@ func removeBrokenPacks(dir string) {
 // index names, and small files hash to their trailers.
 func packIntact(base string) bool {
 	idx, err := readCheckable(base + ".idx")
-	if err != nil || len(idx) < 8+1024+40 || !bytes.Equal(idx[:4], []byte{0xff, 't', 'O', 'c'}) {
+	if err != nil || len(idx) < idxHeader+40 || !bytes.Equal(idx[:4], idxMagic) {
 		return false
 	}
 	f, err := os.Open(base + ".pack")
@@ -88,11 +88,11 @@ func readCheckable(path string) ([]byte, error) {
 		}
 		return b, nil
 	}
-	b := make([]byte, 8+1024+40)
-	if _, err := f.ReadAt(b[:8+1024], 0); err != nil {
+	b := make([]byte, idxHeader+40)
+	if _, err := f.ReadAt(b[:idxHeader], 0); err != nil {
 		return nil, err
 	}
-	if _, err := f.ReadAt(b[8+1024:], st.Size()-40); err != nil {
+	if _, err := f.ReadAt(b[idxHeader:], st.Size()-40); err != nil {
 		return nil, err
 	}
 	return b, nil

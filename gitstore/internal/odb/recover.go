@@ -2,7 +2,6 @@ package odb
 
 import (
 	"bytes"
-	"compress/zlib"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -168,39 +167,27 @@ func packObjects(pack []byte) ([]plumbing.EncodedObject, error) {
 		return nil, errors.New("not a pack")
 	}
 	n := binary.BigEndian.Uint32(pack[8:12])
-	rd := bytes.NewReader(pack[12 : len(pack)-20])
+	body := pack[12 : len(pack)-20]
+	rd := bytes.NewReader(body)
 	objs := make([]plumbing.EncodedObject, 0, n)
 	for i := uint32(0); i < n; i++ {
-		c, err := rd.ReadByte()
+		at := len(body) - rd.Len()
+		typ, size, hdr, err := objectHeader(body[at:])
 		if err != nil {
 			return nil, fmt.Errorf("object %d: %w", i, err)
-		}
-		typ := plumbing.ObjectType(c >> 4 & 7)
-		size := int64(c & 0x0f)
-		for shift := 4; c&0x80 != 0; shift += 7 {
-			if c, err = rd.ReadByte(); err != nil {
-				return nil, fmt.Errorf("object %d: %w", i, err)
-			}
-			size |= int64(c&0x7f) << shift
 		}
 		if typ < plumbing.CommitObject || typ > plumbing.TagObject {
 			return nil, fmt.Errorf("object %d: type %d is not a whole object", i, typ)
 		}
-		zr, err := zlib.NewReader(rd) // rd is an io.ByteReader: zlib reads no further than its stream
+		rd.Seek(int64(at+hdr), io.SeekStart)
+		// rd is an io.ByteReader: zlib reads no further than its stream.
+		data, err := inflate(rd, size)
 		if err != nil {
 			return nil, fmt.Errorf("object %d: %w", i, err)
 		}
 		o := &plumbing.MemoryObject{}
 		o.SetType(typ)
-		if _, err := io.Copy(o, io.LimitReader(zr, size+1)); err != nil {
-			return nil, fmt.Errorf("object %d: %w", i, err)
-		}
-		if o.Size() != size {
-			return nil, fmt.Errorf("object %d: %d bytes, header says %d", i, o.Size(), size)
-		}
-		if err := zr.Close(); err != nil {
-			return nil, fmt.Errorf("object %d: %w", i, err)
-		}
+		o.Write(data)
 		objs = append(objs, o)
 	}
 	return objs, nil

@@ -177,12 +177,7 @@ func Open(path string) (*Repo, error) {
 		r.spares.close()
 		return nil, err
 	}
-	packs, err := r.packFiles()
-	if err != nil {
-		r.Close()
-		return nil, err
-	}
-	r.packs.Store(int64(len(packs)))
+	r.packs.Store(int64(len(r.objs.Load().packs))) // listed by reload above: no index read again
 	return r, nil
 }
 
@@ -223,7 +218,11 @@ func (r *Repo) Object(h plumbing.Hash) (plumbing.EncodedObject, error) {
 	if o, err := r.lookup(h); err == nil {
 		return o, nil
 	}
-	r.Reload()
+	// Not Reload: a miss is not a sign that a git process wrote, and Reload would make the
+	// next group pay a syncfs for it. Callers that ran git call Reload themselves.
+	if err := r.reload(); err != nil {
+		return nil, fmt.Errorf("read object %s: %w", h, err)
+	}
 	o, err := r.lookup(h)
 	if err != nil {
 		return nil, fmt.Errorf("read object %s: %w", h, err)
