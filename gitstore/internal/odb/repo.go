@@ -152,13 +152,17 @@ func Open(path string) (*Repo, error) {
 		return nil, err
 	}
 	packDir := filepath.Join(path, "objects", "pack")
-	removeSpares(packDir)
+	makeDir := filepath.Join(path, SpareDir)
+	if err := os.MkdirAll(makeDir, 0o755); err != nil {
+		return nil, fmt.Errorf("open repository %s: %w", path, err)
+	}
+	removeSpares(packDir, makeDir)
 	removeBrokenPacks(packDir)
 	j, recs, err := openJournal(filepath.Join(path, JournalName))
 	if err != nil {
 		return nil, err
 	}
-	r := &Repo{path: path, spares: newSpares(packDir), journal: j, checkpointAt: checkpointBytes}
+	r := &Repo{path: path, spares: newSpares(packDir, makeDir), journal: j, checkpointAt: checkpointBytes}
 	r.objs.Store(&objectSet{cache: cache.NewObjectLRU(objectCacheSize)})
 	err = r.reload()
 	if err == nil {

@@ -46,13 +46,19 @@ func TestSpares(t *testing.T) {
 	if n := len(spareNames(t, dir)); n != spareFiles {
 		t.Fatalf("%d spares ready, want %d", n, spareFiles)
 	}
+	// Spares are created in SpareDir and wait in objects/pack: none stays in SpareDir.
+	makeDir := filepath.Join(path, SpareDir)
+	if made, err := os.ReadDir(makeDir); err != nil || len(made) != 0 {
+		t.Fatalf("SpareDir holds %v (%v), want nothing", made, err)
+	}
 	r.Close()
 	r.Close() // a store closed twice (deleted, then the data directory closed)
 	if n := spareNames(t, dir); len(n) != 0 {
 		t.Fatalf("spares left after Close: %v", n)
 	}
-	// A crash leaves some: the next Open removes them.
+	// A crash leaves some, also one created but not moved: the next Open removes them.
 	os.WriteFile(filepath.Join(dir, sparePrefix+"123"), nil, 0o600)
+	os.WriteFile(filepath.Join(makeDir, sparePrefix+"456"), nil, 0o600)
 	r, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -61,6 +67,9 @@ func TestSpares(t *testing.T) {
 	r.Close() // never used: Close twice without a fill goroutine returns too
 	if n := spareNames(t, dir); len(n) != 0 {
 		t.Fatalf("spares left by a crash after Open: %v", n)
+	}
+	if made, _ := os.ReadDir(makeDir); len(made) != 0 {
+		t.Fatalf("SpareDir holds %v after Open, want nothing", made)
 	}
 	if r.Packs() != 10 {
 		t.Fatalf("%d packs", r.Packs())
