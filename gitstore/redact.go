@@ -285,7 +285,7 @@ func (s *Store) publishRedaction(t redactTarget, newOf map[plumbing.Hash]plumbin
 		return verRec{}, fmt.Errorf("begin catalog update: %w", err)
 	}
 	defer tx.Rollback()
-	v, err := catTx{tx}.applyRedaction(t, newOf, red, newHead)
+	v, err := writeTx(tx).applyRedaction(t, newOf, red, newHead)
 	if err != nil {
 		return v, err
 	}

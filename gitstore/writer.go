@@ -215,7 +215,7 @@ type batch struct {
 }
 
 func (s *Store) newBatch(tx *bolt.Tx) (*batch, error) {
-	b := &batch{s: s, ct: catTx{tx}, byHash: map[plumbing.Hash]plumbing.EncodedObject{}, last: s.lastTime}
+	b := &batch{s: s, ct: writeTx(tx), byHash: map[plumbing.Hash]plumbing.EncodedObject{}, last: s.lastTime}
 	b.head = b.ct.applied()
 	if !b.head.IsZero() {
 		c, err := s.repo.commit(b.head)
