@@ -60,7 +60,11 @@ func (c catTx) reset() error {
 			}
 		}
 	}
-	return ensureBuckets(c.tx)
+	if err := ensureBuckets(c.tx); err != nil {
+		return err
+	}
+	setFill(c.tx) // the buckets made again are new handles, at bbolt's default
+	return nil
 }
 
 func (c catTx) applied() plumbing.Hash {
@@ -134,22 +138,27 @@ func (s *Store) updateCatalog(fn func(ct catTx) error) error {
 	return s.db.Update(func(tx *bolt.Tx) error { return fn(writeTx(tx)) })
 }
 
-// appendFill is how full bbolt packs a page that it splits in a bucket whose keys only grow
-// (version numbers, and ids, which are minted in time order): its default, half, suits
-// random keys and left such buckets half empty, which doubled both the catalog's file and
-// the pages of it that a process maps (at 100,000 memories, 57 MB of leaves for 28 MB of
-// records in mem). mem's records are rewritten by updates, so its pages keep some room.
+// appendFill is how full bbolt packs a page that it splits in a bucket whose keys mostly grow
+// (version numbers, and ids, which are minted in time order; those of commits made with
+// plain git carry their author date, which can be older): its default, half, suits random
+// keys and left such buckets half empty, which doubled both the catalog's file and the pages
+// of it that a process maps (at 100,000 memories, 57 MB of leaves for 28 MB of records in
+// mem). mem's records are rewritten by updates, so its pages keep some room.
 var appendFill = map[string]float64{string(bMem): 0.9, string(bVer): 1, string(bVerID): 1, string(bStore): 1}
 
 // writeTx is catTx for a write transaction: bbolt keeps a bucket's handle for the whole
 // transaction, so its fill setting holds for every write in it.
 func writeTx(tx *bolt.Tx) catTx {
+	setFill(tx)
+	return catTx{tx}
+}
+
+func setFill(tx *bolt.Tx) {
 	for name, fill := range appendFill {
 		if b := tx.Bucket([]byte(name)); b != nil {
 			b.FillPercent = fill
 		}
 	}
-	return catTx{tx}
 }
 
 // copyCatalog writes a consistent copy of the catalog to path, as of one moment: its head

@@ -27,3 +27,23 @@ func TestCatalogPagesFull(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCatalogPagesFullAfterReset: a reset within a write transaction (catching up with a
+// rewritten history) makes the buckets again, and they are packed full too.
+func TestCatalogPagesFullAfterReset(t *testing.T) {
+	s := newTestStore(t)
+	err := s.updateCatalog(func(ct catTx) error {
+		if err := ct.reset(); err != nil {
+			return err
+		}
+		for _, b := range [][]byte{bMem, bVer, bVerID} {
+			if got := ct.tx.Bucket(b).FillPercent; got != appendFill[string(b)] {
+				t.Errorf("%s: fill %v after a reset, want %v", b, got, appendFill[string(b)])
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

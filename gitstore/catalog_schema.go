@@ -21,9 +21,10 @@ import (
 //	         store -> the store.json as of applied;
 //	         usage -> live memories and their bytes (8 + 8 bytes, big endian; quota.go);
 //	         format -> catalogFormat (a catalog of another format is rebuilt at open)
-//	mem      memory id -> memRec (JSON; deleted memories stay, marked)
+//	mem      memory id -> memRec (binary: catalog_codec.go; deleted memories stay, marked)
 //	path     live memory path -> memory id (path order: listings are range scans)
-//	ver      version number (8 bytes, big endian, in the order commits were applied) -> verRec (JSON)
+//	ver      version number (8 bytes, big endian, in the order commits were applied) -> verRec
+//	         (binary: catalog_codec.go)
 //	verid    version id -> version number
 //	memver   memory id + version number -> nothing (the versions of a memory, also deleted)
 //	storechg number -> storeChgRec (JSON): a change of .gitmem/store.json, numbered in the
@@ -69,39 +70,39 @@ var (
 
 // catalogFormat changes when the records change shape; a catalog of another format is
 // rebuilt at open.
-const catalogFormat = "3" // 2: meta holds the usage counters (quota.go); 3: storechg
+const catalogFormat = "4" // 2: meta holds the usage counters (quota.go); 3: storechg; 4: mem and ver binary (catalog_codec.go)
 
-// memRec is a memory's state (bucket mem).
+// memRec is a memory's state (bucket mem; its encoding is catalog_codec.go's).
 type memRec struct {
-	Path    string `json:"p"`
-	Blob    string `json:"b,omitempty"`
-	SHA     string `json:"s,omitempty"`
-	Size    int    `json:"z"`
-	Version string `json:"v"`
-	Created int64  `json:"c"` // unix ms
-	Updated int64  `json:"u"`
-	Deleted bool   `json:"d,omitempty"`
+	Path    string
+	Blob    string
+	SHA     string
+	Size    int
+	Version string
+	Created int64 // unix ms
+	Updated int64
+	Deleted bool
 }
 
-// verRec is a version (bucket ver).
+// verRec is a version (bucket ver; its encoding is catalog_codec.go's).
 type verRec struct {
-	ID     string    `json:"i"`
-	Memory string    `json:"m"`
-	Op     Operation `json:"o"`
-	Path   string    `json:"p"`
-	Blob   string    `json:"b,omitempty"`
-	SHA    string    `json:"s,omitempty"`
-	Size   int       `json:"z,omitempty"`
-	At     int64     `json:"t"` // unix ms
+	ID     string
+	Memory string
+	Op     Operation
+	Path   string
+	Blob   string
+	SHA    string
+	Size   int
+	At     int64 // unix ms
 	actorRec
-	Commit string `json:"c"`
+	Commit string
 	// ApprovedBy is who approved the version in review ("<actor type> <actor id>", from its
 	// commit's Gitmem-Approved-By), "" for a change made directly.
-	ApprovedBy string `json:"ab,omitempty"`
+	ApprovedBy string
 	// Redacted is set on a redacted version (redact.go). Path, Blob, SHA and Size stay for
 	// the catalog's own use (the memory's path, the marker blob in the trees); callers see
 	// none of them.
-	Redacted *redaction `json:"r,omitempty"`
+	Redacted *redaction
 
 	// seq is the version's number, its key in ver: set when it is read from the catalog,
 	// never stored in the record.
@@ -147,22 +148,22 @@ type redaction struct {
 	ActorID   string    `json:"ai"`
 }
 
-func encodeMemory(r memRec) ([]byte, error) { return json.Marshal(r) }
+func encodeMemory(r memRec) ([]byte, error) { return appendMemory(nil, r), nil }
 
 func decodeMemory(id string, raw []byte) (memRec, error) {
-	var r memRec
-	if err := json.Unmarshal(raw, &r); err != nil {
+	r, err := readMemory(raw)
+	if err != nil {
 		return r, fmt.Errorf("decode catalog memory %s: %w", id, err)
 	}
 	return r, nil
 }
 
-func encodeVersion(v verRec) ([]byte, error) { return json.Marshal(v) }
+func encodeVersion(v verRec) ([]byte, error) { return appendVersion(nil, v), nil }
 
 // decodeVersion decodes the version stored under key k of ver.
 func decodeVersion(k, raw []byte) (verRec, error) {
-	var v verRec
-	if err := json.Unmarshal(raw, &v); err != nil {
+	v, err := readVersion(raw)
+	if err != nil {
 		return v, fmt.Errorf("decode catalog version %x: %w", k, err)
 	}
 	v.seq = seqOf(k)

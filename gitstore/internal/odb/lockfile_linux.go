@@ -31,3 +31,15 @@ func (r *Repo) createLock(path string) (*os.File, error) {
 	}
 	return f, nil
 }
+
+// renameNoReplace renames old to new unless new exists (then an error that os.IsExist tells).
+func renameNoReplace(old, new string) error {
+	err := unix.Renameat2(unix.AT_FDCWD, old, unix.AT_FDCWD, new, unix.RENAME_NOREPLACE)
+	if err == unix.EINVAL || err == unix.ENOSYS {
+		return linkRename(old, new) // a file system without it
+	}
+	if err != nil {
+		return &os.LinkError{Op: "rename", Old: old, New: new, Err: err}
+	}
+	return nil
+}

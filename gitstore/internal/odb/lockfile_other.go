@@ -8,3 +8,6 @@ import "os"
 func (r *Repo) createLock(path string) (*os.File, error) {
 	return createExclusive(path)
 }
+
+// renameNoReplace renames old to new unless new exists (then an error that os.IsExist tells).
+func renameNoReplace(old, new string) error { return linkRename(old, new) }

@@ -1,7 +1,9 @@
 package odb
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,12 +66,17 @@ func newSpares(dir, makeDir string) *spares {
 // make creates an empty file in makeDir and moves it into dir.
 func (s *spares) make() (*os.File, error) {
 	f, err := os.CreateTemp(s.makeDir, sparePrefix)
+	if errors.Is(err, fs.ErrNotExist) { // removed by hand since Open
+		if err = os.MkdirAll(s.makeDir, 0o755); err == nil {
+			f, err = os.CreateTemp(s.makeDir, sparePrefix)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
 	f.Close()
 	name := filepath.Join(s.dir, fmt.Sprintf("%s%x_%d", sparePrefix, s.session, s.n.Add(1)))
-	if err := os.Rename(f.Name(), name); err != nil {
+	if err := renameNoReplace(f.Name(), name); err != nil {
 		os.Remove(f.Name())
 		return nil, err
 	}
@@ -168,4 +175,12 @@ func removeSpares(dir, makeDir string) {
 			}
 		}
 	}
+}
+
+// linkRename renames old to new unless new exists, with a hard link and an unlink.
+func linkRename(old, new string) error {
+	if err := os.Link(old, new); err != nil {
+		return err
+	}
+	return os.Remove(old)
 }

@@ -3,6 +3,7 @@ package odb
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -51,6 +52,25 @@ func TestSpares(t *testing.T) {
 	if made, err := os.ReadDir(makeDir); err != nil || len(made) != 0 {
 		t.Fatalf("SpareDir holds %v (%v), want nothing", made, err)
 	}
+	// The directory removed by hand while the repository is open: made again.
+	if err := os.Remove(makeDir); err != nil {
+		t.Fatal(err)
+	}
+	for i := range spareFiles {
+		o := &plumbing.MemoryObject{}
+		o.SetType(plumbing.BlobObject)
+		o.Write([]byte("after " + strconv.Itoa(i)))
+		if err := r.WritePack([]plumbing.EncodedObject{o}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline = time.Now().Add(5 * time.Second)
+	for len(spareNames(t, dir)) < spareFiles && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := os.Stat(makeDir); err != nil {
+		t.Fatalf("SpareDir not made again: %v", err)
+	}
 	r.Close()
 	r.Close() // a store closed twice (deleted, then the data directory closed)
 	if n := spareNames(t, dir); len(n) != 0 {
@@ -71,7 +91,7 @@ func TestSpares(t *testing.T) {
 	if made, _ := os.ReadDir(makeDir); len(made) != 0 {
 		t.Fatalf("SpareDir holds %v after Open, want nothing", made)
 	}
-	if r.Packs() != 10 {
+	if r.Packs() != 10+spareFiles {
 		t.Fatalf("%d packs", r.Packs())
 	}
 }
