@@ -3,6 +3,7 @@ package gitstore
 import (
 	"encoding/base64"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -16,7 +17,10 @@ import (
 // records are in catalog_schema.go; this file opens it and holds the meta bucket, and
 // catalog_apply.go reads commits into it.
 
-func openCatalog(path string) (*bolt.DB, error) {
+// openCatalog opens the catalog at path. One of another format is emptied of what history
+// says, so that the store's catch-up rebuilds it (about a minute for 100,000 memories here):
+// log says so, as the store's first open then takes that long.
+func openCatalog(path string, log *slog.Logger) (*bolt.DB, error) {
 	// The freelist is rebuilt at open instead of written at every commit, where its cost
 	// would grow with the size of the catalog (as etcd runs bbolt).
 	db, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: 2 * time.Second,
@@ -26,6 +30,8 @@ func openCatalog(path string) (*bolt.DB, error) {
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
 		if m := tx.Bucket(bMeta); m != nil && string(m.Get(kFormat)) != catalogFormat {
+			log.Info("the catalog is of an older format; rebuilding it from history",
+				"path", path, "format", string(m.Get(kFormat)), "now", catalogFormat)
 			return writeTx(tx).reset()
 		}
 		return ensureBuckets(tx)
