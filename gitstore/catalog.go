@@ -30,7 +30,7 @@ func openCatalog(path string, log *slog.Logger) (*bolt.DB, error) {
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
 		if m := tx.Bucket(bMeta); m != nil && string(m.Get(kFormat)) != catalogFormat {
-			log.Info("the catalog is of an older format; rebuilding it from history",
+			log.Warn("the catalog is of another format; rebuilding it from history",
 				"path", path, "format", string(m.Get(kFormat)), "now", catalogFormat)
 			return writeTx(tx).reset()
 		}

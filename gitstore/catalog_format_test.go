@@ -9,8 +9,10 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// TestCatalogOfOlderFormat: a catalog written by an older gitmem (format 3, JSON records) is
-// rebuilt at open, and the store reads as it did, versions and ids included.
+// TestCatalogOfOlderFormat: a catalog of another format (here with its records in JSON, as
+// format 3 kept them, and its format's mark) is rebuilt at open; the store reads as it did,
+// versions and ids included, and what history does not hold (a push's key, a read's time)
+// is kept.
 func TestCatalogOfOlderFormat(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -34,6 +36,13 @@ func TestCatalogOfOlderFormat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	head, _ := parseHash(s.Head())
+	if err := s.ReceivePush(ctx, []string{head.String()}, "apikey_PUSHER"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(ctx, m.Memory.ID, false); err != nil { // a read time, written at close
+		t.Fatal(err)
+	}
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +56,7 @@ func TestCatalogOfOlderFormat(t *testing.T) {
 		for _, name := range [][]byte{bMem, bVer} {
 			b := tx.Bucket(name)
 			recs := map[string][]byte{}
-			b.ForEach(func(k, v []byte) error {
+			err := b.ForEach(func(k, v []byte) error {
 				var rec any
 				if string(name) == string(bMem) {
 					rec, err = readMemory(v)
@@ -61,6 +70,9 @@ func TestCatalogOfOlderFormat(t *testing.T) {
 				recs[string(k)] = raw
 				return nil
 			})
+			if err != nil {
+				return err
+			}
 			for k, v := range recs {
 				if err := b.Put([]byte(k), v); err != nil {
 					return err
@@ -93,6 +105,18 @@ func TestCatalogOfOlderFormat(t *testing.T) {
 	}
 	if len(after.Versions) != 2 || len(before.Versions) != 2 {
 		t.Fatalf("versions before %d, after %d", len(before.Versions), len(after.Versions))
+	}
+	err = s.readCatalog(func(ct catTx) error {
+		if k := ct.pushKey(head); k != "apikey_PUSHER" {
+			t.Errorf("push key %q after the rebuild, want apikey_PUSHER", k)
+		}
+		if ct.readTime(m.Memory.ID) == 0 {
+			t.Error("read time lost in the rebuild")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	for i := range after.Versions {
 		if after.Versions[i].ID != before.Versions[i].ID {

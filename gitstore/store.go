@@ -68,7 +68,7 @@ func openStoreProgress(id, repoPath, catalogPath string, opts Options, progress 
 	if opts.checkpointBytes > 0 {
 		r.SetCheckpointBytes(opts.checkpointBytes)
 	}
-	db, err := openCatalog(catalogPath, opts.Logger)
+	db, err := openCatalog(catalogPath, opts.Logger.With("store", id))
 	if err != nil && !errors.Is(err, bolt.ErrTimeout) && !IsNoSpace(err) {
 		// The catalog is derived from history: a damaged one is set aside and rebuilt.
 		opts.Logger.Warn("catalog unreadable; rebuilding it from history", "store", id, "err", err)
@@ -76,7 +76,7 @@ func openStoreProgress(id, repoPath, catalogPath string, opts Options, progress 
 			r.Close()
 			return nil, fmt.Errorf("set aside damaged catalog: %w (after: %v)", rerr, err)
 		}
-		db, err = openCatalog(catalogPath, opts.Logger)
+		db, err = openCatalog(catalogPath, opts.Logger.With("store", id))
 	}
 	if err != nil {
 		r.Close()

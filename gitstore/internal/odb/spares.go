@@ -67,7 +67,8 @@ func newSpares(dir, makeDir string) *spares {
 func (s *spares) make() (*os.File, error) {
 	f, err := os.CreateTemp(s.makeDir, sparePrefix)
 	if errors.Is(err, fs.ErrNotExist) { // removed by hand since Open
-		if err = os.MkdirAll(s.makeDir, 0o755); err == nil {
+		// Only the directory itself: were the repository gone (a store deleted), nothing.
+		if err = os.Mkdir(s.makeDir, 0o755); err == nil {
 			f, err = os.CreateTemp(s.makeDir, sparePrefix)
 		}
 	}
