@@ -22,9 +22,10 @@ type DataDir struct {
 	opts Options
 	lock *os.File // holds the exclusive lock on gitmem.lock
 
-	mu     sync.Mutex // guards stores and closed
-	stores map[string]*Store
-	closed bool
+	mu      sync.Mutex // guards stores, opening and closed
+	stores  map[string]*Store
+	opening map[string]*opening // stores being opened, outside mu
+	closed  bool
 
 	names sync.Mutex // held from the check that a name is free to the commit that takes it
 
@@ -48,7 +49,7 @@ func Open(ctx context.Context, dir string, opts Options) (_ *DataDir, err error)
 	if err != nil {
 		return nil, err
 	}
-	d := &DataDir{dir: dir, opts: opts, lock: lock, stores: map[string]*Store{}}
+	d := &DataDir{dir: dir, opts: opts, lock: lock, stores: map[string]*Store{}, opening: map[string]*opening{}}
 	if err := d.cleanup(); err != nil {
 		d.Close()
 		return nil, err
@@ -107,7 +108,8 @@ func (d *DataDir) catalogPath(id string) string {
 	return d.Layout().CatalogFile(id)
 }
 
-// Close stops every store's writer and releases the directory.
+// Close stops every store's writer and releases the directory, once the stores being opened
+// are open (and then closed by their openers).
 func (d *DataDir) Close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -115,6 +117,14 @@ func (d *DataDir) Close() error {
 		return nil
 	}
 	d.closed = true
+	for len(d.opening) > 0 {
+		for _, o := range d.opening {
+			d.mu.Unlock()
+			<-o.done
+			d.mu.Lock()
+			break
+		}
+	}
 	var errs []error
 	for _, s := range d.stores {
 		errs = append(errs, s.close())
@@ -190,31 +200,68 @@ func (d *DataDir) CreateStore(ctx context.Context, in CreateStoreInput) (_ *Stor
 // take up new stores. Take a new channel after each signal, then list the stores.
 func (d *DataDir) StoresChanged() <-chan struct{} { return d.storesMoved.wait() }
 
-// Store returns the open store with the given id, opening it on first use.
+// opening is a store being opened: whoever asks for it meanwhile waits for done.
+type opening struct {
+	done chan struct{}
+	s    *Store
+	err  error
+}
+
+// Store returns the open store with the given id, opening it on first use. The opening runs
+// outside the data directory's lock, since it can take long (a catalog rebuilt after a
+// change of its format: a minute for 100,000 memories): only the callers that want this
+// store wait for it, and a caller that gives up (ctx) stops waiting, not the opening.
 func (d *DataDir) Store(ctx context.Context, id string) (*Store, error) {
 	if !validID(StorePrefix, id) {
 		return nil, noStore(id)
 	}
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	if d.closed {
+		d.mu.Unlock()
 		return nil, ErrStoreClosed
 	}
 	if s, ok := d.stores[id]; ok {
+		d.mu.Unlock()
 		return s, nil
 	}
-	if _, err := os.Stat(d.repoPath(id)); err != nil {
-		if os.IsNotExist(err) {
-			return nil, noStore(id)
+	o, ok := d.opening[id]
+	if !ok {
+		if _, err := os.Stat(d.repoPath(id)); err != nil {
+			d.mu.Unlock()
+			if os.IsNotExist(err) {
+				return nil, noStore(id)
+			}
+			return nil, fmt.Errorf("open store %s: %w", id, err)
 		}
-		return nil, fmt.Errorf("open store %s: %w", id, err)
+		o = &opening{done: make(chan struct{})}
+		d.opening[id] = o
+		go d.open(id, o)
 	}
+	d.mu.Unlock()
+	select {
+	case <-o.done:
+		return o.s, o.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// open opens store id for o, and adds it to the open stores unless the directory was closed
+// meanwhile.
+func (d *DataDir) open(id string, o *opening) {
 	s, err := openStore(id, d.repoPath(id), d.catalogPath(id), d.opts)
-	if err != nil {
-		return nil, err
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.opening, id)
+	if err == nil && d.closed {
+		err = errors.Join(ErrStoreClosed, s.close())
+		s = nil
 	}
-	d.stores[id] = s
-	return s, nil
+	if err == nil {
+		d.stores[id] = s
+	}
+	o.s, o.err = s, err
+	close(o.done)
 }
 
 // ListStores lists stores newest first.
