@@ -16,14 +16,8 @@ import (
 func TestCatalogOfOlderFormat(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	d, err := Open(ctx, dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := d.CreateStore(ctx, CreateStoreInput{Name: "old", Actor: apiActor})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := openDir(t, dir)
+	s := mustCreate(t, d, "old")
 	id := s.ID()
 	m, err := s.Write(ctx, WriteInput{Path: "/a.md", Content: "one", Actor: apiActor})
 	if err != nil {
@@ -86,10 +80,7 @@ func TestCatalogOfOlderFormat(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	d, err = Open(ctx, dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d = openDir(t, dir)
 	defer d.Close()
 	s, err = d.Store(ctx, id)
 	if err != nil {

@@ -117,14 +117,16 @@ func (d *DataDir) Close() error {
 		return nil
 	}
 	d.closed = true
-	for len(d.opening) > 0 {
-		for _, o := range d.opening {
-			d.mu.Unlock()
-			<-o.done
-			d.mu.Lock()
-			break
-		}
+	// No opening starts once closed is set; those in flight end by removing themselves.
+	pending := make([]*opening, 0, len(d.opening))
+	for _, o := range d.opening {
+		pending = append(pending, o)
 	}
+	d.mu.Unlock()
+	for _, o := range pending {
+		<-o.done
+	}
+	d.mu.Lock()
 	var errs []error
 	for _, s := range d.stores {
 		errs = append(errs, s.close())

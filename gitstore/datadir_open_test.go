@@ -16,26 +16,12 @@ import (
 func TestStoreOpensApart(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	d, err := Open(ctx, dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	slow, err := d.CreateStore(ctx, CreateStoreInput{Name: "slow", Actor: apiActor})
-	if err != nil {
-		t.Fatal(err)
-	}
-	quick, err := d.CreateStore(ctx, CreateStoreInput{Name: "quick", Actor: apiActor})
-	if err != nil {
-		t.Fatal(err)
-	}
-	slowID, quickID := slow.ID(), quick.ID()
+	d := openDir(t, dir)
+	slowID, quickID := mustCreate(t, d, "slow").ID(), mustCreate(t, d, "quick").ID()
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
-	d, err = Open(ctx, dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d = openDir(t, dir)
 
 	// bbolt locks its file: the slow store's open waits up to its 2 s timeout.
 	held, err := bolt.Open(d.catalogPath(slowID), 0o644, nil)
@@ -84,10 +70,7 @@ func TestStoreOpensApart(t *testing.T) {
 	}
 
 	// Close waits for a store being opened, which its opening then closes.
-	d, err = Open(ctx, dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d = openDir(t, dir)
 	if held, err = bolt.Open(d.catalogPath(slowID), 0o644, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -7,20 +7,24 @@ import (
 	"testing"
 )
 
+// forkedStore is a data directory with a store holding /shared.md, forked into dir.
+func forkedStore(t *testing.T) (*DataDir, *Store, string) {
+	t.Helper()
+	d := newTestDataDir(t, Options{})
+	s := mustCreate(t, d, "test")
+	mustWrite(t, s, "/shared.md", "one\n", apiActor)
+	dir := filepath.Join(t.TempDir(), "fork")
+	if err := s.Fork(context.Background(), dir); err != nil {
+		t.Fatal(err)
+	}
+	return d, s, dir
+}
+
 // TestForkIntegrate: writes to a fork stay out of main; taken in, they are the versions they
 // were in the fork (ids, actors), and main's writes made meanwhile stay.
 func TestForkIntegrate(t *testing.T) {
 	ctx := context.Background()
-	d := newTestDataDir(t, Options{})
-	s, err := d.CreateStore(ctx, CreateStoreInput{Name: "test", Actor: apiActor})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustWrite(t, s, "/shared.md", "one\n", apiActor)
-	dir := filepath.Join(t.TempDir(), "fork")
-	if err := s.Fork(ctx, dir); err != nil {
-		t.Fatal(err)
-	}
+	d, s, dir := forkedStore(t)
 	f, err := d.OpenFork(s.ID(), dir)
 	if err != nil {
 		t.Fatal(err)
@@ -66,17 +70,7 @@ func TestForkIntegrate(t *testing.T) {
 // TestForkAfterCrash: a fork's main.lock and half-written pack files that a crash left are
 // removed when the fork opens, and the fork takes writes.
 func TestForkAfterCrash(t *testing.T) {
-	ctx := context.Background()
-	d := newTestDataDir(t, Options{})
-	s, err := d.CreateStore(ctx, CreateStoreInput{Name: "test", Actor: apiActor})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustWrite(t, s, "/shared.md", "one\n", apiActor)
-	dir := filepath.Join(t.TempDir(), "fork")
-	if err := s.Fork(ctx, dir); err != nil {
-		t.Fatal(err)
-	}
+	d, s, dir := forkedStore(t)
 	repo := filepath.Join(dir, "repo.git")
 	left := []string{filepath.Join(repo, mainRef+".lock"), filepath.Join(repo, "objects", "pack", "tmp_pack_x")}
 	for _, p := range left {

@@ -60,26 +60,30 @@ func openStore(id, repoPath, catalogPath string, opts Options) (*Store, error) {
 
 // openStoreProgress opens a store and tells progress how far the catalog's catch-up with
 // main is (all of history, for a new catalog).
-func openStoreProgress(id, repoPath, catalogPath string, opts Options, progress Progress) (*Store, error) {
+func openStoreProgress(id, repoPath, catalogPath string, opts Options, progress Progress) (_ *Store, err error) {
 	r, err := openRepo(repoPath)
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			r.Close()
+		}
+	}()
 	if opts.checkpointBytes > 0 {
 		r.SetCheckpointBytes(opts.checkpointBytes)
 	}
-	db, err := openCatalog(catalogPath, opts.Logger.With("store", id))
+	log := opts.Logger.With("store", id)
+	db, err := openCatalog(catalogPath, log)
 	if err != nil && !errors.Is(err, bolt.ErrTimeout) && !IsNoSpace(err) {
 		// The catalog is derived from history: a damaged one is set aside and rebuilt.
-		opts.Logger.Warn("catalog unreadable; rebuilding it from history", "store", id, "err", err)
+		log.Warn("catalog unreadable; rebuilding it from history", "err", err)
 		if rerr := os.Rename(catalogPath, catalogPath+".damaged"); rerr != nil {
-			r.Close()
 			return nil, fmt.Errorf("set aside damaged catalog: %w (after: %v)", rerr, err)
 		}
-		db, err = openCatalog(catalogPath, opts.Logger.With("store", id))
+		db, err = openCatalog(catalogPath, log)
 	}
 	if err != nil {
-		r.Close()
 		return nil, NoSpace(err, opts.dataDir)
 	}
 	s := &Store{id: id, opts: opts, log: opts.Logger, repo: r, db: db,
@@ -87,7 +91,6 @@ func openStoreProgress(id, repoPath, catalogPath string, opts Options, progress 
 		maint: make(chan int, 1), maintDone: make(chan struct{}),
 		trees: map[plumbing.Hash][]object.TreeEntry{}}
 	if err := s.catchUp(progress); err != nil {
-		r.Close()
 		db.Close()
 		return nil, NoSpace(fmt.Errorf("open store %s: %w", id, err), opts.dataDir)
 	}
