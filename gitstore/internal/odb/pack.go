@@ -35,9 +35,16 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 }
 
 // wholeWriter writes objects whole into a pack: type and size, then the zlib-compressed
-// content. It reuses one compressor, which is costly to make.
+// content. It reuses its compressors, which are costly to make.
+//
+// Trees are Huffman-coded only, without matching repeats: a tree is mostly hashes, which
+// nothing compresses, beside short names. Measured on a tree of 1,000 entries (32 KB, the
+// root folder of a store of 100,000 memories in folders of 100, which every write makes a
+// new version of): 50 µs and 27.7 KB, against 106 µs and 24.2 KB at zlib's fastest level,
+// which took a quarter of a write's CPU at that size. Blobs and commits are text, where
+// matching pays.
 type wholeWriter struct {
-	zw *zlib.Writer
+	zw, tree *zlib.Writer
 }
 
 // wholeWriters keeps compressors for encodePack: making one costs more than compressing a
@@ -46,7 +53,8 @@ var wholeWriters = sync.Pool{New: func() any { return newWholeWriter() }}
 
 func newWholeWriter() *wholeWriter {
 	zw, _ := zlib.NewWriterLevel(io.Discard, zlib.BestSpeed)
-	return &wholeWriter{zw: zw}
+	tree, _ := zlib.NewWriterLevel(io.Discard, zlib.HuffmanOnly)
+	return &wholeWriter{zw: zw, tree: tree}
 }
 
 // write writes o to w and returns the CRC-32 of the bytes written, as the pack index needs.
@@ -72,6 +80,9 @@ func (ww *wholeWriter) write(w io.Writer, o plumbing.EncodedObject) (uint32, err
 	}
 	defer rd.Close()
 	zw := ww.zw
+	if o.Type() == plumbing.TreeObject {
+		zw = ww.tree
+	}
 	zw.Reset(mw)
 	if _, err := io.Copy(zw, rd); err != nil {
 		return 0, err
