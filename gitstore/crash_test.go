@@ -28,9 +28,9 @@ const (
 	crashPowerEnv = "GITMEM_CRASH_POWER" // set: the child reports what became durable and checkpoints often
 )
 
-// faultPoints are the points of the write path (odb's publish.go, journal.go, recover.go)
+// faultPoints are the points of the write path (odb's publish.go, lockfile_linux.go, journal.go, recover.go)
 // where a child can kill itself.
-var faultPoints = []string{"pack-placed", "ref-locked", "journal-torn", "journal-synced", "ref-moved", "recover",
+var faultPoints = []string{"pack-placed", "ref-locked", "journal-torn", "journal-synced", "ref-exchanged", "ref-moved", "recover",
 	"checkpoint-packs", "checkpoint-ref"}
 
 // TestCrashChild is the child of TestCrash and TestPowerLoss: it writes from four goroutines

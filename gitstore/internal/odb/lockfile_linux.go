@@ -1,6 +1,7 @@
 package odb
 
 import (
+	"log/slog"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -41,5 +42,46 @@ func renameNoReplace(old, new string) error {
 	if err != nil {
 		return &os.LinkError{Op: "rename", Old: old, New: new, Err: err}
 	}
+	return nil
+}
+
+// moveRef moves main to the value in l's lock file, as l.rename does, by exchanging the two
+// names (RENAME_EXCHANGE) and then removing main.lock, which names main's old file after the
+// exchange. The old file is held open across both, so that the removal only drops its name,
+// and the spares goroutine frees it when it closes it. A rename over main frees the old
+// file's inode on the writer's path, and ext4 starts writing the new file's data out before a
+// rename that replaces a file (auto_da_alloc), which the journal makes needless. Measured in
+// BenchmarkWrite at 100 memories: 145-164 µs a rename over main, 33-35 µs this (of which the
+// exchange 11-12 µs and the removal 5-6 µs). Where main is not a file (packed into
+// packed-refs by git), or the file system cannot exchange, it renames.
+func (r *Repo) moveRef(l *RefLock) error {
+	old, err := os.Open(l.refPath)
+	if err != nil {
+		return l.rename()
+	}
+	if st, err := old.Stat(); err != nil || !st.Mode().IsRegular() {
+		old.Close()
+		return l.rename()
+	}
+	if err := l.close(); err != nil {
+		old.Close()
+		return err
+	}
+	err = unix.Renameat2(unix.AT_FDCWD, l.lockPath, unix.AT_FDCWD, l.refPath, unix.RENAME_EXCHANGE)
+	if err != nil {
+		old.Close()
+		if err == unix.EINVAL || err == unix.ENOSYS || err == unix.ENOENT {
+			return l.rename()
+		}
+		return &os.LinkError{Op: "exchange", Old: l.lockPath, New: l.refPath, Err: err}
+	}
+	l.committed = true
+	fault("ref-exchanged")
+	// main has moved, and is answered as moved: main.lock must go, or git could not lock main
+	// again. A crash before this leaves it for recovery (removeStaleLock).
+	if err := os.Remove(l.lockPath); err != nil && !os.IsNotExist(err) {
+		slog.Error("remove main.lock after moving main", "repo", r.path, "err", err)
+	}
+	r.spares.discard(old)
 	return nil
 }

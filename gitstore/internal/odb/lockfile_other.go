@@ -11,3 +11,6 @@ func (r *Repo) createLock(path string) (*os.File, error) {
 
 // renameNoReplace renames old to new unless new exists (then an error that os.IsExist tells).
 func renameNoReplace(old, new string) error { return linkRename(old, new) }
+
+// moveRef moves main to the value in l's lock file.
+func (r *Repo) moveRef(l *RefLock) error { return l.rename() }

@@ -30,8 +30,8 @@ var errBroken = errors.New("main could not be moved to a journaled commit; reope
 //
 // Order: the pack and its index are placed (not fsynced); main.lock is taken and main
 // checked; the lock file gets the new value; the journal record (the move and the pack) is
-// written and fdatasynced: from here the group survives a power loss; the lock is renamed
-// over main. The checkpoint fsyncs the pack and the ref later (Checkpoint).
+// written and fdatasynced: from here the group survives a power loss; the lock becomes main
+// (moveRef). The checkpoint fsyncs the pack and the ref later (Checkpoint).
 func (r *Repo) Publish(objs []plumbing.EncodedObject, old, new plumbing.Hash) (PublishTiming, error) {
 	var t PublishTiming
 	if r.broken != nil {
@@ -82,7 +82,7 @@ func (r *Repo) Publish(objs []plumbing.EncodedObject, old, new plumbing.Hash) (P
 		return t, err
 	}
 	fault("journal-synced")
-	if err := l.rename(); err != nil {
+	if err := r.moveRef(l); err != nil {
 		// Take the record back, so that the write fails as answered; if even that fails,
 		// reopening replays it (recover.go) and nothing is written until then.
 		if uerr := r.journal.unappend(start); uerr != nil {

@@ -110,7 +110,8 @@ func (r *Repo) recoverRef(recs []record, last plumbing.Hash) error {
 }
 
 // removeStaleLock removes a main.lock that Publish left when the process died between
-// writing it and renaming it: empty, or holding one of the journal's commits.
+// writing it and making it main, or between the exchange that made it main and moving main's
+// old file away (moveRef): empty, or holding one of the journal's commits, new or old.
 func (r *Repo) removeStaleLock(recs []record) {
 	lock := filepath.Join(r.path, MainRef) + ".lock"
 	b, err := os.ReadFile(lock)
@@ -120,7 +121,7 @@ func (r *Repo) removeStaleLock(recs []record) {
 	h, ok := ParseHash(strings.TrimSpace(string(b)))
 	stale := len(bytes.TrimSpace(b)) == 0
 	for _, rec := range recs {
-		stale = stale || (ok && h == rec.new)
+		stale = stale || (ok && (h == rec.new || h == rec.old))
 	}
 	if stale {
 		os.Remove(lock)

@@ -85,7 +85,7 @@ func (r *Repo) CASRef(old, new plumbing.Hash) error {
 type RefLock struct {
 	f                 *os.File
 	lockPath, refPath string
-	committed         bool
+	closed, committed bool
 }
 
 // LockRef takes main.lock, waiting a little for a git process that holds it. If the lock
@@ -140,8 +140,8 @@ func (l *RefLock) write(new plumbing.Hash) error {
 
 // rename closes the lock file and renames it over the ref: main moves.
 func (l *RefLock) rename() error {
-	if err := l.f.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", l.lockPath, err)
+	if err := l.close(); err != nil {
+		return err
 	}
 	if err := os.Rename(l.lockPath, l.refPath); err != nil {
 		return fmt.Errorf("rename %s: %w", l.lockPath, err)
@@ -150,10 +150,22 @@ func (l *RefLock) rename() error {
 	return nil
 }
 
+// close closes the lock file, once.
+func (l *RefLock) close() error {
+	if l.closed {
+		return nil
+	}
+	l.closed = true
+	if err := l.f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", l.lockPath, err)
+	}
+	return nil
+}
+
 // Release gives the lock up without moving main, unless it was committed.
 func (l *RefLock) Release() {
 	if !l.committed {
-		l.f.Close()
+		l.close()
 		os.Remove(l.lockPath)
 	}
 }

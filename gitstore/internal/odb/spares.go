@@ -30,6 +30,9 @@ import (
 // index, and main.lock: lockfile_linux.go).
 const spareFiles = 8
 
+// trashFiles is how many files may wait for the goroutine to close them (discard).
+const trashFiles = 64
+
 // sparePrefix begins the name of a file made ahead.
 const sparePrefix = "tmp_spare_"
 
@@ -52,6 +55,7 @@ type spares struct {
 	once    sync.Once // starts fill, or, at close, makes sure it never starts
 	stopped sync.Once // closes quit: close may be called more than once
 	ch      chan spare
+	trash   chan *os.File // files to close (discard)
 	wake    chan struct{}
 	quit    chan struct{}
 	done    chan struct{}
@@ -59,7 +63,7 @@ type spares struct {
 
 func newSpares(dir, makeDir string) *spares {
 	return &spares{dir: dir, makeDir: makeDir, session: time.Now().UnixNano(),
-		ch: make(chan spare, spareFiles), wake: make(chan struct{}, 1),
+		ch: make(chan spare, spareFiles), trash: make(chan *os.File, trashFiles), wake: make(chan struct{}, 1),
 		quit: make(chan struct{}), done: make(chan struct{})}
 }
 
@@ -114,7 +118,19 @@ func (s *spares) take() (*os.File, error) {
 	}
 }
 
-// fill keeps ch full until close.
+// discard has the goroutine close f, a file whose name is gone, beside the writer: the
+// close frees its inode, which costs on this disk what creating a file does. It closes f now
+// if too many wait.
+func (s *spares) discard(f *os.File) {
+	s.once.Do(func() { go s.fill() })
+	select {
+	case s.trash <- f:
+	default:
+		f.Close()
+	}
+}
+
+// fill keeps ch full, and closes what discard queues, until close.
 func (s *spares) fill() {
 	defer close(s.done)
 	for {
@@ -132,6 +148,8 @@ func (s *spares) fill() {
 		}
 		select {
 		case <-s.wake:
+		case f := <-s.trash:
+			f.Close()
 		case <-time.After(spareMaxAge / 2): // old spares are replaced at the next take
 		case <-s.quit:
 			return
@@ -139,8 +157,8 @@ func (s *spares) fill() {
 	}
 }
 
-// close stops the goroutine and removes the files it made that nobody took. It may be
-// called again.
+// close stops the goroutine, removes the files it made that nobody took and closes those
+// still to discard. It may be called again.
 func (s *spares) close() {
 	s.once.Do(func() { close(s.done) }) // fill never started: and now never will
 	s.stopped.Do(func() { close(s.quit) })
@@ -150,6 +168,8 @@ func (s *spares) close() {
 		case sp := <-s.ch:
 			sp.f.Close()
 			os.Remove(sp.f.Name())
+		case f := <-s.trash:
+			f.Close()
 		default:
 			return
 		}

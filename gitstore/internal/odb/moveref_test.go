@@ -1,0 +1,114 @@
+package odb
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// TestMoveRef: each write leaves main at its commit and no main.lock, and, once the
+// repository is closed, no file of it open (main's old files are closed); a main that git
+// packed into packed-refs is moved as well.
+func TestMoveRef(t *testing.T) {
+	path := initTestRepo(t)
+	r, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish := func(old plumbing.Hash, content string) plumbing.Hash {
+		t.Helper()
+		c := commitObjects(t, old, content)
+		if _, err := r.Publish(c, old, head(c)); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := r.ReadRef(); err != nil || got != head(c) {
+			t.Fatalf("main after a write: %v, %v; want %v", got, err, head(c))
+		}
+		if _, err := os.Lstat(filepath.Join(path, MainRef+".lock")); !os.IsNotExist(err) {
+			t.Fatalf("main.lock after a write: %v", err)
+		}
+		return head(c)
+	}
+	h := publish(plumbing.ZeroHash, "first") // no main yet
+	for _, s := range []string{"two", "three", "four"} {
+		h = publish(h, s)
+	}
+	// As git pack-refs leaves it: main only in packed-refs.
+	if err := os.WriteFile(filepath.Join(path, "packed-refs"), []byte(h.String()+" "+MainRef+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(path, MainRef)); err != nil {
+		t.Fatal(err)
+	}
+	h = publish(h, "five")
+	publish(h, "six")
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// main's old files, held open until the spares goroutine closes them, are all closed.
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc here to list open files")
+	}
+	for _, fd := range fds {
+		if target, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); err == nil && strings.HasPrefix(target, path) {
+			t.Errorf("open after close: %s", target)
+		}
+	}
+}
+
+// TestCrashAfterExchange: a crash between making main.lock main and removing main.lock leaves
+// main.lock holding main's old value; reopening removes it, so that main can be locked again.
+func TestCrashAfterExchange(t *testing.T) {
+	path := initTestRepo(t)
+	crashed := false
+	FaultHook = func(point, _ string) {
+		if point == "ref-exchanged" && !crashed {
+			crashed = true
+			panic("crash")
+		}
+	}
+	defer func() { FaultHook = nil }()
+	r, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c1 := commitObjects(t, plumbing.ZeroHash, "one")
+	if _, err := r.Publish(c1, plumbing.ZeroHash, head(c1)); err != nil { // no main yet: renamed
+		t.Fatal(err)
+	}
+	if err := r.Checkpoint(true); err != nil { // the journal then holds c2's record alone
+		t.Fatal(err)
+	}
+	c2 := commitObjects(t, head(c1), "two")
+	func() {
+		defer func() { recover() }()
+		r.Publish(c2, head(c1), head(c2))
+	}()
+	if !crashed {
+		t.Skip("main is not moved by an exchange here")
+	}
+	lock := filepath.Join(path, MainRef+".lock")
+	if b, err := os.ReadFile(lock); err != nil || string(b) != head(c1).String()+"\n" {
+		t.Fatalf("main.lock after the crash: %q, %v; want main's old value", b, err)
+	}
+	abandon(r)
+	r, err = Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := os.Lstat(lock); !os.IsNotExist(err) {
+		t.Fatalf("main.lock after reopening: %v", err)
+	}
+	if got, err := r.ReadRef(); err != nil || got != head(c2) {
+		t.Fatalf("main after reopening: %v, %v; want %v", got, err, head(c2))
+	}
+	c3 := commitObjects(t, head(c2), "three")
+	if _, err := r.Publish(c3, head(c2), head(c3)); err != nil {
+		t.Fatalf("a write after reopening: %v", err)
+	}
+}
