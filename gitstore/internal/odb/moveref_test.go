@@ -134,32 +134,38 @@ func TestLockLeftBehind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	publish := func(old plumbing.Hash, content string) (plumbing.Hash, error) {
+	try := func(old plumbing.Hash, content string) (plumbing.Hash, error) {
 		c := commitObjects(t, old, content)
 		_, err := r.Publish(c, old, head(c))
 		return head(c), err
 	}
-	h, err := publish(plumbing.ZeroHash, "one") // no main yet: renamed
-	if err != nil {
-		t.Fatal(err)
+	publish := func(old plumbing.Hash, content string) plumbing.Hash {
+		t.Helper()
+		h, err := try(old, content)
+		if err != nil {
+			t.Fatalf("write %q: %v", content, err)
+		}
+		return h
 	}
-	failing = true
-	h2, err := publish(h, "two")
-	if err != nil {
-		t.Fatalf("a write whose main.lock stays: %v", err)
+	// leave writes with main.lock's removal failing.
+	leave := func(old plumbing.Hash, content string) plumbing.Hash {
+		t.Helper()
+		failing = true
+		defer func() { failing = false }()
+		return publish(old, content)
 	}
+	h := publish(plumbing.ZeroHash, "one") // no main yet: renamed
+	h2 := leave(h, "two")
 	if b, err := os.ReadFile(lock); err != nil || string(b) != h.String()+"\n" {
 		t.Skipf("main is not moved by an exchange here (main.lock: %q, %v)", b, err)
 	}
+	failing = true
 	if err := r.Checkpoint(true); err == nil {
 		t.Fatal("a checkpoint with main.lock left behind succeeded")
 	}
 	// Once it can be removed, the next write removes it first.
 	failing = false
-	h3, err := publish(h2, "three")
-	if err != nil {
-		t.Fatalf("the write after: %v", err)
-	}
+	h3 := publish(h2, "three")
 	if _, err := os.Lstat(lock); !os.IsNotExist(err) {
 		t.Fatalf("main.lock after the next write: %v", err)
 	}
@@ -168,19 +174,14 @@ func TestLockLeftBehind(t *testing.T) {
 	}
 
 	// A main.lock that is no longer main's old file (another process's) is left alone.
-	failing = true
-	h4, err := publish(h3, "four")
-	if err != nil {
-		t.Fatal(err)
-	}
-	failing = false
+	h4 := leave(h3, "four")
 	if err := os.Remove(lock); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(lock, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := publish(h4, "five"); !errors.Is(err, ErrRefLocked) {
+	if _, err := try(h4, "five"); !errors.Is(err, ErrRefLocked) {
 		t.Fatalf("a write beside another process's main.lock: %v, want ErrRefLocked", err)
 	}
 	if _, err := os.Stat(lock); err != nil {
@@ -191,11 +192,8 @@ func TestLockLeftBehind(t *testing.T) {
 	}
 
 	// One that stays until the repository closes is removed when it opens again.
+	h6 := leave(h4, "six")
 	failing = true
-	h6, err := publish(h4, "six")
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := r.Close(); err == nil {
 		t.Fatal("close with main.lock left behind reported no error")
 	}
@@ -211,7 +209,5 @@ func TestLockLeftBehind(t *testing.T) {
 	if got, err := r.ReadRef(); err != nil || got != h6 {
 		t.Fatalf("main after reopening: %v, %v; want %v", got, err, h6)
 	}
-	if _, err := publish(h6, "seven"); err != nil {
-		t.Fatalf("a write after reopening: %v", err)
-	}
+	publish(h6, "seven")
 }
