@@ -164,8 +164,13 @@ func commitCount(t *testing.T, s *Store) int {
 	return n
 }
 
+// fsck runs git fsck on the store's repository with no pack merge beside it: git lists a
+// pack by its index and then opens it, and a merge may remove it in between, as git's own
+// repack does to a git fsck that runs beside it.
 func fsck(t *testing.T, s *Store) {
 	t.Helper()
+	s.maintMu.Lock()
+	defer s.maintMu.Unlock()
 	out, err := exec.Command("git", "-C", s.RepoPath(), "fsck", "--full", "--strict").CombinedOutput()
 	if err != nil {
 		t.Fatalf("git fsck: %v\n%s", err, out)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -62,9 +61,7 @@ func TestPacking(t *testing.T) {
 			t.Fatalf("content of memory %d: got %q, want %q", i, got, want)
 		}
 	}
-	if out, err := exec.Command("git", "-C", s.RepoPath(), "fsck", "--full", "--strict").CombinedOutput(); err != nil {
-		t.Fatalf("git fsck: %v\n%s", err, out)
-	}
+	fsck(t, s)
 }
 
 // TestMergeDeltaPack merges a pack that git wrote with deltas (as a push or git gc leaves
@@ -224,7 +221,5 @@ func TestMergesBesideWrites(t *testing.T) {
 	if reads.Load() == 0 {
 		t.Error("the readers read nothing")
 	}
-	if out, err := exec.Command("git", "-C", s.RepoPath(), "fsck", "--full", "--strict").CombinedOutput(); err != nil {
-		t.Fatalf("git fsck: %v\n%s", err, out)
-	}
+	fsck(t, s)
 }

@@ -165,7 +165,13 @@ func findings(content string, found []report.Finding) []Finding {
 		line, col := position(content, start)
 		out = append(out, Finding{Kind: f.RuleID, Line: line, Column: col, start: start, end: start + len(f.Secret)})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].start < out[j].start })
+	// By position, then kind: two rules can find a secret at one place, in any order.
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].start != out[j].start {
+			return out[i].start < out[j].start
+		}
+		return out[i].Kind < out[j].Kind
+	})
 	return preferNamed(out)
 }
 

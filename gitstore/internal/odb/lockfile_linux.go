@@ -3,6 +3,7 @@ package odb
 import (
 	"log/slog"
 	"os"
+	"path/filepath"
 
 	"golang.org/x/sys/unix"
 )
@@ -78,10 +79,39 @@ func (r *Repo) moveRef(l *RefLock) error {
 	l.committed = true
 	fault("ref-exchanged")
 	// main has moved, and is answered as moved: main.lock must go, or git could not lock main
-	// again. A crash before this leaves it for recovery (removeStaleLock).
-	if err := os.Remove(l.lockPath); err != nil && !os.IsNotExist(err) {
-		slog.Error("remove main.lock after moving main", "repo", r.path, "err", err)
+	// again. A crash before this leaves it for recovery (removeStaleLock); a failed removal
+	// is tried again before main is next locked (dropLeftLock).
+	if err := removeFile(l.lockPath); err != nil && !os.IsNotExist(err) {
+		slog.Error("remove main.lock after moving main; trying again at the next write", "repo", r.path, "err", err)
+		r.leftLock.Store(old)
+		return nil
 	}
 	r.spares.discard(old)
 	return nil
+}
+
+// removeFile is os.Remove; a test makes it fail.
+var removeFile = os.Remove
+
+// dropLeftLock removes the main.lock that moveRef failed to remove, if it is still main's old
+// file (and not a lock that a git process took since), and tells whether none is left.
+func (r *Repo) dropLeftLock() bool {
+	old := r.leftLock.Swap(nil)
+	if old == nil {
+		return true
+	}
+	lockPath := filepath.Join(r.path, MainRef+".lock")
+	ours, err := old.Stat()
+	if err != nil {
+		r.spares.discard(old)
+		return false
+	}
+	if cur, err := os.Lstat(lockPath); err == nil && os.SameFile(ours, cur) {
+		if err := removeFile(lockPath); err != nil && !os.IsNotExist(err) {
+			r.leftLock.Store(old)
+			return false
+		}
+	}
+	r.spares.discard(old)
+	return true
 }

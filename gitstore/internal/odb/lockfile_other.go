@@ -14,3 +14,6 @@ func renameNoReplace(old, new string) error { return linkRename(old, new) }
 
 // moveRef moves main to the value in l's lock file.
 func (r *Repo) moveRef(l *RefLock) error { return l.rename() }
+
+// dropLeftLock has nothing to do: moveRef leaves no main.lock behind here.
+func (r *Repo) dropLeftLock() bool { return true }

@@ -155,7 +155,9 @@ func (r *Repo) MergePacks(maxPacks int) error {
 		if !drop[p.base] {
 			continue
 		}
-		for _, ext := range []string{".pack", ".idx"} {
+		// The index first: git finds a pack by its index, and would report one whose pack
+		// is gone as broken; a pack left without one is removed at the next Open.
+		for _, ext := range []string{".idx", ".pack"} {
 			if err := os.Remove(p.base + ext); err != nil && !os.IsNotExist(err) {
 				return fmt.Errorf("remove merged pack: %w", err)
 			}

@@ -1,9 +1,11 @@
 package odb
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -111,4 +113,101 @@ func TestCrashAfterExchange(t *testing.T) {
 	if _, err := r.Publish(c3, head(c2), head(c3)); err != nil {
 		t.Fatalf("a write after reopening: %v", err)
 	}
+}
+
+// TestLockLeftBehind: when main.lock cannot be removed after the exchange that moved main,
+// the write still succeeds; the lock is removed before main is next locked, unless it is no
+// longer main's old file; while it stays, no checkpoint drops the record that lets the next
+// Open remove it.
+func TestLockLeftBehind(t *testing.T) {
+	path := initTestRepo(t)
+	lock := filepath.Join(path, MainRef+".lock")
+	failing := false
+	removeFile = func(name string) error {
+		if failing && name == lock {
+			return &os.PathError{Op: "remove", Path: name, Err: syscall.EIO}
+		}
+		return os.Remove(name)
+	}
+	defer func() { removeFile = os.Remove }()
+	r, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	try := func(old plumbing.Hash, content string) (plumbing.Hash, error) {
+		c := commitObjects(t, old, content)
+		_, err := r.Publish(c, old, head(c))
+		return head(c), err
+	}
+	publish := func(old plumbing.Hash, content string) plumbing.Hash {
+		t.Helper()
+		h, err := try(old, content)
+		if err != nil {
+			t.Fatalf("write %q: %v", content, err)
+		}
+		return h
+	}
+	// leave writes with main.lock's removal failing.
+	leave := func(old plumbing.Hash, content string) plumbing.Hash {
+		t.Helper()
+		failing = true
+		defer func() { failing = false }()
+		return publish(old, content)
+	}
+	h := publish(plumbing.ZeroHash, "one") // no main yet: renamed
+	h2 := leave(h, "two")
+	if b, err := os.ReadFile(lock); err != nil || string(b) != h.String()+"\n" {
+		t.Skipf("main is not moved by an exchange here (main.lock: %q, %v)", b, err)
+	}
+	failing = true
+	if err := r.Checkpoint(true); err == nil {
+		t.Fatal("a checkpoint with main.lock left behind succeeded")
+	}
+	// Once it can be removed, the next write removes it first.
+	failing = false
+	h3 := publish(h2, "three")
+	if _, err := os.Lstat(lock); !os.IsNotExist(err) {
+		t.Fatalf("main.lock after the next write: %v", err)
+	}
+	if err := r.Checkpoint(true); err != nil {
+		t.Fatal(err)
+	}
+
+	// A main.lock that is no longer main's old file (another process's) is left alone.
+	h4 := leave(h3, "four")
+	if err := os.Remove(lock); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(lock, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := try(h4, "five"); !errors.Is(err, ErrRefLocked) {
+		t.Fatalf("a write beside another process's main.lock: %v, want ErrRefLocked", err)
+	}
+	if _, err := os.Stat(lock); err != nil {
+		t.Fatalf("another process's main.lock was removed: %v", err)
+	}
+	if err := os.Remove(lock); err != nil {
+		t.Fatal(err)
+	}
+
+	// One that stays until the repository closes is removed when it opens again.
+	h6 := leave(h4, "six")
+	failing = true
+	if err := r.Close(); err == nil {
+		t.Fatal("close with main.lock left behind reported no error")
+	}
+	failing = false
+	r, err = Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := os.Lstat(lock); !os.IsNotExist(err) {
+		t.Fatalf("main.lock after reopening: %v", err)
+	}
+	if got, err := r.ReadRef(); err != nil || got != h6 {
+		t.Fatalf("main after reopening: %v, %v; want %v", got, err, h6)
+	}
+	publish(h6, "seven")
 }

@@ -112,6 +112,10 @@ func (r *Repo) Checkpoint(force bool) error {
 	if r.broken != nil {
 		return r.broken
 	}
+	if !r.dropLeftLock() {
+		// The journal's last record names main.lock's content, so that the next Open removes it.
+		return fmt.Errorf("checkpoint %s: %s.lock, which could not be removed after main moved, is still there", r.path, MainRef)
+	}
 	j := r.journal
 	if j.off == 0 {
 		return nil

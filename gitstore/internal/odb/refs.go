@@ -103,6 +103,7 @@ func (r *Repo) lockRef(create func(string) (*os.File, error)) (*RefLock, error) 
 	if err := os.MkdirAll(filepath.Dir(refPath), 0o755); err != nil {
 		return nil, fmt.Errorf("update %s: %w", MainRef, err)
 	}
+	r.dropLeftLock()
 	for wait := time.Millisecond; ; wait *= 2 {
 		f, err := create(lockPath)
 		if err == nil {

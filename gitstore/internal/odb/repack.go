@@ -92,7 +92,7 @@ func (r *Repo) replacePacks(old []packFile) error {
 		if keep[o.base] {
 			continue
 		}
-		for _, ext := range []string{".pack", ".idx", ".rev", ".bitmap", ".mtimes"} {
+		for _, ext := range []string{".idx", ".pack", ".rev", ".bitmap", ".mtimes"} { // index first, as in MergePacks
 			if err := os.Remove(o.base + ext); err != nil && !os.IsNotExist(err) {
 				return fmt.Errorf("remove old pack: %w", err)
 			}

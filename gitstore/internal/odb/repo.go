@@ -55,6 +55,9 @@ type Repo struct {
 	packs atomic.Int64 // packs, as of the last count plus those written since
 
 	spares *spares // empty files made ahead for packs and indexes (spares.go)
+	// leftLock is main's old file, held open, when moveRef could not remove main.lock, which
+	// names it (lockfile_linux.go).
+	leftLock atomic.Pointer[os.File]
 
 	// The journal (journal.go, publish.go): the writer goroutine's, as are checkpointAt and
 	// broken; the syncer fsyncs beside it.
@@ -198,6 +201,9 @@ func (r *Repo) Close() error {
 			err = r.ForgetJournal() // a checkpoint, and zeros: the next open writes nothing
 		}
 		r.spares.close()
+		if f := r.leftLock.Swap(nil); f != nil {
+			f.Close() // its main.lock stays, for the next Open to remove
+		}
 		for _, p := range r.objs.Load().packs {
 			p.f.Close()
 		}
