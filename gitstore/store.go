@@ -26,7 +26,7 @@ type Store struct {
 	opts Options
 	log  *slog.Logger
 	repo *repo
-	db   *bolt.DB
+	db   *catalogDB
 
 	reqs chan *request
 	quit chan struct{}
@@ -80,6 +80,9 @@ func openStoreProgress(id, repoPath, catalogPath string, opts Options, progress 
 		log.Warn("catalog unreadable; rebuilding it from history", "err", err)
 		if rerr := os.Rename(catalogPath, catalogPath+".damaged"); rerr != nil {
 			return nil, fmt.Errorf("set aside damaged catalog: %w (after: %v)", rerr, err)
+		}
+		if rerr := os.Remove(sidePath(catalogPath)); rerr != nil && !os.IsNotExist(rerr) {
+			return nil, fmt.Errorf("set aside damaged catalog: %w", rerr)
 		}
 		db, err = openCatalog(catalogPath, log)
 	}
