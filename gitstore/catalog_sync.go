@@ -53,6 +53,7 @@ type catalogDB struct {
 	pin      *bolt.Tx   // a read transaction at the state that side saves
 	slot     int        // the side file's slot written last
 	lastSync time.Time
+	lastDrop time.Time
 }
 
 // sidePath is the path of the side file of the catalog at path.
@@ -78,7 +79,9 @@ func (c *catalogDB) startSync() error {
 	if err != nil {
 		return fmt.Errorf("open catalog %s: %w", c.path, err)
 	}
-	f, err := os.OpenFile(sidePath(c.path), os.O_RDWR|os.O_CREATE, 0o644)
+	// Emptied: the slots of an earlier session name states that this one's commits (fsynced
+	// until the first sync below) may have written over.
+	f, err := os.OpenFile(sidePath(c.path), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		file.Close()
 		return fmt.Errorf("open %s: %w", sidePath(c.path), err)
@@ -187,8 +190,19 @@ func (c *catalogDB) syncLocked() error {
 	}
 	c.pin = pin
 	c.lastSync = time.Now()
+	if c.lastSync.Sub(c.lastDrop) >= dropEvery {
+		// bbolt's mapping no longer grows with the file (catalogMap), which used to drop the
+		// pages mapped so far each time it doubled.
+		c.lastDrop = c.lastSync
+		if err := dropMapped(c.Info().Data, st.Size()); err != nil {
+			slog.Warn("drop the catalog's mapped pages", "path", c.path, "err", err)
+		}
+	}
 	return nil
 }
+
+// dropEvery is how often a sync drops the catalog's mapped pages from the process.
+const dropEvery = time.Second
 
 // Close syncs the catalog, removes the side file, which the next open then does not need, and
 // closes it.
