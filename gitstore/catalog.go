@@ -2,6 +2,7 @@ package gitstore
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -26,8 +27,17 @@ func openCatalog(path string, log *slog.Logger) (*catalogDB, error) {
 	}
 	// The freelist is rebuilt at open instead of written at every commit, where its cost
 	// would grow with the size of the catalog (as etcd runs bbolt).
-	db, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: 2 * time.Second,
-		NoFreelistSync: true, FreelistType: bolt.FreelistMapType, InitialMmapSize: catalogMap})
+	opts := &bolt.Options{Timeout: 2 * time.Second, NoFreelistSync: true, FreelistType: bolt.FreelistMapType,
+		InitialMmapSize: catalogMap}
+	db, err := bolt.Open(path, 0o644, opts)
+	skipFsyncs := err == nil
+	if err != nil && !damagedCatalog(err) && !errors.Is(err, bolt.ErrTimeout) {
+		// The address space may be limited (ulimit -v): mapped as the file grows, the
+		// catalog fsyncs every commit (catalog_sync.go).
+		log.Warn("cannot map the catalog whole; its commits will be fsynced one by one", "path", path, "err", err)
+		opts.InitialMmapSize = 0
+		db, err = bolt.Open(path, 0o644, opts)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open catalog %s: %w", path, err)
 	}
@@ -44,11 +54,21 @@ func openCatalog(path string, log *slog.Logger) (*catalogDB, error) {
 		return nil, fmt.Errorf("open catalog %s: %w", path, err)
 	}
 	c := &catalogDB{DB: db, path: path}
-	if err := c.startSync(); err != nil {
+	start := c.startSync
+	if !skipFsyncs {
+		start = c.lockedSyncEach
+	}
+	if err := start(); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("open catalog %s: %w", path, err)
 	}
 	return c, nil
+}
+
+// damagedCatalog tells whether bbolt refused to open a catalog for what its file holds: then
+// it is set aside and rebuilt from history (openStoreProgress).
+func damagedCatalog(err error) bool {
+	return errors.Is(err, bolt.ErrInvalid) || errors.Is(err, bolt.ErrChecksum) || errors.Is(err, bolt.ErrVersionMismatch)
 }
 
 func ensureBuckets(tx *bolt.Tx) error {
@@ -150,6 +170,7 @@ func (s *Store) readCatalog(fn func(ct catTx) error) error {
 // groups open theirs in writer.go, and sync now and then (afterGroup).
 func (s *Store) updateCatalog(fn func(ct catTx) error) error {
 	if err := s.db.Update(func(tx *bolt.Tx) error { return fn(writeTx(tx)) }); err != nil {
+		s.db.commitFailed(err)
 		return err
 	}
 	return s.db.sync() // durable before it is answered (catalog_sync.go)

@@ -7,11 +7,15 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/gitmem/gitmem/internal/durable"
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+	"golang.org/x/sys/unix"
 )
 
 // The writer's catalog commits are not fsynced one by one. bbolt fsyncs a commit twice (its
@@ -59,9 +63,9 @@ type catalogDB struct {
 // sidePath is the path of the side file of the catalog at path.
 func sidePath(path string) string { return path + ".synced" }
 
-// A slot of the side file: the catalog file's device and inode, then the first metaCopy
-// bytes of its meta page (the page header and bbolt's meta record). Slots are a sector
-// apart, so that a write torn by a power loss damages one.
+// A slot of the side file: the catalog file's inode (its device number can change across
+// a reboot), then the first metaCopy bytes of its meta page (the page header and bbolt's meta
+// record). Slots are a sector apart, so that a write torn by a power loss damages one.
 const (
 	metaCopy = 128
 	slotSize = 512
@@ -82,6 +86,9 @@ func (c *catalogDB) startSync() error {
 	// Emptied: the slots of an earlier session name states that this one's commits (fsynced
 	// until the first sync below) may have written over.
 	f, err := os.OpenFile(sidePath(c.path), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err == nil {
+		err = durable.SyncDir(filepath.Dir(c.path))
+	}
 	if err != nil {
 		file.Close()
 		return fmt.Errorf("open %s: %w", sidePath(c.path), err)
@@ -91,11 +98,14 @@ func (c *catalogDB) startSync() error {
 		return err
 	}
 	c.NoSync = true
+	// A commit that would outgrow the mapping fails rather than wait for the pin forever.
+	c.MaxSize = catalogMap / 4 * 3
 	return nil
 }
 
 // syncEach goes back to fsyncing every commit and removes the side file, whose saved state
-// bbolt may now overwrite. c.mu is held.
+// bbolt may now overwrite: its slots are zeroed first, so that a removal lost to a power
+// loss leaves nothing to restore. Until the file is synced the side file stays. c.mu is held.
 func (c *catalogDB) syncEach() error {
 	tx, err := c.Begin(true) // no commit beside the change
 	if err != nil {
@@ -103,18 +113,39 @@ func (c *catalogDB) syncEach() error {
 	}
 	defer tx.Rollback()
 	c.NoSync = false
+	c.MaxSize = 0
 	if err := c.Sync(); err != nil {
 		return fmt.Errorf("sync catalog %s: %w", c.path, err)
 	}
-	c.closeFiles()
 	if c.pin != nil {
 		c.pin.Rollback()
 		c.pin = nil
 	}
+	if c.side == nil { // one left by a crash, when the catalog does not skip fsyncs now
+		if f, err := os.OpenFile(sidePath(c.path), os.O_RDWR, 0); err == nil {
+			c.side = f
+		}
+	}
+	if c.side != nil {
+		if _, err := c.side.WriteAt(make([]byte, 2*slotSize), 0); err != nil {
+			return fmt.Errorf("clear %s: %w", sidePath(c.path), err)
+		}
+		if err := c.side.Sync(); err != nil {
+			return fmt.Errorf("clear %s: %w", sidePath(c.path), err)
+		}
+	}
+	c.closeFiles()
 	if err := os.Remove(sidePath(c.path)); err != nil && !os.IsNotExist(err) {
 		return fmt.Errorf("remove %s: %w", sidePath(c.path), err)
 	}
 	return nil
+}
+
+// lockedSyncEach is syncEach, for a catalog that does not skip fsyncs from its open.
+func (c *catalogDB) lockedSyncEach() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.syncEach()
 }
 
 // sync makes the catalog's commits so far durable (steps 1 to 3 above).
@@ -134,6 +165,19 @@ func (c *catalogDB) maybeSync() error {
 	return c.syncLocked()
 }
 
+// commitFailed goes back to fsyncing every commit when a commit failed for the mapping's
+// size (MaxSize, above): a catalog that large no longer skips them.
+func (c *catalogDB) commitFailed(err error) {
+	if !errors.Is(err, berrors.ErrMaxSizeReached) {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if serr := c.syncEach(); serr != nil {
+		slog.Error("sync every catalog commit", "path", c.path, "err", serr)
+	}
+}
+
 // catalogSynced, when set (by the power-loss test only), is called with the catalog's path
 // once its file is durable, before the side file says so.
 var catalogSynced func(path string)
@@ -142,6 +186,19 @@ func (c *catalogDB) syncLocked() error {
 	if c.side == nil {
 		return nil // every commit is fsynced
 	}
+	err := c.saveSynced()
+	if err != nil {
+		// The side file's last slot still names a state whose pages are kept (the pin did not
+		// move); from here on every commit is fsynced.
+		if serr := c.syncEach(); serr != nil {
+			err = errors.Join(err, serr)
+		}
+	}
+	return err
+}
+
+// saveSynced is steps 1 to 3 above.
+func (c *catalogDB) saveSynced() error {
 	st, err := os.Stat(c.path)
 	if err != nil {
 		return fmt.Errorf("sync catalog: %w", err)
@@ -164,23 +221,22 @@ func (c *catalogDB) syncLocked() error {
 	txid := uint64(tx.ID() - 1)
 	pageSize := int64(c.Info().PageSize)
 	var slot [slotSize]byte
-	if id, ok := fileID(st); ok {
-		binary.LittleEndian.PutUint64(slot[0:], id.dev)
-		binary.LittleEndian.PutUint64(slot[8:], id.ino)
-	}
-	if _, err := c.file.ReadAt(slot[16:16+metaCopy], int64(txid%2)*pageSize); err != nil {
+	binary.LittleEndian.PutUint64(slot[0:], inode(st))
+	if _, err := c.file.ReadAt(slot[8:8+metaCopy], int64(txid%2)*pageSize); err != nil {
 		return fmt.Errorf("sync catalog %s: read its meta page: %w", c.path, err)
 	}
-	if got, ok := metaTxid(slot[16 : 16+metaCopy]); !ok || got != txid {
+	if got, ok := metaTxid(slot[8 : 8+metaCopy]); !ok || got != txid {
 		return fmt.Errorf("sync catalog %s: its meta page is not that of transaction %d", c.path, txid)
 	}
-	c.slot = 1 - c.slot
-	if _, err := c.side.WriteAt(slot[:], int64(c.slot*slotSize)); err != nil {
+	// The other slot than the last one written: that one stays whole if this write is torn.
+	next := 1 - c.slot
+	if _, err := c.side.WriteAt(slot[:], int64(next*slotSize)); err != nil {
 		return fmt.Errorf("write %s: %w", sidePath(c.path), err)
 	}
 	if err := c.side.Sync(); err != nil {
 		return fmt.Errorf("sync %s: %w", sidePath(c.path), err)
 	}
+	c.slot = next
 	pin, err := c.Begin(false)
 	if err != nil {
 		return fmt.Errorf("sync catalog %s: %w", c.path, err)
@@ -204,30 +260,26 @@ func (c *catalogDB) syncLocked() error {
 // dropEvery is how often a sync drops the catalog's mapped pages from the process.
 const dropEvery = time.Second
 
-// Close syncs the catalog, removes the side file, which the next open then does not need, and
-// closes it.
+// Close syncs the catalog, goes back to fsyncing every commit (one that waited for the
+// close is then durable when it is answered), removes the side file, which the next open
+// does not need, and closes the catalog.
 func (c *catalogDB) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	err := c.syncLocked()
-	if c.pin != nil {
-		c.pin.Rollback()
-		c.pin = nil
+	var err error
+	if c.side != nil {
+		err = errors.Join(c.syncLocked(), c.syncEach())
 	}
-	if c.side != nil && err == nil {
-		// Synced whole: the next open has nothing to set back.
-		err = os.Remove(sidePath(c.path))
-	}
-	c.closeFiles()
 	return errors.Join(err, c.DB.Close())
 }
 
 func (c *catalogDB) closeFiles() {
-	if c.side != nil {
-		c.side.Close()
-		c.file.Close()
-		c.side, c.file = nil, nil
+	for _, f := range []*os.File{c.side, c.file} {
+		if f != nil {
+			f.Close()
+		}
 	}
+	c.side, c.file = nil, nil
 }
 
 // restoreSynced sets the catalog file at path back to the state that its side file saved, if
@@ -248,20 +300,26 @@ func restoreSynced(path string, log *slog.Logger) (bool, error) {
 		return false, fmt.Errorf("open catalog %s: %w", path, err)
 	}
 	defer f.Close()
+	// bbolt's own lock: a catalog open elsewhere is not set back under it (bbolt's open then
+	// waits for it, and times out).
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		return false, nil
+	}
+	defer unix.Flock(int(f.Fd()), unix.LOCK_UN)
 	st, err := f.Stat()
 	if err != nil {
 		return false, err
 	}
-	id, _ := fileID(st)
 	var saved []byte
 	var savedTx uint64
 	for i := 0; i+slotSize <= len(side); i += slotSize {
 		s := side[i : i+slotSize]
-		if binary.LittleEndian.Uint64(s[0:]) != id.dev || binary.LittleEndian.Uint64(s[8:]) != id.ino {
+		if binary.LittleEndian.Uint64(s[0:]) != inode(st) {
 			continue // of a catalog file since replaced
 		}
-		if txid, ok := metaTxid(s[16 : 16+metaCopy]); ok && (saved == nil || txid > savedTx) {
-			saved, savedTx = s[16:16+metaCopy], txid
+		meta := s[8 : 8+metaCopy]
+		if txid, ok := metaTxid(meta); ok && fits(f, st.Size(), meta) && (saved == nil || txid > savedTx) {
+			saved, savedTx = meta, txid
 		}
 	}
 	if saved == nil {
@@ -295,6 +353,29 @@ func restoreSynced(path string, log *slog.Logger) (bool, error) {
 	return true, nil
 }
 
+// fits tells whether a saved meta page can be the file's: the pages it counts are in the
+// file, and its root bucket's page is a branch or a leaf that names itself.
+func fits(f *os.File, size int64, meta []byte) bool {
+	ne := binary.NativeEndian
+	pageSize := int64(ne.Uint32(meta[24:]))
+	root, hwm := ne.Uint64(meta[32:]), ne.Uint64(meta[56:])
+	if pageSize < 512 || root < 2 || root >= hwm || int64(hwm) > size/pageSize {
+		return false
+	}
+	var hdr [16]byte
+	if _, err := f.ReadAt(hdr[:], int64(root)*pageSize); err != nil {
+		return false
+	}
+	flags := ne.Uint16(hdr[8:])
+	return ne.Uint64(hdr[0:]) == root && (flags == branchPage || flags == leafPage)
+}
+
+// The flags of bbolt's branch and leaf pages.
+const (
+	branchPage = 0x01
+	leafPage   = 0x02
+)
+
 // bbolt's meta page: a 16-byte page header, then magic, version, page size and flags (4
 // bytes each), the root bucket (16), the freelist's page, the high-water mark and the
 // transaction id (8 each), and an FNV-64a checksum of what precedes it in the record.
@@ -320,12 +401,10 @@ func metaTxid(page []byte) (uint64, bool) {
 	return le.Uint64(page[64:]), true
 }
 
-type fileIdent struct{ dev, ino uint64 }
-
-func fileID(st os.FileInfo) (fileIdent, bool) {
-	sys, ok := st.Sys().(*syscall.Stat_t)
-	if !ok {
-		return fileIdent{}, false
+// inode is the file's inode number, or 0 where the file system does not say.
+func inode(st os.FileInfo) uint64 {
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		return uint64(sys.Ino)
 	}
-	return fileIdent{dev: uint64(sys.Dev), ino: uint64(sys.Ino)}, true
+	return 0
 }

@@ -92,7 +92,6 @@ func TestCatalogRestoredAfterCrash(t *testing.T) {
 	if err != nil {
 		t.Fatalf("open after the power loss: %v", err)
 	}
-	defer c.Close()
 	err = c.View(func(tx *bolt.Tx) error {
 		for err := range tx.Check() {
 			t.Errorf("check: %v", err)
@@ -112,5 +111,12 @@ func TestCatalogRestoredAfterCrash(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Closed cleanly, it leaves nothing to set back.
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(sidePath(path)); !os.IsNotExist(err) {
+		t.Fatalf("side file after a clean close: %v", err)
 	}
 }
