@@ -2,6 +2,7 @@ package gitstore
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -20,11 +21,23 @@ import (
 // openCatalog opens the catalog at path. One of another format is emptied of what history
 // says, so that the store's catch-up rebuilds it (about a minute for 100,000 memories here):
 // log says so, as the store's first open then takes that long.
-func openCatalog(path string, log *slog.Logger) (*bolt.DB, error) {
+func openCatalog(path string, log *slog.Logger) (*catalogDB, error) {
+	if _, err := restoreSynced(path, log); err != nil {
+		return nil, err
+	}
 	// The freelist is rebuilt at open instead of written at every commit, where its cost
 	// would grow with the size of the catalog (as etcd runs bbolt).
-	db, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: 2 * time.Second,
-		NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
+	opts := &bolt.Options{Timeout: 2 * time.Second, NoFreelistSync: true, FreelistType: bolt.FreelistMapType,
+		InitialMmapSize: catalogMap}
+	db, err := bolt.Open(path, 0o644, opts)
+	skipFsyncs := err == nil
+	if err != nil && !damagedCatalog(err) && !errors.Is(err, bolt.ErrTimeout) {
+		// The address space may be limited (ulimit -v): mapped as the file grows, the
+		// catalog fsyncs every commit (catalog_sync.go).
+		log.Warn("cannot map the catalog whole; its commits will be fsynced one by one", "path", path, "err", err)
+		opts.InitialMmapSize = 0
+		db, err = bolt.Open(path, 0o644, opts)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open catalog %s: %w", path, err)
 	}
@@ -40,7 +53,22 @@ func openCatalog(path string, log *slog.Logger) (*bolt.DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("open catalog %s: %w", path, err)
 	}
-	return db, nil
+	c := &catalogDB{DB: db, path: path}
+	start := c.startSync
+	if !skipFsyncs {
+		start = c.lockedSyncEach
+	}
+	if err := start(); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("open catalog %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// damagedCatalog tells whether bbolt refused to open a catalog for what its file holds: then
+// it is set aside and rebuilt from history (openStoreProgress).
+func damagedCatalog(err error) bool {
+	return errors.Is(err, bolt.ErrInvalid) || errors.Is(err, bolt.ErrChecksum) || errors.Is(err, bolt.ErrVersionMismatch)
 }
 
 func ensureBuckets(tx *bolt.Tx) error {
@@ -137,11 +165,15 @@ func (s *Store) readCatalog(fn func(ct catTx) error) error {
 	return s.db.View(func(tx *bolt.Tx) error { return fn(catTx{tx}) })
 }
 
-// updateCatalog runs fn in a write transaction of the catalog of its own: for catching up
-// and for what history does not hold (catalog_kept.go). The writer's groups open theirs in
-// writer.go.
+// updateCatalog runs fn in a write transaction of the catalog of its own, and syncs the
+// catalog: for catching up and for what history does not hold (catalog_kept.go). The writer's
+// groups open theirs in writer.go, and sync now and then (afterGroup).
 func (s *Store) updateCatalog(fn func(ct catTx) error) error {
-	return s.db.Update(func(tx *bolt.Tx) error { return fn(writeTx(tx)) })
+	if err := s.db.Update(func(tx *bolt.Tx) error { return fn(writeTx(tx)) }); err != nil {
+		s.db.commitFailed(err)
+		return err
+	}
+	return s.db.sync() // durable before it is answered (catalog_sync.go)
 }
 
 // appendFill is how full bbolt packs a page that it splits in a bucket whose keys mostly grow

@@ -23,6 +23,9 @@ const backlogFactor = 4
 // maintainer has fallen far behind.
 func (s *Store) afterGroup() {
 	s.checkpoint(false)
+	if err := s.db.maybeSync(); err != nil {
+		s.log.Error("sync the catalog", "store", s.id, "err", err)
+	}
 	n := s.repo.Packs()
 	switch {
 	case n > backlogFactor*s.opts.MaxPacks:

@@ -300,7 +300,11 @@ func (s *Store) publishRedaction(t redactTarget, newOf map[plumbing.Hash]plumbin
 	if err != nil {
 		return v, err
 	}
-	if err := tx.Commit(); err != nil {
+	err = tx.Commit()
+	if err == nil {
+		err = s.db.sync() // the rewrites (catalog_kept.go) durable before the answer
+	}
+	if err != nil {
 		// main has the new history; the catalog rebuilds from it at the next write or open.
 		s.log.Error("update catalog after redaction", "store", s.id, "err", err)
 	}

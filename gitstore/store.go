@@ -14,7 +14,6 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
-	bolt "go.etcd.io/bbolt"
 )
 
 // Store is one memory store: a bare repository and its catalog. Mutations go through the
@@ -26,7 +25,7 @@ type Store struct {
 	opts Options
 	log  *slog.Logger
 	repo *repo
-	db   *bolt.DB
+	db   *catalogDB
 
 	reqs chan *request
 	quit chan struct{}
@@ -75,11 +74,14 @@ func openStoreProgress(id, repoPath, catalogPath string, opts Options, progress 
 	}
 	log := opts.Logger.With("store", id)
 	db, err := openCatalog(catalogPath, log)
-	if err != nil && !errors.Is(err, bolt.ErrTimeout) && !IsNoSpace(err) {
+	if err != nil && damagedCatalog(err) {
 		// The catalog is derived from history: a damaged one is set aside and rebuilt.
 		log.Warn("catalog unreadable; rebuilding it from history", "err", err)
 		if rerr := os.Rename(catalogPath, catalogPath+".damaged"); rerr != nil {
 			return nil, fmt.Errorf("set aside damaged catalog: %w (after: %v)", rerr, err)
+		}
+		if rerr := os.Remove(sidePath(catalogPath)); rerr != nil && !os.IsNotExist(rerr) {
+			return nil, fmt.Errorf("set aside damaged catalog: %w", rerr)
 		}
 		db, err = openCatalog(catalogPath, log)
 	}

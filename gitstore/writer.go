@@ -190,6 +190,7 @@ func (s *Store) tryGroup(group []*request) ([]result, error) {
 		// The commits are published and durable (the journal); the catalog catches up from
 		// history on the next write or at the next open.
 		s.log.Error("update catalog after commit", "store", s.id, "err", err)
+		s.db.commitFailed(err)
 	}
 	s.moved.notify()
 	return results, nil
