@@ -22,9 +22,9 @@ import (
 // pages, then its meta page), and those fsyncs were a third of a write at 100 memories, beside
 // the journal's, which already makes the write durable: the catalog is derived from main and
 // catches up with it at open. What the catalog must not be after a power loss is torn: a
-// meta page on disk whose pages are not. So the catalog is synced now and then (syncCatalog:
-// at most every syncEvery between groups, after each write of what history does not hold,
-// and at close), and each sync
+// meta page on disk whose pages are not. So the catalog is synced now and then (sync and
+// maybeSync: at most every syncEvery between groups, when the writer goes idle, after each
+// write of what history does not hold, and at close), and each sync
 //
 //  1. fsyncs the file, with commits held off (a write transaction is open),
 //  2. saves a copy of the meta page that it made durable in a side file (<catalog>.synced,

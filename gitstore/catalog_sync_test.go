@@ -2,11 +2,13 @@ package gitstore
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -118,5 +120,40 @@ func TestCatalogRestoredAfterCrash(t *testing.T) {
 	}
 	if _, err := os.Stat(sidePath(path)); !os.IsNotExist(err) {
 		t.Fatalf("side file after a clean close: %v", err)
+	}
+}
+
+// TestCatalogSyncedWhenIdle: once the writer is idle, its last commits to the catalog are
+// synced, so that a crash then has nothing to set back.
+func TestCatalogSyncedWhenIdle(t *testing.T) {
+	ctx := context.Background()
+	d := newTestDataDir(t, Options{IdlePack: 50 * time.Millisecond})
+	s, err := d.CreateStore(ctx, CreateStoreInput{Name: "idle", Actor: apiActor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 5; i++ { // closer together than syncEvery
+		if _, err := s.Write(ctx, WriteInput{Path: fmt.Sprintf("/n%d.md", i), Content: "x", Actor: apiActor}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var last uint64
+	if err := s.db.View(func(tx *bolt.Tx) error { last = uint64(tx.ID()); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	saved := func() uint64 {
+		side, _ := os.ReadFile(sidePath(s.db.path))
+		var best uint64
+		for i := 0; i+slotSize <= len(side); i += slotSize {
+			if txid, ok := metaTxid(side[i+8 : i+8+metaCopy]); ok && txid > best {
+				best = txid
+			}
+		}
+		return best
+	}
+	for deadline := time.Now().Add(10 * time.Second); saved() != last; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the side file saved transaction %d; the catalog is at %d", saved(), last)
+		}
 	}
 }

@@ -114,6 +114,9 @@ func (s *Store) run() {
 			idle.Reset(s.opts.IdlePack)
 		case <-idle.C:
 			s.checkpoint(true)
+			if err := s.db.sync(); err != nil { // what the last groups committed, durable while idle
+				s.log.Error("sync the catalog", "store", s.id, "err", err)
+			}
 			s.askMaintain(idlePacks)
 		case <-s.quit:
 			// Answer what is still queued, so that no caller waits forever.
