@@ -167,6 +167,7 @@ func (d *DataDir) CreateStore(ctx context.Context, in CreateStoreInput) (_ *Stor
 	tmpCatalog := d.catalogPath(id) + ".tmp"
 	defer os.RemoveAll(tmpRepo)
 	defer os.Remove(tmpCatalog)
+	defer os.Remove(sidePath(tmpCatalog)) // left by a failure before the store closed
 	if err := odb.Init(tmpRepo); err != nil {
 		return nil, err
 	}
@@ -335,8 +336,10 @@ func (d *DataDir) DeleteStore(ctx context.Context, id string) error {
 		return err
 	}
 	d.storesMoved.notify()
-	if err := os.Remove(d.catalogPath(id)); err != nil && !os.IsNotExist(err) {
-		return fmt.Errorf("delete catalog of %s: %w", id, err)
+	for _, p := range []string{d.catalogPath(id), sidePath(d.catalogPath(id))} {
+		if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("delete catalog of %s: %w", id, err)
+		}
 	}
 	// Its proposals go with it (whoever keeps them open closes them: proposals.Forget).
 	if err := os.Remove(d.Layout().ProposalsFile(id)); err != nil && !os.IsNotExist(err) {
