@@ -69,9 +69,11 @@ func fill(tb testing.TB, s *Store, n int, path func(int) string) {
 	wg.Wait()
 }
 
-func benchStore(b *testing.B) *Store {
+func benchStore(b *testing.B) *Store { return benchStoreWith(b, Options{}) }
+
+func benchStoreWith(b *testing.B, opts Options) *Store {
 	b.Helper()
-	d := newTestDataDir(b, Options{})
+	d := newTestDataDir(b, opts)
 	s, err := d.CreateStore(context.Background(), CreateStoreInput{Name: "bench", Actor: apiActor})
 	if err != nil {
 		b.Fatal(err)
@@ -81,13 +83,19 @@ func benchStore(b *testing.B) *Store {
 
 // BenchmarkWrite is sequential writes (updates of existing memories) in a store that
 // already holds n memories. The cost per write should not grow with n.
+//
+// It also reports merge-s, the seconds of pack merges that ended while it wrote: at 100,000
+// memories a large merge beside the writes is what makes a run several times slower than
+// another (performance.md).
 func BenchmarkWrite(b *testing.B) {
 	for _, n := range benchSizes() {
 		b.Run(fmt.Sprintf("memories=%d", n), func(b *testing.B) {
 			sampleRSS(b)
-			s := benchStore(b)
+			merges := &mergeTimer{}
+			s := benchStoreWith(b, Options{Observer: merges})
 			fill(b, s, n, benchPath)
 			ctx := context.Background()
+			merges.start()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				k := (i * 7919) % n
@@ -96,9 +104,39 @@ func BenchmarkWrite(b *testing.B) {
 				}
 			}
 			b.StopTimer()
+			b.ReportMetric(merges.stop().Seconds(), "merge-s")
 			reportMaxRSS(b)
 		})
 	}
+}
+
+// mergeTimer adds up the time of the pack merges that end between start and stop.
+type mergeTimer struct {
+	nopObserver
+	mu     sync.Mutex
+	on     bool
+	merged time.Duration
+}
+
+func (m *mergeTimer) PacksMerged(_ string, _ int, took time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.on {
+		m.merged += took
+	}
+}
+
+func (m *mergeTimer) start() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.on, m.merged = true, 0
+}
+
+func (m *mergeTimer) stop() time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.on = false
+	return m.merged
 }
 
 // BenchmarkWriteFlat is the same in one flat folder, where every write rewrites the root
