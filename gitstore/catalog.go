@@ -22,7 +22,7 @@ import (
 // says, so that the store's catch-up rebuilds it (about a minute for 100,000 memories here):
 // log says so, as the store's first open then takes that long.
 func openCatalog(path string, log *slog.Logger) (*catalogDB, error) {
-	if _, err := restoreSynced(path, log); err != nil {
+	if err := restoreSynced(path, log); err != nil {
 		return nil, err
 	}
 	// The freelist is rebuilt at open instead of written at every commit, where its cost

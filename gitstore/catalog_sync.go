@@ -260,15 +260,15 @@ func (c *catalogDB) saveSynced() error {
 // dropEvery is how often a sync drops the catalog's mapped pages from the process.
 const dropEvery = time.Second
 
-// Close syncs the catalog, goes back to fsyncing every commit (one that waited for the
-// close is then durable when it is answered), removes the side file, which the next open
-// does not need, and closes the catalog.
+// Close goes back to fsyncing every commit, which syncs the catalog (a commit that waited
+// for the close is then durable when it is answered) and removes the side file, which the
+// next open does not need, and closes the catalog.
 func (c *catalogDB) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var err error
 	if c.side != nil {
-		err = errors.Join(c.syncLocked(), c.syncEach())
+		err = c.syncEach()
 	}
 	return errors.Join(err, c.DB.Close())
 }
@@ -283,32 +283,32 @@ func (c *catalogDB) closeFiles() {
 }
 
 // restoreSynced sets the catalog file at path back to the state that its side file saved, if
-// commits came after it (see above), and tells whether it did.
-func restoreSynced(path string, log *slog.Logger) (bool, error) {
+// commits came after it (see above). The side file of a catalog since removed goes too.
+func restoreSynced(path string, log *slog.Logger) error {
 	side, err := os.ReadFile(sidePath(path))
 	if os.IsNotExist(err) {
-		return false, nil // every commit was fsynced
+		return nil // every commit was fsynced
 	}
 	if err != nil {
-		return false, fmt.Errorf("read %s: %w", sidePath(path), err)
+		return fmt.Errorf("read %s: %w", sidePath(path), err)
 	}
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if os.IsNotExist(err) {
-		return false, os.Remove(sidePath(path)) // of a catalog since removed
+		return os.Remove(sidePath(path)) // of a catalog since removed
 	}
 	if err != nil {
-		return false, fmt.Errorf("open catalog %s: %w", path, err)
+		return fmt.Errorf("open catalog %s: %w", path, err)
 	}
 	defer f.Close()
 	// bbolt's own lock: a catalog open elsewhere is not set back under it (bbolt's open then
 	// waits for it, and times out).
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		return false, nil
+		return nil
 	}
 	defer unix.Flock(int(f.Fd()), unix.LOCK_UN)
 	st, err := f.Stat()
 	if err != nil {
-		return false, err
+		return err
 	}
 	var saved []byte
 	var savedTx uint64
@@ -323,7 +323,7 @@ func restoreSynced(path string, log *slog.Logger) (bool, error) {
 		}
 	}
 	if saved == nil {
-		return false, nil // the first sync did not finish: commits were fsynced until then
+		return nil // the first sync did not finish: commits were fsynced until then
 	}
 	pageSize := int64(binary.NativeEndian.Uint32(saved[24:]))
 	var cur uint64
@@ -336,7 +336,7 @@ func restoreSynced(path string, log *slog.Logger) (bool, error) {
 		}
 	}
 	if cur == savedTx {
-		return false, nil
+		return nil
 	}
 	log.Warn("the catalog has commits after its last sync; setting it back to that sync, to catch up from history",
 		"path", path, "synced", savedTx, "last", cur)
@@ -344,13 +344,13 @@ func restoreSynced(path string, log *slog.Logger) (bool, error) {
 		page := append([]byte(nil), saved...)
 		binary.NativeEndian.PutUint64(page[0:], uint64(i)) // a meta page's id is its slot
 		if _, err := f.WriteAt(page, i*pageSize); err != nil {
-			return false, fmt.Errorf("restore catalog %s: %w", path, err)
+			return fmt.Errorf("restore catalog %s: %w", path, err)
 		}
 	}
 	if err := f.Sync(); err != nil {
-		return false, fmt.Errorf("restore catalog %s: %w", path, err)
+		return fmt.Errorf("restore catalog %s: %w", path, err)
 	}
-	return true, nil
+	return nil
 }
 
 // fits tells whether a saved meta page can be the file's: the pages it counts are in the

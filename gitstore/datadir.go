@@ -167,7 +167,6 @@ func (d *DataDir) CreateStore(ctx context.Context, in CreateStoreInput) (_ *Stor
 	tmpCatalog := d.catalogPath(id) + ".tmp"
 	defer os.RemoveAll(tmpRepo)
 	defer os.Remove(tmpCatalog)
-	defer os.Remove(sidePath(tmpCatalog)) // left by a failure before the store closed
 	if err := odb.Init(tmpRepo); err != nil {
 		return nil, err
 	}

@@ -53,7 +53,6 @@ func (d *DataDir) ImportStore(ctx context.Context, repoDir string, progress Prog
 	tmpCatalog := d.catalogPath(info.ID) + ".import"
 	os.Remove(tmpCatalog)
 	defer os.Remove(tmpCatalog)
-	defer os.Remove(sidePath(tmpCatalog)) // left by a failure before the store closed
 	s, err := openStoreProgress(info.ID, repoDir, tmpCatalog, d.opts, progress)
 	if err != nil {
 		return nil, fmt.Errorf("import store %s: %w", info.ID, err)

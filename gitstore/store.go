@@ -80,9 +80,6 @@ func openStoreProgress(id, repoPath, catalogPath string, opts Options, progress 
 		if rerr := os.Rename(catalogPath, catalogPath+".damaged"); rerr != nil {
 			return nil, fmt.Errorf("set aside damaged catalog: %w (after: %v)", rerr, err)
 		}
-		if rerr := os.Remove(sidePath(catalogPath)); rerr != nil && !os.IsNotExist(rerr) {
-			return nil, fmt.Errorf("set aside damaged catalog: %w", rerr)
-		}
 		db, err = openCatalog(catalogPath, log)
 	}
 	if err != nil {

@@ -98,17 +98,8 @@ func TestCrashAfterExchange(t *testing.T) {
 		t.Fatalf("main.lock after the crash: %q, %v; want main's old value", b, err)
 	}
 	abandon(r)
-	r, err = Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r = reopenWithoutLock(t, path, head(c2))
 	defer r.Close()
-	if _, err := os.Lstat(lock); !os.IsNotExist(err) {
-		t.Fatalf("main.lock after reopening: %v", err)
-	}
-	if got, err := r.ReadRef(); err != nil || got != head(c2) {
-		t.Fatalf("main after reopening: %v, %v; want %v", got, err, head(c2))
-	}
 	c3 := commitObjects(t, head(c2), "three")
 	if _, err := r.Publish(c3, head(c2), head(c3)); err != nil {
 		t.Fatalf("a write after reopening: %v", err)
@@ -198,16 +189,24 @@ func TestLockLeftBehind(t *testing.T) {
 		t.Fatal("close with main.lock left behind reported no error")
 	}
 	failing = false
-	r, err = Open(path)
+	r = reopenWithoutLock(t, path, h6)
+	defer r.Close()
+	publish(h6, "seven")
+}
+
+// reopenWithoutLock opens the repository at path and checks that the open removed main.lock
+// and left main at want.
+func reopenWithoutLock(t *testing.T, path string, want plumbing.Hash) *Repo {
+	t.Helper()
+	r, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
-	if _, err := os.Lstat(lock); !os.IsNotExist(err) {
+	if _, err := os.Lstat(filepath.Join(path, MainRef+".lock")); !os.IsNotExist(err) {
 		t.Fatalf("main.lock after reopening: %v", err)
 	}
-	if got, err := r.ReadRef(); err != nil || got != h6 {
-		t.Fatalf("main after reopening: %v, %v; want %v", got, err, h6)
+	if got, err := r.ReadRef(); err != nil || got != want {
+		t.Fatalf("main after reopening: %v, %v; want %v", got, err, want)
 	}
-	publish(h6, "seven")
+	return r
 }
