@@ -155,6 +155,9 @@ type pack struct {
 	f    *os.File
 	size int64
 	gen  uint64 // when it joined the set
+	// age is when its newest objects were written: its file's time, which a merge sets to
+	// its newest source's (as nanoseconds since 1970).
+	age int64
 }
 
 // openPack opens the pack at base and reads its index, which must be whole (its checksum)
@@ -197,7 +200,7 @@ func openPackWithIdx(base string, data []byte, f *os.File, gen uint64) (*pack, e
 		f.Close()
 		return nil, fmt.Errorf("open pack: %w", err)
 	}
-	return &pack{base: base, idx: x, f: f, size: fi.Size(), gen: gen}, nil
+	return &pack{base: base, idx: x, f: f, size: fi.Size(), gen: gen, age: fi.ModTime().UnixNano()}, nil
 }
 
 // objectSet is the packs that reads look in, newest first. It is never changed: a change
@@ -250,10 +253,10 @@ const maxObjectSize = 64 << 20
 
 var errNotFound = plumbing.ErrObjectNotFound
 
-// find reads h from the cache, the packs of the set, or a loose file.
-func (r *Repo) find(h plumbing.Hash, depth int) (plumbing.EncodedObject, error) {
-	set := r.objs.Load()
-	if o, ok := set.cache.Get(h); ok {
+// find reads h from c, the packs of set, or a loose file, and keeps what it reads from the
+// packs in c: the set's cache, or a merge's own.
+func (r *Repo) find(set *objectSet, c cache.Object, h plumbing.Hash, depth int) (plumbing.EncodedObject, error) {
+	if o, ok := c.Get(h); ok {
 		return o, nil
 	}
 	if depth > maxDeltaDepth {
@@ -261,7 +264,7 @@ func (r *Repo) find(h plumbing.Hash, depth int) (plumbing.EncodedObject, error) 
 	}
 	for _, p := range set.packs {
 		if i, ok := p.idx.find(h); ok {
-			t, data, err := r.readPacked(p, p.idx.offset(i), depth)
+			t, data, err := r.readPacked(set, c, p, p.idx.offset(i), depth)
 			if err != nil && depth == 0 { // once, not at every level of a chain
 				return nil, fmt.Errorf("read object %s from %s.pack: %w", h, filepath.Base(p.base), err)
 			}
@@ -269,7 +272,7 @@ func (r *Repo) find(h plumbing.Hash, depth int) (plumbing.EncodedObject, error) 
 				return nil, err
 			}
 			o := &readObject{h: h, t: t, data: data}
-			set.cache.Put(o)
+			c.Put(o)
 			return o, nil
 		}
 	}
@@ -278,7 +281,7 @@ func (r *Repo) find(h plumbing.Hash, depth int) (plumbing.EncodedObject, error) 
 }
 
 // readPacked reads the object at off in p, resolving a delta against its base.
-func (r *Repo) readPacked(p *pack, off int64, depth int) (plumbing.ObjectType, []byte, error) {
+func (r *Repo) readPacked(set *objectSet, c cache.Object, p *pack, off int64, depth int) (plumbing.ObjectType, []byte, error) {
 	if off < 12 || off >= p.size-20 {
 		return 0, nil, fmt.Errorf("offset %d outside the pack", off)
 	}
@@ -296,24 +299,16 @@ func (r *Repo) readPacked(p *pack, off int64, depth int) (plumbing.ObjectType, [
 	switch t {
 	case plumbing.CommitObject, plumbing.TreeObject, plumbing.BlobObject, plumbing.TagObject:
 	case plumbing.OFSDeltaObject:
-		// git's offset encoding: each further byte adds one before the shift.
-		if pos >= len(b) {
-			return 0, nil, errors.New("broken delta header")
+		rel, n, ok := ofsDistance(b[pos:])
+		if !ok {
+			return 0, nil, errors.New("broken delta offset")
 		}
-		rel := int64(b[pos] & 0x7f)
-		for b[pos]&0x80 != 0 {
-			pos++
-			if pos >= len(b) || rel > 1<<48 {
-				return 0, nil, errors.New("broken delta offset")
-			}
-			rel = (rel+1)<<7 | int64(b[pos]&0x7f)
-		}
-		pos++
+		pos += n
 		i, ok := p.idx.atOffset(off - rel)
 		if !ok {
 			return 0, nil, fmt.Errorf("no object at the delta's base offset %d", off-rel)
 		}
-		if base, err = r.find(p.idx.hash(i), depth+1); err != nil {
+		if base, err = r.find(set, c, p.idx.hash(i), depth+1); err != nil {
 			return 0, nil, err
 		}
 	case plumbing.REFDeltaObject:
@@ -323,7 +318,7 @@ func (r *Repo) readPacked(p *pack, off int64, depth int) (plumbing.ObjectType, [
 		var h plumbing.Hash
 		copy(h[:], b[pos:pos+20])
 		pos += 20
-		if base, err = r.find(h, depth+1); err != nil {
+		if base, err = r.find(set, c, h, depth+1); err != nil {
 			return 0, nil, err
 		}
 	default:

@@ -61,17 +61,7 @@ func newWholeWriter() *wholeWriter {
 func (ww *wholeWriter) write(w io.Writer, o plumbing.EncodedObject) (uint32, error) {
 	crc := crc32.NewIEEE()
 	mw := io.MultiWriter(w, crc)
-	size := o.Size()
-	b := byte(o.Type())<<4 | byte(size&0x0f)
-	size >>= 4
-	var hdr []byte
-	for size > 0 {
-		hdr = append(hdr, b|0x80)
-		b = byte(size & 0x7f)
-		size >>= 7
-	}
-	hdr = append(hdr, b)
-	if _, err := mw.Write(hdr); err != nil {
+	if _, err := mw.Write(appendObjectHeader(nil, byte(o.Type()), int(o.Size()))); err != nil {
 		return 0, err
 	}
 	rd, err := o.Reader()
