@@ -309,8 +309,8 @@ func (m *merge) copyObjects(path string, i int, rd *bufio.Reader) (int, error) {
 		return 0, err
 	}
 	written := 0
-	end := fi.Size() - 20 // the trailer
-	order := x.sortedByOffset()
+	end := fi.Size() - 20      // the trailer
+	order := x.inOffsetOrder() // sorted already if a delta was read from the pack
 	rd.Reset(io.NewSectionReader(f, 0, end))
 	var pos int64
 	var buf []byte
@@ -338,7 +338,7 @@ func (m *merge) copyObjects(path string, i int, rd *bufio.Reader) (int, error) {
 		if src.dup[j] {
 			continue
 		}
-		if err := m.copyObject(i, int(j), off, raw, order); err != nil {
+		if err := m.copyObject(i, int(j), off, raw); err != nil {
 			return 0, fmt.Errorf("copy object %s of %s: %w", x.hash(int(j)), filepath.Base(path), err)
 		}
 		written++
@@ -347,8 +347,8 @@ func (m *merge) copyObjects(path string, i int, rd *bufio.Reader) (int, error) {
 }
 
 // copyObject writes the object at position j of the i-th source, which begins at off there
-// with the bytes raw; order is the source's positions by offset.
-func (m *merge) copyObject(i, j int, off int64, raw []byte, order []uint32) error {
+// with the bytes raw.
+func (m *merge) copyObject(i, j int, off int64, raw []byte) error {
 	src := m.srcs[i]
 	at := m.cw.off
 	src.offs[j] = at
@@ -369,10 +369,10 @@ func (m *merge) copyObject(i, j int, off int64, raw []byte, order []uint32) erro
 		return m.writeTree(src, j, data, raw)
 	case plumbing.OFSDeltaObject:
 		rel, n, ok := ofsDistance(raw[pos:])
-		if !ok || rel > off {
+		if !ok || rel <= 0 || rel > off {
 			return errors.New("broken delta offset")
 		}
-		bs, bj, ok := m.baseOf(i, off-rel, order)
+		bs, bj, ok := m.baseOf(i, off-rel)
 		if !ok {
 			return fmt.Errorf("no object at the delta's base offset %d", off-rel)
 		}
@@ -421,18 +421,16 @@ func (m *merge) copyObject(i, j int, off int64, raw []byte, order []uint32) erro
 
 // baseOf returns the source and position of the object at off in the i-th source, as the merge
 // wrote it: there, or from an earlier source that holds it too.
-func (m *merge) baseOf(i int, off int64, order []uint32) (*mergeSource, int, bool) {
+func (m *merge) baseOf(i int, off int64) (*mergeSource, int, bool) {
 	src := m.srcs[i]
-	x := src.x
-	k, ok := slices.BinarySearchFunc(order, off, func(p uint32, off int64) int { return cmp.Compare(x.offset(int(p)), off) })
+	j, ok := src.x.atOffset(off)
 	if !ok {
 		return nil, 0, false
 	}
-	j := int(order[k])
 	if !src.dup[j] {
 		return src, j, src.offs[j] != 0
 	}
-	return m.earlier(i, x.hash(j))
+	return m.earlier(i, src.x.hash(j))
 }
 
 // writeTree writes the tree at position j of src, whose content is data: as a delta of the

@@ -138,14 +138,20 @@ func (x *packIdx) sortedByOffset() []uint32 {
 	return order
 }
 
+// inOffsetOrder returns the positions of the objects in the order of the pack, sorted once.
+func (x *packIdx) inOffsetOrder() []uint32 {
+	x.byOffsetOnce.Do(func() { x.byOffset = x.sortedByOffset() })
+	return x.byOffset
+}
+
 // atOffset returns the position of the object that begins at off.
 func (x *packIdx) atOffset(off int64) (int, bool) {
-	x.byOffsetOnce.Do(func() { x.byOffset = x.sortedByOffset() })
-	i, ok := slices.BinarySearchFunc(x.byOffset, off, func(p uint32, off int64) int { return cmp.Compare(x.offset(int(p)), off) })
+	order := x.inOffsetOrder()
+	i, ok := slices.BinarySearchFunc(order, off, func(p uint32, off int64) int { return cmp.Compare(x.offset(int(p)), off) })
 	if !ok {
 		return 0, false
 	}
-	return int(x.byOffset[i]), true
+	return int(order[i]), true
 }
 
 // pack is one pack of the set: its index and its file, open for reading.
