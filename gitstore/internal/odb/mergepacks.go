@@ -361,6 +361,10 @@ func (m *merge) copyObject(i, j int, off int64, raw []byte) error {
 		_, err := m.cw.Write(raw)
 		return err
 	case plumbing.TreeObject:
+		if len(raw) < minDeltaTree {
+			_, err := m.cw.Write(raw)
+			return err
+		}
 		data, err := inflate(bytes.NewReader(raw[pos:]), size)
 		if err != nil {
 			return err

@@ -18,6 +18,11 @@ import (
 // object, as git's pack.depth (also 50) does.
 const maxDeltaChain = 50
 
+// minDeltaTree is the size in a pack under which a tree is copied as it is: a delta would
+// save too few bytes for the inflating that finding it costs. A tree of folders a level
+// above the memories, or the root, is often that small, and is read at every merge.
+const minDeltaTree = 512
+
 // maxKin bounds how many trees a merge keeps as bases for each name that trees begin or end
 // with: those of as many folders.
 const maxKin = 4
