@@ -272,11 +272,11 @@ type merge struct {
 	cache   *cache.ObjectLRU
 	scratch bytes.Buffer
 	hdr     []byte
+	res     resolver
 }
 
-// mergeCacheSize bounds what a merge keeps of the objects it reads: the bases of the deltas it
-// resolves. They go in a cache of the merge's own, since a merge reads history that readers
-// seldom ask for, and the set's cache would fill with it.
+// mergeCacheSize bounds what a merge keeps of the objects it reads through find, in a cache of
+// its own: it reads history that readers seldom ask for.
 const mergeCacheSize = 1 * cache.MiByte
 
 // read reads an object for the merge. Not Object: a merge holds swap.
@@ -401,6 +401,13 @@ func (m *merge) copyObject(i, j int, off int64, raw []byte) error {
 		// Too deep: written whole, below.
 	}
 	// A delta too deep or against another pack's object: resolved, and written whole.
+	if src.key[j] != 0 { // a tree
+		data, err := m.resolve(src.x.hash(j))
+		if err != nil {
+			return err
+		}
+		return m.writeTree(src, j, data, nil)
+	}
 	o, err := m.read(src.x.hash(j))
 	if err != nil {
 		return fmt.Errorf("read object: %w", err)
@@ -445,11 +452,21 @@ func (m *merge) writeTree(src *mergeSource, j int, data, raw []byte) error {
 	kin := m.bases.candidates(src.key[j])
 	// The likest is the version before of the same folder: most of their bytes match at
 	// their ends, which few bytes of another folder's do.
+	// Those only known by their hash (deltas copied) are read, latest first, until one is
+	// alike, and kept: reading one resolves its chain, and reading them again for every
+	// tree took most of a merge's time and allocations.
 	like, likeData, alike := -1, []byte(nil), 0
 	for i, b := range kin {
-		d, err := m.baseData(b)
-		if err != nil {
-			return err
+		d := b.data
+		if d == nil && 2*alike < len(data) {
+			var err error
+			if d, err = m.baseData(b); err != nil {
+				return err
+			}
+			m.bases.fill(src.key[j], b.off, d)
+		}
+		if d == nil {
+			continue
 		}
 		if p, s := commonEnds(d, data); p+s > alike {
 			like, likeData, alike = i, d, p+s
@@ -499,11 +516,11 @@ func (m *merge) baseData(b deltaBase) ([]byte, error) {
 	if b.data != nil {
 		return b.data, nil
 	}
-	o, err := m.read(b.h)
+	d, err := m.resolve(b.h)
 	if err != nil {
 		return nil, fmt.Errorf("read delta base: %w", err)
 	}
-	return ReadEncoded(o)
+	return d, nil
 }
 
 // writeDelta writes m.hdr, a delta's header, and z, its compressed content, as the object at

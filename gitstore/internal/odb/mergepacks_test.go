@@ -275,5 +275,45 @@ func TestTreeDelta(t *testing.T) {
 		if err != nil || !bytes.Equal(got, tc.dst) {
 			t.Errorf("%s: the delta (%d bytes) does not rebuild the target: %v", tc.name, len(d), err)
 		}
+		got, err = applyDelta(nil, tc.src, d)
+		if err != nil || !bytes.Equal(got, tc.dst) {
+			t.Errorf("%s: applyDelta does not rebuild the target: %v", tc.name, err)
+		}
+	}
+}
+
+// TestApplyBrokenDelta: a delta cut short, or with instructions that reach outside its source
+// or past the size it names, is refused, never applied in part or read out of bounds.
+func TestApplyBrokenDelta(t *testing.T) {
+	src := bytes.Repeat([]byte("entry "), 100)
+	dst := append(bytes.Clone(src[:300]), "new entry"...)
+	d := treeDelta(src, dst)
+	for n := range len(d) {
+		if _, err := applyDelta(nil, src, d[:n]); err == nil {
+			t.Fatalf("a delta cut at %d of %d bytes was applied", n, len(d))
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		delta []byte
+	}{
+		{"copy past the source", append(appendDeltaSize(appendDeltaSize(nil, len(src)), 10), 0x93, 0xff, 0x02, 10)},
+		{"copy past the size named", append(appendDeltaSize(appendDeltaSize(nil, len(src)), 5), 0x90, 10)},
+		{"insert past the size named", append(appendDeltaSize(appendDeltaSize(nil, len(src)), 2), 3, 'a', 'b', 'c')},
+		{"instruction 0", append(appendDeltaSize(appendDeltaSize(nil, len(src)), 1), 0)},
+		{"source of another size", append(appendDeltaSize(appendDeltaSize(nil, len(src)+1), 1), 1, 'a')},
+		{"result too large", appendDeltaSize(appendDeltaSize(nil, len(src)), maxObjectSize+1)},
+	} {
+		if _, err := applyDelta(nil, src, tc.delta); err == nil {
+			t.Errorf("%s: applied", tc.name)
+		}
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 10000 { // random bytes after valid sizes: refused or applied, never a panic
+		d := appendDeltaSize(appendDeltaSize(nil, len(src)), rng.IntN(200))
+		for range rng.IntN(12) {
+			d = append(d, byte(rng.Uint32()))
+		}
+		applyDelta(nil, src, d)
 	}
 }

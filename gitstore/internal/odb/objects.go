@@ -1,6 +1,7 @@
 package odb
 
 import (
+	"bufio"
 	"bytes"
 	"cmp"
 	"encoding/binary"
@@ -330,7 +331,13 @@ func (r *Repo) readPacked(set *objectSet, c cache.Object, p *pack, off int64, de
 	default:
 		return 0, nil, fmt.Errorf("unknown object type %d", t)
 	}
-	data, err := inflate(io.NewSectionReader(p.f, off+int64(pos), p.size-20-off-int64(pos)), size)
+	// Through a buffered reader of the pool: zlib would make one for every object otherwise,
+	// 4 KB each (the most allocated bytes of merges that resolved deltas).
+	br := packReaders.Get().(*bufio.Reader)
+	br.Reset(io.NewSectionReader(p.f, off+int64(pos), p.size-20-off-int64(pos)))
+	data, err := inflate(br, size)
+	br.Reset(nil)
+	packReaders.Put(br)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -391,8 +398,15 @@ func objectHeader(b []byte) (plumbing.ObjectType, int64, int, error) {
 
 var zlibReaders sync.Pool
 
+var packReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
+
 // inflate reads exactly size bytes of zlib data from rd.
 func inflate(rd io.Reader, size int64) ([]byte, error) {
+	return inflateTo(nil, rd, size)
+}
+
+// inflateTo is inflate into dst's space, which it reuses when large enough.
+func inflateTo(dst []byte, rd io.Reader, size int64) ([]byte, error) {
 	if size < 0 || size > maxObjectSize {
 		return nil, fmt.Errorf("object of %d bytes: larger than allowed", size)
 	}
@@ -409,8 +423,35 @@ func inflate(rd io.Reader, size int64) ([]byte, error) {
 		}
 	}
 	defer zlibReaders.Put(zr)
-	// Grown as it fills: a header may claim more than the data holds.
-	buf := bytes.NewBuffer(make([]byte, 0, min(size, 1<<20)))
+	if size <= 1<<20 {
+		// Into a slice of the size said: a buffer that reads to the end grows past it, to
+		// twice the size for a tree that a merge then keeps.
+		if int64(cap(dst)) < size {
+			dst = make([]byte, size)
+		}
+		dst = dst[:size]
+		if n, err := io.ReadFull(zr, dst); err != nil {
+			return nil, fmt.Errorf("object holds %d bytes where its header says %d: %w", n, size, err)
+		}
+		var one [1]byte
+		for {
+			n, err := zr.Read(one[:])
+			if n > 0 {
+				return nil, fmt.Errorf("object holds more bytes than its header says (%d)", size)
+			}
+			if err == io.EOF {
+				return dst, nil
+			}
+			if err != nil {
+				return nil, fmt.Errorf("inflate object: %w", err)
+			}
+		}
+	}
+	// Larger: grown as it fills, as a header may claim more than the data holds.
+	if int64(cap(dst)) < min(size, 1<<20) {
+		dst = make([]byte, 0, min(size, 1<<20))
+	}
+	buf := bytes.NewBuffer(dst[:0])
 	if _, err := io.Copy(buf, io.LimitReader(zr, size+1)); err != nil {
 		return nil, fmt.Errorf("inflate object: %w", err)
 	}

@@ -132,8 +132,14 @@ var idxMagic = []byte{0xff, 't', 'O', 'c'}
 
 // encodePack writes objects, whole, into a pack in memory and builds its index.
 func encodePack(objs []plumbing.EncodedObject) (*encodedPack, error) {
-	var buf bytes.Buffer
-	cw := &countingWriter{w: &buf, h: sha1.New()}
+	// Room for the objects uncompressed, as trees are stored, so that the buffer does not
+	// double past it: with 64 writers, a group's pack is megabytes.
+	room := 12 + 20
+	for _, o := range objs {
+		room += int(o.Size()) + 32
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, room))
+	cw := &countingWriter{w: buf, h: sha1.New()}
 	cw.Write(packHeader(len(objs)))
 	p := &encodedPack{idx: &packIndex{entries: make([]indexEntry, 0, len(objs))}}
 	ww := wholeWriters.Get().(*wholeWriter)

@@ -132,6 +132,22 @@ func (t *treeBases) remember(key uint32, follows uint64, b deltaBase) {
 	}
 }
 
+// fill keeps data as the content of the tree at off under the names of key, read since it was
+// remembered, within maxDeltaBases.
+func (t *treeBases) fill(key uint32, off uint64, data []byte) {
+	if key == 0 {
+		return
+	}
+	for _, n := range t.keys[key-1] {
+		for i := range t.kin[n-1] {
+			if b := &t.kin[n-1][i]; b.off == off && b.data == nil && t.held+len(data) <= maxDeltaBases {
+				b.data = data
+				t.held += len(data)
+			}
+		}
+	}
+}
+
 // treeEnds returns the names of a tree's first and last entries.
 func treeEnds(data []byte) (first, last []byte, ok bool) {
 	for len(data) > 0 {
