@@ -105,6 +105,9 @@ func BenchmarkWrite(b *testing.B) {
 			}
 			b.StopTimer()
 			b.ReportMetric(merges.stop().Seconds(), "merge-s")
+			if st, err := s.repo.Stats(); err == nil {
+				b.ReportMetric(float64(st.Bytes())/1e6, "objects-MB")
+			}
 			reportMaxRSS(b)
 		})
 	}

@@ -3,22 +3,30 @@ package odb
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"container/heap"
 	"crypto/sha1"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
 )
 
 type packFile struct {
 	base  string // objects/pack/pack-<hash>, without extension
 	count uint32
+	age   int64 // as pack.age; set by MergePacks only
+	gen   uint64
 }
 
 // packBases lists the packs in the directory, as paths without extension.
@@ -107,7 +115,7 @@ func (r *Repo) MergePacks(maxPacks int) error {
 	}
 	packs := make([]packFile, 0, len(set.packs))
 	for _, p := range set.packs {
-		packs = append(packs, packFile{base: p.base, count: uint32(p.idx.n)})
+		packs = append(packs, packFile{base: p.base, count: uint32(p.idx.n), age: p.age, gen: p.gen})
 	}
 	sort.Slice(packs, func(i, j int) bool { return packs[i].count < packs[j].count })
 	r.packs.Store(int64(len(packs)))
@@ -128,9 +136,17 @@ func (r *Repo) MergePacks(maxPacks int) error {
 			os.Remove(tmp.Name())
 		}
 	}()
-	sum, idxData, err := r.writeMerged(packs[:k], tmp)
+	// Oldest first, so that a tree's next version finds it written (writeMerged). The merged
+	// pack takes the age of its newest source, which a pack placed meanwhile is younger than.
+	merging := slices.Clone(packs[:k])
+	slices.SortFunc(merging, func(a, b packFile) int { return cmp.Or(cmp.Compare(a.age, b.age), cmp.Compare(a.gen, b.gen)) })
+	age := time.Unix(0, merging[len(merging)-1].age)
+	sum, idxData, err := r.writeMerged(merging, tmp)
 	if err == nil {
 		err = tmp.Sync()
+	}
+	if err == nil {
+		err = os.Chtimes(tmp.Name(), age, age)
 	}
 	if err != nil {
 		return fmt.Errorf("merge packs of %s: %w", r.path, err)
@@ -144,6 +160,9 @@ func (r *Repo) MergePacks(maxPacks int) error {
 	if err != nil {
 		return err
 	}
+	// Its trees are deltas: the order of offsets that reads of them need is sorted here, in
+	// the background, not by the first reader.
+	merged.idx.atOffset(0)
 	kept = true
 	// The set changes before the files go (swapPacks closes them).
 	drop := map[string]bool{}
@@ -175,43 +194,43 @@ func (r *Repo) packIndexOf(base string) (*packIdx, error) {
 	return nil, fmt.Errorf("merge packs: %s is not among the packs read", filepath.Base(base))
 }
 
-// writeMerged writes one pack with every object of packs, and returns its checksum and
-// index. An object stored whole is copied as it is, compressed bytes and CRC included, so a
-// merge costs I/O and no compression; a delta (git pushes send them) is resolved and
-// written whole, since its base may not come along. An object in more than one pack is
-// written from the first: the indexes tell, so the merge keeps no set of hashes. The new
-// index is built from the old ones, already in the order of hashes, and the offset each
-// object got (8 bytes an object): a list of entries to sort (32 bytes) and its encoding
-// were a merge's largest memory at 100,000 memories.
+// writeMerged writes one pack with every object of packs, in their order, and returns its
+// checksum and index. An object stored whole is copied as it is, compressed bytes and CRC
+// included, so a merge costs I/O and little compression, except a tree, which becomes a delta
+// of the last version of it written before (treedelta.go). A delta against an object of the
+// same pack is copied with its base's new offset; one against another pack's object (git
+// pushes send them) is resolved and written whole, since its base may not come along. An
+// object in more than one pack is written from the first: the indexes tell, so the merge
+// keeps no set of hashes. The new index is built from the old ones, already in the order of
+// hashes, and the offset each object got (8 bytes an object): a list of entries to sort (32
+// bytes) and its encoding were a merge's largest memory at 100,000 memories.
 func (r *Repo) writeMerged(packs []packFile, out io.Writer) (plumbing.Hash, []byte, error) {
-	srcs := make([]*mergeSource, len(packs))
-	idxs := make([]*packIdx, len(packs))
+	m := &merge{r: r, ww: newWholeWriter(), cache: cache.NewObjectLRU(mergeCacheSize)}
 	count := 0
 	for i, p := range packs {
 		x, err := r.packIndexOf(p.base)
 		if err != nil {
 			return plumbing.ZeroHash, nil, err
 		}
-		idxs[i] = x
-		srcs[i] = &mergeSource{x: x, offs: make([]uint64, x.n), dup: make([]bool, x.n)}
+		s := &mergeSource{x: x, offs: make([]uint64, x.n), dup: make([]bool, x.n), depth: make([]uint8, x.n), key: make([]uint32, x.n)}
 		for j := 0; j < x.n; j++ {
-			if inAny(idxs[:i], x.hash(j)) {
-				srcs[i].dup[j] = true
+			if _, _, ok := m.earlier(i, x.hash(j)); ok {
+				s.dup[j] = true
 			} else {
 				count++
 			}
 		}
+		m.srcs = append(m.srcs, s)
 	}
 	bw := bufio.NewWriterSize(out, 256<<10)
-	cw := &countingWriter{w: bw, h: sha1.New()}
-	if _, err := cw.Write(packHeader(count)); err != nil {
+	m.cw = &countingWriter{w: bw, h: sha1.New()}
+	if _, err := m.cw.Write(packHeader(count)); err != nil {
 		return plumbing.ZeroHash, nil, err
 	}
-	ww := newWholeWriter()
 	rd := bufio.NewReaderSize(nil, 256<<10) // one for every pack: a merge runs often
 	written := 0
 	for i, p := range packs {
-		n, err := r.copyObjects(p.base+".pack", srcs[i], rd, cw, ww)
+		n, err := m.copyObjects(p.base+".pack", i, rd)
 		if err != nil {
 			return plumbing.ZeroHash, nil, err
 		}
@@ -221,24 +240,309 @@ func (r *Repo) writeMerged(packs []packFile, out io.Writer) (plumbing.Hash, []by
 		return plumbing.ZeroHash, nil, fmt.Errorf("merge wrote %d objects of %d", written, count)
 	}
 	var sum plumbing.Hash
-	copy(sum[:], cw.h.Sum(nil))
+	copy(sum[:], m.cw.h.Sum(nil))
 	if _, err := bw.Write(sum[:]); err != nil {
 		return plumbing.ZeroHash, nil, err
 	}
 	if err := bw.Flush(); err != nil {
 		return plumbing.ZeroHash, nil, err
 	}
-	return sum, buildIdx(count, func(yield func(plumbing.Hash, uint32, uint64)) { mergeByHash(srcs, yield) }, sum), nil
+	return sum, buildIdx(count, func(yield func(plumbing.Hash, uint32, uint64)) { mergeByHash(m.srcs, yield) }, sum), nil
 }
 
 // mergeSource is one pack of a merge: its index, and where the merge wrote each of its
 // objects (0 for one written from an earlier pack) with a new CRC where it wrote one anew.
 type mergeSource struct {
-	x    *packIdx
-	offs []uint64
-	dup  []bool // held by an earlier pack of the merge, which writes it
-	crcs map[int]uint32
-	next int // the position mergeByHash is at
+	x     *packIdx
+	offs  []uint64
+	dup   []bool   // held by an earlier pack of the merge, which writes it
+	depth []uint8  // how many deltas a read of the object written goes through
+	key   []uint32 // a tree's (treeBases.key), or a delta's base's
+	crcs  map[int]uint32
+	next  int // the position mergeByHash is at
+}
+
+// merge is the state of writeMerged.
+type merge struct {
+	r       *Repo
+	srcs    []*mergeSource
+	cw      *countingWriter
+	ww      *wholeWriter
+	bases   treeBases
+	cache   *cache.ObjectLRU
+	scratch bytes.Buffer
+	hdr     []byte
+	res     resolver
+}
+
+// mergeCacheSize bounds what a merge keeps of the objects it reads through find, in a cache of
+// its own: it reads history that readers seldom ask for.
+const mergeCacheSize = 1 * cache.MiByte
+
+// read reads an object for the merge. Not Object: a merge holds swap.
+func (m *merge) read(h plumbing.Hash) (plumbing.EncodedObject, error) {
+	return m.r.find(m.r.objs.Load(), m.cache, h, 0)
+}
+
+// earlier returns the source before the i-th that writes h, and h's position in it.
+func (m *merge) earlier(i int, h plumbing.Hash) (*mergeSource, int, bool) {
+	for _, s := range m.srcs[:i] {
+		if j, ok := s.x.find(h); ok && !s.dup[j] {
+			return s, j, true
+		}
+	}
+	return nil, 0, false
+}
+
+// copyObjects appends the objects of the i-th pack, read in the pack's order, but for those
+// that an earlier pack holds.
+func (m *merge) copyObjects(path string, i int, rd *bufio.Reader) (int, error) {
+	src := m.srcs[i]
+	x := src.x
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("read pack %s: %w", path, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	written := 0
+	end := fi.Size() - 20      // the trailer
+	order := x.inOffsetOrder() // sorted already if a delta was read from the pack
+	rd.Reset(io.NewSectionReader(f, 0, end))
+	var pos int64
+	var buf []byte
+	for n, j := range order {
+		off := x.offset(int(j))
+		next := end
+		if n+1 < len(order) {
+			next = x.offset(int(order[n+1]))
+		}
+		if off < max(pos, 12) || next <= off || next > end {
+			return 0, fmt.Errorf("read pack %s: broken offsets in its index", path)
+		}
+		if _, err := rd.Discard(int(off - pos)); err != nil {
+			return 0, fmt.Errorf("read pack %s: %w", path, err)
+		}
+		size := int(next - off)
+		if cap(buf) < size {
+			buf = make([]byte, size)
+		}
+		raw := buf[:size]
+		if _, err := io.ReadFull(rd, raw); err != nil {
+			return 0, fmt.Errorf("read pack %s: %w", path, err)
+		}
+		pos = next
+		if src.dup[j] {
+			continue
+		}
+		if err := m.copyObject(i, int(j), off, raw); err != nil {
+			return 0, fmt.Errorf("copy object %s of %s: %w", x.hash(int(j)), filepath.Base(path), err)
+		}
+		written++
+	}
+	return written, nil
+}
+
+// copyObject writes the object at position j of the i-th source, which begins at off there
+// with the bytes raw.
+func (m *merge) copyObject(i, j int, off int64, raw []byte) error {
+	src := m.srcs[i]
+	at := m.cw.off
+	src.offs[j] = at
+	typ, size, pos, err := objectHeader(raw)
+	if err != nil {
+		return err
+	}
+	switch typ {
+	case plumbing.CommitObject, plumbing.BlobObject, plumbing.TagObject:
+		_, err := m.cw.Write(raw)
+		return err
+	case plumbing.TreeObject:
+		if len(raw) < minDeltaTree {
+			_, err := m.cw.Write(raw)
+			return err
+		}
+		data, err := inflate(bytes.NewReader(raw[pos:]), size)
+		if err != nil {
+			return err
+		}
+		src.key[j] = m.bases.key(data)
+		return m.writeTree(src, j, data, raw)
+	case plumbing.OFSDeltaObject:
+		rel, n, ok := ofsDistance(raw[pos:])
+		if !ok || rel <= 0 || rel > off {
+			return errors.New("broken delta offset")
+		}
+		bs, bj, ok := m.baseOf(i, off-rel)
+		if !ok {
+			return fmt.Errorf("no object at the delta's base offset %d", off-rel)
+		}
+		src.key[j] = bs.key[bj]
+		if depth := int(bs.depth[bj]) + 1; depth <= maxDeltaChain {
+			m.hdr = append(m.hdr[:0], raw[:pos]...)
+			m.hdr = appendOfsDistance(m.hdr, at-bs.offs[bj])
+			if bytes.Equal(m.hdr, raw[:pos+n]) {
+				// As far from its base as before, as in most of a pack merged again: its
+				// CRC stays too, and the merge keeps none.
+				if _, err := m.cw.Write(raw); err != nil {
+					return err
+				}
+				src.depth[j] = uint8(depth)
+			} else if err := m.writeDelta(src, j, depth, raw[pos+n:]); err != nil {
+				return err
+			}
+			// The next version of its folder is a delta of it, not of its base.
+			m.bases.remember(src.key[j], bs.offs[bj], deltaBase{off: at, depth: uint8(depth), h: src.x.hash(j)})
+			return nil
+		}
+		// Too deep: written whole, below.
+	}
+	// A delta too deep or against another pack's object: resolved, and written whole.
+	if src.key[j] != 0 { // a tree
+		data, err := m.resolve(src.x.hash(j))
+		if err != nil {
+			return err
+		}
+		return m.writeTree(src, j, data, nil)
+	}
+	o, err := m.read(src.x.hash(j))
+	if err != nil {
+		return fmt.Errorf("read object: %w", err)
+	}
+	if o.Type() == plumbing.TreeObject {
+		data, err := ReadEncoded(o)
+		if err != nil {
+			return err
+		}
+		if src.key[j] == 0 {
+			src.key[j] = m.bases.key(data)
+		}
+		return m.writeTree(src, j, data, nil)
+	}
+	crc, err := m.ww.write(m.cw, o)
+	if err != nil {
+		return err
+	}
+	m.setCRC(src, j, crc)
+	return nil
+}
+
+// baseOf returns the source and position of the object at off in the i-th source, as the merge
+// wrote it: there, or from an earlier source that holds it too.
+func (m *merge) baseOf(i int, off int64) (*mergeSource, int, bool) {
+	src := m.srcs[i]
+	j, ok := src.x.atOffset(off)
+	if !ok {
+		return nil, 0, false
+	}
+	if !src.dup[j] {
+		return src, j, src.offs[j] != 0
+	}
+	return m.earlier(i, src.x.hash(j))
+}
+
+// writeTree writes the tree at position j of src, whose content is data: as a delta of the
+// likest tree with the same ends written before, if that saves most of its size and makes no
+// chain too deep, else whole, from raw if that is the tree's whole entry in src.
+func (m *merge) writeTree(src *mergeSource, j int, data, raw []byte) error {
+	at := m.cw.off
+	kin := m.bases.candidates(src.key[j])
+	// The likest is the version before of the same folder: most of their bytes match at
+	// their ends, which few bytes of another folder's do.
+	// Those only known by their hash (deltas copied) are read, latest first, until one is
+	// alike, and kept: reading one resolves its chain, and reading them again for every
+	// tree took most of a merge's time and allocations.
+	like, likeData, alike := -1, []byte(nil), 0
+	for i, b := range kin {
+		d := b.data
+		if d == nil && 2*alike < len(data) {
+			var err error
+			if d, err = m.baseData(b); err != nil {
+				return err
+			}
+			m.bases.fill(src.key[j], b.off, d)
+		}
+		if d == nil {
+			continue
+		}
+		if p, s := commonEnds(d, data); p+s > alike {
+			like, likeData, alike = i, d, p+s
+		}
+	}
+	done := false
+	if like >= 0 && 2*alike >= len(data) && kin[like].depth < maxDeltaChain {
+		b := kin[like]
+		d := treeDelta(likeData, data)
+		m.scratch.Reset()
+		m.ww.zw.Reset(&m.scratch)
+		m.ww.zw.Write(d)
+		if err := m.ww.zw.Close(); err != nil {
+			return err
+		}
+		// A delta is worth a read's extra step only if it saves most of the tree.
+		if 4*m.scratch.Len() < len(data) {
+			m.hdr = appendObjectHeader(m.hdr[:0], byte(plumbing.OFSDeltaObject), len(d))
+			m.hdr = appendOfsDistance(m.hdr, at-b.off)
+			if err := m.writeDelta(src, j, int(b.depth)+1, m.scratch.Bytes()); err != nil {
+				return err
+			}
+			done = true
+		}
+	}
+	if !done && raw != nil {
+		if _, err := m.cw.Write(raw); err != nil {
+			return err
+		}
+	} else if !done {
+		crc, err := m.ww.write(m.cw, &readObject{h: src.x.hash(j), t: plumbing.TreeObject, data: data})
+		if err != nil {
+			return err
+		}
+		m.setCRC(src, j, crc)
+	}
+	follows := uint64(0)
+	if 2*alike >= len(data) {
+		follows = kin[like].off
+	} // else another folder's: kept beside it
+	m.bases.remember(src.key[j], follows, deltaBase{off: at, depth: src.depth[j], h: src.x.hash(j), data: data})
+	return nil
+}
+
+// baseData returns the content of the tree b.
+func (m *merge) baseData(b deltaBase) ([]byte, error) {
+	if b.data != nil {
+		return b.data, nil
+	}
+	d, err := m.resolve(b.h)
+	if err != nil {
+		return nil, fmt.Errorf("read delta base: %w", err)
+	}
+	return d, nil
+}
+
+// writeDelta writes m.hdr, a delta's header, and z, its compressed content, as the object at
+// position j of src, depth deltas from a whole object.
+func (m *merge) writeDelta(src *mergeSource, j, depth int, z []byte) error {
+	crc := crc32.Update(crc32.ChecksumIEEE(m.hdr), crc32.IEEETable, z)
+	if _, err := m.cw.Write(m.hdr); err != nil {
+		return err
+	}
+	if _, err := m.cw.Write(z); err != nil {
+		return err
+	}
+	src.depth[j] = uint8(depth)
+	m.setCRC(src, j, crc)
+	return nil
+}
+
+func (m *merge) setCRC(src *mergeSource, j int, crc uint32) {
+	if src.crcs == nil {
+		src.crcs = map[int]uint32{}
+	}
+	src.crcs[j] = crc
 }
 
 // mergeByHash yields the objects the merge wrote in the order of their hashes: a merge of
@@ -286,83 +590,4 @@ func (h *sourceHeap) Pop() any {
 	s := old[len(old)-1]
 	*h = old[:len(old)-1]
 	return s
-}
-
-func inAny(idxs []*packIdx, h plumbing.Hash) bool {
-	for _, x := range idxs {
-		if _, ok := x.find(h); ok {
-			return true
-		}
-	}
-	return false
-}
-
-// copyObjects appends the objects of one pack, read in the pack's order, to cw, but for
-// those that an earlier pack holds.
-func (r *Repo) copyObjects(path string, src *mergeSource, rd *bufio.Reader, cw *countingWriter, ww *wholeWriter) (int, error) {
-	x := src.x
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, fmt.Errorf("read pack %s: %w", path, err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return 0, err
-	}
-	written := 0
-	end := fi.Size() - 20 // the trailer
-	order := x.sortedByOffset()
-	rd.Reset(io.NewSectionReader(f, 0, end))
-	var pos int64
-	var buf []byte
-	for i, j := range order {
-		off := x.offset(int(j))
-		next := end
-		if i+1 < len(order) {
-			next = x.offset(int(order[i+1]))
-		}
-		if off < max(pos, 12) || next <= off || next > end {
-			return 0, fmt.Errorf("read pack %s: broken offsets in its index", path)
-		}
-		if _, err := rd.Discard(int(off - pos)); err != nil {
-			return 0, fmt.Errorf("read pack %s: %w", path, err)
-		}
-		n := int(next - off)
-		if cap(buf) < n {
-			buf = make([]byte, n)
-		}
-		raw := buf[:n]
-		if _, err := io.ReadFull(rd, raw); err != nil {
-			return 0, fmt.Errorf("read pack %s: %w", path, err)
-		}
-		pos = next
-		h := x.hash(int(j))
-		if src.dup[j] {
-			continue
-		}
-		at := cw.off
-		switch typ := plumbing.ObjectType((raw[0] >> 4) & 7); typ {
-		case plumbing.CommitObject, plumbing.TreeObject, plumbing.BlobObject, plumbing.TagObject:
-			if _, err := cw.Write(raw); err != nil {
-				return 0, fmt.Errorf("copy object %s: %w", h, err)
-			}
-		default:
-			o, err := r.lookup(h) // not Object: a merge holds swap
-			if err != nil {
-				return 0, fmt.Errorf("read object %s: %w", h, err)
-			}
-			crc, err := ww.write(cw, o)
-			if err != nil {
-				return 0, err
-			}
-			if src.crcs == nil {
-				src.crcs = map[int]uint32{}
-			}
-			src.crcs[int(j)] = crc
-		}
-		src.offs[j] = at
-		written++
-	}
-	return written, nil
 }

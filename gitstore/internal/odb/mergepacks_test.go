@@ -3,9 +3,17 @@ package odb
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sort"
+	"strings"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
 func TestGeometricSplit(t *testing.T) {
@@ -67,5 +75,245 @@ func TestMergePacks(t *testing.T) {
 		if !bytes.Equal(got, want) {
 			t.Fatalf("%s reads otherwise after the merge", o.Hash())
 		}
+	}
+}
+
+// treeHistory makes n commits over folders of entries: each changes, adds or removes one entry
+// of one folder, so each has new versions of that folder and of the root tree, as a store's
+// writes do. It returns the objects of each commit, oldest first.
+func treeHistory(t *testing.T, n int) [][]plumbing.EncodedObject {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(1, 2))
+	folders := make([]map[string]plumbing.Hash, 4)
+	var blobs []plumbing.EncodedObject // those of the folders at first
+	for i := range folders {
+		folders[i] = map[string]plumbing.Hash{}
+		for j := range 40 {
+			blob := &plumbing.MemoryObject{}
+			blob.SetType(plumbing.BlobObject)
+			fmt.Fprintf(blob, "memory %d of folder %d\n", j, i)
+			folders[i][fmt.Sprintf("m%03d.md", j)] = blob.Hash()
+			blobs = append(blobs, blob)
+		}
+	}
+	encode := func(o interface {
+		Encode(plumbing.EncodedObject) error
+	}) plumbing.EncodedObject {
+		m := &plumbing.MemoryObject{}
+		if err := o.Encode(m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	treeOf := func(entries map[string]plumbing.Hash, mode filemode.FileMode) *object.Tree {
+		tr := &object.Tree{}
+		for name, h := range entries {
+			tr.Entries = append(tr.Entries, object.TreeEntry{Name: name, Mode: mode, Hash: h})
+		}
+		sort.Slice(tr.Entries, func(i, j int) bool { return tr.Entries[i].Name < tr.Entries[j].Name })
+		return tr
+	}
+	var commits [][]plumbing.EncodedObject
+	parent := plumbing.ZeroHash
+	for i := range n {
+		f := folders[rng.IntN(len(folders))]
+		blob := &plumbing.MemoryObject{}
+		blob.SetType(plumbing.BlobObject)
+		fmt.Fprintf(blob, "memory %d\n", i)
+		name := fmt.Sprintf("m%03d.md", rng.IntN(60))
+		if _, ok := f[name]; ok && rng.IntN(4) == 0 && len(f) > 1 {
+			delete(f, name)
+		} else {
+			f[name] = blob.Hash()
+		}
+		objs := []plumbing.EncodedObject{blob}
+		if i == 0 {
+			objs = append(objs, blobs...)
+		}
+		root := map[string]plumbing.Hash{}
+		for j, entries := range folders {
+			sub := encode(treeOf(entries, filemode.Regular))
+			objs = append(objs, sub) // the same as before for the folders left: a dup
+			root[fmt.Sprintf("folder%d", j)] = sub.Hash()
+		}
+		rt := encode(treeOf(root, filemode.Dir))
+		c := &object.Commit{TreeHash: rt.Hash(), Message: fmt.Sprint(i),
+			Author: object.Signature{Name: "t", Email: "t@t"}, Committer: object.Signature{Name: "t", Email: "t@t"}}
+		if !parent.IsZero() {
+			c.ParentHashes = []plumbing.Hash{parent}
+		}
+		co := encode(c)
+		objs = append(objs, rt, co)
+		commits = append(commits, objs)
+		parent = co.Hash()
+	}
+	return commits
+}
+
+// TestMergeTreeDeltas: merges store the versions of a tree as deltas of one another, in
+// chains no deeper than git's default, in packs that git verifies and that read back every
+// object as it was, also merged again with packs that hold some of the same objects.
+func TestMergeTreeDeltas(t *testing.T) {
+	r := openTestRepo(t)
+	commits := treeHistory(t, 600)
+	var all []plumbing.EncodedObject
+	seen := map[plumbing.Hash]bool{}
+	for i := 0; i < len(commits); {
+		// Groups of one to five commits, merged down to four packs as the store does.
+		g := min(len(commits)-i, 1+i%5)
+		var objs []plumbing.EncodedObject
+		for _, c := range commits[i : i+g] {
+			for _, o := range c {
+				if !seen[o.Hash()] {
+					seen[o.Hash()] = true
+					objs = append(objs, o)
+					all = append(all, o)
+				}
+			}
+		}
+		if i%50 == 0 && i > 0 {
+			objs = append(objs, all[0]) // an object that an older pack holds too
+		}
+		if err := r.WritePack(objs); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.MergePacks(4); err != nil {
+			t.Fatal(err)
+		}
+		i += g
+	}
+	if err := r.MergePacks(1); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.CASRef(plumbing.ZeroHash, head(commits[len(commits)-1])); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Git(context.Background(), "fsck", "--strict"); err != nil {
+		t.Fatal(err)
+	}
+	packs, err := r.packFiles()
+	if err != nil || len(packs) != 1 {
+		t.Fatalf("after the merges: %v, %v; want one pack", packs, err)
+	}
+	out, err := r.GitOutput(context.Background(), "verify-pack", "-v", packs[0].base+".idx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deltas, deepest := 0, 0
+	for _, line := range strings.Split(string(out), "\n") {
+		var depth, n int
+		if _, err := fmt.Sscanf(line, "chain length = %d: %d object", &depth, &n); err == nil {
+			deltas += n
+			deepest = max(deepest, depth)
+		}
+	}
+	folders := 0 // the root trees, of four entries, are not worth a delta
+	for _, o := range all {
+		if o.Type() == plumbing.TreeObject && o.Size() > 512 {
+			folders++
+		}
+	}
+	if deltas < folders*9/10 || deepest > maxDeltaChain {
+		t.Fatalf("%d deltas among %d versions of folders, the deepest %d deltas down; want most of them deltas, none deeper than %d", deltas, folders, deepest, maxDeltaChain)
+	}
+	whole, err := encodePack(all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(packs[0].base + ".pack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size()*3 > int64(len(whole.data)) { // blobs and commits stay whole
+		t.Fatalf("the merged pack takes %d bytes, the objects whole %d: want a third at most", fi.Size(), len(whole.data))
+	}
+	// Read again from the disk, not from the cache that the merges filled.
+	fresh, err := Open(r.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	for _, o := range all {
+		got, err := fresh.Blob(o.Hash())
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := ReadEncoded(o)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%s reads otherwise after the merges", o.Hash())
+		}
+	}
+}
+
+// TestTreeDelta: the deltas made for trees rebuild their target, for differences at either
+// end, in the middle, in several places, and of sizes past one instruction's reach.
+func TestTreeDelta(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	random := func(n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(rng.Uint32())
+		}
+		return b
+	}
+	big := random(200 << 10)
+	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+	for _, tc := range []struct {
+		name     string
+		src, dst []byte
+	}{
+		{"same", big, big},
+		{"one byte changed", big, cat(big[:1000], []byte{big[1000] + 1}, big[1001:])},
+		{"inserted at the start", big, cat(random(300), big)},
+		{"removed at the end", big, big[:len(big)-5000]},
+		{"changed in two places", big, cat(big[:100], random(40), big[140:150000], random(40), big[150040:])},
+		{"changed next to both ends", big, cat(big[:63], []byte{^big[63]}, big[64:len(big)-65], []byte{^big[len(big)-65]}, big[len(big)-64:])},
+		{"nothing alike", random(3000), random(5000)},
+	} {
+		d := treeDelta(tc.src, tc.dst)
+		got, err := packfile.PatchDelta(tc.src, d)
+		if err != nil || !bytes.Equal(got, tc.dst) {
+			t.Errorf("%s: the delta (%d bytes) does not rebuild the target: %v", tc.name, len(d), err)
+		}
+		got, err = applyDelta(nil, tc.src, d)
+		if err != nil || !bytes.Equal(got, tc.dst) {
+			t.Errorf("%s: applyDelta does not rebuild the target: %v", tc.name, err)
+		}
+	}
+}
+
+// TestApplyBrokenDelta: a delta cut short, or with instructions that reach outside its source
+// or past the size it names, is refused, never applied in part or read out of bounds.
+func TestApplyBrokenDelta(t *testing.T) {
+	src := bytes.Repeat([]byte("entry "), 100)
+	dst := append(bytes.Clone(src[:300]), "new entry"...)
+	d := treeDelta(src, dst)
+	for n := range len(d) {
+		if _, err := applyDelta(nil, src, d[:n]); err == nil {
+			t.Fatalf("a delta cut at %d of %d bytes was applied", n, len(d))
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		delta []byte
+	}{
+		{"copy past the source", append(appendDeltaSize(appendDeltaSize(nil, len(src)), 10), 0x93, 0xff, 0x02, 10)},
+		{"copy past the size named", append(appendDeltaSize(appendDeltaSize(nil, len(src)), 5), 0x90, 10)},
+		{"insert past the size named", append(appendDeltaSize(appendDeltaSize(nil, len(src)), 2), 3, 'a', 'b', 'c')},
+		{"instruction 0", append(appendDeltaSize(appendDeltaSize(nil, len(src)), 1), 0)},
+		{"source of another size", append(appendDeltaSize(appendDeltaSize(nil, len(src)+1), 1), 1, 'a')},
+		{"result too large", appendDeltaSize(appendDeltaSize(nil, len(src)), maxObjectSize+1)},
+	} {
+		if _, err := applyDelta(nil, src, tc.delta); err == nil {
+			t.Errorf("%s: applied", tc.name)
+		}
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 10000 { // random bytes after valid sizes: refused or applied, never a panic
+		d := appendDeltaSize(appendDeltaSize(nil, len(src)), rng.IntN(200))
+		for range rng.IntN(12) {
+			d = append(d, byte(rng.Uint32()))
+		}
+		applyDelta(nil, src, d)
 	}
 }

@@ -1,6 +1,7 @@
 package odb
 
 import (
+	"bufio"
 	"bytes"
 	"cmp"
 	"encoding/binary"
@@ -138,14 +139,20 @@ func (x *packIdx) sortedByOffset() []uint32 {
 	return order
 }
 
+// inOffsetOrder returns the positions of the objects in the order of the pack, sorted once.
+func (x *packIdx) inOffsetOrder() []uint32 {
+	x.byOffsetOnce.Do(func() { x.byOffset = x.sortedByOffset() })
+	return x.byOffset
+}
+
 // atOffset returns the position of the object that begins at off.
 func (x *packIdx) atOffset(off int64) (int, bool) {
-	x.byOffsetOnce.Do(func() { x.byOffset = x.sortedByOffset() })
-	i, ok := slices.BinarySearchFunc(x.byOffset, off, func(p uint32, off int64) int { return cmp.Compare(x.offset(int(p)), off) })
+	order := x.inOffsetOrder()
+	i, ok := slices.BinarySearchFunc(order, off, func(p uint32, off int64) int { return cmp.Compare(x.offset(int(p)), off) })
 	if !ok {
 		return 0, false
 	}
-	return int(x.byOffset[i]), true
+	return int(order[i]), true
 }
 
 // pack is one pack of the set: its index and its file, open for reading.
@@ -155,6 +162,9 @@ type pack struct {
 	f    *os.File
 	size int64
 	gen  uint64 // when it joined the set
+	// age is when its newest objects were written: its file's time, which a merge sets to
+	// its newest source's (as nanoseconds since 1970).
+	age int64
 }
 
 // openPack opens the pack at base and reads its index, which must be whole (its checksum)
@@ -197,7 +207,7 @@ func openPackWithIdx(base string, data []byte, f *os.File, gen uint64) (*pack, e
 		f.Close()
 		return nil, fmt.Errorf("open pack: %w", err)
 	}
-	return &pack{base: base, idx: x, f: f, size: fi.Size(), gen: gen}, nil
+	return &pack{base: base, idx: x, f: f, size: fi.Size(), gen: gen, age: fi.ModTime().UnixNano()}, nil
 }
 
 // objectSet is the packs that reads look in, newest first. It is never changed: a change
@@ -250,10 +260,10 @@ const maxObjectSize = 64 << 20
 
 var errNotFound = plumbing.ErrObjectNotFound
 
-// find reads h from the cache, the packs of the set, or a loose file.
-func (r *Repo) find(h plumbing.Hash, depth int) (plumbing.EncodedObject, error) {
-	set := r.objs.Load()
-	if o, ok := set.cache.Get(h); ok {
+// find reads h from c, the packs of set, or a loose file, and keeps what it reads from the
+// packs in c: the set's cache, or a merge's own.
+func (r *Repo) find(set *objectSet, c cache.Object, h plumbing.Hash, depth int) (plumbing.EncodedObject, error) {
+	if o, ok := c.Get(h); ok {
 		return o, nil
 	}
 	if depth > maxDeltaDepth {
@@ -261,7 +271,7 @@ func (r *Repo) find(h plumbing.Hash, depth int) (plumbing.EncodedObject, error) 
 	}
 	for _, p := range set.packs {
 		if i, ok := p.idx.find(h); ok {
-			t, data, err := r.readPacked(p, p.idx.offset(i), depth)
+			t, data, err := r.readPacked(set, c, p, p.idx.offset(i), depth)
 			if err != nil && depth == 0 { // once, not at every level of a chain
 				return nil, fmt.Errorf("read object %s from %s.pack: %w", h, filepath.Base(p.base), err)
 			}
@@ -269,7 +279,7 @@ func (r *Repo) find(h plumbing.Hash, depth int) (plumbing.EncodedObject, error) 
 				return nil, err
 			}
 			o := &readObject{h: h, t: t, data: data}
-			set.cache.Put(o)
+			c.Put(o)
 			return o, nil
 		}
 	}
@@ -278,7 +288,7 @@ func (r *Repo) find(h plumbing.Hash, depth int) (plumbing.EncodedObject, error) 
 }
 
 // readPacked reads the object at off in p, resolving a delta against its base.
-func (r *Repo) readPacked(p *pack, off int64, depth int) (plumbing.ObjectType, []byte, error) {
+func (r *Repo) readPacked(set *objectSet, c cache.Object, p *pack, off int64, depth int) (plumbing.ObjectType, []byte, error) {
 	if off < 12 || off >= p.size-20 {
 		return 0, nil, fmt.Errorf("offset %d outside the pack", off)
 	}
@@ -296,24 +306,16 @@ func (r *Repo) readPacked(p *pack, off int64, depth int) (plumbing.ObjectType, [
 	switch t {
 	case plumbing.CommitObject, plumbing.TreeObject, plumbing.BlobObject, plumbing.TagObject:
 	case plumbing.OFSDeltaObject:
-		// git's offset encoding: each further byte adds one before the shift.
-		if pos >= len(b) {
-			return 0, nil, errors.New("broken delta header")
+		rel, n, ok := ofsDistance(b[pos:])
+		if !ok {
+			return 0, nil, errors.New("broken delta offset")
 		}
-		rel := int64(b[pos] & 0x7f)
-		for b[pos]&0x80 != 0 {
-			pos++
-			if pos >= len(b) || rel > 1<<48 {
-				return 0, nil, errors.New("broken delta offset")
-			}
-			rel = (rel+1)<<7 | int64(b[pos]&0x7f)
-		}
-		pos++
+		pos += n
 		i, ok := p.idx.atOffset(off - rel)
 		if !ok {
 			return 0, nil, fmt.Errorf("no object at the delta's base offset %d", off-rel)
 		}
-		if base, err = r.find(p.idx.hash(i), depth+1); err != nil {
+		if base, err = r.find(set, c, p.idx.hash(i), depth+1); err != nil {
 			return 0, nil, err
 		}
 	case plumbing.REFDeltaObject:
@@ -323,13 +325,19 @@ func (r *Repo) readPacked(p *pack, off int64, depth int) (plumbing.ObjectType, [
 		var h plumbing.Hash
 		copy(h[:], b[pos:pos+20])
 		pos += 20
-		if base, err = r.find(h, depth+1); err != nil {
+		if base, err = r.find(set, c, h, depth+1); err != nil {
 			return 0, nil, err
 		}
 	default:
 		return 0, nil, fmt.Errorf("unknown object type %d", t)
 	}
-	data, err := inflate(io.NewSectionReader(p.f, off+int64(pos), p.size-20-off-int64(pos)), size)
+	// Through a buffered reader of the pool: zlib would make one for every object otherwise,
+	// 4 KB each (the most allocated bytes of merges that resolved deltas).
+	br := packReaders.Get().(*bufio.Reader)
+	br.Reset(io.NewSectionReader(p.f, off+int64(pos), p.size-20-off-int64(pos)))
+	data, err := inflate(br, size)
+	br.Reset(nil)
+	packReaders.Put(br)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -390,8 +398,15 @@ func objectHeader(b []byte) (plumbing.ObjectType, int64, int, error) {
 
 var zlibReaders sync.Pool
 
+var packReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
+
 // inflate reads exactly size bytes of zlib data from rd.
 func inflate(rd io.Reader, size int64) ([]byte, error) {
+	return inflateTo(nil, rd, size)
+}
+
+// inflateTo is inflate into dst's space, which it reuses when large enough.
+func inflateTo(dst []byte, rd io.Reader, size int64) ([]byte, error) {
 	if size < 0 || size > maxObjectSize {
 		return nil, fmt.Errorf("object of %d bytes: larger than allowed", size)
 	}
@@ -408,8 +423,35 @@ func inflate(rd io.Reader, size int64) ([]byte, error) {
 		}
 	}
 	defer zlibReaders.Put(zr)
-	// Grown as it fills: a header may claim more than the data holds.
-	buf := bytes.NewBuffer(make([]byte, 0, min(size, 1<<20)))
+	if size <= 1<<20 {
+		// Into a slice of the size said: a buffer that reads to the end grows past it, to
+		// twice the size for a tree that a merge then keeps.
+		if int64(cap(dst)) < size {
+			dst = make([]byte, size)
+		}
+		dst = dst[:size]
+		if n, err := io.ReadFull(zr, dst); err != nil {
+			return nil, fmt.Errorf("object holds %d bytes where its header says %d: %w", n, size, err)
+		}
+		var one [1]byte
+		for {
+			n, err := zr.Read(one[:])
+			if n > 0 {
+				return nil, fmt.Errorf("object holds more bytes than its header says (%d)", size)
+			}
+			if err == io.EOF {
+				return dst, nil
+			}
+			if err != nil {
+				return nil, fmt.Errorf("inflate object: %w", err)
+			}
+		}
+	}
+	// Larger: grown as it fills, as a header may claim more than the data holds.
+	if int64(cap(dst)) < min(size, 1<<20) {
+		dst = make([]byte, 0, min(size, 1<<20))
+	}
+	buf := bytes.NewBuffer(dst[:0])
 	if _, err := io.Copy(buf, io.LimitReader(zr, size+1)); err != nil {
 		return nil, fmt.Errorf("inflate object: %w", err)
 	}

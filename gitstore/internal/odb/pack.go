@@ -37,12 +37,13 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 // wholeWriter writes objects whole into a pack: type and size, then the zlib-compressed
 // content. It reuses its compressors, which are costly to make.
 //
-// Trees are Huffman-coded only, without matching repeats: a tree is mostly hashes, which
-// nothing compresses, beside short names. Measured on a tree of 1,000 entries (32 KB, the
-// root folder of a store of 100,000 memories in folders of 100, which every write makes a
-// new version of): 50 µs and 27.7 KB, against 106 µs and 24.2 KB at zlib's fastest level,
-// which took a quarter of a write's CPU at that size. Blobs and commits are text, where
-// matching pays.
+// Trees are stored without compression: a tree is mostly hashes, which nothing compresses,
+// beside short names. Measured on a tree of 1,000 entries (32 KB, the root folder of a store
+// of 100,000 memories in folders of 100, which every write makes a new version of), zlib's
+// fastest level took 106 µs for 24.2 KB, a quarter of a write's CPU at that size, and
+// Huffman coding alone 50 µs for 27.7 KB. Stored, it takes a copy, and so does reading it
+// back, which a merge does for every tree to make it a delta (treedelta.go); the bytes
+// saved would last only until then. Blobs and commits are text, where matching pays.
 type wholeWriter struct {
 	zw, tree *zlib.Writer
 }
@@ -53,7 +54,7 @@ var wholeWriters = sync.Pool{New: func() any { return newWholeWriter() }}
 
 func newWholeWriter() *wholeWriter {
 	zw, _ := zlib.NewWriterLevel(io.Discard, zlib.BestSpeed)
-	tree, _ := zlib.NewWriterLevel(io.Discard, zlib.HuffmanOnly)
+	tree, _ := zlib.NewWriterLevel(io.Discard, zlib.NoCompression)
 	return &wholeWriter{zw: zw, tree: tree}
 }
 
@@ -61,17 +62,7 @@ func newWholeWriter() *wholeWriter {
 func (ww *wholeWriter) write(w io.Writer, o plumbing.EncodedObject) (uint32, error) {
 	crc := crc32.NewIEEE()
 	mw := io.MultiWriter(w, crc)
-	size := o.Size()
-	b := byte(o.Type())<<4 | byte(size&0x0f)
-	size >>= 4
-	var hdr []byte
-	for size > 0 {
-		hdr = append(hdr, b|0x80)
-		b = byte(size & 0x7f)
-		size >>= 7
-	}
-	hdr = append(hdr, b)
-	if _, err := mw.Write(hdr); err != nil {
+	if _, err := mw.Write(appendObjectHeader(nil, byte(o.Type()), int(o.Size()))); err != nil {
 		return 0, err
 	}
 	rd, err := o.Reader()
@@ -141,8 +132,14 @@ var idxMagic = []byte{0xff, 't', 'O', 'c'}
 
 // encodePack writes objects, whole, into a pack in memory and builds its index.
 func encodePack(objs []plumbing.EncodedObject) (*encodedPack, error) {
-	var buf bytes.Buffer
-	cw := &countingWriter{w: &buf, h: sha1.New()}
+	// Room for the objects uncompressed, as trees are stored, so that the buffer does not
+	// double past it: with 64 writers, a group's pack is megabytes.
+	room := 12 + 20
+	for _, o := range objs {
+		room += int(o.Size()) + 32
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, room))
+	cw := &countingWriter{w: buf, h: sha1.New()}
 	cw.Write(packHeader(len(objs)))
 	p := &encodedPack{idx: &packIndex{entries: make([]indexEntry, 0, len(objs))}}
 	ww := wholeWriters.Get().(*wholeWriter)

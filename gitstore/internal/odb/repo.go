@@ -242,7 +242,8 @@ func (r *Repo) Object(h plumbing.Hash) (plumbing.EncodedObject, error) {
 
 // lookup reads one object from the cache, the set of packs or a loose file.
 func (r *Repo) lookup(h plumbing.Hash) (plumbing.EncodedObject, error) {
-	return r.find(h, 0)
+	set := r.objs.Load()
+	return r.find(set, set.cache, h, 0)
 }
 
 // Blob returns the content of a blob.
