@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strings"
@@ -101,13 +102,20 @@ func geometricSplit(packs []packFile) int {
 // ones' place in the set that reads look in, and only then are their files removed. It
 // merges the packs of the set, listed again first: those whose index was checked when it
 // was read (openPack), with their deltas' bases readable.
-func (r *Repo) MergePacks(maxPacks int) error {
+func (r *Repo) MergePacks(maxPacks int) (err error) {
 	r.swap.Lock()
 	defer r.swap.Unlock()
+	// A merge reads packs that pushes brought: a fault it meets there is an error of the
+	// merge, logged and left, not the end of the server.
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("merge packs of %s: %v\n%s", r.path, p, debug.Stack())
+		}
+	}()
 	// Not while a pack is between its rename and joining the set: the merge would remove
 	// it, and the set then take it in.
 	r.placing.Lock()
-	err := r.relist(nil, false)
+	err = r.relist(nil, false)
 	set := r.objs.Load()
 	r.placing.Unlock()
 	if err != nil {
@@ -212,7 +220,7 @@ func (r *Repo) writeMerged(packs []packFile, out io.Writer) (plumbing.Hash, []by
 		if err != nil {
 			return plumbing.ZeroHash, nil, err
 		}
-		s := &mergeSource{x: x, offs: make([]uint64, x.n), dup: make([]bool, x.n), depth: make([]uint8, x.n), key: make([]uint32, x.n)}
+		s := &mergeSource{x: x, offs: make([]uint64, x.n), dup: make([]bool, x.n), depth: make([]uint8, x.n)}
 		for j := 0; j < x.n; j++ {
 			if _, _, ok := m.earlier(i, x.hash(j)); ok {
 				s.dup[j] = true
@@ -255,9 +263,8 @@ func (r *Repo) writeMerged(packs []packFile, out io.Writer) (plumbing.Hash, []by
 type mergeSource struct {
 	x     *packIdx
 	offs  []uint64
-	dup   []bool   // held by an earlier pack of the merge, which writes it
-	depth []uint8  // how many deltas a read of the object written goes through
-	key   []uint32 // a tree's (treeBases.key), or a delta's base's
+	dup   []bool  // held by an earlier pack of the merge, which writes it
+	depth []uint8 // how many deltas a read of the object written goes through
 	crcs  map[int]uint32
 	next  int // the position mergeByHash is at
 }
@@ -356,6 +363,7 @@ func (m *merge) copyObject(i, j int, off int64, raw []byte) error {
 	if err != nil {
 		return err
 	}
+	tree := false // a delta of a tree held
 	switch typ {
 	case plumbing.CommitObject, plumbing.BlobObject, plumbing.TagObject:
 		_, err := m.cw.Write(raw)
@@ -369,7 +377,6 @@ func (m *merge) copyObject(i, j int, off int64, raw []byte) error {
 		if err != nil {
 			return err
 		}
-		src.key[j] = m.bases.key(data)
 		return m.writeTree(src, j, data, raw)
 	case plumbing.OFSDeltaObject:
 		rel, n, ok := ofsDistance(raw[pos:])
@@ -380,7 +387,7 @@ func (m *merge) copyObject(i, j int, off int64, raw []byte) error {
 		if !ok {
 			return fmt.Errorf("no object at the delta's base offset %d", off-rel)
 		}
-		src.key[j] = bs.key[bj]
+		tree = m.bases.has(bs.offs[bj])
 		if depth := int(bs.depth[bj]) + 1; depth <= maxDeltaChain {
 			m.hdr = append(m.hdr[:0], raw[:pos]...)
 			m.hdr = appendOfsDistance(m.hdr, at-bs.offs[bj])
@@ -395,13 +402,13 @@ func (m *merge) copyObject(i, j int, off int64, raw []byte) error {
 				return err
 			}
 			// The next version of its folder is a delta of it, not of its base.
-			m.bases.remember(src.key[j], bs.offs[bj], deltaBase{off: at, depth: uint8(depth), h: src.x.hash(j)})
+			m.bases.follow(bs.offs[bj], deltaBase{off: at, depth: uint8(depth), h: src.x.hash(j)})
 			return nil
 		}
 		// Too deep: written whole, below.
 	}
 	// A delta too deep or against another pack's object: resolved, and written whole.
-	if src.key[j] != 0 { // a tree
+	if tree {
 		data, err := m.resolve(src.x.hash(j))
 		if err != nil {
 			return err
@@ -416,9 +423,6 @@ func (m *merge) copyObject(i, j int, off int64, raw []byte) error {
 		data, err := ReadEncoded(o)
 		if err != nil {
 			return err
-		}
-		if src.key[j] == 0 {
-			src.key[j] = m.bases.key(data)
 		}
 		return m.writeTree(src, j, data, nil)
 	}
@@ -449,7 +453,11 @@ func (m *merge) baseOf(i int, off int64) (*mergeSource, int, bool) {
 // chain too deep, else whole, from raw if that is the tree's whole entry in src.
 func (m *merge) writeTree(src *mergeSource, j int, data, raw []byte) error {
 	at := m.cw.off
-	kin := m.bases.candidates(src.key[j])
+	first, last, named := treeEnds(data)
+	var kin []deltaBase
+	if named {
+		kin = m.bases.candidates(first, last)
+	}
 	// The likest is the version before of the same folder: most of their bytes match at
 	// their ends, which few bytes of another folder's do.
 	// Those only known by their hash (deltas copied) are read, latest first, until one is
@@ -463,7 +471,7 @@ func (m *merge) writeTree(src *mergeSource, j int, data, raw []byte) error {
 			if d, err = m.baseData(b); err != nil {
 				return err
 			}
-			m.bases.fill(src.key[j], b.off, d)
+			m.bases.fill(b.off, d)
 		}
 		if d == nil {
 			continue
@@ -504,10 +512,12 @@ func (m *merge) writeTree(src *mergeSource, j int, data, raw []byte) error {
 		m.setCRC(src, j, crc)
 	}
 	follows := uint64(0)
-	if 2*alike >= len(data) {
+	if like >= 0 && 2*alike >= len(data) {
 		follows = kin[like].off
 	} // else another folder's: kept beside it
-	m.bases.remember(src.key[j], follows, deltaBase{off: at, depth: src.depth[j], h: src.x.hash(j), data: data})
+	if named {
+		m.bases.remember(string(first), string(last), follows, deltaBase{off: at, depth: src.depth[j], h: src.x.hash(j), data: data})
+	}
 	return nil
 }
 

@@ -56,8 +56,11 @@ func (m *merge) resolve(h plumbing.Hash) ([]byte, error) {
 		switch typ {
 		case plumbing.OFSDeltaObject:
 			rel, k, ok := ofsDistance(hdr[pos:n])
-			if !ok || rel <= 0 || rel > off || len(res.chain) >= maxDeltaDepth {
+			if !ok || rel <= 0 || rel > off {
 				return nil, fmt.Errorf("read object %s: broken delta offset", h)
+			}
+			if len(res.chain)/2 >= maxDeltaDepth {
+				return nil, fmt.Errorf("read object %s: deltas nested deeper than %d", h, maxDeltaDepth)
 			}
 			res.chain = append(res.chain, off+int64(pos+k), size)
 			off -= rel

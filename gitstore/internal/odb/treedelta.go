@@ -23,13 +23,13 @@ const maxDeltaChain = 50
 // above the memories, or the root, is often that small, and is read at every merge.
 const minDeltaTree = 512
 
-// maxKin bounds how many trees a merge keeps as bases for each name that trees begin or end
+// maxKin bounds how many trees a merge holds as bases for each name that trees begin or end
 // with: those of as many folders.
 const maxKin = 4
 
 // maxDeltaBases bounds the bytes of trees a merge keeps as bases for the next ones; past it, a
 // base is read from the packs.
-const maxDeltaBases = 12 << 20
+const maxDeltaBases = 8 << 20
 
 // deltaBase is a tree a merge wrote: where, how many deltas deep, its hash, and its content
 // while the merge keeps it.
@@ -40,61 +40,28 @@ type deltaBase struct {
 	data  []byte
 }
 
-// A tree's key is the pair of names of its first and last entries. The versions of one folder
-// keep at least one of them unless a write adds or removes at both ends at once, which a write
-// of one memory does not; trees of other folders seldom share both. Through them a merge
-// finds a tree's version before without knowing the tree's path.
-type treeKeys [2]uint32 // numbers of the names
-
-// treeBases holds, for each name that trees written begin or end with, the last few of
-// them, latest first.
+// treeBases holds the trees a merge may make the next ones deltas of: for each name that such
+// a tree begins or ends with, the last few written, latest first. The versions of one folder
+// keep at least one of the two names unless a write adds or removes at both ends at once,
+// which a write of one memory does not; trees of other folders seldom share both. Through
+// them a merge finds a tree's version before without knowing its path. A tree leaves when its
+// next version comes, so what is held follows the number of folders, not of versions.
 type treeBases struct {
-	names map[string]uint32 // numbered from 1
-	kin   [][]deltaBase     // by name
-	keys  []treeKeys        // by key, numbered from 1
-	keyOf map[treeKeys]uint32
-	held  int // bytes of content in kin
+	kin   map[string][]deltaBase // by entry name
+	names map[uint64][2]string   // the names each tree held is kept under, by offset
+	held  int                    // bytes of content held
 }
 
-// key returns the key of a tree's content: 0 for a tree without entries.
-func (t *treeBases) key(data []byte) uint32 {
-	var k treeKeys
-	first, last, ok := treeEnds(data)
-	if !ok {
-		return 0
-	}
-	for i, name := range [][]byte{first, last} {
-		n, ok := t.names[string(name)]
-		if !ok {
-			if t.names == nil {
-				t.names = map[string]uint32{}
-			}
-			n = uint32(len(t.names) + 1)
-			t.names[string(name)] = n
-			t.kin = append(t.kin, nil)
-		}
-		k[i] = n
-	}
-	id, ok := t.keyOf[k]
-	if !ok {
-		if t.keyOf == nil {
-			t.keyOf = map[treeKeys]uint32{}
-		}
-		t.keys = append(t.keys, k)
-		id = uint32(len(t.keys))
-		t.keyOf[k] = id
-	}
-	return id
+// has tells whether the tree written at off is held.
+func (t *treeBases) has(off uint64) bool {
+	_, ok := t.names[off]
+	return ok
 }
 
-// candidates returns the trees kept under either name of the key.
-func (t *treeBases) candidates(key uint32) []deltaBase {
-	if key == 0 {
-		return nil
-	}
-	k := t.keys[key-1]
-	c := slices.Clone(t.kin[k[0]-1])
-	for _, b := range t.kin[k[1]-1] {
+// candidates returns the trees held under either name.
+func (t *treeBases) candidates(first, last []byte) []deltaBase {
+	c := slices.Clone(t.kin[string(first)])
+	for _, b := range t.kin[string(last)] {
 		if !slices.ContainsFunc(c, func(o deltaBase) bool { return o.off == b.off }) {
 			c = append(c, b)
 		}
@@ -102,49 +69,93 @@ func (t *treeBases) candidates(key uint32) []deltaBase {
 	return c
 }
 
-// remember puts b first under the names of its key, in place of the tree at offset follows
-// (the version before it; 0 for none), or else of the oldest beyond maxKin. It keeps b's
-// content while the trees kept hold less than maxDeltaBases; beyond, a base is read again
-// from the packs.
-func (t *treeBases) remember(key uint32, follows uint64, b deltaBase) {
-	if key == 0 {
+// drop lets go of the tree at off, under all its names.
+func (t *treeBases) drop(off uint64) {
+	names, ok := t.names[off]
+	if !ok {
 		return
 	}
-	if t.held+2*len(b.data) > maxDeltaBases {
-		b.data = nil
-	}
-	k := t.keys[key-1]
-	for _, n := range k {
-		kin := t.kin[n-1]
-		at := slices.IndexFunc(kin, func(o deltaBase) bool { return o.off == follows && follows != 0 })
-		if at < 0 && len(kin) == maxKin {
-			at = len(kin) - 1
-		}
-		if at >= 0 {
-			t.held -= len(kin[at].data)
-			kin = slices.Delete(kin, at, at+1)
-		}
-		t.held += len(b.data)
-		t.kin[n-1] = slices.Insert(kin, 0, b)
-		if k[1] == k[0] { // one entry: once
+	delete(t.names, off)
+	for i, name := range names {
+		if i == 1 && name == names[0] {
 			break
+		}
+		kin := t.kin[name]
+		at := slices.IndexFunc(kin, func(o deltaBase) bool { return o.off == off })
+		if at < 0 {
+			continue
+		}
+		if i == 0 { // the content is counted once, and both names hold it
+			t.held -= len(kin[at].data)
+		}
+		if kin = slices.Delete(kin, at, at+1); len(kin) == 0 {
+			delete(t.kin, name)
+		} else {
+			t.kin[name] = kin
 		}
 	}
 }
 
-// fill keeps data as the content of the tree at off under the names of key, read since it was
-// remembered, within maxDeltaBases.
-func (t *treeBases) fill(key uint32, off uint64, data []byte) {
-	if key == 0 {
+// remember holds b, a tree that begins with the entry first and ends with last, in place of
+// the tree at offset follows (the version before it; 0 for none), and in place of the oldest
+// under a name that holds maxKin. It keeps b's content while the trees held have less than
+// maxDeltaBases; beyond, a base is read again from the packs.
+func (t *treeBases) remember(first, last string, follows uint64, b deltaBase) {
+	if t.kin == nil {
+		t.kin, t.names = map[string][]deltaBase{}, map[uint64][2]string{}
+	}
+	if follows != 0 {
+		t.drop(follows)
+	}
+	names := [2]string{first, last}
+	for i, name := range names {
+		if i == 1 && name == first {
+			break
+		}
+		if kin := t.kin[name]; len(kin) == maxKin {
+			t.drop(kin[len(kin)-1].off)
+		}
+	}
+	if t.held+len(b.data) > maxDeltaBases {
+		b.data = nil
+	}
+	t.held += len(b.data)
+	t.names[b.off] = names
+	for i, name := range names {
+		if i == 1 && name == first {
+			break
+		}
+		t.kin[name] = slices.Insert(t.kin[name], 0, b)
+	}
+}
+
+// follow holds b, a delta copied as it was, in place of its base at baseOff, if that is a
+// tree held; it tells whether it was.
+func (t *treeBases) follow(baseOff uint64, b deltaBase) bool {
+	names, ok := t.names[baseOff]
+	if ok {
+		t.remember(names[0], names[1], baseOff, b)
+	}
+	return ok
+}
+
+// fill keeps data as the content of the tree held at off, read since it was remembered,
+// within maxDeltaBases.
+func (t *treeBases) fill(off uint64, data []byte) {
+	names, ok := t.names[off]
+	if !ok || t.held+len(data) > maxDeltaBases {
 		return
 	}
-	for _, n := range t.keys[key-1] {
-		for i := range t.kin[n-1] {
-			if b := &t.kin[n-1][i]; b.off == off && b.data == nil && t.held+len(data) <= maxDeltaBases {
-				b.data = data
-				t.held += len(data)
+	filled := false
+	for _, name := range names {
+		for i := range t.kin[name] {
+			if b := &t.kin[name][i]; b.off == off && b.data == nil {
+				b.data, filled = data, true
 			}
 		}
+	}
+	if filled {
+		t.held += len(data)
 	}
 }
 
