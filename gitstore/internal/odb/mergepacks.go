@@ -170,7 +170,7 @@ func (r *Repo) MergePacks(maxPacks int) (err error) {
 	}
 	// Its trees are deltas: the order of offsets that reads of them need is sorted here, in
 	// the background, not by the first reader.
-	merged.idx.atOffset(0)
+	merged.idx.inOffsetOrder()
 	kept = true
 	// The set changes before the files go (swapPacks closes them).
 	drop := map[string]bool{}
@@ -459,11 +459,12 @@ func (m *merge) writeTree(src *mergeSource, j int, data, raw []byte) error {
 		kin = m.bases.candidates(first, last)
 	}
 	// The likest is the version before of the same folder: most of their bytes match at
-	// their ends, which few bytes of another folder's do.
-	// Those only known by their hash (deltas copied) are read, latest first, until one is
-	// alike, and kept: reading one resolves its chain, and reading them again for every
-	// tree took most of a merge's time and allocations.
+	// their ends, which few bytes of another folder's do. Those known only by their hash
+	// (deltas copied) are read, latest first, until one is alike, and kept: reading one
+	// resolves its chain, and reading them again for every tree took most of a merge's time
+	// and allocations.
 	like, likeData, alike := -1, []byte(nil), 0
+	var prefix, suffix int // of the likest
 	for i, b := range kin {
 		d := b.data
 		if d == nil && 2*alike < len(data) {
@@ -477,13 +478,13 @@ func (m *merge) writeTree(src *mergeSource, j int, data, raw []byte) error {
 			continue
 		}
 		if p, s := commonEnds(d, data); p+s > alike {
-			like, likeData, alike = i, d, p+s
+			like, likeData, alike, prefix, suffix = i, d, p+s, p, s
 		}
 	}
 	done := false
 	if like >= 0 && 2*alike >= len(data) && kin[like].depth < maxDeltaChain {
 		b := kin[like]
-		d := treeDelta(likeData, data)
+		d := treeDelta(likeData, data, prefix, suffix)
 		m.scratch.Reset()
 		m.ww.zw.Reset(&m.scratch)
 		m.ww.zw.Write(d)

@@ -270,7 +270,8 @@ func TestTreeDelta(t *testing.T) {
 		{"changed next to both ends", big, cat(big[:63], []byte{^big[63]}, big[64:len(big)-65], []byte{^big[len(big)-65]}, big[len(big)-64:])},
 		{"nothing alike", random(3000), random(5000)},
 	} {
-		d := treeDelta(tc.src, tc.dst)
+		p, s := commonEnds(tc.src, tc.dst)
+		d := treeDelta(tc.src, tc.dst, p, s)
 		got, err := packfile.PatchDelta(tc.src, d)
 		if err != nil || !bytes.Equal(got, tc.dst) {
 			t.Errorf("%s: the delta (%d bytes) does not rebuild the target: %v", tc.name, len(d), err)
@@ -287,7 +288,8 @@ func TestTreeDelta(t *testing.T) {
 func TestApplyBrokenDelta(t *testing.T) {
 	src := bytes.Repeat([]byte("entry "), 100)
 	dst := append(bytes.Clone(src[:300]), "new entry"...)
-	d := treeDelta(src, dst)
+	p, s := commonEnds(src, dst)
+	d := treeDelta(src, dst, p, s)
 	for n := range len(d) {
 		if _, err := applyDelta(nil, src, d[:n]); err == nil {
 			t.Fatalf("a delta cut at %d of %d bytes was applied", n, len(d))

@@ -17,7 +17,6 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
-	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/klauspost/compress/zlib"
 )
 
@@ -289,60 +288,31 @@ func (r *Repo) find(set *objectSet, c cache.Object, h plumbing.Hash, depth int) 
 
 // readPacked reads the object at off in p, resolving a delta against its base.
 func (r *Repo) readPacked(set *objectSet, c cache.Object, p *pack, off int64, depth int) (plumbing.ObjectType, []byte, error) {
-	if off < 12 || off >= p.size-20 {
-		return 0, nil, fmt.Errorf("offset %d outside the pack", off)
-	}
-	var hdr [40]byte
-	n, err := p.f.ReadAt(hdr[:], off)
-	if n == 0 {
-		return 0, nil, err
-	}
-	b := hdr[:n]
-	t, size, pos, err := objectHeader(b)
+	e, err := p.entryAt(off)
 	if err != nil {
 		return 0, nil, err
 	}
 	var base plumbing.EncodedObject
-	switch t {
-	case plumbing.CommitObject, plumbing.TreeObject, plumbing.BlobObject, plumbing.TagObject:
+	switch e.typ {
 	case plumbing.OFSDeltaObject:
-		rel, n, ok := ofsDistance(b[pos:])
+		i, ok := p.idx.atOffset(e.base)
 		if !ok {
-			return 0, nil, errors.New("broken delta offset")
-		}
-		pos += n
-		i, ok := p.idx.atOffset(off - rel)
-		if !ok {
-			return 0, nil, fmt.Errorf("no object at the delta's base offset %d", off-rel)
+			return 0, nil, fmt.Errorf("no object at the delta's base offset %d", e.base)
 		}
 		if base, err = r.find(set, c, p.idx.hash(i), depth+1); err != nil {
 			return 0, nil, err
 		}
 	case plumbing.REFDeltaObject:
-		if pos+20 > len(b) {
-			return 0, nil, errors.New("broken delta header")
-		}
-		var h plumbing.Hash
-		copy(h[:], b[pos:pos+20])
-		pos += 20
-		if base, err = r.find(set, c, h, depth+1); err != nil {
+		if base, err = r.find(set, c, e.ref, depth+1); err != nil {
 			return 0, nil, err
 		}
-	default:
-		return 0, nil, fmt.Errorf("unknown object type %d", t)
 	}
-	// Through a buffered reader of the pool: zlib would make one for every object otherwise,
-	// 4 KB each (the most allocated bytes of merges that resolved deltas).
-	br := packReaders.Get().(*bufio.Reader)
-	br.Reset(io.NewSectionReader(p.f, off+int64(pos), p.size-20-off-int64(pos)))
-	data, err := inflate(br, size)
-	br.Reset(nil)
-	packReaders.Put(br)
+	data, err := p.inflateAt(nil, e)
 	if err != nil {
 		return 0, nil, err
 	}
 	if base == nil {
-		return t, data, nil
+		return e.typ, data, nil
 	}
 	var src []byte
 	if ro, ok := base.(*readObject); ok {
@@ -350,17 +320,71 @@ func (r *Repo) readPacked(set *objectSet, c cache.Object, p *pack, off int64, de
 	} else if src, err = ReadEncoded(base); err != nil {
 		return 0, nil, err
 	}
-	// A delta names the size it makes: checked first, for PatchDelta would build it.
-	srcSize, rest, ok1 := deltaSize(data)
-	dstSize, _, ok2 := deltaSize(rest)
-	if !ok1 || !ok2 || srcSize != uint64(len(src)) || dstSize > maxObjectSize {
-		return 0, nil, errors.New("broken delta: its sizes do not match its base or are too large")
-	}
-	out, err := packfile.PatchDelta(src, data)
+	out, err := applyDelta(nil, src, data)
 	if err != nil {
 		return 0, nil, fmt.Errorf("apply delta: %w", err)
 	}
 	return base.Type(), out, nil
+}
+
+// packEntry is the header of an object in a pack.
+type packEntry struct {
+	typ  plumbing.ObjectType
+	size int64         // of its zlib content: the object's, or the delta's
+	data int64         // where its zlib content begins
+	base int64         // an OFS_DELTA's base's offset
+	ref  plumbing.Hash // a REF_DELTA's base
+}
+
+// entryAt reads the header of the object at off.
+func (p *pack) entryAt(off int64) (packEntry, error) {
+	if off < 12 || off >= p.size-20 {
+		return packEntry{}, fmt.Errorf("offset %d outside the pack", off)
+	}
+	var hdr [40]byte
+	n, err := p.f.ReadAt(hdr[:], off)
+	if n == 0 {
+		return packEntry{}, err
+	}
+	b := hdr[:n]
+	t, size, pos, err := objectHeader(b)
+	if err != nil {
+		return packEntry{}, err
+	}
+	e := packEntry{typ: t, size: size}
+	switch t {
+	case plumbing.CommitObject, plumbing.TreeObject, plumbing.BlobObject, plumbing.TagObject:
+	case plumbing.OFSDeltaObject:
+		rel, k, ok := ofsDistance(b[pos:])
+		if !ok || rel <= 0 || rel > off {
+			return packEntry{}, errors.New("broken delta offset")
+		}
+		e.base = off - rel
+		pos += k
+	case plumbing.REFDeltaObject:
+		if pos+20 > len(b) {
+			return packEntry{}, errors.New("broken delta header")
+		}
+		copy(e.ref[:], b[pos:pos+20])
+		pos += 20
+	default:
+		return packEntry{}, fmt.Errorf("unknown object type %d", t)
+	}
+	e.data = off + int64(pos)
+	return e, nil
+}
+
+// packReaders are buffered readers for inflateAt: zlib would make one for every object
+// otherwise, 4 KB each (the most allocated bytes of merges that resolved deltas).
+var packReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
+
+// inflateAt inflates e's zlib content, into dst's space if large enough.
+func (p *pack) inflateAt(dst []byte, e packEntry) ([]byte, error) {
+	br := packReaders.Get().(*bufio.Reader)
+	defer packReaders.Put(br)
+	br.Reset(io.NewSectionReader(p.f, e.data, p.size-20-e.data))
+	defer br.Reset(nil)
+	return inflateTo(dst, br, e.size)
 }
 
 // deltaSize decodes one of the sizes that begin a delta: seven bits a byte, low first.
@@ -397,8 +421,6 @@ func objectHeader(b []byte) (plumbing.ObjectType, int64, int, error) {
 }
 
 var zlibReaders sync.Pool
-
-var packReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
 
 // inflate reads exactly size bytes of zlib data from rd.
 func inflate(rd io.Reader, size int64) ([]byte, error) {

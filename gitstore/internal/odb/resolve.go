@@ -1,11 +1,9 @@
 package odb
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/go-git/go-git/v5/plumbing"
 )
@@ -17,17 +15,13 @@ import (
 // 100,000 memories, which drove the collector and the heap's peak.
 type resolver struct {
 	a, b, delta []byte
-	chain       []int64
-	br          *bufio.Reader
+	chain       []packEntry
 }
 
 // resolve returns the content of h, read from the packs of the set, in a new slice; a chain
 // with a delta that names its base by hash (from a push) is read through m.read.
 func (m *merge) resolve(h plumbing.Hash) ([]byte, error) {
 	res := &m.res
-	if res.br == nil {
-		res.br = bufio.NewReaderSize(nil, 4096)
-	}
 	var p *pack
 	var off int64
 	for _, q := range m.r.objs.Load().packs {
@@ -41,45 +35,28 @@ func (m *merge) resolve(h plumbing.Hash) ([]byte, error) {
 	}
 	res.chain = res.chain[:0]
 	for {
-		if off < 12 || off >= p.size-20 {
-			return nil, fmt.Errorf("read object %s: offset %d outside the pack", h, off)
-		}
-		var hdr [40]byte
-		n, err := p.f.ReadAt(hdr[:], off)
-		if n == 0 {
-			return nil, fmt.Errorf("read object %s: %w", h, err)
-		}
-		typ, size, pos, err := objectHeader(hdr[:n])
+		e, err := p.entryAt(off)
 		if err != nil {
 			return nil, fmt.Errorf("read object %s: %w", h, err)
 		}
-		switch typ {
-		case plumbing.OFSDeltaObject:
-			rel, k, ok := ofsDistance(hdr[pos:n])
-			if !ok || rel <= 0 || rel > off {
-				return nil, fmt.Errorf("read object %s: broken delta offset", h)
-			}
-			if len(res.chain)/2 >= maxDeltaDepth {
-				return nil, fmt.Errorf("read object %s: deltas nested deeper than %d", h, maxDeltaDepth)
-			}
-			res.chain = append(res.chain, off+int64(pos+k), size)
-			off -= rel
-			continue
-		case plumbing.CommitObject, plumbing.TreeObject, plumbing.BlobObject, plumbing.TagObject:
-			res.br.Reset(io.NewSectionReader(p.f, off+int64(pos), p.size-20-off-int64(pos)))
-			if res.a, err = inflateTo(res.a, res.br, size); err != nil {
-				return nil, fmt.Errorf("read object %s: %w", h, err)
-			}
-		default:
+		if e.typ == plumbing.REFDeltaObject {
 			return m.readData(h)
 		}
-		break
+		if e.typ != plumbing.OFSDeltaObject {
+			if res.a, err = p.inflateAt(res.a, e); err != nil {
+				return nil, fmt.Errorf("read object %s: %w", h, err)
+			}
+			break
+		}
+		if len(res.chain) >= maxDeltaDepth {
+			return nil, fmt.Errorf("read object %s: deltas nested deeper than %d", h, maxDeltaDepth)
+		}
+		res.chain = append(res.chain, e)
+		off = e.base
 	}
-	for i := len(res.chain) - 2; i >= 0; i -= 2 {
-		at, size := res.chain[i], res.chain[i+1]
-		res.br.Reset(io.NewSectionReader(p.f, at, p.size-20-at))
+	for i := len(res.chain) - 1; i >= 0; i-- {
 		var err error
-		if res.delta, err = inflateTo(res.delta, res.br, size); err != nil {
+		if res.delta, err = p.inflateAt(res.delta, res.chain[i]); err != nil {
 			return nil, fmt.Errorf("read object %s: %w", h, err)
 		}
 		if res.b, err = applyDelta(res.b[:0], res.a, res.delta); err != nil {
@@ -87,7 +64,6 @@ func (m *merge) resolve(h plumbing.Hash) ([]byte, error) {
 		}
 		res.a, res.b = res.b, res.a
 	}
-	res.br.Reset(nil)
 	return bytes.Clone(res.a), nil
 }
 
@@ -104,7 +80,8 @@ var errBrokenDelta = errors.New("broken delta")
 
 // applyDelta appends to dst what delta makes of src, in git's format: the sizes of the source
 // and of the result, then instructions that copy a stretch of the source or insert bytes of
-// the delta. go-git's PatchDelta does the same into a buffer of its own, new every time.
+// the delta. Reads and merges use it; go-git's PatchDelta does the same into a buffer of its
+// own, new every time, which a merge walking chains of deltas cannot reuse.
 func applyDelta(dst, src, delta []byte) ([]byte, error) {
 	srcSize, rest, ok1 := deltaSize(delta)
 	dstSize, rest, ok2 := deltaSize(rest)

@@ -180,9 +180,8 @@ func treeEnds(data []byte) (first, last []byte, ok bool) {
 // mostly differ in one stretch of entries, so a copy of the bytes they begin with, the
 // stretch inserted, and a copy of the bytes they end with make the delta in one pass. Where
 // the stretch is long (versions a few writes apart), go-git's indexed search may find more to
-// copy, and the shorter delta is kept.
-func treeDelta(src, dst []byte) []byte {
-	p, s := commonEnds(src, dst)
+// copy, and the shorter delta is kept. p and s are what commonEnds(src, dst) returns.
+func treeDelta(src, dst []byte, p, s int) []byte {
 	d := appendDeltaSize(nil, len(src))
 	d = appendDeltaSize(d, len(dst))
 	d = appendCopy(d, 0, p)
