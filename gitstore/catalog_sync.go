@@ -258,7 +258,7 @@ func (c *catalogDB) saveSynced() error {
 }
 
 // dropEvery is how often a sync drops the catalog's mapped pages from the process.
-const dropEvery = time.Second
+const dropEvery = 250 * time.Millisecond
 
 // Close goes back to fsyncing every commit, which syncs the catalog (a commit that waited
 // for the close is then durable when it is answered) and removes the side file, which the

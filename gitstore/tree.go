@@ -259,6 +259,11 @@ func diffTrees(or objectReader, a, b plumbing.Hash, prefix string, out []fileCha
 	for i, j := 0, 0; i < len(ea) || j < len(eb); {
 		var x, y *object.TreeEntry
 		switch {
+		case i < len(ea) && j < len(eb) && ea[i].Name == eb[j].Name && ea[i].Mode == eb[j].Mode:
+			// The usual pair: a commit changes a few entries of a tree and keeps the rest,
+			// names and all, so most pairs are equal and need no ordering.
+			x, y = &ea[i], &eb[j]
+			i, j = i+1, j+1
 		case j == len(eb) || i < len(ea) && gitLess(ea[i], eb[j]):
 			x = &ea[i]
 			i++

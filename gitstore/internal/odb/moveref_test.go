@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -35,8 +36,19 @@ func TestMoveRef(t *testing.T) {
 		return head(c)
 	}
 	h := publish(plumbing.ZeroHash, "first") // no main yet
-	for _, s := range []string{"two", "three", "four"} {
+	// From the third write on, each lock is the file main had two writes before: no file is
+	// created or freed for the ref (lockfile_linux.go).
+	var inodes []uint64
+	for _, s := range []string{"two", "three", "four", "five", "six"} {
 		h = publish(h, s)
+		if st, err := os.Stat(filepath.Join(path, MainRef)); err == nil {
+			if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+				inodes = append(inodes, sys.Ino)
+			}
+		}
+	}
+	if runtime.GOOS == "linux" && len(inodes) == 5 && (inodes[2] != inodes[0] || inodes[3] != inodes[1] || inodes[4] != inodes[2]) {
+		t.Errorf("main's files by write: inodes %v; want the file of two writes before reused", inodes)
 	}
 	// As git pack-refs leaves it: main only in packed-refs.
 	if err := os.WriteFile(filepath.Join(path, "packed-refs"), []byte(h.String()+" "+MainRef+"\n"), 0o644); err != nil {
@@ -45,8 +57,8 @@ func TestMoveRef(t *testing.T) {
 	if err := os.Remove(filepath.Join(path, MainRef)); err != nil {
 		t.Fatal(err)
 	}
-	h = publish(h, "five")
-	publish(h, "six")
+	h = publish(h, "seven")
+	publish(h, "eight")
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +132,13 @@ func TestLockLeftBehind(t *testing.T) {
 		}
 		return os.Remove(name)
 	}
-	defer func() { removeFile = os.Remove }()
+	renameFile = func(old, new string) error {
+		if failing && old == lock {
+			return &os.LinkError{Op: "rename", Old: old, New: new, Err: syscall.EIO}
+		}
+		return renameNoReplace(old, new)
+	}
+	defer func() { removeFile, renameFile = os.Remove, renameNoReplace }()
 	r, err := Open(path)
 	if err != nil {
 		t.Fatal(err)

@@ -80,6 +80,12 @@ func (r *Repo) CASRef(old, new plumbing.Hash) error {
 	return l.Commit(new)
 }
 
+// oldRef is main's previous file, moved into SpareDir by moveRef for the next lock.
+type oldRef struct {
+	f    *os.File
+	name string
+}
+
 // RefLock is main.lock held: main cannot move, not even by a git process, until it is
 // committed or released.
 type RefLock struct {
