@@ -38,8 +38,11 @@ import (
 // main. Where the catalog's pages of the saved state might be reused anyway (a catalog near
 // the size that bbolt maps), commits are fsynced one by one again and the side file removed.
 
-// syncEvery is the longest the writer goes between catalog syncs while it writes.
-const syncEvery = 20 * time.Millisecond
+// syncEvery is the longest the writer goes between catalog syncs while it writes. A sync
+// writes every page changed since the one before and holds the writer meanwhile: at 100,000
+// memories, where a commit changes more pages, syncs every 20 ms held it 110 µs a write,
+// every 100 ms 28 µs. A power loss costs the catalog up to this much more to catch up.
+const syncEvery = 100 * time.Millisecond
 
 // catalogMap is the size of bbolt's mapping of the file. A read transaction blocks bbolt from
 // mapping the file again as it grows, so the pinned one (step 3) needs a mapping that the
