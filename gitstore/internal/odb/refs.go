@@ -80,7 +80,12 @@ func (r *Repo) CASRef(old, new plumbing.Hash) error {
 	return l.Commit(new)
 }
 
-// oldRef is main's previous file, moved into SpareDir by moveRef for the next lock.
+// oldRefName is where moveRef keeps main's previous file for the next lock, beside main. Git
+// takes a file whose name ends in .lock for a lock, not a ref (git refs verify reports a
+// dot file under refs/ as a bad ref name). A crash can leave it; Open removes it.
+const oldRefName = "gitmem-old-main.lock"
+
+// oldRef is main's previous file, kept by moveRef for the next lock.
 type oldRef struct {
 	f    *os.File
 	name string

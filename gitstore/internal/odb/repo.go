@@ -163,6 +163,7 @@ func Open(path string) (*Repo, error) {
 		return nil, fmt.Errorf("open repository %s: %w", path, err)
 	}
 	removeSpares(packDir, makeDir)
+	os.Remove(filepath.Join(path, filepath.Dir(MainRef), oldRefName))
 	removeBrokenPacks(packDir)
 	j, recs, err := openJournal(filepath.Join(path, JournalName))
 	if err != nil {
