@@ -17,6 +17,3 @@ func (r *Repo) moveRef(l *RefLock) error { return l.rename() }
 
 // dropLeftLock has nothing to do: moveRef leaves no main.lock behind here.
 func (r *Repo) dropLeftLock() bool { return true }
-
-// dropOldRef has nothing to do: moveRef keeps no file here.
-func (r *Repo) dropOldRef() {}

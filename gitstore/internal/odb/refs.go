@@ -80,17 +80,6 @@ func (r *Repo) CASRef(old, new plumbing.Hash) error {
 	return l.Commit(new)
 }
 
-// oldRefName is where moveRef keeps main's previous file for the next lock, beside main. Git
-// takes a file whose name ends in .lock for a lock, not a ref (git refs verify reports a
-// dot file under refs/ as a bad ref name). A crash can leave it; Open removes it.
-const oldRefName = "gitmem-old-main.lock"
-
-// oldRef is main's previous file, kept by moveRef for the next lock.
-type oldRef struct {
-	f    *os.File
-	name string
-}
-
 // RefLock is main.lock held: main cannot move, not even by a git process, until it is
 // committed or released.
 type RefLock struct {

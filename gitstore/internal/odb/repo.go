@@ -58,9 +58,6 @@ type Repo struct {
 	// leftLock is main's old file, held open, when moveRef could not remove main.lock, which
 	// names it (lockfile_linux.go).
 	leftLock atomic.Pointer[os.File]
-	// oldRef is main's previous file, kept for the next write's lock (lockfile_linux.go);
-	// only Publish, in the writer goroutine, and Close use it.
-	oldRef *oldRef
 
 	// The journal (journal.go, publish.go): the writer goroutine's, as are checkpointAt and
 	// broken; the syncer fsyncs beside it.
@@ -163,7 +160,6 @@ func Open(path string) (*Repo, error) {
 		return nil, fmt.Errorf("open repository %s: %w", path, err)
 	}
 	removeSpares(packDir, makeDir)
-	os.Remove(filepath.Join(path, filepath.Dir(MainRef), oldRefName))
 	removeBrokenPacks(packDir)
 	j, recs, err := openJournal(filepath.Join(path, JournalName))
 	if err != nil {
@@ -204,7 +200,6 @@ func (r *Repo) Close() error {
 		if r.broken == nil {
 			err = r.ForgetJournal() // a checkpoint, and zeros: the next open writes nothing
 		}
-		r.dropOldRef()
 		r.spares.close()
 		if f := r.leftLock.Swap(nil); f != nil {
 			f.Close() // its main.lock stays, for the next Open to remove
