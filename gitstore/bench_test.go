@@ -29,11 +29,14 @@ import (
 // BenchmarkRedact rewrites a whole history per operation: run it alone, with -benchtime 1x.
 
 func benchSizes() []int {
-	if os.Getenv("GITMEM_BENCH_LARGE") != "" {
+	if benchLarge() {
 		return []int{100, 10000, 100000}
 	}
 	return []int{100, 10000}
 }
+
+// benchLarge tells whether the sizes of 100,000 memories were asked for.
+func benchLarge() bool { return os.Getenv("GITMEM_BENCH_LARGE") != "" }
 
 // benchPath is where agents put memories: nested, about a hundred per folder.
 func benchPath(i int) string {
@@ -94,16 +97,20 @@ func benchStoreWith(b *testing.B, opts Options) *Store {
 // thousands: the first run at 100 is the only one on a quiet disk, and the last one stands
 // on the same footing as the large ones.
 func BenchmarkWrite(b *testing.B) {
-	sizes := benchSizes()
-	names := make([]string, len(sizes))
-	for i, n := range sizes {
-		names[i] = fmt.Sprintf("memories=%d", n)
+	type run struct {
+		name string
+		n    int
 	}
-	if len(sizes) > 2 {
-		sizes, names = append(sizes, 100), append(names, "memories=100,again")
+	var runs []run
+	for _, n := range benchSizes() {
+		runs = append(runs, run{fmt.Sprintf("memories=%d", n), n})
 	}
-	for i, n := range sizes {
-		b.Run(names[i], func(b *testing.B) {
+	if benchLarge() {
+		runs = append(runs, run{"memories=100,again", 100})
+	}
+	for _, r := range runs {
+		n := r.n
+		b.Run(r.name, func(b *testing.B) {
 			sampleRSS(b)
 			merges := &mergeTimer{}
 			s := benchStoreWith(b, Options{Observer: merges})

@@ -517,7 +517,7 @@ func (m *merge) writeTree(src *mergeSource, j int, data, raw []byte) error {
 		follows = kin[like].off
 	} // else another folder's: kept beside it
 	if named {
-		m.bases.remember(string(first), string(last), follows, deltaBase{off: at, depth: src.depth[j], h: src.x.hash(j), data: data})
+		m.bases.remember(endNames{string(first), string(last)}, follows, deltaBase{off: at, depth: src.depth[j], h: src.x.hash(j), data: data})
 	}
 	return nil
 }

@@ -319,3 +319,46 @@ func TestApplyBrokenDelta(t *testing.T) {
 		applyDelta(nil, src, d)
 	}
 }
+
+// TestTreeBasesHeld: what treeBases counts as held is the content of the trees it holds,
+// each once, through trees of one entry (both names the same), versions that replace
+// the one before, deltas that follow their base, fills, and the oldest dropped past maxKin.
+func TestTreeBasesHeld(t *testing.T) {
+	var tb treeBases
+	check := func(step string) {
+		t.Helper()
+		seen, want := map[uint64]bool{}, 0
+		for _, kin := range tb.kin {
+			for _, b := range kin {
+				if _, ok := tb.names[b.off]; !ok {
+					t.Fatalf("%s: tree at %d under a name but not held", step, b.off)
+				}
+				if !seen[b.off] {
+					seen[b.off] = true
+					want += len(b.data)
+				}
+			}
+		}
+		if len(seen) != len(tb.names) || tb.held != want {
+			t.Fatalf("%s: %d trees under names, %d held; held %d bytes, want %d", step, len(seen), len(tb.names), tb.held, want)
+		}
+	}
+	data := func(n int) []byte { return make([]byte, n) }
+	tb.remember(endNames{"a", "a"}, 0, deltaBase{off: 1, data: data(10)})
+	check("one entry")
+	tb.remember(endNames{"a", "z"}, 1, deltaBase{off: 2, data: data(20)})
+	check("next version")
+	tb.follow(2, deltaBase{off: 3})
+	check("a delta follows")
+	tb.fill(3, data(30))
+	check("filled")
+	for off := uint64(10); off < 20; off++ {
+		tb.remember(endNames{"a", fmt.Sprint(off)}, 0, deltaBase{off: off, data: data(int(off))})
+		check(fmt.Sprintf("another folder at %d", off))
+	}
+	if n := len(tb.kin["a"]); n != maxKin {
+		t.Fatalf("%d trees under a, want %d", n, maxKin)
+	}
+	tb.drop(19)
+	check("dropped")
+}

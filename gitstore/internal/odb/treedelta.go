@@ -48,8 +48,19 @@ type deltaBase struct {
 // next version comes, so what is held follows the number of folders, not of versions.
 type treeBases struct {
 	kin   map[string][]deltaBase // by entry name
-	names map[uint64][2]string   // the names each tree held is kept under, by offset
+	names map[uint64]endNames    // the names each tree held is kept under, by offset
 	held  int                    // bytes of content held
+}
+
+// endNames are the names of a tree's first and last entries.
+type endNames [2]string
+
+// distinct returns the names once each: a tree of one entry begins and ends with it.
+func (n endNames) distinct() []string {
+	if n[0] == n[1] {
+		return n[:1]
+	}
+	return n[:]
 }
 
 // has tells whether the tree written at off is held.
@@ -76,42 +87,35 @@ func (t *treeBases) drop(off uint64) {
 		return
 	}
 	delete(t.names, off)
-	for i, name := range names {
-		if i == 1 && name == names[0] {
-			break
-		}
+	content := 0 // counted once, though every name holds it
+	for _, name := range names.distinct() {
 		kin := t.kin[name]
 		at := slices.IndexFunc(kin, func(o deltaBase) bool { return o.off == off })
 		if at < 0 {
 			continue
 		}
-		if i == 0 { // the content is counted once, and both names hold it
-			t.held -= len(kin[at].data)
-		}
+		content = len(kin[at].data)
 		if kin = slices.Delete(kin, at, at+1); len(kin) == 0 {
 			delete(t.kin, name)
 		} else {
 			t.kin[name] = kin
 		}
 	}
+	t.held -= content
 }
 
-// remember holds b, a tree that begins with the entry first and ends with last, in place of
-// the tree at offset follows (the version before it; 0 for none), and in place of the oldest
-// under a name that holds maxKin. It keeps b's content while the trees held have less than
+// remember holds b, a tree whose first and last entries are names, in place of the tree at
+// offset follows (the version before it; 0 for none), and in place of the oldest under a
+// name that holds maxKin. It keeps b's content while the trees held have less than
 // maxDeltaBases; beyond, a base is read again from the packs.
-func (t *treeBases) remember(first, last string, follows uint64, b deltaBase) {
+func (t *treeBases) remember(names endNames, follows uint64, b deltaBase) {
 	if t.kin == nil {
-		t.kin, t.names = map[string][]deltaBase{}, map[uint64][2]string{}
+		t.kin, t.names = map[string][]deltaBase{}, map[uint64]endNames{}
 	}
 	if follows != 0 {
 		t.drop(follows)
 	}
-	names := [2]string{first, last}
-	for i, name := range names {
-		if i == 1 && name == first {
-			break
-		}
+	for _, name := range names.distinct() {
 		if kin := t.kin[name]; len(kin) == maxKin {
 			t.drop(kin[len(kin)-1].off)
 		}
@@ -121,22 +125,17 @@ func (t *treeBases) remember(first, last string, follows uint64, b deltaBase) {
 	}
 	t.held += len(b.data)
 	t.names[b.off] = names
-	for i, name := range names {
-		if i == 1 && name == first {
-			break
-		}
+	for _, name := range names.distinct() {
 		t.kin[name] = slices.Insert(t.kin[name], 0, b)
 	}
 }
 
 // follow holds b, a delta copied as it was, in place of its base at baseOff, if that is a
-// tree held; it tells whether it was.
-func (t *treeBases) follow(baseOff uint64, b deltaBase) bool {
-	names, ok := t.names[baseOff]
-	if ok {
-		t.remember(names[0], names[1], baseOff, b)
+// tree held.
+func (t *treeBases) follow(baseOff uint64, b deltaBase) {
+	if names, ok := t.names[baseOff]; ok {
+		t.remember(names, baseOff, b)
 	}
-	return ok
 }
 
 // fill keeps data as the content of the tree held at off, read since it was remembered,
@@ -147,7 +146,7 @@ func (t *treeBases) fill(off uint64, data []byte) {
 		return
 	}
 	filled := false
-	for _, name := range names {
+	for _, name := range names.distinct() {
 		for i := range t.kin[name] {
 			if b := &t.kin[name][i]; b.off == off && b.data == nil {
 				b.data, filled = data, true
