@@ -159,6 +159,7 @@ func Open(path string) (*Repo, error) {
 	if err := os.MkdirAll(makeDir, 0o755); err != nil {
 		return nil, fmt.Errorf("open repository %s: %w", path, err)
 	}
+	markTopDir(makeDir)
 	removeSpares(packDir, makeDir)
 	removeBrokenPacks(packDir)
 	j, recs, err := openJournal(filepath.Join(path, JournalName))
