@@ -97,8 +97,12 @@ func (r *Repo) Publish(objs []plumbing.EncodedObject, old, new plumbing.Hash) (P
 	return t, nil
 }
 
-// checkpointBytes is how much journal the writer lets pile up before it checkpoints.
-const checkpointBytes = 512 << 10
+// checkpointBytes is how much journal the writer lets pile up before it checkpoints. A
+// record holds its group's pack, and at 100,000 memories in folders of 100 a write's pack is
+// 40 KB (the 1,000-entry tree above the folders, whole). With 512 KB, the journal passed four
+// times that between two rounds of a syncer busy with merges' packs, and the writer waited
+// for it: 0.2 ms a write, in a trace of 2,000 writes.
+const checkpointBytes = 2 << 20
 
 // SetCheckpointBytes changes how much journal piles up before a checkpoint (tests).
 func (r *Repo) SetCheckpointBytes(n int64) { r.checkpointAt = n }
