@@ -91,6 +91,7 @@ func (s *Store) Redact(ctx context.Context, in RedactInput) (RedactResult, error
 		start := time.Now()
 		var err error
 		if res, err = s.redact(ctx, in); err != nil {
+			s.settleUnsettled() // at once, if the catalog takes it now
 			return err
 		}
 		if res.NewHead != "" {
@@ -122,12 +123,11 @@ type redactOutcome struct {
 // redactTarget is what a redaction rewrites: version v's blob at v.Path, in the commits
 // from v's until the memory's next version (stop).
 type redactTarget struct {
-	v     verRec
-	blob  plumbing.Hash // zero for a deletion: only the message is scrubbed
-	stop  plumbing.Hash // the commit of the memory's next version, zero if none
-	next  string        // the id of that version
-	segs  []string
-	label string // "version X of memory M"
+	v    verRec
+	blob plumbing.Hash // zero for a deletion: only the message is scrubbed
+	stop plumbing.Hash // the commit of the memory's next version, zero if none
+	next string        // the id of that version
+	segs []string
 }
 
 // findTarget reads the version to redact and checks that it may be redacted.
@@ -175,6 +175,11 @@ func (s *Store) redact(ctx context.Context, in RedactInput) (redactOutcome, erro
 	var out redactOutcome
 	if err := s.catchUp(nil); err != nil {
 		return out, err
+	}
+	// Rewrites an earlier redaction staged and did not record: recorded before this one
+	// stages its own in their place.
+	if err := s.settleRewrites(); err != nil {
+		return out, fmt.Errorf("record the rewrites of an unfinished redaction: %w", err)
 	}
 	var t redactTarget
 	var head plumbing.Hash
@@ -284,6 +289,11 @@ func (s *Store) stageRedaction(hs []plumbing.Hash, newHead plumbing.Hash, newOf 
 // them if main has the history they lead to (the catalog's update failed after main moved),
 // and forgets them if not (the redaction failed before).
 func (s *Store) settleRewrites() error {
+	if settleFault != nil {
+		if err := settleFault(); err != nil {
+			return err
+		}
+	}
 	var head plumbing.Hash
 	var newOf map[plumbing.Hash]plumbing.Hash
 	if err := s.readCatalog(func(ct catTx) error { head, newOf = ct.stagedRewrites(); return nil }); err != nil || head.IsZero() {
@@ -305,6 +315,23 @@ func (s *Store) settleRewrites() error {
 		return ct.dropStagedRewrites()
 	})
 }
+
+// settleUnsettled settles, in the writer, the rewrites of a redaction whose catalog update
+// failed after main moved, as soon as the catalog takes them: until then sync would not
+// know a remote's old history for what it is (RewrittenTo), and could merge it back.
+func (s *Store) settleUnsettled() {
+	if !s.unsettled {
+		return
+	}
+	if err := s.settleRewrites(); err != nil {
+		s.log.Error("record the rewrites of a redaction", "store", s.id, "err", err)
+		return
+	}
+	s.unsettled = false
+}
+
+// settleFault, set by tests only, makes settleRewrites fail with what it returns.
+var settleFault func() error
 
 // redactionRecordFault, set by tests only, makes the catalog update of a redaction fail once
 // main has moved.
@@ -351,8 +378,9 @@ func (s *Store) publishRedaction(t redactTarget, newOf map[plumbing.Hash]plumbin
 		// main has the new history, and the catalog rebuilds from it at the next write or open;
 		// what history does not say, the rewrites of commits, is staged (stageRedaction).
 		s.log.Error("update catalog after redaction", "store", s.id, "err", err)
+		s.unsettled = true
 		return v, &Error{Kind: KindUnavailable, Err: err,
-			Message: t.label + " is redacted in main's history, but the catalog could not record it, and the other refs and the old objects are left as they were; redact it again to finish"}
+			Message: fmt.Sprintf("version %s of memory %s is redacted in main's history, but the catalog could not record it, and the other refs and the old objects are left as they were; redact it again to finish", t.v.ID, t.v.Memory)}
 	}
 	return v, nil
 }

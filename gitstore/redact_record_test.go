@@ -58,7 +58,8 @@ func TestRedactCatalogUpdateFails(t *testing.T) {
 	_, err := s.Redact(ctx, RedactInput{VersionID: m.VersionID, Actor: apiActor})
 	redactionRecordFault = nil
 	var e *Error
-	if !errors.As(err, &e) || e.Kind != KindUnavailable || !strings.Contains(e.Message, "redact it again") {
+	if !errors.As(err, &e) || e.Kind != KindUnavailable ||
+		!strings.HasPrefix(e.Message, "version "+m.VersionID+" of memory "+m.ID+" is redacted") || !strings.Contains(e.Message, "redact it again") {
 		t.Fatalf("redaction whose catalog update failed: %v", err)
 	}
 	if gitIn(t, repo, "rev-parse", "main") == oldHead+"\n" {
@@ -66,6 +67,11 @@ func TestRedactCatalogUpdateFails(t *testing.T) {
 	}
 	if !strings.Contains(allObjects(t, repo), "MONGOOSE") || gitIn(t, repo, "rev-parse", "refs/remotes/team/main") != pushed+"\n" {
 		t.Fatal("the failed redaction went on to the other refs and the pruning")
+	}
+	// The rewrites are recorded at once all the same, the catalog taking them again: sync
+	// knows a remote's old history for what it is before anyone redacts again.
+	if _, ok, err := s.RewrittenTo(ctx, pushed); err != nil || !ok {
+		t.Errorf("after the failed update, the rewrite of the pushed commit is unknown (%v)", err)
 	}
 
 	res, err := s.Redact(ctx, RedactInput{VersionID: m.VersionID, Actor: apiActor})
@@ -122,4 +128,52 @@ func TestStagedRewritesOfAFailedRedaction(t *testing.T) {
 	if got := gitIn(t, s.RepoPath(), "rev-parse", "refs/remotes/team/main"); got != pushed+"\n" {
 		t.Errorf("refs/remotes/team/main moved to %s", got)
 	}
+}
+
+// TestRedactOtherAfterFailedUpdate: a redaction of another version, after one whose catalog
+// update failed, finishes that one too: its rewrites are recorded before the new ones are
+// staged, its other refs move, and its content is pruned.
+func TestRedactOtherAfterFailedUpdate(t *testing.T) {
+	ctx := context.Background()
+	_, s, m, pushed := redactionFixture(t)
+	b1 := mustWrite(t, s, "/b.md", "b one\n", apiActor)
+	mustWrite(t, s, "/b.md", "b two\n", apiActor)
+
+	// The update fails, and so does settling at once, until the fault goes.
+	failing := false
+	redactionRecordFault = func() error {
+		failing = true
+		return errors.New("the catalog's disk failed")
+	}
+	settleFault = func() error {
+		if failing {
+			return errors.New("the catalog's disk failed again")
+		}
+		return nil
+	}
+	defer func() { settleFault = nil }()
+	_, err := s.Redact(ctx, RedactInput{VersionID: m.VersionID, Actor: apiActor})
+	redactionRecordFault = nil
+	if err == nil {
+		t.Fatal("the redaction whose catalog update failed answered a success")
+	}
+	if _, ok, _ := s.RewrittenTo(ctx, pushed); ok {
+		t.Fatal("the rewrites were recorded although settling failed: the test does not test the next redaction")
+	}
+	failing = false
+	if _, err := s.Redact(ctx, RedactInput{VersionID: b1.Version.ID, Actor: apiActor}); err != nil {
+		t.Fatal(err)
+	}
+	repo := s.RepoPath()
+	if strings.Contains(allObjects(t, repo), "MONGOOSE") {
+		t.Error("the first redaction's content is still in the repository")
+	}
+	to, ok, err := s.RewrittenTo(ctx, pushed)
+	if err != nil || !ok {
+		t.Fatalf("the first redaction's rewrite of the pushed commit is unknown (%v)", err)
+	}
+	if got := gitIn(t, repo, "rev-parse", "refs/remotes/team/main"); got != to+"\n" {
+		t.Errorf("refs/remotes/team/main is at %s, not at %s", got, to)
+	}
+	fsck(t, s)
 }

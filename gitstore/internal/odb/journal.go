@@ -262,6 +262,7 @@ func (j *journal) wipe() error {
 	}
 	j.off = 0
 	j.dirty = false
+	j.buf = nil // the last record, which a redaction may have wiped it for
 	return nil
 }
 

@@ -85,7 +85,7 @@ func newSpares(dir, makeDir string) *spares {
 
 // make creates an empty file in a subdirectory of makeDir and moves it into dir.
 func (s *spares) make() (*os.File, error) {
-	if s.subLeft == 0 {
+	if s.sub == "" || s.subLeft == 0 {
 		if err := s.nextSub(); err != nil {
 			return nil, err
 		}
@@ -120,7 +120,7 @@ func (s *spares) make() (*os.File, error) {
 func (s *spares) nextSub() error {
 	if s.sub != "" {
 		os.Remove(s.sub)
-		s.sub = ""
+		s.sub, s.subLeft = "", 0
 	}
 	sub, err := os.MkdirTemp(s.makeDir, "")
 	if errors.Is(err, fs.ErrNotExist) { // makeDir removed by hand since Open
