@@ -28,7 +28,9 @@ import (
 // reader stops at the first record whose checksum fails or whose sequence number does not
 // follow the one before, which is the end of what was written since the last checkpoint.
 
-// JournalName is the journal's file in the repository (git ignores it).
+// JournalName is the journal's file in the repository (git ignores it), and
+// JournalName+".2" its second: the writer goes on in one while the records of the other wait
+// for the syncer (Repo.Checkpoint).
 const JournalName = "gitmem-journal"
 
 const (
@@ -98,6 +100,29 @@ func openJournal(path string) (*journal, []record, error) {
 		}
 	}
 	return j, recs, nil
+}
+
+// openJournals opens (making them if needed) the two files of the repository's journal at
+// path and returns the one to write in, the other, and the records of both in order. The
+// other holds records only if the writer went on in the first while the syncer caught up
+// with them: they come before the first's.
+func openJournals(path string) (*journal, *journal, []record, error) {
+	a, recsA, err := openJournal(filepath.Join(path, JournalName))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	b, recsB, err := openJournal(filepath.Join(path, JournalName+".2"))
+	if err != nil {
+		a.close()
+		return nil, nil, nil, err
+	}
+	if len(recsA) > 0 && len(recsB) > 0 && recsB[0].seq < recsA[0].seq {
+		recsA, recsB = recsB, recsA
+	}
+	// Sequence numbers go on across both; the syncer starts at the last.
+	a.seq = max(a.seq, b.seq)
+	b.seq = a.seq
+	return a, b, append(recsA, recsB...), nil
 }
 
 // read returns the chain of valid records from offset 0, and leaves off after it.
