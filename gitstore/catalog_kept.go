@@ -125,6 +125,57 @@ func (c catTx) toPrune() ([]plumbing.Hash, error) {
 	return todo, err
 }
 
+// stageRewrites records, before main moves to head, that a redaction rewrites each commit
+// old of newOf into newOf[old], in place of what an earlier attempt staged. rewrittenTo does
+// not see them until they are recorded (recordRewrites).
+func (c catTx) stageRewrites(head plumbing.Hash, newOf map[plumbing.Hash]plumbing.Hash) error {
+	if err := c.dropStagedRewrites(); err != nil {
+		return err
+	}
+	b, err := c.tx.CreateBucket(bRewriting)
+	if err != nil {
+		return err
+	}
+	if err := b.Put(kRewritingHead, hashKey(head)); err != nil {
+		return err
+	}
+	olds := slices.SortedFunc(maps.Keys(newOf), func(a, b plumbing.Hash) int { return bytes.Compare(a[:], b[:]) })
+	for _, o := range olds { // in key order, for bbolt
+		if err := b.Put(hashKey(o), hashKey(newOf[o])); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stagedRewrites returns what stageRewrites left: the head and the rewrites; a zero head if
+// nothing is staged.
+func (c catTx) stagedRewrites() (plumbing.Hash, map[plumbing.Hash]plumbing.Hash) {
+	b := c.tx.Bucket(bRewriting)
+	if b == nil {
+		return plumbing.ZeroHash, nil
+	}
+	head, _ := decodeHash(b.Get(kRewritingHead))
+	newOf := map[plumbing.Hash]plumbing.Hash{}
+	b.ForEach(func(k, v []byte) error {
+		o, okOld := decodeHash(k)
+		n, okNew := decodeHash(v)
+		if okOld && okNew {
+			newOf[o] = n
+		}
+		return nil
+	})
+	return head, newOf
+}
+
+// dropStagedRewrites forgets what stageRewrites left.
+func (c catTx) dropStagedRewrites() error {
+	if c.tx.Bucket(bRewriting) == nil {
+		return nil
+	}
+	return c.tx.DeleteBucket(bRewriting)
+}
+
 // clearPrune empties the list of objects to prune.
 func (c catTx) clearPrune() error {
 	if c.tx.Bucket(bPrune) == nil {

@@ -39,6 +39,10 @@ import (
 //	prune      object (20 bytes) -> nothing: objects of a rewritten history to delete if still
 //	           loose once the repository is repacked (redact.go); made by a redaction,
 //	           removed once the objects are pruned
+//	rewriting  what rewritten is to get from a redaction whose main may not have moved yet:
+//	           "head" -> the commit main moves to; old commit -> new commit. Staged before main
+//	           moves, emptied by the catalog update that records the redaction, or settled by
+//	           the next redaction or open if that update failed (redact.go)
 var (
 	bMeta   = []byte("meta")
 	bMem    = []byte("mem")
@@ -52,6 +56,7 @@ var (
 	bRead      = []byte("read")
 	bRewritten = []byte("rewritten")
 	bPrune     = []byte("prune")
+	bRewriting = []byte("rewriting")
 
 	// The keys of meta.
 	kApplied = []byte("applied")
@@ -59,10 +64,13 @@ var (
 	kStore   = []byte("store")
 	kUsage   = []byte("usage")
 	kFormat  = []byte("format")
+
+	// The key of rewriting that holds the head.
+	kRewritingHead = []byte("head")
 )
 
 // derivedBuckets are emptied by a rebuild; keptBuckets are not. ensureBuckets makes both
-// but rewritten and prune, which redaction makes when it needs them.
+// but rewritten, prune and rewriting, which redaction makes when it needs them.
 var (
 	derivedBuckets = [][]byte{bMeta, bMem, bPath, bVer, bVerID, bMemVer, bStore}
 	keptBuckets    = [][]byte{bPushKey, bRead}

@@ -32,7 +32,7 @@ const (
 // faultPoints are the points of the write path (odb's publish.go, lockfile_linux.go, journal.go, recover.go)
 // where a child can kill itself.
 var faultPoints = []string{"pack-placed", "ref-locked", "journal-torn", "journal-synced", "ref-exchanged", "ref-moved", "recover",
-	"checkpoint-packs", "checkpoint-ref"}
+	"checkpoint-packs", "checkpoint-ref", "journal-switch"}
 
 // TestCrashChild is the child of TestCrash and TestPowerLoss: it writes from four goroutines
 // until it is killed, and prints each write as soon as it is acknowledged.

@@ -91,6 +91,7 @@ func (s *Store) Redact(ctx context.Context, in RedactInput) (RedactResult, error
 		start := time.Now()
 		var err error
 		if res, err = s.redact(ctx, in); err != nil {
+			s.settleUnsettled() // at once, if the catalog takes it now
 			return err
 		}
 		if res.NewHead != "" {
@@ -122,12 +123,11 @@ type redactOutcome struct {
 // redactTarget is what a redaction rewrites: version v's blob at v.Path, in the commits
 // from v's until the memory's next version (stop).
 type redactTarget struct {
-	v     verRec
-	blob  plumbing.Hash // zero for a deletion: only the message is scrubbed
-	stop  plumbing.Hash // the commit of the memory's next version, zero if none
-	next  string        // the id of that version
-	segs  []string
-	label string // "version X of memory M"
+	v    verRec
+	blob plumbing.Hash // zero for a deletion: only the message is scrubbed
+	stop plumbing.Hash // the commit of the memory's next version, zero if none
+	next string        // the id of that version
+	segs []string
 }
 
 // findTarget reads the version to redact and checks that it may be redacted.
@@ -176,6 +176,11 @@ func (s *Store) redact(ctx context.Context, in RedactInput) (redactOutcome, erro
 	if err := s.catchUp(nil); err != nil {
 		return out, err
 	}
+	// Rewrites an earlier redaction staged and did not record: recorded before this one
+	// stages its own in their place.
+	if err := s.settleRewrites(); err != nil {
+		return out, fmt.Errorf("record the rewrites of an unfinished redaction: %w", err)
+	}
 	var t redactTarget
 	var head plumbing.Hash
 	err := s.readCatalog(func(ct catTx) error {
@@ -222,7 +227,7 @@ func (s *Store) redact(ctx context.Context, in RedactInput) (redactOutcome, erro
 			}
 			written = len(rw.objs)
 		}
-		if err := s.listForPrune(rw.old[listed:]); err != nil {
+		if err := s.stageRedaction(rw.old[listed:], newHead, rw.newOf); err != nil {
 			return out, err
 		}
 		listed = len(rw.old)
@@ -260,21 +265,77 @@ func (s *Store) redact(ctx context.Context, in RedactInput) (redactOutcome, erro
 	}
 }
 
-// listForPrune records objects of the old history, to prune once main has moved. It is
-// durable before main moves: a crash after that leaves the list, and the next redaction (of
-// any version, or this one again) finishes the pruning.
-func (s *Store) listForPrune(hs []plumbing.Hash) error {
-	if len(hs) == 0 {
-		return nil
-	}
+// stageRedaction records, durably before main moves to newHead, the objects of the old
+// history to prune once it has (hs, added to those of earlier attempts) and the rewrites of
+// commits (newOf). A crash after the move leaves both, and so does a catalog update that
+// fails after it (publishRedaction): the next redaction (of any version, or this one again)
+// or the next open settles the rewrites, moves the other refs and prunes (finishRedaction).
+func (s *Store) stageRedaction(hs []plumbing.Hash, newHead plumbing.Hash, newOf map[plumbing.Hash]plumbing.Hash) error {
 	// In key order: bbolt then fills pages one after another instead of splitting them.
 	hs = slices.SortedFunc(slices.Values(hs), func(a, b plumbing.Hash) int { return bytes.Compare(a[:], b[:]) })
-	err := s.updateCatalog(func(ct catTx) error { return ct.addToPrune(hs) })
+	err := s.updateCatalog(func(ct catTx) error {
+		if err := ct.addToPrune(hs); err != nil {
+			return err
+		}
+		return ct.stageRewrites(newHead, newOf)
+	})
 	if err != nil {
-		return fmt.Errorf("record objects to prune: %w", err)
+		return fmt.Errorf("record the redaction's rewrites and objects to prune: %w", err)
 	}
 	return nil
 }
+
+// settleRewrites deals with rewrites that a redaction staged and did not record: it records
+// them if main has the history they lead to (the catalog's update failed after main moved),
+// and forgets them if not (the redaction failed before).
+func (s *Store) settleRewrites() error {
+	if settleFault != nil {
+		if err := settleFault(); err != nil {
+			return err
+		}
+	}
+	var head plumbing.Hash
+	var newOf map[plumbing.Hash]plumbing.Hash
+	if err := s.readCatalog(func(ct catTx) error { head, newOf = ct.stagedRewrites(); return nil }); err != nil || head.IsZero() {
+		return err
+	}
+	if err := s.catchUp(nil); err != nil {
+		return err
+	}
+	history := map[plumbing.Hash]bool{}
+	if err := s.repo.ancestors(s.headHash(), history); err != nil {
+		return err
+	}
+	return s.updateCatalog(func(ct catTx) error {
+		if history[head] {
+			if err := ct.recordRewrites(newOf); err != nil {
+				return err
+			}
+		}
+		return ct.dropStagedRewrites()
+	})
+}
+
+// settleUnsettled settles, in the writer, the rewrites of a redaction whose catalog update
+// failed after main moved, as soon as the catalog takes them: until then sync would not
+// know a remote's old history for what it is (RewrittenTo), and could merge it back.
+func (s *Store) settleUnsettled() {
+	if !s.unsettled {
+		return
+	}
+	if err := s.settleRewrites(); err != nil {
+		s.log.Error("record the rewrites of a redaction", "store", s.id, "err", err)
+		return
+	}
+	s.unsettled = false
+}
+
+// settleFault, set by tests only, makes settleRewrites fail with what it returns.
+var settleFault func() error
+
+// redactionRecordFault, set by tests only, makes the catalog update of a redaction fail once
+// main has moved.
+var redactionRecordFault func() error
 
 // publishRedaction moves main from head to newHead (through lock, if held) and updates the
 // catalog in place in the same step. It returns errRefMoved if main is no longer at head;
@@ -286,6 +347,9 @@ func (s *Store) publishRedaction(t redactTarget, newOf map[plumbing.Hash]plumbin
 	}
 	defer tx.Rollback()
 	v, err := writeTx(tx).applyRedaction(t, newOf, red, newHead)
+	if err == nil {
+		err = catTx{tx}.dropStagedRewrites() // recorded by applyRedaction
+	}
 	if err != nil {
 		return v, err
 	}
@@ -300,15 +364,24 @@ func (s *Store) publishRedaction(t redactTarget, newOf map[plumbing.Hash]plumbin
 	if err != nil {
 		return v, err
 	}
-	err = tx.Commit()
+	if redactionRecordFault != nil {
+		err = redactionRecordFault()
+	}
+	if err == nil {
+		err = tx.Commit()
+	}
 	if err == nil {
 		err = s.db.sync() // the rewrites (catalog_kept.go) durable before the answer
 	}
-	if err != nil {
-		// main has the new history; the catalog rebuilds from it at the next write or open.
-		s.log.Error("update catalog after redaction", "store", s.id, "err", err)
-	}
 	s.moved.notify()
+	if err != nil {
+		// main has the new history, and the catalog rebuilds from it at the next write or open;
+		// what history does not say, the rewrites of commits, is staged (stageRedaction).
+		s.log.Error("update catalog after redaction", "store", s.id, "err", err)
+		s.unsettled = true
+		return v, &Error{Kind: KindUnavailable, Err: err,
+			Message: fmt.Sprintf("version %s of memory %s is redacted in main's history, but the catalog could not record it, and the other refs and the old objects are left as they were; redact it again to finish", t.v.ID, t.v.Memory)}
+	}
 	return v, nil
 }
 
@@ -607,6 +680,9 @@ func (s *Store) moveOtherRefs(ctx context.Context) error {
 // runs in the writer. Both steps are idempotent; what they leave undone (a crash, an error)
 // is finished by the next redaction or when the store is opened again (finishPendingPrune).
 func (s *Store) finishRedaction(ctx context.Context) error {
+	if err := s.settleRewrites(); err != nil {
+		return fmt.Errorf("record the rewrites of an unfinished redaction (redact again or reopen the store to finish): %w", err)
+	}
 	if err := s.moveOtherRefs(ctx); err != nil {
 		return fmt.Errorf("move refs onto the redacted history (the redaction is done; redact again or reopen the store to finish): %w", err)
 	}
@@ -617,11 +693,17 @@ func (s *Store) finishRedaction(ctx context.Context) error {
 }
 
 // finishPendingPrune finishes, when the store opens, a redaction that main has but whose
-// pruning a crash interrupted: the objects listed for pruning (durably, before main moved)
-// are still listed. It runs in the writer, before any request.
+// pruning a crash (or a failed catalog update) interrupted: the objects listed for pruning
+// or the rewrites staged (durably, before main moved) are still there. It runs in the
+// writer, before any request.
 func (s *Store) finishPendingPrune(ctx context.Context) error {
 	pending := false
-	if err := s.readCatalog(func(ct catTx) error { pending = ct.pruneListed(); return nil }); err != nil || !pending {
+	err := s.readCatalog(func(ct catTx) error {
+		staged, _ := ct.stagedRewrites()
+		pending = ct.pruneListed() || !staged.IsZero()
+		return nil
+	})
+	if err != nil || !pending {
 		return err
 	}
 	if err := needGit("the pruning of an unfinished redaction"); err != nil {

@@ -313,31 +313,9 @@ func TestRedactFinishesInterruptedPrune(t *testing.T) {
 		return
 	}
 	ctx := context.Background()
-	dir := t.TempDir()
-	d, err := Open(ctx, dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, s, m, pushed := redactionFixture(t)
 	defer func() { d.Close() }()
-	s, err := d.CreateStore(ctx, CreateStoreInput{Name: "crash", Actor: apiActor})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := s.ID()
-	mustWrite(t, s, "/a.md", "a\n", apiActor)
-	wt := filepath.Join(t.TempDir(), "clone")
-	gitIn(t, ".", "clone", "-q", s.RepoPath(), wt)
-	writeFile(t, filepath.Join(wt, "keys/api.md"), "key: MONGOOSE-9981\n")
-	gitIn(t, wt, "add", "-A")
-	gitIn(t, wt, "commit", "-qm", "add keys/api.md")
-	gitIn(t, wt, "push", "-q", "origin", "main")
-	pushed := strings.TrimSpace(gitIn(t, wt, "rev-parse", "HEAD"))
-	gitIn(t, s.RepoPath(), "update-ref", "refs/remotes/team/main", pushed)
-	m, err := s.GetByPath(ctx, "/keys/api.md", false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustWrite(t, s, "/keys/api.md", "key: revoked\n", apiActor)
+	dir, id := filepath.Dir(filepath.Dir(s.RepoPath())), s.ID()
 	before := versionsOf(t, s)
 	oldHead := s.Head()
 	if err := d.Close(); err != nil {

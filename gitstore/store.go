@@ -39,8 +39,11 @@ type Store struct {
 	maintDone chan struct{}
 	maintMu   sync.Mutex
 
-	lastTime time.Time                            // writer goroutine only
-	trees    map[plumbing.Hash][]object.TreeEntry // writer goroutine only: decoded trees
+	lastTime time.Time // writer goroutine only
+	// unsettled is set when a redaction moved main but the catalog did not record its
+	// rewrites: the writer settles them before anything else (redact.go). Writer only.
+	unsettled bool
+	trees     map[plumbing.Hash][]object.TreeEntry // writer goroutine only: decoded trees
 	// treeEntries is how many entries trees holds, all told (writer goroutine only).
 	treeEntries int
 

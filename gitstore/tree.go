@@ -1,6 +1,7 @@
 package gitstore
 
 import (
+	"crypto/sha1"
 	"fmt"
 	"sort"
 	"strconv"
@@ -72,14 +73,40 @@ func encodeTree(entries []object.TreeEntry) (plumbing.EncodedObject, error) {
 		buf = append(buf, 0)
 		buf = append(buf, e.Hash[:]...)
 	}
-	o := &plumbing.MemoryObject{}
-	o.SetType(plumbing.TreeObject)
-	o.Write(buf)
+	o := newBuiltTree(buf)
 	if cap(buf) <= 1<<20 { // a freak tree's buffer is not kept
 		*bp = buf
 		treeScratch.Put(bp)
 	}
 	return o, nil
+}
+
+// builtTree is a tree this store built, with its hash computed once with crypto/sha1.
+// go-git's objects hash with a collision-detecting SHA-1, which guards objects that others
+// made: a tree built here holds only validated names and hashes, where no collision attack's
+// blocks fit. For the 33 KB root folder that a write at 100,000 memories rebuilds, 56 µs
+// against 15 µs (a micro-benchmark). Blobs, whose bytes callers choose, keep go-git's.
+type builtTree struct {
+	*plumbing.MemoryObject
+	h plumbing.Hash
+}
+
+func (o builtTree) Hash() plumbing.Hash { return o.h }
+
+// newBuiltTree returns the tree object holding a copy of content, hashed as git does.
+func newBuiltTree(content []byte) plumbing.EncodedObject {
+	m := &plumbing.MemoryObject{}
+	m.SetType(plumbing.TreeObject)
+	m.Write(content)
+	h := sha1.New()
+	h.Write(plumbing.TreeObject.Bytes())
+	h.Write([]byte{' '})
+	h.Write(strconv.AppendInt(nil, int64(len(content)), 10))
+	h.Write([]byte{0})
+	h.Write(content)
+	o := builtTree{MemoryObject: m}
+	h.Sum(o.h[:0])
+	return o
 }
 
 var treeScratch = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}

@@ -87,6 +87,7 @@ func (s *Store) run() {
 	for {
 		select {
 		case r := <-s.reqs:
+			s.settleUnsettled()
 			group := []*request{r}
 		drain:
 			for len(group) < maxGroup {

@@ -28,7 +28,9 @@ import (
 // reader stops at the first record whose checksum fails or whose sequence number does not
 // follow the one before, which is the end of what was written since the last checkpoint.
 
-// JournalName is the journal's file in the repository (git ignores it).
+// JournalName is the journal's file in the repository (git ignores it), and
+// JournalName+".2" its second: the writer goes on in one while the records of the other wait
+// for the syncer (Repo.Checkpoint).
 const JournalName = "gitmem-journal"
 
 const (
@@ -53,8 +55,14 @@ type journal struct {
 	off   int64 // where the next record goes
 	size  int64 // bytes of the file, all written (zeros past off)
 	seq   uint64
-	dirty bool // the file may hold bytes other than zeros (clean, wipe)
+	dirty bool   // the file may hold bytes other than zeros (clean, wipe)
+	buf   []byte // append's record, kept for the next while at most keptRecordBuf
 }
+
+// keptRecordBuf bounds the record buffer that append keeps between records: a write's
+// record is one more copy of its pack (40 KB at 100,000 memories), and a group of 64 writers
+// makes one of megabytes, which should not stay.
+const keptRecordBuf = 256 << 10
 
 // openJournal opens (making it if needed) the journal at path and returns the records
 // written since the last checkpoint.
@@ -92,6 +100,29 @@ func openJournal(path string) (*journal, []record, error) {
 		}
 	}
 	return j, recs, nil
+}
+
+// openJournals opens (making them if needed) the two files of the repository's journal at
+// path and returns the one to write in, the other, and the records of both in order. The
+// other holds records only if the writer went on in the first while the syncer caught up
+// with them: they come before the first's.
+func openJournals(path string) (*journal, *journal, []record, error) {
+	a, recsA, err := openJournal(filepath.Join(path, JournalName))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	b, recsB, err := openJournal(filepath.Join(path, JournalName+".2"))
+	if err != nil {
+		a.close()
+		return nil, nil, nil, err
+	}
+	if len(recsA) > 0 && len(recsB) > 0 && recsB[0].seq < recsA[0].seq {
+		recsA, recsB = recsB, recsA
+	}
+	// Sequence numbers go on across both; the syncer starts at the last.
+	a.seq = max(a.seq, b.seq)
+	b.seq = a.seq
+	return a, b, append(recsA, recsB...), nil
 }
 
 // read returns the chain of valid records from offset 0, and leaves off after it.
@@ -169,7 +200,13 @@ func (j *journal) append(old, new plumbing.Hash, pack []byte) (uint64, error) {
 		return 0, err
 	}
 	seq := j.seq + 1
-	buf := make([]byte, recordHeader+n)
+	if cap(j.buf) < recordHeader+n {
+		j.buf = make([]byte, recordHeader+n)
+	}
+	buf := j.buf[:recordHeader+n]
+	if cap(j.buf) > keptRecordBuf {
+		j.buf = nil
+	}
 	copy(buf, journalMagic)
 	binary.BigEndian.PutUint64(buf[4:12], seq)
 	binary.BigEndian.PutUint32(buf[12:16], uint32(n))
@@ -250,6 +287,7 @@ func (j *journal) wipe() error {
 	}
 	j.off = 0
 	j.dirty = false
+	j.buf = nil // the last record, which a redaction may have wiped it for
 	return nil
 }
 

@@ -97,17 +97,24 @@ func (r *Repo) Publish(objs []plumbing.EncodedObject, old, new plumbing.Hash) (P
 	return t, nil
 }
 
-// checkpointBytes is how much journal the writer lets pile up before it checkpoints.
-const checkpointBytes = 512 << 10
+// checkpointBytes is how much journal the writer lets pile up before it checkpoints. A
+// record holds its group's pack, and at 100,000 memories in folders of 100 a write's pack is
+// 40 KB (the 1,000-entry tree above the folders, whole). With 512 KB, the journal passed four
+// times that between two rounds of a syncer busy with merges' packs, and the writer waited
+// for it: 0.2 ms a write, in a trace of 2,000 writes.
+const checkpointBytes = 2 << 20
 
 // SetCheckpointBytes changes how much journal piles up before a checkpoint (tests).
 func (r *Repo) SetCheckpointBytes(n int64) { r.checkpointAt = n }
 
 // Checkpoint drops the journal's records once what they hold is durable elsewhere: the
 // syncer has fsynced their packs, and main (fsynced here) is at their last commit or past
-// it. Without force it does so only once the journal is past checkpointBytes and the syncer
-// has caught up (it waits for the syncer only when the journal is four times that), so that
-// the writer's callers seldom wait for it. The writer goroutine calls it between groups.
+// it. Without force it does so only once the journal is past checkpointBytes. If the syncer
+// has not caught up with its records by then (under steady writes it is a round behind), the
+// writer goes on in the other file, the standby, and the records of the first are dropped at
+// a later call, once the syncer has them: callers wait for the syncer only if the standby
+// too is past four times checkpointBytes before that. The writer goroutine calls it between
+// groups.
 func (r *Repo) Checkpoint(force bool) error {
 	if r.broken != nil {
 		return r.broken
@@ -116,20 +123,43 @@ func (r *Repo) Checkpoint(force bool) error {
 		// The journal's last record names main.lock's content, so that the next Open removes it.
 		return fmt.Errorf("checkpoint %s: %s.lock, which could not be removed after main moved, is still there", r.path, MainRef)
 	}
-	j := r.journal
-	if j.off == 0 {
+	j, s := r.journal, r.standby
+	if s.off > 0 && r.syncer.synced.Load() >= s.seq {
+		if err := r.drop(s); err != nil {
+			return err
+		}
+	}
+	if j.off == 0 && s.off == 0 {
 		return nil
 	}
 	if !force && j.off < r.checkpointAt {
 		return nil
 	}
 	if r.syncer.synced.Load() < j.seq {
+		if !force && s.off == 0 {
+			fault("journal-switch")
+			r.journal, r.standby = s, j
+			s.seq = j.seq
+			return nil
+		}
 		if !force && j.off < 4*r.checkpointAt {
 			return nil
 		}
 		if err := r.syncer.wait(j.seq); err != nil {
 			return err
 		}
+	}
+	if err := r.drop(s); err != nil { // its records come before j's
+		return err
+	}
+	return r.drop(j)
+}
+
+// drop empties j, whose records the syncer has made durable: main is fsynced first, at
+// their last commit or past it.
+func (r *Repo) drop(j *journal) error {
+	if j.off == 0 {
+		return nil
 	}
 	fault("checkpoint-packs")
 	if err := r.syncRef(); err != nil {
@@ -145,7 +175,7 @@ func (r *Repo) ForgetJournal() error {
 	if err := r.Checkpoint(true); err != nil {
 		return err
 	}
-	return r.journal.wipe()
+	return errors.Join(r.journal.wipe(), r.standby.wipe())
 }
 
 // syncRef fsyncs main and the directories that hold it.

@@ -3,6 +3,7 @@ package odb
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"testing"
 
@@ -41,6 +42,7 @@ func abandon(r *Repo) {
 	r.syncer.stop()
 	r.spares.close()
 	r.journal.close()
+	r.standby.close()
 }
 
 // TestRecoverRef: at open, main moves to the journal's last commit if it is behind it or
@@ -230,5 +232,95 @@ func TestRenameFails(t *testing.T) {
 	c3 := commitObjects(t, head(c1), "three")
 	if _, err := r.Publish(c3, head(c1), head(c3)); err != nil {
 		t.Fatalf("a write after the failed one: %v", err)
+	}
+}
+
+// TestRecoverBothJournalFiles: while the syncer is behind, a checkpoint goes on in the other
+// journal file instead of waiting; a crash then leaves records in both, and recovery replays
+// them in order, whichever file holds the older ones.
+func TestRecoverBothJournalFiles(t *testing.T) {
+	path := initTestRepo(t)
+	// The syncer's rounds wait while held is set: set before Open, which starts the syncer,
+	// and cleared after it stopped.
+	var held atomic.Bool
+	release := make(chan struct{}, 100)
+	FaultHook = func(point, _ string) {
+		if point == "syncing" && held.Load() {
+			<-release
+		}
+	}
+	defer func() { FaultHook = nil }()
+	r, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.SetCheckpointBytes(1) // every checkpoint is due
+	first := r.journal
+	publish := func(parent plumbing.Hash, content string) plumbing.Hash {
+		t.Helper()
+		c := commitObjects(t, parent, content)
+		if _, err := r.Publish(c, parent, head(c)); err != nil {
+			t.Fatal(err)
+		}
+		return head(c)
+	}
+	checkpoint := func() {
+		t.Helper()
+		if err := r.Checkpoint(false); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	held.Store(true)
+	c1 := publish(plumbing.ZeroHash, "one")
+	checkpoint() // the syncer is behind: on in the other file
+	if r.journal == first || r.standby != first || first.off == 0 {
+		t.Fatal("the checkpoint waited or dropped records instead of going on in the other file")
+	}
+	c2 := publish(c1, "two")
+	// The syncer catches up: the first file's records go at the next checkpoint.
+	held.Store(false)
+	release <- struct{}{}
+	if err := r.syncer.wait(r.journal.seq); err != nil {
+		t.Fatal(err)
+	}
+	packDir := filepath.Join(path, "objects", "pack")
+	before, _ := filepath.Glob(filepath.Join(packDir, "pack-*"))
+	held.Store(true)
+	c3 := publish(c2, "three")
+	checkpoint() // drops the first file's records, and goes back to it
+	if first.off != 0 || r.journal != first || r.standby.off == 0 {
+		t.Fatalf("after the syncer caught up: first file at %d bytes, active %v", first.off, r.journal == first)
+	}
+	c4 := publish(c3, "four")
+	// The second file holds two, three; the first four.
+	held.Store(false)
+	release <- struct{}{}
+	abandon(r)
+	// A power loss takes the packs placed since (never fsynced) and leaves main behind: only
+	// the two files' records have three and four.
+	after, _ := filepath.Glob(filepath.Join(packDir, "pack-*"))
+	for _, f := range after {
+		if !slices.Contains(before, f) {
+			os.Remove(f)
+		}
+	}
+	setRefFile(t, path, c2)
+
+	r, err = Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if got, err := r.ReadRef(); err != nil || got != c4 {
+		t.Fatalf("main after recovery: %v, %v; want %v", got, err, c4)
+	}
+	for _, c := range []plumbing.Hash{c3, c4} {
+		if _, err := r.Object(c); err != nil {
+			t.Errorf("commit %v after recovery: %v", c, err)
+		}
+	}
+	if r.journal.off != 0 || r.standby.off != 0 {
+		t.Errorf("the journal files hold %d and %d bytes after recovery; want none", r.journal.off, r.standby.off)
 	}
 }

@@ -59,9 +59,11 @@ type Repo struct {
 	// names it (lockfile_linux.go).
 	leftLock atomic.Pointer[os.File]
 
-	// The journal (journal.go, publish.go): the writer goroutine's, as are checkpointAt and
-	// broken; the syncer fsyncs beside it.
+	// The journal (journal.go, publish.go): the writer goroutine's, as are standby,
+	// checkpointAt and broken; the syncer fsyncs beside it. journal takes the records;
+	// standby is the other file, empty or holding the records before journal's.
 	journal      *journal
+	standby      *journal
 	syncer       *syncer
 	checkpointAt int64
 	broken       error
@@ -159,28 +161,31 @@ func Open(path string) (*Repo, error) {
 	if err := os.MkdirAll(makeDir, 0o755); err != nil {
 		return nil, fmt.Errorf("open repository %s: %w", path, err)
 	}
+	markTopDir(makeDir)
 	removeSpares(packDir, makeDir)
 	removeBrokenPacks(packDir)
-	j, recs, err := openJournal(filepath.Join(path, JournalName))
+	j, standby, recs, err := openJournals(path)
 	if err != nil {
 		return nil, err
 	}
-	r := &Repo{path: path, spares: newSpares(packDir, makeDir), journal: j, checkpointAt: checkpointBytes}
+	r := &Repo{path: path, spares: newSpares(packDir, makeDir), journal: j, standby: standby, checkpointAt: checkpointBytes}
 	r.objs.Store(&objectSet{cache: cache.NewObjectLRU(objectCacheSize)})
 	err = r.reload()
 	if err == nil {
 		err = r.recover(recs)
 	}
 	if err == nil {
-		err = j.wipe() // the records are durable elsewhere now
+		err = errors.Join(j.wipe(), standby.wipe()) // the records are durable elsewhere now
 	}
 	if err != nil {
 		j.close()
+		standby.close()
 		r.spares.close()
 		return nil, err
 	}
 	if r.syncer, err = newSyncer(packDir, j.seq); err != nil {
 		j.close()
+		standby.close()
 		r.spares.close()
 		return nil, err
 	}
@@ -207,7 +212,7 @@ func (r *Repo) Close() error {
 		for _, p := range r.objs.Load().packs {
 			p.f.Close()
 		}
-		r.closeErr = errors.Join(err, r.journal.close())
+		r.closeErr = errors.Join(err, r.journal.close(), r.standby.close())
 	})
 	return r.closeErr
 }

@@ -21,14 +21,28 @@ import (
 // older than its grace period (10 minutes): a spare older than spareMaxAge is not used.
 //
 // The goroutine creates each file in a directory of its own (SpareDir) and then moves it
-// into objects/pack: a creation holds its directory's lock for as long as it takes (up to a
-// millisecond on this disk, where ext4 skips the inodes freed in the last minutes), and every
+// into objects/pack: a creation holds its directory's lock for as long as it takes, and every
 // rename in that directory waits for it. Measured: a rename in a directory cost 85 µs while
 // another goroutine created files there, 11 µs while it created them elsewhere.
+//
+// Within SpareDir, files are created in a subdirectory that is replaced every spareDirFiles
+// files. ext4 without a journal (this project's disk) takes a new file's inode from its
+// directory's block group, scanning past every inode of the group freed in the last minutes,
+// and the writes free as many files as they create: once the group is full of them, each
+// creation scanned all of it (up to a millisecond; 40% of the CPU of a run of writes, by
+// perf). SpareDir has ext4's top-directory flag (markTopDir), with which ext4 places each
+// subdirectory, and so its files, in a block group of its own, where few inodes were freed.
+// Elsewhere the flag does not exist and the subdirectories cost a mkdir now and then.
 
 // spareFiles is how many empty files are kept ready: a group takes three (its pack, its
-// index, and main.lock: lockfile_linux.go).
-const spareFiles = 8
+// index, and main.lock: lockfile_linux.go). With 8, at 100,000 memories, where merges and
+// the collector share the other core, the goroutine often fell behind and the writer made
+// its own, 40 µs a write (a CPU profile of 2,000 writes). Each waits open: a descriptor.
+const spareFiles = 16
+
+// spareDirFiles is how many files are created in one subdirectory of SpareDir: about a
+// second of writes on this disk. A creation scans past at most that many freed inodes.
+const spareDirFiles = 1024
 
 // trashFiles is how many files may wait for the goroutine to close them (discard).
 const trashFiles = 64
@@ -49,7 +63,9 @@ type spare struct {
 
 type spares struct {
 	dir     string // objects/pack, where spares wait
-	makeDir string // SpareDir, where they are created
+	makeDir string // SpareDir, in a subdirectory of which they are created
+	sub     string // that subdirectory ("" until the first file); only fill uses it
+	subLeft int    // how many files sub may still take
 	session int64  // with n, names spares uniquely in dir
 	n       atomic.Int64
 	once    sync.Once // starts fill, or, at close, makes sure it never starts
@@ -67,18 +83,23 @@ func newSpares(dir, makeDir string) *spares {
 		quit: make(chan struct{}), done: make(chan struct{})}
 }
 
-// make creates an empty file in makeDir and moves it into dir.
+// make creates an empty file in a subdirectory of makeDir and moves it into dir.
 func (s *spares) make() (*os.File, error) {
-	f, err := os.CreateTemp(s.makeDir, sparePrefix)
+	if s.sub == "" || s.subLeft == 0 {
+		if err := s.nextSub(); err != nil {
+			return nil, err
+		}
+	}
+	f, err := os.CreateTemp(s.sub, sparePrefix)
 	if errors.Is(err, fs.ErrNotExist) { // removed by hand since Open
-		// Only the directory itself: were the repository gone (a store deleted), nothing.
-		if err = os.Mkdir(s.makeDir, 0o755); err == nil {
-			f, err = os.CreateTemp(s.makeDir, sparePrefix)
+		if err = s.nextSub(); err == nil {
+			f, err = os.CreateTemp(s.sub, sparePrefix)
 		}
 	}
 	if err != nil {
 		return nil, err
 	}
+	s.subLeft--
 	f.Close()
 	name := filepath.Join(s.dir, fmt.Sprintf("%s%x_%d", sparePrefix, s.session, s.n.Add(1)))
 	if err := renameNoReplace(f.Name(), name); err != nil {
@@ -94,11 +115,36 @@ func (s *spares) make() (*os.File, error) {
 	return g, nil
 }
 
+// nextSub replaces the subdirectory that files are created in by a new one, and removes the
+// old one, empty once its files were moved (if not, Open removes it).
+func (s *spares) nextSub() error {
+	if s.sub != "" {
+		os.Remove(s.sub)
+		s.sub, s.subLeft = "", 0
+	}
+	sub, err := os.MkdirTemp(s.makeDir, "")
+	if errors.Is(err, fs.ErrNotExist) { // makeDir removed by hand since Open
+		// Only the directory itself: were the repository gone (a store deleted), nothing.
+		if err = os.Mkdir(s.makeDir, 0o755); err == nil {
+			markTopDir(s.makeDir)
+			sub, err = os.MkdirTemp(s.makeDir, "")
+		}
+	}
+	if err != nil {
+		return err
+	}
+	s.sub, s.subLeft = sub, spareDirFiles
+	return nil
+}
+
 // take returns an empty file to write a pack or an index into: one made ahead if there is
 // one, else a new one.
 func (s *spares) take() (*os.File, error) {
 	s.once.Do(func() { go s.fill() })
 	defer func() {
+		if len(s.ch) > cap(s.ch)/2 {
+			return // woken when half are gone: one round makes several
+		}
 		select {
 		case s.wake <- struct{}{}:
 		default:
@@ -163,6 +209,10 @@ func (s *spares) close() {
 	s.once.Do(func() { close(s.done) }) // fill never started: and now never will
 	s.stopped.Do(func() { close(s.quit) })
 	<-s.done
+	if s.sub != "" { // fill has returned: sub is ours
+		os.Remove(s.sub)
+		s.sub = ""
+	}
 	for {
 		select {
 		case sp := <-s.ch:
@@ -176,13 +226,14 @@ func (s *spares) close() {
 	}
 }
 
-// removeSpares removes the files made ahead that a crash left in dir or makeDir, and the
-// indexes whose pack is missing: a pack is published index first, so a crash between the two
-// renames leaves an index alone, which git fsck reports as a broken pack.
+// removeSpares removes the files made ahead that a crash left in dir or in makeDir's
+// subdirectories, and the indexes whose pack is missing: a pack is published index first, so
+// a crash between the two renames leaves an index alone, which git fsck reports as a broken
+// pack.
 func removeSpares(dir, makeDir string) {
 	made, _ := os.ReadDir(makeDir)
 	for _, e := range made {
-		os.Remove(filepath.Join(makeDir, e.Name()))
+		os.RemoveAll(filepath.Join(makeDir, e.Name())) // a subdirectory and what it holds
 	}
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
