@@ -505,7 +505,10 @@ func TestRedactDuringPushes(t *testing.T) {
 	mustWrite(t, s, "/leak.md", "clean\n", apiActor)
 	fill(t, s, 1500, benchPath)
 	wt := filepath.Join(t.TempDir(), "clone")
-	gitIn(t, ".", "clone", "-q", s.RepoPath(), wt)
+	// No automatic gc in the clone: a detached one, started by a fetch, may prune the clone's
+	// empty object folders while the next commit writes into one (CI once failed with "unable
+	// to create temporary file").
+	gitIn(t, ".", "clone", "-q", "-c", "gc.auto=0", s.RepoPath(), wt)
 
 	done := make(chan struct{})
 	pushed := make(chan []string, 1)
