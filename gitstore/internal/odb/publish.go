@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -149,16 +150,14 @@ func (r *Repo) Checkpoint(force bool) error {
 			return err
 		}
 	}
-	if err := r.drop(s); err != nil { // its records come before j's
-		return err
-	}
-	return r.drop(j)
+	return r.drop(s, j) // s's records come before j's
 }
 
-// drop empties j, whose records the syncer has made durable: main is fsynced first, at
-// their last commit or past it.
-func (r *Repo) drop(j *journal) error {
-	if j.off == 0 {
+// drop empties the journal files js, whose records the syncer has made durable, in order:
+// main is fsynced first, at their last commit or past it.
+func (r *Repo) drop(js ...*journal) error {
+	js = slices.DeleteFunc(js, func(j *journal) bool { return j.off == 0 })
+	if len(js) == 0 {
 		return nil
 	}
 	fault("checkpoint-packs")
@@ -166,7 +165,12 @@ func (r *Repo) drop(j *journal) error {
 		return err
 	}
 	fault("checkpoint-ref")
-	return j.reset()
+	for _, j := range js {
+		if err := j.reset(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ForgetJournal checkpoints and overwrites the journal with zeros, so that the content of
