@@ -196,11 +196,14 @@ func TestDiskFull(t *testing.T) {
 	}
 
 	// Search meets the full disk when it indexes the writes above: it says so, and keeps
-	// the index. So does the memory_search tool.
+	// the index. So does the memory_search tool. The disk is topped up first: a page freed
+	// meanwhile (a file the store let go of) would let the index write.
+	fill(t, dir)
 	status, sbody := searchFor("zebra")
 	if status != http.StatusInsufficientStorage || !strings.Contains(sbody, "storage_full_error") || !strings.Contains(sbody, "no space left") {
 		t.Errorf("search on a full disk: %d %s", status, sbody)
 	}
+	fill(t, dir)
 	status, out := request(t, "POST", hs.URL+"/v1/memory_stores/"+store.ID+"/tools/memory_search", "", "", `{"query":"zebra"}`)
 	if content, _ := out["content"].(string); status != 200 || out["is_error"] != true || !strings.Contains(content, "no space left") {
 		t.Errorf("memory_search on a full disk: %d %v", status, out)

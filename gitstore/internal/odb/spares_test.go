@@ -55,7 +55,15 @@ func TestSpares(t *testing.T) {
 		t.Fatalf("SpareDir holds %v, want no file", made)
 	}
 	// The directory removed by hand while the repository is open: made again.
-	if err := os.RemoveAll(makeDir); err != nil {
+	// The goroutine may be making a file in it meanwhile: removed again until it is gone.
+	var err error
+	for range 100 {
+		if err = os.RemoveAll(makeDir); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range spareFiles {
@@ -82,7 +90,7 @@ func TestSpares(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, sparePrefix+"123"), nil, 0o600)
 	os.MkdirAll(filepath.Join(makeDir, "789"), 0o755)
 	os.WriteFile(filepath.Join(makeDir, "789", sparePrefix+"456"), nil, 0o600)
-	r, err := Open(path)
+	r, err = Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
