@@ -1,9 +1,7 @@
 package gitstore
 
 import (
-	"bytes"
 	"maps"
-	"slices"
 
 	"github.com/go-git/go-git/v5/plumbing"
 )
@@ -70,8 +68,7 @@ func (c catTx) recordRewrites(newOf map[plumbing.Hash]plumbing.Hash) error {
 	if err != nil {
 		return err
 	}
-	olds := slices.SortedFunc(maps.Keys(newOf), func(a, b plumbing.Hash) int { return bytes.Compare(a[:], b[:]) })
-	for _, o := range olds { // in key order, for bbolt
+	for _, o := range inKeyOrder(maps.Keys(newOf)) {
 		n := newOf[o]
 		if key := pk.Get(o[:]); key != nil {
 			if err := pk.Put(hashKey(n), append([]byte(nil), key...)); err != nil {
@@ -139,8 +136,7 @@ func (c catTx) stageRewrites(head plumbing.Hash, newOf map[plumbing.Hash]plumbin
 	if err := b.Put(kRewritingHead, hashKey(head)); err != nil {
 		return err
 	}
-	olds := slices.SortedFunc(maps.Keys(newOf), func(a, b plumbing.Hash) int { return bytes.Compare(a[:], b[:]) })
-	for _, o := range olds { // in key order, for bbolt
+	for _, o := range inKeyOrder(maps.Keys(newOf)) {
 		if err := b.Put(hashKey(o), hashKey(newOf[o])); err != nil {
 			return err
 		}
@@ -167,6 +163,9 @@ func (c catTx) stagedRewrites() (plumbing.Hash, map[plumbing.Hash]plumbing.Hash)
 	})
 	return head, newOf
 }
+
+// rewritesStaged tells whether stageRewrites left anything.
+func (c catTx) rewritesStaged() bool { return c.tx.Bucket(bRewriting) != nil }
 
 // dropStagedRewrites forgets what stageRewrites left.
 func (c catTx) dropStagedRewrites() error {

@@ -1,9 +1,12 @@
 package gitstore
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"iter"
+	"slices"
 
 	"github.com/go-git/go-git/v5/plumbing"
 )
@@ -232,6 +235,12 @@ func decodeMillis(raw []byte) (int64, bool) {
 // hashKey is a commit or object as a key or value (meta's applied, pushkey, rewritten,
 // prune): its 20 bytes, copied so that bbolt may keep them.
 func hashKey(h plumbing.Hash) []byte { return append([]byte(nil), h[:]...) }
+
+// inKeyOrder returns hs sorted as bbolt orders their keys: written in that order, bbolt
+// fills pages one after another instead of splitting them.
+func inKeyOrder(hs iter.Seq[plumbing.Hash]) []plumbing.Hash {
+	return slices.SortedFunc(hs, func(a, b plumbing.Hash) int { return bytes.Compare(a[:], b[:]) })
+}
 
 func decodeHash(raw []byte) (plumbing.Hash, bool) {
 	var h plumbing.Hash

@@ -101,9 +101,7 @@ func TestChanges(t *testing.T) {
 	gitIn(t, ".", "clone", "-q", s.RepoPath(), wt)
 	writeFile(t, filepath.Join(wt, "people/ann.md"), "likes tea\n")
 	gitIn(t, wt, "rm", "-q", "c.md")
-	gitIn(t, wt, "add", "-A")
-	gitIn(t, wt, "commit", "-qm", "by hand")
-	gitIn(t, wt, "push", "-q", "origin", "main")
+	pushAll(t, wt, "by hand")
 	latest, err := s.Latest(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -25,6 +25,14 @@ func gitIn(t testing.TB, dir string, args ...string) string {
 	return string(out)
 }
 
+// pushAll commits everything in the clone wt as Ann, with message msg, and pushes main.
+func pushAll(t testing.TB, wt, msg string) {
+	t.Helper()
+	gitIn(t, wt, "add", "-A")
+	gitIn(t, wt, "commit", "-qm", msg)
+	gitIn(t, wt, "push", "-q", "origin", "main")
+}
+
 func writeFile(t *testing.T, path, content string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {

@@ -231,9 +231,7 @@ func TestMergePlainCommits(t *testing.T) {
 	writeFile(t, filepath.Join(wt, "notes/p.md"), "first\nsecond\nthird, edited with git\n")
 	writeFile(t, filepath.Join(wt, "notes/q.md"), "new with git\n")
 	gitIn(t, wt, "mv", "notes/old.md", "notes/new.md")
-	gitIn(t, wt, "add", "-A")
-	gitIn(t, wt, "commit", "-qm", "edit, add, move")
-	gitIn(t, wt, "push", "-q", "origin", "main")
+	pushAll(t, wt, "edit, add, move")
 	mustWrite(t, a, "/notes/p.md", "FIRST\nsecond\nthird\n", apiActor)
 	mustWrite(t, a, "/notes/old.md", "moved by a person, and changed by a\n", apiActor)
 

@@ -1,7 +1,6 @@
 package gitstore
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -271,8 +270,7 @@ func (s *Store) redact(ctx context.Context, in RedactInput) (redactOutcome, erro
 // fails after it (publishRedaction): the next redaction (of any version, or this one again)
 // or the next open settles the rewrites, moves the other refs and prunes (finishRedaction).
 func (s *Store) stageRedaction(hs []plumbing.Hash, newHead plumbing.Hash, newOf map[plumbing.Hash]plumbing.Hash) error {
-	// In key order: bbolt then fills pages one after another instead of splitting them.
-	hs = slices.SortedFunc(slices.Values(hs), func(a, b plumbing.Hash) int { return bytes.Compare(a[:], b[:]) })
+	hs = inKeyOrder(slices.Values(hs))
 	err := s.updateCatalog(func(ct catTx) error {
 		if err := ct.addToPrune(hs); err != nil {
 			return err
@@ -680,9 +678,6 @@ func (s *Store) moveOtherRefs(ctx context.Context) error {
 // runs in the writer. Both steps are idempotent; what they leave undone (a crash, an error)
 // is finished by the next redaction or when the store is opened again (finishPendingPrune).
 func (s *Store) finishRedaction(ctx context.Context) error {
-	if err := s.settleRewrites(); err != nil {
-		return fmt.Errorf("record the rewrites of an unfinished redaction (redact again or reopen the store to finish): %w", err)
-	}
 	if err := s.moveOtherRefs(ctx); err != nil {
 		return fmt.Errorf("move refs onto the redacted history (the redaction is done; redact again or reopen the store to finish): %w", err)
 	}
@@ -699,8 +694,7 @@ func (s *Store) finishRedaction(ctx context.Context) error {
 func (s *Store) finishPendingPrune(ctx context.Context) error {
 	pending := false
 	err := s.readCatalog(func(ct catTx) error {
-		staged, _ := ct.stagedRewrites()
-		pending = ct.pruneListed() || !staged.IsZero()
+		pending = ct.pruneListed() || ct.rewritesStaged()
 		return nil
 	})
 	if err != nil || !pending {
@@ -708,6 +702,9 @@ func (s *Store) finishPendingPrune(ctx context.Context) error {
 	}
 	if err := needGit("the pruning of an unfinished redaction"); err != nil {
 		return err
+	}
+	if err := s.settleRewrites(); err != nil {
+		return fmt.Errorf("record the rewrites of an unfinished redaction: %w", err)
 	}
 	s.log.Info("finishing the pruning of an interrupted redaction", "store", s.id)
 	return s.finishRedaction(ctx)

@@ -116,9 +116,7 @@ func TestRedact(t *testing.T) {
 	wt := filepath.Join(t.TempDir(), "clone")
 	gitIn(t, ".", "clone", "-q", s.RepoPath(), wt)
 	writeFile(t, filepath.Join(wt, "people/ann.md"), "likes tea\n")
-	gitIn(t, wt, "add", "-A")
-	gitIn(t, wt, "commit", "-qm", "add ann (next to creds/vault.md)")
-	gitIn(t, wt, "push", "-q", "origin", "main")
+	pushAll(t, wt, "add ann (next to creds/vault.md)")
 	asOfLeak := mustWrite(t, s, "/notes/keep.md", "keep me, edited\n", apiActor).Version.CreatedAt
 
 	fixed := mustWrite(t, s, "/creds/vault.md", "rotated; ask the admin\n", apiActor)

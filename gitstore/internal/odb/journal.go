@@ -51,7 +51,8 @@ type record struct {
 }
 
 type journal struct {
-	f     *os.File
+	path  string
+	f     *os.File // nil for a file not made yet (openJournals, made)
 	off   int64 // where the next record goes
 	size  int64 // bytes of the file, all written (zeros past off)
 	seq   uint64
@@ -78,7 +79,7 @@ func openJournal(path string) (*journal, []record, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("open journal: %w", err)
 	}
-	j := &journal{f: f}
+	j := &journal{path: path, f: f}
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
@@ -102,19 +103,23 @@ func openJournal(path string) (*journal, []record, error) {
 	return j, recs, nil
 }
 
-// openJournals opens (making them if needed) the two files of the repository's journal at
-// path and returns the one to write in, the other, and the records of both in order. The
-// other holds records only if the writer went on in the first while the syncer caught up
-// with them: they come before the first's.
+// openJournals opens (making it if needed) the repository's journal at path and its second
+// file, if there is one, and returns the one to write in, the other, and the records of
+// both in order. The second file holds records only if the writer went on in the first
+// while the syncer caught up with them: they come before the first's. It is made only the
+// first time the writer needs it (made): a store that never writes steadily keeps one file.
 func openJournals(path string) (*journal, *journal, []record, error) {
 	a, recsA, err := openJournal(filepath.Join(path, JournalName))
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	b, recsB, err := openJournal(filepath.Join(path, JournalName+".2"))
-	if err != nil {
-		a.close()
-		return nil, nil, nil, err
+	b := &journal{path: filepath.Join(path, JournalName+".2")}
+	var recsB []record
+	if _, err := os.Stat(b.path); err == nil {
+		if b, recsB, err = openJournal(b.path); err != nil {
+			a.close()
+			return nil, nil, nil, err
+		}
 	}
 	if len(recsA) > 0 && len(recsB) > 0 && recsB[0].seq < recsA[0].seq {
 		recsA, recsB = recsB, recsA
@@ -123,6 +128,20 @@ func openJournals(path string) (*journal, *journal, []record, error) {
 	a.seq = max(a.seq, b.seq)
 	b.seq = a.seq
 	return a, b, append(recsA, recsB...), nil
+}
+
+// made makes j's file if openJournals found none, empty and preallocated.
+func (j *journal) made() error {
+	if j.f != nil {
+		return nil
+	}
+	m, _, err := openJournal(j.path)
+	if err != nil {
+		return err
+	}
+	m.seq = j.seq
+	*j = *m
+	return nil
 }
 
 // read returns the chain of valid records from offset 0, and leaves off after it.
@@ -291,7 +310,12 @@ func (j *journal) wipe() error {
 	return nil
 }
 
-func (j *journal) close() error { return j.f.Close() }
+func (j *journal) close() error {
+	if j.f == nil {
+		return nil
+	}
+	return j.f.Close()
+}
 
 // FaultHook, when set (by crash tests only), is called at named points of the write path
 // and of recovery; a test kills the process there, or notes what is durable (detail names

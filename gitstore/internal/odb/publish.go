@@ -137,7 +137,7 @@ func (r *Repo) Checkpoint(force bool) error {
 		return nil
 	}
 	if r.syncer.synced.Load() < j.seq {
-		if !force && s.off == 0 {
+		if !force && s.off == 0 && s.made() == nil { // if it cannot be made, wait as below
 			fault("journal-switch")
 			r.journal, r.standby = s, j
 			s.seq = j.seq

@@ -256,6 +256,10 @@ func TestRecoverBothJournalFiles(t *testing.T) {
 	}
 	r.SetCheckpointBytes(1) // every checkpoint is due
 	first := r.journal
+	second := filepath.Join(path, JournalName+".2")
+	if _, err := os.Stat(second); !os.IsNotExist(err) {
+		t.Fatalf("the second journal file exists before the writer needs it (%v)", err)
+	}
 	publish := func(parent plumbing.Hash, content string) plumbing.Hash {
 		t.Helper()
 		c := commitObjects(t, parent, content)
@@ -276,6 +280,9 @@ func TestRecoverBothJournalFiles(t *testing.T) {
 	checkpoint() // the syncer is behind: on in the other file
 	if r.journal == first || r.standby != first || first.off == 0 {
 		t.Fatal("the checkpoint waited or dropped records instead of going on in the other file")
+	}
+	if _, err := os.Stat(second); err != nil {
+		t.Fatalf("the writer went on in a second journal file that is not there: %v", err)
 	}
 	c2 := publish(c1, "two")
 	// The syncer catches up: the first file's records go at the next checkpoint.
