@@ -53,8 +53,8 @@ type record struct {
 type journal struct {
 	path  string
 	f     *os.File // nil for a file not made yet (openJournals, made)
-	off   int64 // where the next record goes
-	size  int64 // bytes of the file, all written (zeros past off)
+	off   int64    // where the next record goes
+	size  int64    // bytes of the file, all written (zeros past off)
 	seq   uint64
 	dirty bool   // the file may hold bytes other than zeros (clean, wipe)
 	buf   []byte // append's record, kept for the next while at most keptRecordBuf
