@@ -104,6 +104,7 @@ type serveFlags struct {
 
 func serve(ctx context.Context, a *app, log *slog.Logger, f serveFlags, cmd *cobra.Command) error {
 	addr, strict := f.addr, f.strict
+	log.Debug("go processors", "gomaxprocs", addSpareProcs())
 	keys, err := apikeys.Open(a.dataDir)
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -92,5 +93,27 @@ func TestServeRefusesOpenNetworkWithoutKeys(t *testing.T) {
 	mustContain(t, "revoke unknown", c.fails("", "keys", "revoke", "nope"), `no key with id or name "nope"`)
 	if fi, err := os.Stat(c.data + "/keys.json"); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("keys.json: %v, mode %v; want 0600", err, fi.Mode().Perm())
+	}
+}
+
+// TestServeSpareProcs: the server runs two Go processors beyond the runtime's default, as its
+// metrics show, unless GOMAXPROCS says otherwise.
+func TestServeSpareProcs(t *testing.T) {
+	procs := func() float64 {
+		_, _, url := startServe(t, newCLI(t))
+		code, fams := scrape(t, url+"/metrics", "")
+		if code != 200 {
+			t.Fatalf("metrics: %d", code)
+		}
+		return value(fams, "go_sched_gomaxprocs_threads")
+	}
+	if os.Getenv("GOMAXPROCS") == "" {
+		if got, want := procs(), float64(runtime.GOMAXPROCS(0)+spareProcs); got != want {
+			t.Errorf("gomaxprocs: %v, want %v", got, want)
+		}
+	}
+	t.Setenv("GOMAXPROCS", "3")
+	if got := procs(); got != 3 {
+		t.Errorf("gomaxprocs with GOMAXPROCS=3: %v, want 3", got)
 	}
 }
