@@ -239,7 +239,8 @@ func (d *dirNode) Create(ctx context.Context, name string, flags uint32, mode ui
 	if k == folder {
 		return nil, nil, 0, syscall.EISDIR
 	}
-	if k == none && !IsScratch(name) {
+	scratch := IsScratch(name) || madeBySed(name, flags, mode)
+	if k == none && !scratch {
 		// The listing may be older than another writer's new memory: ask the store, so
 		// that a create does not write over it.
 		if _, err := d.m.opts.Reader.GetByPath(ctx, "/"+rel, false); err == nil {
@@ -252,7 +253,6 @@ func (d *dirNode) Create(ctx context.Context, name string, flags uint32, mode ui
 	if k == file && flags&syscall.O_EXCL != 0 {
 		return nil, nil, 0, syscall.EEXIST
 	}
-	scratch := IsScratch(name)
 	now := time.Now()
 	if e := d.roomToHold("create", rel); k == none && e != 0 {
 		return nil, nil, 0, e

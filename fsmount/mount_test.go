@@ -545,3 +545,37 @@ func TestMountEdges(t *testing.T) {
 		t.Errorf("Unmount after an outside umount: %v", err)
 	}
 }
+
+// TestMountSedLowerCaseTemp: sed -i's temporary file under six lower-case letters (one edit
+// in about 180), made as sed makes it and renamed over its target, is one version of the
+// target; a file of such a name made the usual way is stored.
+func TestMountSedLowerCaseTemp(t *testing.T) {
+	mt := mountNew(t, gitstore.Policy{}, Options{})
+	mt.sh(t, `printf 'hello\n' > a.md`)
+	before := len(mt.versions(t))
+	tmp := filepath.Join(mt.dir, "seduratub")
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("HELLO\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Chmod(0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(mt.dir, "a.md")); err != nil {
+		t.Fatal(err)
+	}
+	got := mt.versions(t)
+	if made := got[:len(got)-before]; !slices.Equal(made, []string{"modified /a.md"}) {
+		t.Errorf("sed's way: made versions %q, want [modified /a.md]", made)
+	}
+	wantFiles(t, mt.files(t), map[string]string{"/a.md": "HELLO\n"})
+
+	mt.sh(t, `printf 'a word\n' > sedentary`)
+	wantFiles(t, mt.files(t), map[string]string{"/a.md": "HELLO\n", "/sedentary": "a word\n"})
+}
