@@ -2,9 +2,6 @@ package odb
 
 import (
 	"bytes"
-	"context"
-	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -46,28 +43,7 @@ func TestGroupPackDeltas(t *testing.T) {
 	if err := r.WritePack(objs); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.CASRef(plumbing.ZeroHash, head(commits[len(commits)-1])); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Git(context.Background(), "fsck", "--strict"); err != nil {
-		t.Fatal(err)
-	}
-	packs, err := r.packFiles()
-	if err != nil || len(packs) != 1 {
-		t.Fatalf("packs: %v, %v; want one", packs, err)
-	}
-	out, err := r.GitOutput(context.Background(), "verify-pack", "-v", packs[0].base+".idx")
-	if err != nil {
-		t.Fatal(err)
-	}
-	deltas, deepest := 0, 0
-	for _, line := range strings.Split(string(out), "\n") {
-		var depth, n int
-		if _, err := fmt.Sscanf(line, "chain length = %d: %d object", &depth, &n); err == nil {
-			deltas += n
-			deepest = max(deepest, depth)
-		}
-	}
+	_, deltas, deepest := checkOnePack(t, r, head(commits[len(commits)-1]))
 	folders := 0
 	for _, o := range objs {
 		if o.Type() == plumbing.TreeObject && o.Size() >= minDeltaTree {

@@ -185,28 +185,7 @@ func TestMergeTreeDeltas(t *testing.T) {
 	if err := r.MergePacks(1); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.CASRef(plumbing.ZeroHash, head(commits[len(commits)-1])); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Git(context.Background(), "fsck", "--strict"); err != nil {
-		t.Fatal(err)
-	}
-	packs, err := r.packFiles()
-	if err != nil || len(packs) != 1 {
-		t.Fatalf("after the merges: %v, %v; want one pack", packs, err)
-	}
-	out, err := r.GitOutput(context.Background(), "verify-pack", "-v", packs[0].base+".idx")
-	if err != nil {
-		t.Fatal(err)
-	}
-	deltas, deepest := 0, 0
-	for _, line := range strings.Split(string(out), "\n") {
-		var depth, n int
-		if _, err := fmt.Sscanf(line, "chain length = %d: %d object", &depth, &n); err == nil {
-			deltas += n
-			deepest = max(deepest, depth)
-		}
-	}
+	packs, deltas, deepest := checkOnePack(t, r, head(commits[len(commits)-1]))
 	folders := 0 // the root trees, of four entries, are not worth a delta
 	for _, o := range all {
 		if o.Type() == plumbing.TreeObject && o.Size() > 512 {
@@ -365,4 +344,32 @@ func TestTreeBasesHeld(t *testing.T) {
 	}
 	tb.drop(19)
 	check("dropped")
+}
+
+// checkOnePack moves main to tip, has git fsck the repository, which must hold one pack, and
+// returns the pack and how many deltas git verify-pack finds in it, and the longest chain.
+func checkOnePack(t *testing.T, r *Repo, tip plumbing.Hash) (packs []packFile, deltas, deepest int) {
+	t.Helper()
+	if err := r.CASRef(plumbing.ZeroHash, tip); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Git(context.Background(), "fsck", "--strict"); err != nil {
+		t.Fatal(err)
+	}
+	packs, err := r.packFiles()
+	if err != nil || len(packs) != 1 {
+		t.Fatalf("packs: %v, %v; want one", packs, err)
+	}
+	out, err := r.GitOutput(context.Background(), "verify-pack", "-v", packs[0].base+".idx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		var depth, n int
+		if _, err := fmt.Sscanf(line, "chain length = %d: %d object", &depth, &n); err == nil {
+			deltas += n
+			deepest = max(deepest, depth)
+		}
+	}
+	return packs, deltas, deepest
 }
