@@ -3,6 +3,7 @@ package gitstore
 import (
 	"crypto/sha1"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -67,8 +68,15 @@ func encodeTree(entries []object.TreeEntry) (plumbing.EncodedObject, error) {
 		if e.Mode == filemode.Empty {
 			return nil, fmt.Errorf("encode tree: entry %q has no mode", e.Name)
 		}
-		buf = strconv.AppendUint(buf, uint64(e.Mode), 8)
-		buf = append(buf, ' ')
+		switch e.Mode { // the two modes a store writes, without formatting each
+		case filemode.Regular:
+			buf = append(buf, "100644 "...)
+		case filemode.Dir:
+			buf = append(buf, "40000 "...)
+		default:
+			buf = strconv.AppendUint(buf, uint64(e.Mode), 8)
+			buf = append(buf, ' ')
+		}
 		buf = append(buf, e.Name...)
 		buf = append(buf, 0)
 		buf = append(buf, e.Hash[:]...)
@@ -233,18 +241,27 @@ func setEntry(or objectReader, root plumbing.Hash, segs []string, blob plumbing.
 			child = object.TreeEntry{Name: segs[0], Mode: filemode.Dir, Hash: h}
 		}
 	}
-	out := make([]object.TreeEntry, 0, len(entries)+1)
-	for i, e := range entries {
-		if i != idx {
-			out = append(out, e)
+	var out []object.TreeEntry
+	if idx >= 0 && child.Name != "" && child.Mode == entries[idx].Mode {
+		// A new version of the entry, in its place: a memory written again, or a folder on
+		// the path of one. One copy of the whole folder, which is 1,000 entries wide at the
+		// top of a store of 100,000 memories.
+		out = slices.Clone(entries)
+		out[idx].Hash = child.Hash
+	} else {
+		out = make([]object.TreeEntry, 0, len(entries)+1)
+		for i, e := range entries {
+			if i != idx {
+				out = append(out, e)
+			}
 		}
-	}
-	if child.Name != "" {
-		// Insert in order: the entries of a git tree are sorted already.
-		at := sort.Search(len(out), func(i int) bool { return !gitLess(out[i], child) })
-		out = append(out, object.TreeEntry{})
-		copy(out[at+1:], out[at:])
-		out[at] = child
+		if child.Name != "" {
+			// Insert in order: the entries of a git tree are sorted already.
+			at := sort.Search(len(out), func(i int) bool { return !gitLess(out[i], child) })
+			out = append(out, object.TreeEntry{})
+			copy(out[at+1:], out[at:])
+			out[at] = child
+		}
 	}
 	if len(out) == 0 {
 		return plumbing.ZeroHash, nil

@@ -130,7 +130,8 @@ func packHeader(n int) []byte {
 // idxMagic begins a version 2 pack index, before the version number.
 var idxMagic = []byte{0xff, 't', 'O', 'c'}
 
-// encodePack writes objects, whole, into a pack in memory and builds its index.
+// encodePack writes objects into a pack in memory and builds its index: whole, but for the
+// trees of a group of several commits, which may be deltas of each other (groupdelta.go).
 func encodePack(objs []plumbing.EncodedObject) (*encodedPack, error) {
 	// Room for the objects uncompressed, as trees are stored, so that the buffer does not
 	// double past it: with 64 writers, a group's pack is megabytes.
@@ -144,9 +145,22 @@ func encodePack(objs []plumbing.EncodedObject) (*encodedPack, error) {
 	p := &encodedPack{idx: &packIndex{entries: make([]indexEntry, 0, len(objs))}}
 	ww := wholeWriters.Get().(*wholeWriter)
 	defer wholeWriters.Put(ww)
+	var deltas *groupDeltas // trees as deltas of their versions before (groupdelta.go)
+	if worthDeltas(objs) {
+		deltas = &groupDeltas{last: map[endNames][]groupTree{}, ww: ww}
+	}
 	for _, o := range objs {
 		off := cw.off
-		crc, err := ww.write(cw, o)
+		var crc uint32
+		var err error
+		if deltas != nil && o.Type() == plumbing.TreeObject && o.Size() >= minDeltaTree {
+			var data []byte
+			if data, err = ReadEncoded(o); err == nil {
+				crc, err = deltas.write(cw, o, data)
+			}
+		} else {
+			crc, err = ww.write(cw, o)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("write object %s: %w", o.Hash(), err)
 		}

@@ -159,7 +159,8 @@ func (r *Repo) reaches(from, to plumbing.Hash) (bool, error) {
 	return false, nil
 }
 
-// packObjects decodes a pack that holds whole objects only, as the journal's do.
+// packObjects decodes a pack as the journal's records hold them: whole objects, and trees
+// that are deltas of an earlier tree of the same pack (groupdelta.go).
 func packObjects(pack []byte) ([]plumbing.EncodedObject, error) {
 	if len(pack) == 0 {
 		return nil, nil
@@ -171,20 +172,38 @@ func packObjects(pack []byte) ([]plumbing.EncodedObject, error) {
 	body := pack[12 : len(pack)-20]
 	rd := bytes.NewReader(body)
 	objs := make([]plumbing.EncodedObject, 0, n)
+	trees := map[int][]byte{} // by offset in body: the bases that deltas may name
 	for i := uint32(0); i < n; i++ {
 		at := len(body) - rd.Len()
 		typ, size, hdr, err := objectHeader(body[at:])
 		if err != nil {
 			return nil, fmt.Errorf("object %d: %w", i, err)
 		}
-		if typ < plumbing.CommitObject || typ > plumbing.TagObject {
-			return nil, fmt.Errorf("object %d: type %d is not a whole object", i, typ)
+		var base []byte
+		switch {
+		case typ == plumbing.OFSDeltaObject:
+			rel, m, ok := ofsDistance(body[at+hdr:])
+			if base, ok = trees[at-int(rel)]; !ok || rel <= 0 {
+				return nil, fmt.Errorf("object %d: a delta of no tree of its pack", i)
+			}
+			hdr += m
+			typ = plumbing.TreeObject
+		case typ < plumbing.CommitObject || typ > plumbing.TagObject:
+			return nil, fmt.Errorf("object %d: type %d is neither a whole object nor a delta of a tree", i, typ)
 		}
 		rd.Seek(int64(at+hdr), io.SeekStart)
 		// rd is an io.ByteReader: zlib reads no further than its stream.
 		data, err := inflate(rd, size)
 		if err != nil {
 			return nil, fmt.Errorf("object %d: %w", i, err)
+		}
+		if base != nil {
+			if data, err = applyDelta(nil, base, data); err != nil {
+				return nil, fmt.Errorf("object %d: %w", i, err)
+			}
+		}
+		if typ == plumbing.TreeObject {
+			trees[at] = data
 		}
 		o := &plumbing.MemoryObject{}
 		o.SetType(typ)

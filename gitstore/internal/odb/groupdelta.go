@@ -1,0 +1,112 @@
+package odb
+
+import (
+	"bytes"
+	"hash/crc32"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// A group of commits makes a new version of each folder on each commit's path, and the
+// versions of one folder within a group differ by an entry or a few. At 100,000 memories the
+// 1,000-entry top folder is 33 KB, so a group of 64 writes held 64 whole copies of it (over
+// 2 MB a pack), which the journal, the syncer and the merges then all went through: the
+// merges of a burst of writes fell so far behind that the writer waited 0.7 s for one after
+// the burst. Within a group's pack a folder's version is now written as a delta of its
+// version before (OFS_DELTA: the pack stays self-contained, as git requires of the packs in
+// a repository), found as merges find it, by the names its entries begin and end with
+// (treedelta.go). A group of one commit has no version before to make a delta of.
+
+// groupChain bounds the deltas in a row that a group's pack makes of one folder: a read of
+// the last goes through that many, and a merge adds them to its own chains (maxDeltaChain).
+const groupChain = 16
+
+// groupTree is a version of a folder that a group's pack holds.
+type groupTree struct {
+	off   uint64
+	data  []byte
+	depth int
+}
+
+// groupDeltas makes the deltas of the trees of one group's pack.
+type groupDeltas struct {
+	// last holds, for each pair of names that trees begin and end with, the last maxKin
+	// written, latest first: folders alike in their names (notes/ in every project) share
+	// a pair, and a folder's version before is the likest of them.
+	last map[endNames][]groupTree
+	ww   *wholeWriter
+	z    bytes.Buffer
+	hdr  []byte
+}
+
+// worthDeltas tells whether objs, a group's objects, hold more than one commit.
+func worthDeltas(objs []plumbing.EncodedObject) bool {
+	commits := 0
+	for _, o := range objs {
+		if o.Type() == plumbing.CommitObject {
+			if commits++; commits > 1 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// write writes the tree o, whose content is data, at cw's offset: as a delta of the likest
+// version written before with the same end names if that saves most of it, else whole. It
+// returns the CRC-32 of the bytes written.
+func (g *groupDeltas) write(cw *countingWriter, o plumbing.EncodedObject, data []byte) (uint32, error) {
+	at := cw.off
+	first, last, named := treeEnds(data)
+	key := endNames{string(first), string(last)}
+	like, alike, prefix, suffix := -1, 0, 0, 0
+	for i, b := range g.last[key] {
+		if p, s := commonEnds(b.data, data); b.depth < groupChain && p+s > alike {
+			like, alike, prefix, suffix = i, p+s, p, s
+		}
+	}
+	depth := 0
+	if like >= 0 && 2*alike >= len(data) {
+		b := g.last[key][like]
+		d := treeDelta(b.data, data, prefix, suffix)
+		g.z.Reset()
+		g.ww.zw.Reset(&g.z)
+		g.ww.zw.Write(d)
+		if err := g.ww.zw.Close(); err != nil {
+			return 0, err
+		}
+		if 4*g.z.Len() < len(data) {
+			g.hdr = appendObjectHeader(g.hdr[:0], byte(plumbing.OFSDeltaObject), len(d))
+			g.hdr = appendOfsDistance(g.hdr, at-b.off)
+			crc := crc32.Update(crc32.ChecksumIEEE(g.hdr), crc32.IEEETable, g.z.Bytes())
+			if _, err := cw.Write(g.hdr); err != nil {
+				return 0, err
+			}
+			if _, err := cw.Write(g.z.Bytes()); err != nil {
+				return 0, err
+			}
+			depth = b.depth + 1
+			g.remember(key, groupTree{off: at, data: data, depth: depth}, like)
+			return crc, nil
+		}
+	}
+	crc, err := g.ww.write(cw, o)
+	if err != nil {
+		return 0, err
+	}
+	if named {
+		g.remember(key, groupTree{off: at, data: data}, -1)
+	}
+	return crc, nil
+}
+
+// remember puts t first among the trees of key, in place of the one at replaced (its version
+// before), if not -1.
+func (g *groupDeltas) remember(key endNames, t groupTree, replaced int) {
+	kin := g.last[key]
+	if replaced >= 0 {
+		kin = append(kin[:replaced], kin[replaced+1:]...)
+	}
+	kin = append([]groupTree{t}, kin[:min(len(kin), maxKin-1)]...)
+	g.last[key] = kin
+}
