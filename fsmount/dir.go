@@ -239,8 +239,7 @@ func (d *dirNode) Create(ctx context.Context, name string, flags uint32, mode ui
 	if k == folder {
 		return nil, nil, 0, syscall.EISDIR
 	}
-	scratch := IsScratch(name) || madeBySed(name, flags, mode)
-	if k == none && !scratch {
+	if k == none && !IsScratch(name) {
 		// The listing may be older than another writer's new memory: ask the store, so
 		// that a create does not write over it.
 		if _, err := d.m.opts.Reader.GetByPath(ctx, "/"+rel, false); err == nil {
@@ -253,6 +252,7 @@ func (d *dirNode) Create(ctx context.Context, name string, flags uint32, mode ui
 	if k == file && flags&syscall.O_EXCL != 0 {
 		return nil, nil, 0, syscall.EEXIST
 	}
+	scratch := IsScratch(name)
 	now := time.Now()
 	if e := d.roomToHold("create", rel); k == none && e != 0 {
 		return nil, nil, 0, e

@@ -6,7 +6,6 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/gitmem/gitmem/gitstore"
@@ -41,19 +40,12 @@ var sedTemp = regexp.MustCompile(`^sed[A-Za-z0-9]{6}$`)
 
 // IsScratch tells whether a file name is one that stays in the mount and never reaches the
 // store. sed's names are told from words (sedentary) by the capital or digit that six random
-// characters nearly always have; for the others (one in 180), see madeBySed.
+// characters nearly always have.
 func IsScratch(name string) bool {
 	if sedTemp.MatchString(name) {
 		return strings.ContainsAny(name[3:], "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
 	}
 	return scratchNames.MatchString(name)
-}
-
-// madeBySed tells whether a file is created as sed -i creates its temporary file (mkostemp:
-// O_EXCL, mode 0600) under a name of sed's kind, which then needs no capital or digit: six
-// random letters are all lower-case once in about 180 edits.
-func madeBySed(name string, flags, mode uint32) bool {
-	return sedTemp.MatchString(name) && flags&syscall.O_EXCL != 0 && mode&0o777 == 0o600
 }
 
 // entry is a name in a folder as the store lists it.

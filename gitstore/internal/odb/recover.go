@@ -31,13 +31,21 @@ func (r *Repo) recover(recs []record) error {
 	// The records' packs that a power loss damaged are gone already (removeBrokenPacks);
 	// the intact ones go once the pack made here, which holds all their objects, is durable.
 	// One pack for all of them, so that recovery adds one pack, not one per record.
+	// Once each: two records may hold the same object (a memory given content that another
+	// group wrote, a folder made again), and an index that names one twice is refused.
 	var objs []plumbing.EncodedObject
+	seen := map[plumbing.Hash]bool{}
 	for _, rec := range recs {
 		got, err := packObjects(rec.pack)
 		if err != nil {
 			return fmt.Errorf("recover journal record %d: %w", rec.seq, err)
 		}
-		objs = append(objs, got...)
+		for _, o := range got {
+			if h := o.Hash(); !seen[h] {
+				seen[h] = true
+				objs = append(objs, o)
+			}
+		}
 	}
 	if len(objs) > 0 {
 		p, err := encodePack(objs)

@@ -331,3 +331,43 @@ func TestRecoverBothJournalFiles(t *testing.T) {
 		t.Errorf("the journal files hold %d and %d bytes after recovery; want none", r.journal.off, r.standby.off)
 	}
 }
+
+// TestRecoverRepeatedObjects: records that hold the same objects (content written again, as
+// in one, two, one) are recovered into one pack that names each once; the repository opens,
+// and opens again.
+func TestRecoverRepeatedObjects(t *testing.T) {
+	path := initTestRepo(t)
+	r, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.SetCheckpointBytes(1 << 40)
+	c1 := commitObjects(t, plumbing.ZeroHash, "one")
+	c2 := commitObjects(t, head(c1), "two")
+	c3 := commitObjects(t, head(c2), "one") // the blob and tree of c1 again
+	old := plumbing.ZeroHash
+	for _, objs := range [][]plumbing.EncodedObject{c1, c2, c3} {
+		if _, err := r.Publish(objs, old, head(objs)); err != nil {
+			t.Fatal(err)
+		}
+		old = head(objs)
+	}
+	abandon(r)
+	for range 2 {
+		r, err = Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := r.ReadRef(); err != nil || got != head(c3) {
+			t.Fatalf("main after recovery: %s, %v; want %s", got, err, head(c3))
+		}
+		for _, o := range append(append(c1, c2...), c3...) {
+			if _, err := r.Object(o.Hash()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
