@@ -191,7 +191,10 @@ func packObjects(pack []byte) ([]plumbing.EncodedObject, error) {
 		switch {
 		case typ == plumbing.OFSDeltaObject:
 			rel, m, ok := ofsDistance(body[at+hdr:])
-			if base, ok = trees[at-int(rel)]; !ok || rel <= 0 {
+			if ok && rel > 0 {
+				base, ok = trees[at-int(rel)]
+			}
+			if !ok || rel <= 0 {
 				return nil, fmt.Errorf("object %d: a delta of no tree of its pack", i)
 			}
 			hdr += m
