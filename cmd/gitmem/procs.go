@@ -7,11 +7,11 @@ import (
 
 // spareProcs is how many Go processors (GOMAXPROCS) serve runs beyond the runtime's default of
 // one per CPU it may use. At the end of a group the store's writer wakes every request of the
-// group at once (up to 64 under 64 clients), on its own processor; with one processor per
-// CPU they waited there behind the writer, or behind a thread that the kernel had set aside
-// for another program. Two spare processors let the kernel run them meanwhile. On the 2-core
-// machine, under wrk with 64 clients: p99 23-26 ms (2.4x p50) against 42-53 ms (4.2x-5.5x),
-// and 5-15% more writes a second; 3, 4 and 8 processors did alike (docs/performance.md).
+// group at once (up to 64 under 64 clients), and with one processor per CPU they waited for
+// one: Go's scheduler-latency profile of 3 s of wrk put 51.6 s of waiting there, 22.7 s with
+// two spare processors. On the 2-core machine, under wrk with 64 clients, three pairs: p99
+// 22.8-25.9 ms (2.4x-2.5x p50) against 48.0-59.4 ms (4.5x-6.0x), and 12-14% more writes a
+// second; 3, 4 and 8 processors did alike (docs/performance.md).
 const spareProcs = 2
 
 // addSpareProcs raises GOMAXPROCS by spareProcs, unless the environment sets GOMAXPROCS, and

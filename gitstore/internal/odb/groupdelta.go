@@ -1,21 +1,18 @@
 package odb
 
 import (
-	"bytes"
-	"hash/crc32"
-
 	"github.com/go-git/go-git/v5/plumbing"
 )
 
 // A group of commits makes a new version of each folder on each commit's path, and the
 // versions of one folder within a group differ by an entry or a few. At 100,000 memories the
-// 1,000-entry top folder is 33 KB, so a group of 64 writes held 64 whole copies of it (over
-// 2 MB a pack), which the journal, the syncer and the merges then all went through: the
-// merges of a burst of writes fell so far behind that the writer waited 0.7 s for one after
-// the burst. Within a group's pack a folder's version is now written as a delta of its
-// version before (OFS_DELTA: the pack stays self-contained, as git requires of the packs in
-// a repository), found as merges find it, by the names its entries begin and end with
-// (treedelta.go). A group of one commit has no version before to make a delta of.
+// 1,000-entry top folder is 33 KB, so a group of 64 writes held 64 whole copies of it (64 x
+// 33 KB), which the journal, the syncer and the merges then all went through. Within a
+// group's pack a folder's version is now written as a delta of its version before
+// (OFS_DELTA: the pack stays self-contained, as git requires of the packs in a repository),
+// found as merges find it, by the names its entries begin and end with (treedelta.go). A
+// fill of 100,000 memories by 64 writers took 16.3-18.0 s with them, 18.7-20.6 s without
+// (performance.md). A group of one commit has no version before to make a delta of.
 
 // groupChain bounds the deltas in a row that a group's pack makes of one folder: a read of
 // the last goes through that many, and a merge adds them to its own chains (maxDeltaChain).
@@ -33,10 +30,9 @@ type groupDeltas struct {
 	// last holds, for each pair of names that trees begin and end with, the last maxKin
 	// written, latest first: folders alike in their names (notes/ in every project) share
 	// a pair, and a folder's version before is the likest of them.
-	last map[endNames][]groupTree
-	ww   *wholeWriter
-	z    bytes.Buffer
-	hdr  []byte
+	last  map[endNames][]groupTree
+	ww    *wholeWriter
+	delta deltaEntry
 }
 
 // worthDeltas tells whether objs, a group's objects, hold more than one commit.
@@ -65,28 +61,18 @@ func (g *groupDeltas) write(cw *countingWriter, o plumbing.EncodedObject, data [
 			like, alike, prefix, suffix = i, p+s, p, s
 		}
 	}
-	depth := 0
 	if like >= 0 && 2*alike >= len(data) {
 		b := g.last[key][like]
-		d := treeDelta(b.data, data, prefix, suffix)
-		g.z.Reset()
-		g.ww.zw.Reset(&g.z)
-		g.ww.zw.Write(d)
-		if err := g.ww.zw.Close(); err != nil {
+		worth, err := g.delta.make(b.data, data, prefix, suffix, at-b.off)
+		if err != nil {
 			return 0, err
 		}
-		if 4*g.z.Len() < len(data) {
-			g.hdr = appendObjectHeader(g.hdr[:0], byte(plumbing.OFSDeltaObject), len(d))
-			g.hdr = appendOfsDistance(g.hdr, at-b.off)
-			crc := crc32.Update(crc32.ChecksumIEEE(g.hdr), crc32.IEEETable, g.z.Bytes())
-			if _, err := cw.Write(g.hdr); err != nil {
+		if worth {
+			crc, err := writeEntry(cw, g.delta.hdr, g.delta.z.Bytes())
+			if err != nil {
 				return 0, err
 			}
-			if _, err := cw.Write(g.z.Bytes()); err != nil {
-				return 0, err
-			}
-			depth = b.depth + 1
-			g.remember(key, groupTree{off: at, data: data, depth: depth}, like)
+			g.remember(key, groupTree{off: at, data: data, depth: b.depth + 1}, like)
 			return crc, nil
 		}
 	}

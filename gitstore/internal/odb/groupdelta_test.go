@@ -1,7 +1,6 @@
 package odb
 
 import (
-	"bytes"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -54,22 +53,7 @@ func TestGroupPackDeltas(t *testing.T) {
 	if deltas < folders*3/4 || deepest > groupChain {
 		t.Errorf("%d deltas among %d versions of folders, the deepest %d down; want most of them deltas, none deeper than %d", deltas, folders, deepest, groupChain)
 	}
-	fresh, err := Open(r.path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fresh.Close()
-	for _, o := range objs {
-		got, err := fresh.Object(o.Hash())
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, _ := ReadEncoded(got)
-		b, _ := ReadEncoded(o)
-		if !bytes.Equal(a, b) {
-			t.Fatalf("object %s reads back otherwise", o.Hash())
-		}
-	}
+	readsBack(t, r.path, objs)
 
 	one, err := encodePack(commits[len(commits)-1])
 	if err != nil {

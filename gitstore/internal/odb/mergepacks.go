@@ -9,7 +9,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
@@ -214,6 +213,7 @@ func (r *Repo) packIndexOf(base string) (*packIdx, error) {
 // bytes) and its encoding were a merge's largest memory at 100,000 memories.
 func (r *Repo) writeMerged(packs []packFile, out io.Writer) (plumbing.Hash, []byte, error) {
 	m := &merge{r: r, ww: newWholeWriter(), cache: cache.NewObjectLRU(mergeCacheSize)}
+	m.delta.zw = m.ww.zw
 	count := 0
 	for i, p := range packs {
 		x, err := r.packIndexOf(p.base)
@@ -271,15 +271,15 @@ type mergeSource struct {
 
 // merge is the state of writeMerged.
 type merge struct {
-	r       *Repo
-	srcs    []*mergeSource
-	cw      *countingWriter
-	ww      *wholeWriter
-	bases   treeBases
-	cache   *cache.ObjectLRU
-	scratch bytes.Buffer
-	hdr     []byte
-	res     resolver
+	r     *Repo
+	srcs  []*mergeSource
+	cw    *countingWriter
+	ww    *wholeWriter
+	bases treeBases
+	cache *cache.ObjectLRU
+	delta deltaEntry // a tree written as a delta
+	hdr   []byte     // a delta copied, aimed anew
+	res   resolver
 }
 
 // mergeCacheSize bounds what a merge keeps of the objects it reads through find, in a cache of
@@ -398,7 +398,7 @@ func (m *merge) copyObject(i, j int, off int64, raw []byte) error {
 					return err
 				}
 				src.depth[j] = uint8(depth)
-			} else if err := m.writeDelta(src, j, depth, raw[pos+n:]); err != nil {
+			} else if err := m.writeDelta(src, j, depth, m.hdr, raw[pos+n:]); err != nil {
 				return err
 			}
 			// The next version of its folder is a delta of it, not of its base.
@@ -484,18 +484,12 @@ func (m *merge) writeTree(src *mergeSource, j int, data, raw []byte) error {
 	done := false
 	if like >= 0 && 2*alike >= len(data) && kin[like].depth < maxDeltaChain {
 		b := kin[like]
-		d := treeDelta(likeData, data, prefix, suffix)
-		m.scratch.Reset()
-		m.ww.zw.Reset(&m.scratch)
-		m.ww.zw.Write(d)
-		if err := m.ww.zw.Close(); err != nil {
+		worth, err := m.delta.make(likeData, data, prefix, suffix, at-b.off)
+		if err != nil {
 			return err
 		}
-		// A delta is worth a read's extra step only if it saves most of the tree.
-		if 4*m.scratch.Len() < len(data) {
-			m.hdr = appendObjectHeader(m.hdr[:0], byte(plumbing.OFSDeltaObject), len(d))
-			m.hdr = appendOfsDistance(m.hdr, at-b.off)
-			if err := m.writeDelta(src, j, int(b.depth)+1, m.scratch.Bytes()); err != nil {
+		if worth {
+			if err := m.writeDelta(src, j, int(b.depth)+1, m.delta.hdr, m.delta.z.Bytes()); err != nil {
 				return err
 			}
 			done = true
@@ -534,14 +528,11 @@ func (m *merge) baseData(b deltaBase) ([]byte, error) {
 	return d, nil
 }
 
-// writeDelta writes m.hdr, a delta's header, and z, its compressed content, as the object at
+// writeDelta writes hdr, a delta's header, and z, its compressed content, as the object at
 // position j of src, depth deltas from a whole object.
-func (m *merge) writeDelta(src *mergeSource, j, depth int, z []byte) error {
-	crc := crc32.Update(crc32.ChecksumIEEE(m.hdr), crc32.IEEETable, z)
-	if _, err := m.cw.Write(m.hdr); err != nil {
-		return err
-	}
-	if _, err := m.cw.Write(z); err != nil {
+func (m *merge) writeDelta(src *mergeSource, j, depth int, hdr, z []byte) error {
+	crc, err := writeEntry(m.cw, hdr, z)
+	if err != nil {
 		return err
 	}
 	src.depth[j] = uint8(depth)

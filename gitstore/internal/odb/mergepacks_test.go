@@ -210,20 +210,26 @@ func TestMergeTreeDeltas(t *testing.T) {
 	if fi.Size()*3 > int64(whole) { // blobs and commits stay whole
 		t.Fatalf("the merged pack takes %d bytes, the objects whole %d: want a third at most", fi.Size(), whole)
 	}
-	// Read again from the disk, not from the cache that the merges filled.
-	fresh, err := Open(r.path)
+	readsBack(t, r.path, all) // from the disk, not from the cache that the merges filled
+}
+
+// readsBack opens the repository at path afresh and checks that each of objs reads back as
+// it is.
+func readsBack(t *testing.T, path string, objs []plumbing.EncodedObject) {
+	t.Helper()
+	fresh, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer fresh.Close()
-	for _, o := range all {
+	for _, o := range objs {
 		got, err := fresh.Blob(o.Hash())
 		if err != nil {
 			t.Fatal(err)
 		}
 		want, _ := ReadEncoded(o)
 		if !bytes.Equal(got, want) {
-			t.Fatalf("%s reads otherwise after the merges", o.Hash())
+			t.Fatalf("%s reads back otherwise", o.Hash())
 		}
 	}
 }

@@ -147,7 +147,7 @@ func encodePack(objs []plumbing.EncodedObject) (*encodedPack, error) {
 	defer wholeWriters.Put(ww)
 	var deltas *groupDeltas // trees as deltas of their versions before (groupdelta.go)
 	if worthDeltas(objs) {
-		deltas = &groupDeltas{last: map[endNames][]groupTree{}, ww: ww}
+		deltas = &groupDeltas{last: map[endNames][]groupTree{}, ww: ww, delta: deltaEntry{zw: ww.zw}}
 	}
 	for _, o := range objs {
 		off := cw.off

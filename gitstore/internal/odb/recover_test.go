@@ -36,6 +36,19 @@ func commitObjects(t *testing.T, parent plumbing.Hash, content string) []plumbin
 
 func head(objs []plumbing.EncodedObject) plumbing.Hash { return objs[len(objs)-1].Hash() }
 
+// publishChain publishes commits (commitObjects), each on top of the one before, the first
+// on a repository without main.
+func publishChain(t *testing.T, r *Repo, commits ...[]plumbing.EncodedObject) {
+	t.Helper()
+	old := plumbing.ZeroHash
+	for _, c := range commits {
+		if _, err := r.Publish(c, old, head(c)); err != nil {
+			t.Fatal(err)
+		}
+		old = head(c)
+	}
+}
+
 // abandon stops r's goroutines and closes its journal without a checkpoint, as a crash
 // leaves it.
 func abandon(r *Repo) {
@@ -82,12 +95,7 @@ func TestRecoverRef(t *testing.T) {
 			r.SetCheckpointBytes(1 << 40)
 			c1 := commitObjects(t, plumbing.ZeroHash, "one")
 			c2 := commitObjects(t, head(c1), "two")
-			if _, err := r.Publish(c1, plumbing.ZeroHash, head(c1)); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := r.Publish(c2, head(c1), head(c2)); err != nil {
-				t.Fatal(err)
-			}
+			publishChain(t, r, c1, c2)
 			want := tc.set(t, r, head(c1), head(c2))
 			abandon(r)
 			r, err = Open(path)
@@ -345,13 +353,7 @@ func TestRecoverRepeatedObjects(t *testing.T) {
 	c1 := commitObjects(t, plumbing.ZeroHash, "one")
 	c2 := commitObjects(t, head(c1), "two")
 	c3 := commitObjects(t, head(c2), "one") // the blob and tree of c1 again
-	old := plumbing.ZeroHash
-	for _, objs := range [][]plumbing.EncodedObject{c1, c2, c3} {
-		if _, err := r.Publish(objs, old, head(objs)); err != nil {
-			t.Fatal(err)
-		}
-		old = head(objs)
-	}
+	publishChain(t, r, c1, c2, c3)
 	abandon(r)
 	for range 2 {
 		r, err = Open(path)

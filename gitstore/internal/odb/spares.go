@@ -86,7 +86,7 @@ func newSpares(dir, makeDir string) *spares {
 
 // make creates an empty file in a subdirectory of makeDir and moves it into dir.
 func (s *spares) make() (*os.File, error) {
-	if s.sub == "" || s.subLeft == 0 {
+	if s.subLeft == 0 { // nextSub leaves it 0 when it fails
 		if err := s.nextSub(); err != nil {
 			return nil, err
 		}

@@ -2,7 +2,11 @@ package odb
 
 import (
 	"bytes"
+	"hash/crc32"
+	"io"
 	"slices"
+
+	"github.com/klauspost/compress/zlib"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
@@ -192,6 +196,45 @@ func treeDelta(src, dst []byte, p, s int) []byte {
 		}
 	}
 	return d
+}
+
+// deltaEntry makes a tree's pack entry as an OFS_DELTA of an earlier tree of the same pack.
+// Merges and group packs (groupdelta.go) share it; its buffers are reused.
+type deltaEntry struct {
+	zw  *zlib.Writer
+	z   bytes.Buffer
+	hdr []byte
+}
+
+// make builds the entry of data as a delta of base, which begins rel bytes before it (p and
+// s as commonEnds(base, data) returns them), and tells whether it is worth a read's extra
+// step: compressed, under a quarter of data. The entry is then hdr and z (writeEntry).
+func (e *deltaEntry) make(base, data []byte, p, s int, rel uint64) (bool, error) {
+	d := treeDelta(base, data, p, s)
+	e.z.Reset()
+	e.zw.Reset(&e.z)
+	e.zw.Write(d)
+	if err := e.zw.Close(); err != nil {
+		return false, err
+	}
+	if 4*e.z.Len() >= len(data) {
+		return false, nil
+	}
+	e.hdr = appendObjectHeader(e.hdr[:0], byte(plumbing.OFSDeltaObject), len(d))
+	e.hdr = appendOfsDistance(e.hdr, rel)
+	return true, nil
+}
+
+// writeEntry writes a pack entry, its header and its compressed content, and returns the
+// CRC-32 that the pack index keeps of it.
+func writeEntry(w io.Writer, hdr, z []byte) (uint32, error) {
+	if _, err := w.Write(hdr); err != nil {
+		return 0, err
+	}
+	if _, err := w.Write(z); err != nil {
+		return 0, err
+	}
+	return crc32.Update(crc32.ChecksumIEEE(hdr), crc32.IEEETable, z), nil
 }
 
 // commonEnds returns how many bytes a and b begin with alike, and then how many of the rest
