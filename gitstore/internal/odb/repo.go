@@ -48,9 +48,14 @@ type Repo struct {
 	objs    atomic.Pointer[objectSet]
 	gen     atomic.Uint64 // counts packs joining the set
 
-	// swap is held by MergePacks, PackLoose, Reload and RepackAll's swap for the whole of
-	// their work, from listing the packs to swapping the set made from them.
+	// swap is held by PackLoose, Reload and RepackAll's swap for the whole of their work,
+	// from listing the packs to swapping the set made from them, and by MergePacks while it
+	// takes its packs and while it swaps its merged pack in.
 	swap sync.Mutex
+	// merging names the packs that merges running now have taken, and the packs they are
+	// writing, until the merge ends; merges counts those merges. Both are held under swap.
+	merging map[string]bool
+	merges  int
 
 	packs atomic.Int64 // packs, as of the last count plus those written since
 
@@ -168,7 +173,7 @@ func Open(path string) (*Repo, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Repo{path: path, spares: newSpares(packDir, makeDir), journal: j, standby: standby, checkpointAt: checkpointBytes}
+	r := &Repo{path: path, spares: newSpares(packDir, makeDir), journal: j, standby: standby, checkpointAt: checkpointBytes, merging: map[string]bool{}}
 	r.objs.Store(&objectSet{cache: cache.NewObjectLRU(objectCacheSize)})
 	err = r.reload()
 	if err == nil {
