@@ -11,10 +11,11 @@ import "time"
 // they touch the same state. Tasks that rewrite the pack directory whole (gc, the prune of
 // a redaction) hold maintMu, so that no merge runs beside them.
 
-// maintainers is how many merges may run at once, on packs apart (odb.Repo.MergePacks): a
-// merge of a store's largest packs lasts up to a second and a half at 100,000 memories,
+// maintainers is how many goroutines merge packs when the writer asks; merges run at once
+// on packs apart (odb.Repo.MergePacks), and the writer past its backlog makes a third. A
+// merge that takes in a store's largest packs lasts about a second at 100,000 memories,
 // and the writer, which adds a pack a group, reached its backlog meanwhile and waited for
-// it. A second maintainer merges the packs written since.
+// it. The second maintainer merges the packs written since.
 const maintainers = 2
 
 // idlePacks is how many packs a repository keeps once the writer has been idle.
@@ -22,7 +23,8 @@ const idlePacks = 8
 
 // backlogFactor bounds how far packs may pile up while the maintainers are busy: past
 // MaxPacks times this, the writer merges the packs that they have not taken before its
-// next group, so that reads never look through more than that many indexes.
+// next group, so that reads look through no more indexes than that, besides the packs that
+// running merges are replacing.
 const backlogFactor = 4
 
 // afterGroup asks for a merge when packs have piled up, and merges itself when the

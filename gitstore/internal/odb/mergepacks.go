@@ -103,8 +103,8 @@ func geometricSplit(packs []packFile) int {
 // merges the packs of the set, listed again first: those whose index was checked when it
 // was read (openPack), with their deltas' bases readable.
 //
-// Merges may run at once, each on packs that no other has taken (takePacks): a merge of the
-// largest packs took 0.5-1.5 s at 100,000 memories, and a writer adding a pack a write
+// Merges may run at once, each on packs that no other has taken (takePacks): a merge of all
+// the packs took about a second at 100,000 memories, and a writer adding a pack a write
 // reached its backlog meanwhile and waited for it, while a merge of the packs written since
 // takes a few milliseconds.
 func (r *Repo) MergePacks(maxPacks int) (err error) {
@@ -138,10 +138,10 @@ func (r *Repo) MergePacks(maxPacks int) (err error) {
 	}()
 	// Oldest first, so that a tree's next version finds it written (writeMerged). The merged
 	// pack takes the age of its newest source, which a pack placed meanwhile is younger than.
-	merging := slices.Clone(packs)
-	slices.SortFunc(merging, func(a, b packFile) int { return cmp.Or(cmp.Compare(a.age, b.age), cmp.Compare(a.gen, b.gen)) })
-	age := time.Unix(0, merging[len(merging)-1].age)
-	sum, idxData, err := r.writeMerged(merging, tmp)
+	byAge := slices.Clone(packs)
+	slices.SortFunc(byAge, func(a, b packFile) int { return cmp.Or(cmp.Compare(a.age, b.age), cmp.Compare(a.gen, b.gen)) })
+	age := time.Unix(0, byAge[len(byAge)-1].age)
+	sum, idxData, err := r.writeMerged(byAge, tmp)
 	if err == nil {
 		err = tmp.Sync()
 	}
@@ -152,10 +152,13 @@ func (r *Repo) MergePacks(maxPacks int) (err error) {
 		return fmt.Errorf("merge packs of %s: %w", r.path, err)
 	}
 	base := filepath.Join(dir, "pack-"+sum.String())
-	// Taken too, so that a listing of the packs leaves it to this merge to swap in.
-	taken = append(taken, base)
+	// Taken too, so that a listing of the packs leaves it to this merge to swap in; unless
+	// a pack of that name is taken already (the same bytes: one of this merge's own).
 	r.swap.Lock()
-	r.merging[base] = true
+	if !r.merging[base] {
+		r.merging[base] = true
+		taken = append(taken, base)
+	}
 	r.swap.Unlock()
 	if err := publishPack(tmp.Name(), idxData, base, nil); err != nil {
 		return err
@@ -174,10 +177,12 @@ func (r *Repo) MergePacks(maxPacks int) (err error) {
 	for _, p := range packs {
 		drop[p.base] = p.base != base
 	}
-	r.swap.Lock()
-	r.swapPacks([]*pack{merged}, 0, drop, false)
-	r.packs.Add(-int64(len(packs) - 1)) // packs written meanwhile stay counted
-	r.swap.Unlock()
+	func() {
+		r.swap.Lock()
+		defer r.swap.Unlock() // release, deferred, takes it again even after a panic
+		r.swapPacks([]*pack{merged}, 0, drop, false)
+		r.packs.Add(-int64(len(packs) - 1)) // packs written meanwhile stay counted
+	}()
 	for _, p := range packs {
 		if !drop[p.base] {
 			continue

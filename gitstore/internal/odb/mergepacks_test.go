@@ -410,7 +410,20 @@ func TestMergesAtOnce(t *testing.T) {
 	defer func() { FaultHook = nil }()
 	first := make(chan error, 1)
 	go func() { first <- r.MergePacks(4) }()
-	firstBase := <-paused
+	var firstBase string
+	select {
+	case firstBase = <-paused:
+	case err := <-first:
+		t.Fatalf("the first merge ended before its pack was published: %v", err)
+	}
+	defer func() {
+		select {
+		case <-resume:
+		default:
+			close(resume) // a failed test lets the first merge end before the repository closes
+			<-first
+		}
+	}()
 
 	meanwhile(t, "a listing of the packs", r.reload)
 	if r.objs.Load().get(firstBase) != nil {

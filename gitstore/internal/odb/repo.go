@@ -6,10 +6,11 @@
 //
 // A Repo is safe for concurrent reads. Writes (WritePack, CASRef, RepackAll) are made by one
 // goroutine at a time, the store's writer; maintenance (PackLoose, MergePacks) may run in
-// another goroutine at the same time, and Reload in either: MergePacks, PackLoose, Reload
-// and the pack swap of RepackAll exclude each other (swap), so that packs listed before a
-// merge never replace the set made after it. RepackAll must not run beside maintenance (the
-// store holds them apart).
+// other goroutines at the same time, and Reload in any: PackLoose, Reload, the pack swap of
+// RepackAll and a merge's listing and swap of packs exclude each other (swap), so that packs
+// listed before a merge never replace the set made after it, and merges may run beside each
+// other on packs apart. RepackAll must not run beside maintenance (the store holds them
+// apart).
 package odb
 
 import (
@@ -234,6 +235,10 @@ func (r *Repo) Packs() int { return int(r.packs.Load()) }
 // A git process (a push, a fetch) may have added a pack that the set does not list yet.
 // Every object asked for here was on disk before anyone could ask for it, so a miss lists
 // the packs again before it is believed. Code that holds swap uses lookup instead.
+//
+// A read from a pack that a merge has just swapped out and closed fails too; it is tried
+// again on the set that replaced it, for as long as the set keeps changing under it (a few
+// times at most).
 func (r *Repo) Object(h plumbing.Hash) (plumbing.EncodedObject, error) {
 	if o, err := r.lookup(h); err == nil {
 		return o, nil
@@ -243,11 +248,16 @@ func (r *Repo) Object(h plumbing.Hash) (plumbing.EncodedObject, error) {
 	if err := r.reload(); err != nil {
 		return nil, fmt.Errorf("read object %s: %w", h, err)
 	}
-	o, err := r.lookup(h)
-	if err != nil {
-		return nil, fmt.Errorf("read object %s: %w", h, err)
+	for tries := 1; ; tries++ {
+		set := r.objs.Load()
+		o, err := r.find(set, set.cache, h, 0)
+		if err == nil {
+			return o, nil
+		}
+		if tries == 3 || r.objs.Load() == set {
+			return nil, fmt.Errorf("read object %s: %w", h, err)
+		}
 	}
-	return o, nil
 }
 
 // lookup reads one object from the cache, the set of packs or a loose file.
