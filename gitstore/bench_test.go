@@ -108,30 +108,61 @@ func BenchmarkWrite(b *testing.B) {
 		runs = append(runs, run{"memories=100,again", 100})
 	}
 	for _, r := range runs {
-		n := r.n
-		b.Run(r.name, func(b *testing.B) {
-			sampleRSS(b)
-			merges := &mergeTimer{}
-			s := benchStoreWith(b, Options{Observer: merges})
-			fill(b, s, n, benchPath)
-			settle(s)
-			ctx := context.Background()
-			merges.start()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				k := (i * 7919) % n
-				if _, err := s.Write(ctx, WriteInput{Path: benchPath(k), Content: benchContent(k + i + 1), Actor: apiActor}); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.StopTimer()
-			b.ReportMetric(merges.stop().Seconds(), "merge-s")
-			if st, err := s.repo.Stats(); err == nil {
-				b.ReportMetric(float64(st.Bytes())/1e6, "objects-MB")
-			}
-			reportMaxRSS(b)
-		})
+		b.Run(r.name, func(b *testing.B) { benchWrites(b, r.n, nil) })
 	}
+}
+
+// BenchmarkWriteBesideMerge is BenchmarkWrite while all of the store's packs merge into one,
+// as happens now and then to the largest ones (git's geometric progression): at 100,000
+// memories that merge takes about a second, and a writer that waited for it at its backlog
+// of packs took 0.7 s for one write (max-us).
+func BenchmarkWriteBesideMerge(b *testing.B) {
+	n := slices.Max(benchSizes())
+	b.Run(fmt.Sprintf("memories=%d", n), func(b *testing.B) {
+		benchWrites(b, n, func(s *Store) (wait func()) {
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				s.maintMu.RLock()
+				defer s.maintMu.RUnlock()
+				s.maintain(1)
+			}()
+			return func() { <-done }
+		})
+	})
+}
+
+// benchWrites times sequential writes in a store of n memories, with beside (if any) called
+// once the fill's merges are done, as the timing begins; what it started ends before the
+// store closes.
+func benchWrites(b *testing.B, n int, beside func(s *Store) (wait func())) {
+	sampleRSS(b)
+	merges := &mergeTimer{}
+	s := benchStoreWith(b, Options{Observer: merges})
+	fill(b, s, n, benchPath)
+	settle(s)
+	ctx := context.Background()
+	merges.start()
+	took := make([]time.Duration, b.N)
+	b.ResetTimer()
+	if beside != nil {
+		defer beside(s)()
+	}
+	for i := 0; i < b.N; i++ {
+		k := (i * 7919) % n
+		start := time.Now()
+		if _, err := s.Write(ctx, WriteInput{Path: benchPath(k), Content: benchContent(k + i + 1), Actor: apiActor}); err != nil {
+			b.Fatal(err)
+		}
+		took[i] = time.Since(start)
+	}
+	b.StopTimer()
+	reportLatency(b, took)
+	b.ReportMetric(merges.stop().Seconds(), "merge-s")
+	if st, err := s.repo.Stats(); err == nil {
+		b.ReportMetric(float64(st.Bytes())/1e6, "objects-MB")
+	}
+	reportMaxRSS(b)
 }
 
 // settle waits for the merges that a fill left behind. Its 64 writers make packs faster than
@@ -342,6 +373,15 @@ func BenchmarkRead(b *testing.B) {
 			i++
 		}
 	})
+}
+
+// reportLatency reports the median, the 99th percentile and the slowest of the times taken:
+// a mean that moves with one stall and one that moves with every write tell apart so.
+func reportLatency(b *testing.B, took []time.Duration) {
+	slices.Sort(took)
+	b.ReportMetric(float64(took[len(took)/2].Microseconds()), "p50-us")
+	b.ReportMetric(float64(took[len(took)*99/100].Microseconds()), "p99-us")
+	b.ReportMetric(float64(took[len(took)-1].Microseconds()), "max-us")
 }
 
 // reportMaxRSS reports the process's peak resident memory so far.

@@ -6,21 +6,29 @@ import "time"
 // would look through hundreds of indexes. A merge of large packs takes hundreds of
 // milliseconds: made by the writer, it stalled every write queued behind it (at 64
 // concurrent writers, the p99 of a write was 7 times its p50, and each stall began with a
-// merge). So merges run in a goroutine of their own, beside the writer, which only asks
+// merge). So merges run in goroutines of their own, beside the writer, which only asks
 // for them; odb keeps a merge and the writer's pack writes and pack listings apart where
 // they touch the same state. Tasks that rewrite the pack directory whole (gc, the prune of
 // a redaction) hold maintMu, so that no merge runs beside them.
 
+// maintainers is how many goroutines merge packs when the writer asks; merges run at once
+// on packs apart (odb.Repo.MergePacks), and the writer past its backlog makes a third. A
+// merge that takes in a store's largest packs lasts about a second at 100,000 memories,
+// and the writer, which adds a pack a group, reached its backlog meanwhile and waited for
+// it. The second maintainer merges the packs written since.
+const maintainers = 2
+
 // idlePacks is how many packs a repository keeps once the writer has been idle.
 const idlePacks = 8
 
-// backlogFactor bounds how far packs may pile up while the maintainer is busy: past
-// MaxPacks times this, the writer waits for a merge before its next group, so that reads
-// never look through more than that many indexes.
+// backlogFactor bounds how far packs may pile up while the maintainers are busy: past
+// MaxPacks times this, the writer merges the packs that they have not taken before its
+// next group, so that reads look through no more indexes than that, besides the packs that
+// running merges are replacing.
 const backlogFactor = 4
 
-// afterGroup asks for a merge when packs have piled up, and waits for one when the
-// maintainer has fallen far behind.
+// afterGroup asks for a merge when packs have piled up, and merges itself when the
+// maintainers have fallen far behind.
 func (s *Store) afterGroup() {
 	s.checkpoint(false)
 	if err := s.db.maybeSync(); err != nil {
@@ -29,9 +37,9 @@ func (s *Store) afterGroup() {
 	n := s.repo.Packs()
 	switch {
 	case n > backlogFactor*s.opts.MaxPacks:
-		s.maintMu.Lock()
+		s.maintMu.RLock()
 		s.maintain(s.opts.MaxPacks)
-		s.maintMu.Unlock()
+		s.maintMu.RUnlock()
 	case n > s.opts.MaxPacks:
 		s.askMaintain(s.opts.MaxPacks)
 	}
@@ -56,13 +64,13 @@ func (s *Store) askMaintain(maxPacks int) {
 
 // maintainer merges packs when the writer asks, until the store closes.
 func (s *Store) maintainer() {
-	defer close(s.maintDone)
+	defer s.maintainers.Done()
 	for {
 		select {
 		case n := <-s.maint:
-			s.maintMu.Lock()
+			s.maintMu.RLock()
 			s.maintain(n)
-			s.maintMu.Unlock()
+			s.maintMu.RUnlock()
 		case <-s.quit:
 			return
 		}

@@ -33,11 +33,11 @@ type Store struct {
 	stop sync.Once
 
 	// Pack maintenance runs beside the writer (maintain.go): maint asks for a merge down
-	// to that many packs, maintDone is closed when the maintainer has stopped, and
-	// maintMu keeps a merge and the writer's tasks (gc, redaction) apart.
-	maint     chan int
-	maintDone chan struct{}
-	maintMu   sync.Mutex
+	// to that many packs, maintainers counts the maintainers running, and maintMu keeps
+	// merges (read) and the writer's tasks (gc, redaction) apart.
+	maint       chan int
+	maintainers sync.WaitGroup
+	maintMu     sync.RWMutex
 
 	lastTime time.Time // writer goroutine only
 	// unsettled is set when a redaction moved main but the catalog did not record its
@@ -90,14 +90,17 @@ func openStoreProgress(id, repoPath, catalogPath string, opts Options, progress 
 	}
 	s := &Store{id: id, opts: opts, log: opts.Logger, repo: r, db: db,
 		reqs: make(chan *request, maxGroup), quit: make(chan struct{}), done: make(chan struct{}),
-		maint: make(chan int, 1), maintDone: make(chan struct{}),
+		maint: make(chan int, 1),
 		trees: map[plumbing.Hash][]object.TreeEntry{}}
 	if err := s.catchUp(progress); err != nil {
 		db.Close()
 		return nil, NoSpace(fmt.Errorf("open store %s: %w", id, err), opts.dataDir)
 	}
 	go s.run()
-	go s.maintainer()
+	for range maintainers {
+		s.maintainers.Add(1)
+		go s.maintainer()
+	}
 	if err := s.runTask(context.Background(), func() error { return s.finishPendingPrune(context.Background()) }); err != nil {
 		// The store works; the objects stay listed, for the next redaction or opening.
 		s.log.Error("finish an interrupted redaction", "store", id, "err", err)
@@ -109,7 +112,7 @@ func openStoreProgress(id, repoPath, catalogPath string, opts Options, progress 
 func (s *Store) close() error {
 	s.stop.Do(func() { close(s.quit) })
 	<-s.done
-	<-s.maintDone
+	s.maintainers.Wait()
 	return errors.Join(s.repo.Close(), s.flushReads(), s.db.Close())
 }
 

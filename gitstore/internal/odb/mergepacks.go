@@ -27,6 +27,7 @@ type packFile struct {
 	count uint32
 	age   int64 // as pack.age; set by MergePacks only
 	gen   uint64
+	p     *pack // in the set; set by MergePacks only
 }
 
 // packBases lists the packs in the directory, as paths without extension.
@@ -101,9 +102,12 @@ func geometricSplit(packs []packFile) int {
 // ones' place in the set that reads look in, and only then are their files removed. It
 // merges the packs of the set, listed again first: those whose index was checked when it
 // was read (openPack), with their deltas' bases readable.
+//
+// Merges may run at once, each on packs that no other has taken (takePacks): a merge of all
+// the packs took about a second at 100,000 memories, and a writer adding a pack a write
+// reached its backlog meanwhile and waited for it, while a merge of the packs written since
+// takes a few milliseconds.
 func (r *Repo) MergePacks(maxPacks int) (err error) {
-	r.swap.Lock()
-	defer r.swap.Unlock()
 	// A merge reads packs that pushes brought: a fault it meets there is an error of the
 	// merge, logged and left, not the end of the server.
 	defer func() {
@@ -111,26 +115,15 @@ func (r *Repo) MergePacks(maxPacks int) (err error) {
 			err = fmt.Errorf("merge packs of %s: %v\n%s", r.path, p, debug.Stack())
 		}
 	}()
-	// Not while a pack is between its rename and joining the set: the merge would remove
-	// it, and the set then take it in.
-	r.placing.Lock()
-	err = r.relist(nil, false)
-	set := r.objs.Load()
-	r.placing.Unlock()
-	if err != nil {
+	packs, err := r.takePacks(maxPacks)
+	if err != nil || packs == nil {
 		return err
 	}
-	packs := make([]packFile, 0, len(set.packs))
-	for _, p := range set.packs {
-		packs = append(packs, packFile{base: p.base, count: uint32(p.idx.n), age: p.age, gen: p.gen})
+	taken := make([]string, 0, len(packs)+1)
+	for _, p := range packs {
+		taken = append(taken, p.base)
 	}
-	sort.Slice(packs, func(i, j int) bool { return packs[i].count < packs[j].count })
-	r.packs.Store(int64(len(packs)))
-	if len(packs) <= maxPacks {
-		return nil
-	}
-	// Merge along the progression, and never leave more than maxPacks.
-	k := max(geometricSplit(packs), len(packs)-maxPacks+1)
+	defer func() { r.release(taken) }()
 	dir := filepath.Join(r.path, "objects", "pack")
 	tmp, err := os.CreateTemp(dir, "tmp_merge_")
 	if err != nil {
@@ -145,10 +138,10 @@ func (r *Repo) MergePacks(maxPacks int) (err error) {
 	}()
 	// Oldest first, so that a tree's next version finds it written (writeMerged). The merged
 	// pack takes the age of its newest source, which a pack placed meanwhile is younger than.
-	merging := slices.Clone(packs[:k])
-	slices.SortFunc(merging, func(a, b packFile) int { return cmp.Or(cmp.Compare(a.age, b.age), cmp.Compare(a.gen, b.gen)) })
-	age := time.Unix(0, merging[len(merging)-1].age)
-	sum, idxData, err := r.writeMerged(merging, tmp)
+	byAge := slices.Clone(packs)
+	slices.SortFunc(byAge, func(a, b packFile) int { return cmp.Or(cmp.Compare(a.age, b.age), cmp.Compare(a.gen, b.gen)) })
+	age := time.Unix(0, byAge[len(byAge)-1].age)
+	sum, idxData, err := r.writeMerged(byAge, tmp)
 	if err == nil {
 		err = tmp.Sync()
 	}
@@ -159,6 +152,14 @@ func (r *Repo) MergePacks(maxPacks int) (err error) {
 		return fmt.Errorf("merge packs of %s: %w", r.path, err)
 	}
 	base := filepath.Join(dir, "pack-"+sum.String())
+	// Taken too, so that a listing of the packs leaves it to this merge to swap in; unless
+	// a pack of that name is taken already (the same bytes: one of this merge's own).
+	r.swap.Lock()
+	if !r.merging[base] {
+		r.merging[base] = true
+		taken = append(taken, base)
+	}
+	r.swap.Unlock()
 	if err := publishPack(tmp.Name(), idxData, base, nil); err != nil {
 		return err
 	}
@@ -173,11 +174,16 @@ func (r *Repo) MergePacks(maxPacks int) (err error) {
 	kept = true
 	// The set changes before the files go (swapPacks closes them).
 	drop := map[string]bool{}
-	for _, p := range packs[:k] {
+	for _, p := range packs {
 		drop[p.base] = p.base != base
 	}
-	r.swapPacks([]*pack{merged}, 0, drop, false)
-	for _, p := range packs[:k] {
+	func() {
+		r.swap.Lock()
+		defer r.swap.Unlock() // release, deferred, takes it again even after a panic
+		r.swapPacks([]*pack{merged}, 0, drop, false)
+		r.packs.Add(-int64(len(packs) - 1)) // packs written meanwhile stay counted
+	}()
+	for _, p := range packs {
 		if !drop[p.base] {
 			continue
 		}
@@ -189,16 +195,57 @@ func (r *Repo) MergePacks(maxPacks int) (err error) {
 			}
 		}
 	}
-	r.packs.Add(-int64(k - 1)) // packs written meanwhile stay counted
 	return nil
 }
 
-// packIndexOf returns the index of the pack at base, which must be in the set.
-func (r *Repo) packIndexOf(base string) (*packIdx, error) {
-	if p := r.objs.Load().get(base); p != nil {
-		return p.idx, nil
+// takePacks lists the packs again and returns those to merge, smallest first, among those
+// that no other merge has taken, or none if there are not more than maxPacks; it marks them
+// taken (release).
+func (r *Repo) takePacks(maxPacks int) ([]packFile, error) {
+	r.swap.Lock()
+	defer r.swap.Unlock()
+	// Not while a pack is between its rename and joining the set: the merge would remove
+	// it, and the set then take it in.
+	r.placing.Lock()
+	err := r.relist(nil, false)
+	set := r.objs.Load()
+	r.placing.Unlock()
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("merge packs: %s is not among the packs read", filepath.Base(base))
+	r.packs.Store(int64(len(set.packs)))
+	packs := make([]packFile, 0, len(set.packs))
+	for _, p := range set.packs {
+		if !r.merging[p.base] {
+			packs = append(packs, packFile{base: p.base, count: uint32(p.idx.n), age: p.age, gen: p.gen, p: p})
+		}
+	}
+	sort.Slice(packs, func(i, j int) bool { return packs[i].count < packs[j].count })
+	// Each merge running now leaves one pack.
+	left := len(packs) + r.merges
+	if left <= maxPacks {
+		return nil, nil
+	}
+	// Merge along the progression, and never leave more than maxPacks.
+	k := min(max(geometricSplit(packs), left-maxPacks+1), len(packs))
+	if k < 2 {
+		return nil, nil
+	}
+	for _, p := range packs[:k] {
+		r.merging[p.base] = true
+	}
+	r.merges++
+	return packs[:k], nil
+}
+
+// release ends a merge that took the packs at bases.
+func (r *Repo) release(bases []string) {
+	r.swap.Lock()
+	defer r.swap.Unlock()
+	for _, b := range bases {
+		delete(r.merging, b)
+	}
+	r.merges--
 }
 
 // writeMerged writes one pack with every object of packs, in their order, and returns its
@@ -216,10 +263,8 @@ func (r *Repo) writeMerged(packs []packFile, out io.Writer) (plumbing.Hash, []by
 	m.delta.zw = m.ww.zw
 	count := 0
 	for i, p := range packs {
-		x, err := r.packIndexOf(p.base)
-		if err != nil {
-			return plumbing.ZeroHash, nil, err
-		}
+		x := p.p.idx
+		m.own.packs = append(m.own.packs, p.p)
 		s := &mergeSource{x: x, offs: make([]uint64, x.n), dup: make([]bool, x.n), depth: make([]uint8, x.n)}
 		for j := 0; j < x.n; j++ {
 			if _, _, ok := m.earlier(i, x.hash(j)); ok {
@@ -277,6 +322,7 @@ type merge struct {
 	ww    *wholeWriter
 	bases treeBases
 	cache *cache.ObjectLRU
+	own   objectSet  // the packs merged
 	delta deltaEntry // a tree written as a delta
 	hdr   []byte     // a delta copied, aimed anew
 	res   resolver
@@ -286,9 +332,20 @@ type merge struct {
 // its own: it reads history that readers seldom ask for.
 const mergeCacheSize = 1 * cache.MiByte
 
-// read reads an object for the merge. Not Object: a merge holds swap.
+// read reads an object for the merge: from its own packs, which stay open until it ends,
+// else from the set's. Another merge may meanwhile swap the set and close the packs that it
+// merged: a read that failed on a set since replaced is tried on the new one.
 func (m *merge) read(h plumbing.Hash) (plumbing.EncodedObject, error) {
-	return m.r.find(m.r.objs.Load(), m.cache, h, 0)
+	if o, err := m.r.find(&m.own, m.cache, h, 0); err == nil {
+		return o, nil
+	}
+	for tries := 1; ; tries++ {
+		set := m.r.objs.Load()
+		o, err := m.r.find(set, m.cache, h, 0)
+		if err == nil || tries == 3 || m.r.objs.Load() == set {
+			return o, err
+		}
+	}
 }
 
 // earlier returns the source before the i-th that writes h, and h's position in it.

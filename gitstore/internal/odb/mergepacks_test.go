@@ -8,7 +8,9 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -378,4 +380,120 @@ func checkOnePack(t *testing.T, r *Repo, tip plumbing.Hash) (packs []packFile, d
 		}
 	}
 	return packs, deltas, deepest
+}
+
+// TestMergesAtOnce: a merge runs while another is between writing its pack and swapping it
+// in, on the packs that the first did not take; a listing of the packs meanwhile leaves out
+// the first's new pack; both end with every object readable and git's fsck content.
+func TestMergesAtOnce(t *testing.T) {
+	r := openTestRepo(t)
+	commits := treeHistory(t, 60)
+	var all []plumbing.EncodedObject
+	write := func(cs [][]plumbing.EncodedObject) {
+		for _, objs := range cs {
+			if err := r.WritePack(objs); err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, objs...)
+		}
+	}
+	write(commits[:40])
+	// The first merge stops once its pack is published, until the second has merged.
+	var stopped atomic.Bool
+	paused, resume := make(chan string), make(chan struct{})
+	FaultHook = func(point, detail string) {
+		if point == "merged" && stopped.CompareAndSwap(false, true) {
+			paused <- detail
+			<-resume
+		}
+	}
+	defer func() { FaultHook = nil }()
+	first := make(chan error, 1)
+	go func() { first <- r.MergePacks(4) }()
+	var firstBase string
+	select {
+	case firstBase = <-paused:
+	case err := <-first:
+		t.Fatalf("the first merge ended before its pack was published: %v", err)
+	}
+	defer func() {
+		select {
+		case <-resume:
+		default:
+			close(resume) // a failed test lets the first merge end before the repository closes
+			<-first
+		}
+	}()
+
+	meanwhile(t, "a listing of the packs", r.reload)
+	if r.objs.Load().get(firstBase) != nil {
+		t.Fatal("a listing took in a merge's pack before the merge swapped it in")
+	}
+	if got := len(r.objs.Load().packs); got != 40 {
+		t.Fatalf("the set holds %d packs while the first merge runs, want its 40", got)
+	}
+	write(commits[40:])
+	meanwhile(t, "the second merge", func() error { return r.MergePacks(4) })
+	// The first's packs are all in the set still, and the second left no more beside them
+	// than the first's pack and them make 4.
+	r.swap.Lock()
+	taken, free := 0, 0
+	for _, p := range r.objs.Load().packs {
+		if r.merging[p.base] {
+			taken++
+		} else {
+			free++
+		}
+	}
+	want := len(r.merging) - 1 // and the first's pack
+	r.swap.Unlock()
+	if taken != want || taken < 37 || free+1 > 4 {
+		t.Fatalf("after the second merge the set holds %d of the first's %d packs and %d others", taken, want, free)
+	}
+	close(resume)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	packs, err := r.packFiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(packs); n < 2 || n > 4 || len(r.objs.Load().packs) != n || r.Packs() != n {
+		t.Fatalf("after both merges: %d packs in the directory, %d in the set, %d counted; want the same 2 to 4", n, len(r.objs.Load().packs), r.Packs())
+	}
+	if r.objs.Load().get(firstBase) == nil {
+		t.Fatal("the first merge's pack is not in the set")
+	}
+	if err := r.CASRef(plumbing.ZeroHash, head(commits[len(commits)-1])); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Git(context.Background(), "fsck", "--strict"); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range all {
+		got, err := r.Blob(o.Hash())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want, _ := ReadEncoded(o); !bytes.Equal(got, want) {
+			t.Fatalf("%s reads otherwise after the merges", o.Hash())
+		}
+	}
+	readsBack(t, r.path, all)
+}
+
+// meanwhile runs f, which must end while another merge waits: a minute is more than it can
+// take unless it waits for that merge.
+func meanwhile(t *testing.T, what string, f func() error) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("%s waited for a merge", what)
+	}
 }

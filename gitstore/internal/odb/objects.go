@@ -531,7 +531,7 @@ func inflateAll(rd io.Reader, limit int64) ([]byte, error) {
 	return b, nil
 }
 
-// listPacks opens the packs in the directory, reusing those of cur.
+// listPacks opens the packs in the directory, reusing those of cur; the caller holds swap.
 // A pack that cannot be read is left out, with a warning: its objects read as missing.
 func (r *Repo) listPacks(cur *objectSet) ([]*pack, error) {
 	bases, err := r.packBases()
@@ -542,6 +542,11 @@ func (r *Repo) listPacks(cur *objectSet) ([]*pack, error) {
 	for _, base := range bases {
 		if p := cur.get(base); p != nil {
 			packs = append(packs, p)
+			continue
+		}
+		if r.merging[base] {
+			// A merge's pack, not yet in the set or out of it and not yet removed: the
+			// merge swaps it in or removes it.
 			continue
 		}
 		p, err := openPack(base, r.gen.Add(1))

@@ -2,9 +2,11 @@ package odb
 
 import (
 	"bytes"
+	stdzlib "compress/zlib"
 	"context"
 	"crypto/sha1"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -255,6 +257,40 @@ func TestLooseDeltaRefused(t *testing.T) {
 		}
 		if _, err := r.Object(h); err == nil || !strings.Contains(err.Error(), "broken loose object") {
 			t.Errorf("%q read: %v", head, err)
+		}
+	}
+}
+
+// TestWriteStored: the stored zlib streams that trees are written as read back whole, with
+// their checksum checked, for sizes around a stored block's limit.
+func TestWriteStored(t *testing.T) {
+	for _, n := range []int{0, 1, 65534, 65535, 65536, 200000} {
+		data := make([]byte, n)
+		for i := range data {
+			data[i] = byte(i * 7)
+		}
+		var b bytes.Buffer
+		if err := writeStored(&b, data); err != nil {
+			t.Fatal(err)
+		}
+		zr, err := stdzlib.NewReader(&b)
+		if err != nil {
+			t.Fatalf("%d bytes: %v", n, err)
+		}
+		got, err := io.ReadAll(zr)
+		if err != nil {
+			t.Fatalf("%d bytes: %v", n, err)
+		}
+		if !bytes.Equal(got, data) {
+			t.Fatalf("%d bytes read back as %d others", n, len(got))
+		}
+		b.Reset()
+		writeStored(&b, data)
+		raw := b.Bytes()
+		raw[len(raw)-1] ^= 1
+		zr, _ = stdzlib.NewReader(bytes.NewReader(raw))
+		if _, err := io.ReadAll(zr); err == nil {
+			t.Fatalf("%d bytes: a stream with a wrong checksum read without an error", n)
 		}
 	}
 }

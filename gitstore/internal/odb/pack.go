@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash"
+	"hash/adler32"
 	"hash/crc32"
 	"io"
 	"os"
@@ -45,7 +46,8 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 // back, which a merge does for every tree to make it a delta (treedelta.go); the bytes
 // saved would last only until then. Blobs and commits are text, where matching pays.
 type wholeWriter struct {
-	zw, tree *zlib.Writer
+	zw   *zlib.Writer
+	tree bytes.Buffer // a tree's content, read for writeStored
 }
 
 // wholeWriters keeps compressors for encodePack: making one costs more than compressing a
@@ -54,8 +56,7 @@ var wholeWriters = sync.Pool{New: func() any { return newWholeWriter() }}
 
 func newWholeWriter() *wholeWriter {
 	zw, _ := zlib.NewWriterLevel(io.Discard, zlib.BestSpeed)
-	tree, _ := zlib.NewWriterLevel(io.Discard, zlib.NoCompression)
-	return &wholeWriter{zw: zw, tree: tree}
+	return &wholeWriter{zw: zw}
 }
 
 // write writes o to w and returns the CRC-32 of the bytes written, as the pack index needs.
@@ -70,18 +71,55 @@ func (ww *wholeWriter) write(w io.Writer, o plumbing.EncodedObject) (uint32, err
 		return 0, err
 	}
 	defer rd.Close()
-	zw := ww.zw
 	if o.Type() == plumbing.TreeObject {
-		zw = ww.tree
+		ww.tree.Reset()
+		if _, err := ww.tree.ReadFrom(rd); err != nil {
+			return 0, err
+		}
+		if err := writeStored(mw, ww.tree.Bytes()); err != nil {
+			return 0, err
+		}
+		return crc.Sum32(), nil
 	}
-	zw.Reset(mw)
-	if _, err := io.Copy(zw, rd); err != nil {
+	ww.zw.Reset(mw)
+	if _, err := io.Copy(ww.zw, rd); err != nil {
 		return 0, err
 	}
-	if err := zw.Close(); err != nil {
+	if err := ww.zw.Close(); err != nil {
 		return 0, err
 	}
 	return crc.Sum32(), nil
+}
+
+// writeStored writes data to w as a zlib stream without compression: zlib's header, stored
+// deflate blocks of at most 65,535 bytes each (RFC 1951, 3.2.4), and data's Adler-32. zlib's
+// writer at NoCompression makes the same kind of stream but copies the bytes through its
+// window first: 47 µs of a write's 530 µs of CPU at 100,000 memories, for the 33 KB folder.
+func writeStored(w io.Writer, data []byte) error {
+	if _, err := w.Write([]byte{0x78, 0x01}); err != nil { // deflate, 32 KB window, no level
+		return err
+	}
+	var hdr [5]byte
+	for rest := data; ; {
+		n := min(len(rest), 0xffff)
+		hdr[0] = 0
+		if n == len(rest) {
+			hdr[0] = 1 // the last block
+		}
+		binary.LittleEndian.PutUint16(hdr[1:], uint16(n))
+		binary.LittleEndian.PutUint16(hdr[3:], ^uint16(n))
+		if _, err := w.Write(hdr[:]); err != nil {
+			return err
+		}
+		if _, err := w.Write(rest[:n]); err != nil {
+			return err
+		}
+		if rest = rest[n:]; len(rest) == 0 {
+			break
+		}
+	}
+	_, err := w.Write(binary.BigEndian.AppendUint32(nil, adler32.Checksum(data)))
+	return err
 }
 
 // writeIdx writes a pack index at path, through a temporary file that is fsynced and

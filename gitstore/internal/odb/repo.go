@@ -6,10 +6,11 @@
 //
 // A Repo is safe for concurrent reads. Writes (WritePack, CASRef, RepackAll) are made by one
 // goroutine at a time, the store's writer; maintenance (PackLoose, MergePacks) may run in
-// another goroutine at the same time, and Reload in either: MergePacks, PackLoose, Reload
-// and the pack swap of RepackAll exclude each other (swap), so that packs listed before a
-// merge never replace the set made after it. RepackAll must not run beside maintenance (the
-// store holds them apart).
+// other goroutines at the same time, and Reload in any: PackLoose, Reload, the pack swap of
+// RepackAll and a merge's listing and swap of packs exclude each other (swap), so that packs
+// listed before a merge never replace the set made after it, and merges may run beside each
+// other on packs apart. RepackAll must not run beside maintenance (the store holds them
+// apart).
 package odb
 
 import (
@@ -48,9 +49,14 @@ type Repo struct {
 	objs    atomic.Pointer[objectSet]
 	gen     atomic.Uint64 // counts packs joining the set
 
-	// swap is held by MergePacks, PackLoose, Reload and RepackAll's swap for the whole of
-	// their work, from listing the packs to swapping the set made from them.
+	// swap is held by PackLoose, Reload and RepackAll's swap for the whole of their work,
+	// from listing the packs to swapping the set made from them, and by MergePacks while it
+	// takes its packs and while it swaps its merged pack in.
 	swap sync.Mutex
+	// merging names the packs that merges running now have taken, and the packs they are
+	// writing, until the merge ends; merges counts those merges. Both are held under swap.
+	merging map[string]bool
+	merges  int
 
 	packs atomic.Int64 // packs, as of the last count plus those written since
 
@@ -168,7 +174,7 @@ func Open(path string) (*Repo, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Repo{path: path, spares: newSpares(packDir, makeDir), journal: j, standby: standby, checkpointAt: checkpointBytes}
+	r := &Repo{path: path, spares: newSpares(packDir, makeDir), journal: j, standby: standby, checkpointAt: checkpointBytes, merging: map[string]bool{}}
 	r.objs.Store(&objectSet{cache: cache.NewObjectLRU(objectCacheSize)})
 	err = r.reload()
 	if err == nil {
@@ -229,6 +235,10 @@ func (r *Repo) Packs() int { return int(r.packs.Load()) }
 // A git process (a push, a fetch) may have added a pack that the set does not list yet.
 // Every object asked for here was on disk before anyone could ask for it, so a miss lists
 // the packs again before it is believed. Code that holds swap uses lookup instead.
+//
+// A read from a pack that a merge has just swapped out and closed fails too; it is tried
+// again on the set that replaced it, for as long as the set keeps changing under it (a few
+// times at most).
 func (r *Repo) Object(h plumbing.Hash) (plumbing.EncodedObject, error) {
 	if o, err := r.lookup(h); err == nil {
 		return o, nil
@@ -238,11 +248,16 @@ func (r *Repo) Object(h plumbing.Hash) (plumbing.EncodedObject, error) {
 	if err := r.reload(); err != nil {
 		return nil, fmt.Errorf("read object %s: %w", h, err)
 	}
-	o, err := r.lookup(h)
-	if err != nil {
-		return nil, fmt.Errorf("read object %s: %w", h, err)
+	for tries := 1; ; tries++ {
+		set := r.objs.Load()
+		o, err := r.find(set, set.cache, h, 0)
+		if err == nil {
+			return o, nil
+		}
+		if tries == 3 || r.objs.Load() == set {
+			return nil, fmt.Errorf("read object %s: %w", h, err)
+		}
 	}
-	return o, nil
 }
 
 // lookup reads one object from the cache, the set of packs or a loose file.

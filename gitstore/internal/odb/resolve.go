@@ -18,13 +18,14 @@ type resolver struct {
 	chain       []packEntry
 }
 
-// resolve returns the content of h, read from the packs of the set, in a new slice; a chain
-// with a delta that names its base by hash (from a push) is read through m.read.
+// resolve returns the content of h, an object of the packs merged, read from them in a new
+// slice; a chain with a delta that names its base by hash (from a push) is read through
+// m.read.
 func (m *merge) resolve(h plumbing.Hash) ([]byte, error) {
 	res := &m.res
 	var p *pack
 	var off int64
-	for _, q := range m.r.objs.Load().packs {
+	for _, q := range m.own.packs {
 		if i, ok := q.idx.find(h); ok {
 			p, off = q, q.idx.offset(i)
 			break
