@@ -267,8 +267,8 @@ func (r *Repo) writeMerged(packs []packFile, out io.Writer) (plumbing.Hash, []by
 		m.own.packs = append(m.own.packs, p.p)
 		s := &mergeSource{x: x, offs: make([]uint64, x.n), dup: make([]bool, x.n), depth: make([]uint8, x.n)}
 		for j := 0; j < x.n; j++ {
-			if _, _, ok := m.earlier(i, x.hash(j)); ok {
-				s.dup[j] = true
+			if _, _, ok := m.earlier(i, x.hash(j)); ok || (j > 0 && x.hash(j) == x.hash(j-1)) {
+				s.dup[j] = true // held by an earlier pack, or named twice in this one
 			} else {
 				count++
 			}
@@ -502,7 +502,11 @@ func (m *merge) baseOf(i int, off int64) (*mergeSource, int, bool) {
 	if !src.dup[j] {
 		return src, j, src.offs[j] != 0
 	}
-	return m.earlier(i, src.x.hash(j))
+	h := src.x.hash(j)
+	if first, _ := src.x.find(h); first != j { // named twice here: the first is written
+		return src, first, src.offs[first] != 0
+	}
+	return m.earlier(i, h)
 }
 
 // writeTree writes the tree at position j of src, whose content is data: as a delta of the

@@ -69,10 +69,12 @@ func parseIdx(data []byte) (*packIdx, error) {
 	if x.off64+8*large+40 != len(data) {
 		return nil, errors.New("pack index size does not match its tables")
 	}
-	// Every lookup and merge takes the names for sorted, each within its fan-out range.
+	// Every lookup and merge takes the names for sorted, each within its fan-out range. A
+	// name may come twice: recovery wrote such packs before it removed repeats (find takes
+	// the first, and a merge keeps one).
 	for i := 0; i < n; i++ {
 		name := data[x.names+20*i : x.names+20*i+20]
-		if i > 0 && bytes.Compare(data[x.names+20*(i-1):x.names+20*i], name) >= 0 {
+		if i > 0 && bytes.Compare(data[x.names+20*(i-1):x.names+20*i], name) > 0 {
 			return nil, errors.New("pack index names are not in order")
 		}
 		below := 0
@@ -114,16 +116,16 @@ func (x *packIdx) find(h plumbing.Hash) (int, bool) {
 	}
 	hi := int(binary.BigEndian.Uint32(x.data[8+4*int(h[0]):]))
 	lo, hi = min(lo, x.n), min(hi, x.n)
-	for lo < hi {
+	for lo < hi { // to the first name not below h
 		m := int(uint(lo+hi) >> 1)
-		switch c := bytes.Compare(x.data[x.names+20*m:x.names+20*m+20], h[:]); {
-		case c == 0:
-			return m, true
-		case c < 0:
+		if bytes.Compare(x.data[x.names+20*m:x.names+20*m+20], h[:]) < 0 {
 			lo = m + 1
-		default:
+		} else {
 			hi = m
 		}
+	}
+	if lo < x.n && bytes.Equal(x.data[x.names+20*lo:x.names+20*lo+20], h[:]) {
+		return lo, true
 	}
 	return 0, false
 }

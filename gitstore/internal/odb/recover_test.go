@@ -1,6 +1,7 @@
 package odb
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -372,4 +373,53 @@ func TestRecoverRepeatedObjects(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// TestPackWithRepeatedNames: a pack whose index names an object twice, as recovery made them
+// before it removed repeats, opens, reads, and is merged into one that names it once.
+func TestPackWithRepeatedNames(t *testing.T) {
+	path := initTestRepo(t)
+	r, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c1 := commitObjects(t, plumbing.ZeroHash, "one")
+	c2 := commitObjects(t, head(c1), "two")
+	repeated := append(append(slices.Clone(c1), c2...), c1...)
+	if err := r.WritePack(repeated); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.CASRef(plumbing.ZeroHash, head(c2)); err != nil {
+		t.Fatal(err)
+	}
+	packs, err := r.packFiles()
+	if err != nil || len(packs) != 1 || int(packs[0].count) != len(repeated) {
+		t.Fatalf("packs %v, %v: want one naming %d objects", packs, err, len(repeated))
+	}
+	r.Close()
+	r, err = Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	objs := append(slices.Clone(c1), c2...)
+	readsBack(t, path, objs)
+	c3 := commitObjects(t, head(c2), "three")
+	if err := r.WritePack(c3); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.CASRef(head(c2), head(c3)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.MergePacks(1); err != nil {
+		t.Fatal(err)
+	}
+	objs = append(objs, c3...)
+	if packs, err = r.packFiles(); err != nil || len(packs) != 1 || int(packs[0].count) != len(objs) {
+		t.Fatalf("after the merge: packs %v, %v; want one naming %d objects", packs, err, len(objs))
+	}
+	if err := r.Git(context.Background(), "fsck", "--strict"); err != nil {
+		t.Fatal(err)
+	}
+	readsBack(t, path, objs)
 }
