@@ -379,10 +379,7 @@ func TestRecoverRepeatedObjects(t *testing.T) {
 // before it removed repeats, opens, reads, and is merged into one that names it once.
 func TestPackWithRepeatedNames(t *testing.T) {
 	path := initTestRepo(t)
-	r, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := mustOpen(t, path)
 	c1 := commitObjects(t, plumbing.ZeroHash, "one")
 	c2 := commitObjects(t, head(c1), "two")
 	repeated := append(append(slices.Clone(c1), c2...), c1...)
@@ -397,10 +394,7 @@ func TestPackWithRepeatedNames(t *testing.T) {
 		t.Fatalf("packs %v, %v: want one naming %d objects", packs, err, len(repeated))
 	}
 	r.Close()
-	r, err = Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r = mustOpen(t, path)
 	defer r.Close()
 	objs := append(slices.Clone(c1), c2...)
 	readsBack(t, path, objs)
@@ -422,4 +416,14 @@ func TestPackWithRepeatedNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	readsBack(t, path, objs)
+}
+
+// mustOpen opens the repository at path.
+func mustOpen(t *testing.T, path string) *Repo {
+	t.Helper()
+	r, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
