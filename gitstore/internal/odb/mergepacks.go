@@ -267,11 +267,26 @@ func (r *Repo) writeMerged(packs []packFile, out io.Writer) (plumbing.Hash, []by
 		m.own.packs = append(m.own.packs, p.p)
 		s := &mergeSource{x: x, offs: make([]uint64, x.n), dup: make([]bool, x.n), depth: make([]uint8, x.n)}
 		for j := 0; j < x.n; j++ {
-			if _, _, ok := m.earlier(i, x.hash(j)); ok || (j > 0 && x.hash(j) == x.hash(j-1)) {
-				s.dup[j] = true // held by an earlier pack, or named twice in this one
-			} else {
-				count++
+			h := x.hash(j)
+			if _, _, ok := m.earlier(i, h); ok {
+				s.dup[j] = true
+				continue
 			}
+			if j > 0 && h == x.hash(j-1) {
+				// Named twice in this pack: the copy first in the pack is written, so that a
+				// delta of either copy finds it written before itself (mergeSource.written).
+				k := j - 1
+				for s.dup[k] {
+					k--
+				}
+				if x.offset(j) < x.offset(k) {
+					s.dup[k] = true
+				} else {
+					s.dup[j] = true
+				}
+				continue
+			}
+			count++
 		}
 		m.srcs = append(m.srcs, s)
 	}
@@ -351,11 +366,23 @@ func (m *merge) read(h plumbing.Hash) (plumbing.EncodedObject, error) {
 // earlier returns the source before the i-th that writes h, and h's position in it.
 func (m *merge) earlier(i int, h plumbing.Hash) (*mergeSource, int, bool) {
 	for _, s := range m.srcs[:i] {
-		if j, ok := s.x.find(h); ok && !s.dup[j] {
+		if j, ok := s.written(h); ok {
 			return s, j, true
 		}
 	}
 	return nil, 0, false
+}
+
+// written returns the position of the copy of h that the merge writes from s, if it writes
+// one from s: of the copies of a name that s names twice, the first in the pack.
+func (s *mergeSource) written(h plumbing.Hash) (int, bool) {
+	j, ok := s.x.find(h)
+	for ; ok && j < s.x.n && s.x.hash(j) == h; j++ {
+		if !s.dup[j] {
+			return j, true
+		}
+	}
+	return 0, false
 }
 
 // copyObjects appends the objects of the i-th pack, read in the pack's order, but for those
@@ -503,8 +530,8 @@ func (m *merge) baseOf(i int, off int64) (*mergeSource, int, bool) {
 		return src, j, src.offs[j] != 0
 	}
 	h := src.x.hash(j)
-	if first, _ := src.x.find(h); first != j { // named twice here: the first is written
-		return src, first, src.offs[first] != 0
+	if k, ok := src.written(h); ok { // named twice here
+		return src, k, src.offs[k] != 0
 	}
 	return m.earlier(i, h)
 }

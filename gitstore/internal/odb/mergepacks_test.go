@@ -2,10 +2,13 @@ package odb
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -495,5 +498,111 @@ func meanwhile(t *testing.T, what string, f func() error) {
 		}
 	case <-time.After(time.Minute):
 		t.Fatalf("%s waited for a merge", what)
+	}
+}
+
+// TestMergeRepeatedNames: packs that name a tree twice, with one copy a delta of the other or
+// a later tree a delta of either, and the index listing the copies in pack order or not (the
+// index's sort of equal names is not stable), read back whole before and after a merge, and
+// the merged pack passes git's fsck.
+func TestMergeRepeatedNames(t *testing.T) {
+	var blobs []plumbing.EncodedObject // in a pack of their own
+	folder := func(variant string) plumbing.EncodedObject {
+		tr := &object.Tree{}
+		for i := range 30 {
+			blob := &plumbing.MemoryObject{}
+			blob.SetType(plumbing.BlobObject)
+			fmt.Fprint(blob, "memory ", i)
+			if i == 15 {
+				fmt.Fprint(blob, variant)
+			}
+			if variant == "" || i == 15 {
+				blobs = append(blobs, blob)
+			}
+			tr.Entries = append(tr.Entries, object.TreeEntry{Name: fmt.Sprintf("m%02d.md", i), Mode: filemode.Regular, Hash: blob.Hash()})
+		}
+		o := &plumbing.MemoryObject{}
+		if err := tr.Encode(o); err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	commit := func(tree plumbing.Hash, msg string) plumbing.EncodedObject {
+		c := &object.Commit{TreeHash: tree, Message: msg,
+			Author: object.Signature{Name: "t", Email: "t@t"}, Committer: object.Signature{Name: "t", Email: "t@t"}}
+		o := &plumbing.MemoryObject{}
+		if err := c.Encode(o); err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	tr, tu := folder(""), folder("changed") // tu is a delta of tr in a pack
+	c0, c1, c2 := commit(tr.Hash(), "0"), commit(tr.Hash(), "1"), commit(tu.Hash(), "2")
+	for _, tc := range []struct {
+		name     string
+		packs    [][]plumbing.EncodedObject
+		backward bool // the index lists equal names against the pack's order
+	}{
+		{"a copy a delta of the other", [][]plumbing.EncodedObject{blobs, {tr, tr, tu, c1, c2}}, false},
+		{"a copy a delta of the other, listed backward", [][]plumbing.EncodedObject{blobs, {tr, tr, tu, c1, c2}}, true},
+		{"a later tree a delta of the first copy", [][]plumbing.EncodedObject{blobs, {tr, tu, tr, c1, c2}}, false},
+		{"a later tree a delta of the first copy, listed backward", [][]plumbing.EncodedObject{blobs, {tr, tu, tr, c1, c2}}, true},
+		{"both copies in an earlier pack too", [][]plumbing.EncodedObject{append([]plumbing.EncodedObject{tr, c0}, blobs...), {tr, tr, tu, c1, c2}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := initTestRepo(t)
+			var all []plumbing.EncodedObject
+			for i, objs := range tc.packs {
+				placeOrdered(t, path, objs, tc.backward, time.Unix(1000+int64(i), 0))
+				all = append(all, objs...)
+			}
+			readsBack(t, path, all)
+			r := mustOpen(t, path)
+			defer r.Close()
+			if err := r.MergePacks(1); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.CASRef(plumbing.ZeroHash, head(tc.packs[len(tc.packs)-1])); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Git(context.Background(), "fsck", "--strict"); err != nil {
+				t.Fatal(err)
+			}
+			readsBack(t, path, all)
+		})
+	}
+}
+
+// placeOrdered writes objs as one durable pack whose index lists equal names in the pack's
+// order, or against it if backward, with the pack's time at.
+func placeOrdered(t *testing.T, path string, objs []plumbing.EncodedObject, backward bool, at time.Time) {
+	t.Helper()
+	p, err := encodePack(objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	es := slices.Clone(p.idx.entries)
+	slices.SortStableFunc(es, func(a, b indexEntry) int {
+		if c := bytes.Compare(a.hash[:], b.hash[:]); c != 0 || !backward {
+			return cmp.Or(c, cmp.Compare(a.offset, b.offset))
+		}
+		return cmp.Compare(b.offset, a.offset)
+	})
+	idx := buildIdx(len(es), func(yield func(plumbing.Hash, uint32, uint64)) {
+		for _, e := range es {
+			yield(e.hash, e.crc, e.offset)
+		}
+	}, p.idx.packSum)
+	dir := filepath.Join(path, "objects", "pack")
+	tmp := filepath.Join(dir, "tmp_ordered")
+	if err := os.WriteFile(tmp, p.data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := p.base(dir)
+	if err := publishPack(tmp, idx, base, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(base+".pack", at, at); err != nil {
+		t.Fatal(err)
 	}
 }

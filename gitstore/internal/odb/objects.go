@@ -301,8 +301,19 @@ func (r *Repo) readPacked(set *objectSet, c cache.Object, p *pack, off int64, de
 		if !ok {
 			return 0, nil, fmt.Errorf("no object at the delta's base offset %d", e.base)
 		}
-		if base, err = r.find(set, c, p.idx.hash(i), depth+1); err != nil {
-			return 0, nil, err
+		// The base at its offset, not by its name: a pack that names an object twice may
+		// hold one copy as a delta of the other, and the name leads back to the delta.
+		h := p.idx.hash(i)
+		if base, ok = c.Get(h); !ok {
+			if depth+1 > maxDeltaDepth {
+				return 0, nil, fmt.Errorf("read object %s: deltas nested deeper than %d", h, maxDeltaDepth)
+			}
+			t, data, err := r.readPacked(set, c, p, e.base, depth+1)
+			if err != nil {
+				return 0, nil, err
+			}
+			base = &readObject{h: h, t: t, data: data}
+			c.Put(base)
 		}
 	case plumbing.REFDeltaObject:
 		if base, err = r.find(set, c, e.ref, depth+1); err != nil {
