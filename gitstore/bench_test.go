@@ -123,8 +123,6 @@ func BenchmarkWriteBesideMerge(b *testing.B) {
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				s.maintMu.RLock()
-				defer s.maintMu.RUnlock()
 				s.maintain(1)
 			}()
 			return func() { <-done }
@@ -172,7 +170,7 @@ func benchWrites(b *testing.B, n int, beside func(s *Store) (wait func())) {
 func settle(s *Store) {
 	s.maintMu.Lock()
 	defer s.maintMu.Unlock()
-	s.maintain(s.opts.MaxPacks)
+	s.packAndMerge(s.opts.MaxPacks)
 }
 
 // mergeTimer adds up the time of the pack merges that end between start and stop.

@@ -37,9 +37,7 @@ func (s *Store) afterGroup() {
 	n := s.repo.Packs()
 	switch {
 	case n > backlogFactor*s.opts.MaxPacks:
-		s.maintMu.RLock()
 		s.maintain(s.opts.MaxPacks)
-		s.maintMu.RUnlock()
 	case n > s.opts.MaxPacks:
 		s.askMaintain(s.opts.MaxPacks)
 	}
@@ -68,9 +66,7 @@ func (s *Store) maintainer() {
 	for {
 		select {
 		case n := <-s.maint:
-			s.maintMu.RLock()
 			s.maintain(n)
-			s.maintMu.RUnlock()
 		case <-s.quit:
 			return
 		}
@@ -85,9 +81,17 @@ func (s *Store) runTaskNow(task func() error) error {
 	return task()
 }
 
-// maintain packs loose objects and merges packs down to maxPacks; a failure is logged and
-// tried again later, never fatal.
+// maintain packs loose objects and merges packs down to maxPacks, beside other merges but
+// not beside the writer's tasks (maintMu); a failure is logged and tried again later, never
+// fatal.
 func (s *Store) maintain(maxPacks int) {
+	s.maintMu.RLock()
+	defer s.maintMu.RUnlock()
+	s.packAndMerge(maxPacks)
+}
+
+// packAndMerge is maintain's work; the caller holds maintMu.
+func (s *Store) packAndMerge(maxPacks int) {
 	start := time.Now()
 	if err := s.repo.PackLoose(); err != nil {
 		s.log.Error("pack loose objects", "store", s.id, "err", err)

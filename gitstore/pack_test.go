@@ -32,7 +32,7 @@ func TestPacking(t *testing.T) {
 	}
 	// A loose object such as a push leaves behind is packed too.
 	blob := strings.TrimSpace(gitIn(t, s.RepoPath(), "hash-object", "-w", "--stdin", "--path", "x"))
-	if err := s.runTask(ctx, func() error { s.maintain(idlePacks); return nil }); err != nil {
+	if err := s.runTask(ctx, func() error { s.packAndMerge(idlePacks); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	packs, err := filepath.Glob(filepath.Join(s.RepoPath(), "objects", "pack", "*.pack"))

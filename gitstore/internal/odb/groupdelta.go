@@ -31,7 +31,6 @@ type groupDeltas struct {
 	// written, latest first: folders alike in their names (notes/ in every project) share
 	// a pair, and a folder's version before is the likest of them.
 	last  map[endNames][]groupTree
-	ww    *wholeWriter
 	delta deltaEntry
 }
 
@@ -48,10 +47,10 @@ func worthDeltas(objs []plumbing.EncodedObject) bool {
 	return false
 }
 
-// write writes the tree o, whose content is data, at cw's offset: as a delta of the likest
+// write writes the tree whose content is data at cw's offset: as a delta of the likest
 // version written before with the same end names if that saves most of it, else whole. It
 // returns the CRC-32 of the bytes written.
-func (g *groupDeltas) write(cw *countingWriter, o plumbing.EncodedObject, data []byte) (uint32, error) {
+func (g *groupDeltas) write(cw *countingWriter, data []byte) (uint32, error) {
 	at := cw.off
 	first, last, named := treeEnds(data)
 	key := endNames{string(first), string(last)}
@@ -76,7 +75,7 @@ func (g *groupDeltas) write(cw *countingWriter, o plumbing.EncodedObject, data [
 			return crc, nil
 		}
 	}
-	crc, err := g.ww.write(cw, o)
+	crc, err := writeTree(cw, data)
 	if err != nil {
 		return 0, err
 	}

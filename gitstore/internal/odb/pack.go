@@ -47,7 +47,7 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 // saved would last only until then. Blobs and commits are text, where matching pays.
 type wholeWriter struct {
 	zw   *zlib.Writer
-	tree bytes.Buffer // a tree's content, read for writeStored
+	tree bytes.Buffer // a tree's content, read for writeTree
 }
 
 // wholeWriters keeps compressors for encodePack: making one costs more than compressing a
@@ -61,11 +61,6 @@ func newWholeWriter() *wholeWriter {
 
 // write writes o to w and returns the CRC-32 of the bytes written, as the pack index needs.
 func (ww *wholeWriter) write(w io.Writer, o plumbing.EncodedObject) (uint32, error) {
-	crc := crc32.NewIEEE()
-	mw := io.MultiWriter(w, crc)
-	if _, err := mw.Write(appendObjectHeader(nil, byte(o.Type()), int(o.Size()))); err != nil {
-		return 0, err
-	}
 	rd, err := o.Reader()
 	if err != nil {
 		return 0, err
@@ -76,16 +71,32 @@ func (ww *wholeWriter) write(w io.Writer, o plumbing.EncodedObject) (uint32, err
 		if _, err := ww.tree.ReadFrom(rd); err != nil {
 			return 0, err
 		}
-		if err := writeStored(mw, ww.tree.Bytes()); err != nil {
-			return 0, err
-		}
-		return crc.Sum32(), nil
+		return writeTree(w, ww.tree.Bytes())
+	}
+	crc := crc32.NewIEEE()
+	mw := io.MultiWriter(w, crc)
+	if _, err := mw.Write(appendObjectHeader(nil, byte(o.Type()), int(o.Size()))); err != nil {
+		return 0, err
 	}
 	ww.zw.Reset(mw)
 	if _, err := io.Copy(ww.zw, rd); err != nil {
 		return 0, err
 	}
 	if err := ww.zw.Close(); err != nil {
+		return 0, err
+	}
+	return crc.Sum32(), nil
+}
+
+// writeTree writes a tree whose content is data to w, whole and stored (wholeWriter), and
+// returns the CRC-32 of the bytes written.
+func writeTree(w io.Writer, data []byte) (uint32, error) {
+	crc := crc32.NewIEEE()
+	mw := io.MultiWriter(w, crc)
+	if _, err := mw.Write(appendObjectHeader(nil, byte(plumbing.TreeObject), len(data))); err != nil {
+		return 0, err
+	}
+	if err := writeStored(mw, data); err != nil {
 		return 0, err
 	}
 	return crc.Sum32(), nil
@@ -185,7 +196,7 @@ func encodePack(objs []plumbing.EncodedObject) (*encodedPack, error) {
 	defer wholeWriters.Put(ww)
 	var deltas *groupDeltas // trees as deltas of their versions before (groupdelta.go)
 	if worthDeltas(objs) {
-		deltas = &groupDeltas{last: map[endNames][]groupTree{}, ww: ww, delta: deltaEntry{zw: ww.zw}}
+		deltas = &groupDeltas{last: map[endNames][]groupTree{}, delta: deltaEntry{zw: ww.zw}}
 	}
 	for _, o := range objs {
 		off := cw.off
@@ -194,7 +205,7 @@ func encodePack(objs []plumbing.EncodedObject) (*encodedPack, error) {
 		if deltas != nil && o.Type() == plumbing.TreeObject && o.Size() >= minDeltaTree {
 			var data []byte
 			if data, err = ReadEncoded(o); err == nil {
-				crc, err = deltas.write(cw, o, data)
+				crc, err = deltas.write(cw, data)
 			}
 		} else {
 			crc, err = ww.write(cw, o)

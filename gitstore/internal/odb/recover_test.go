@@ -88,21 +88,13 @@ func TestRecoverRef(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			path := initTestRepo(t)
-			r, err := Open(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r.SetCheckpointBytes(1 << 40)
+			path, r := uncheckpointed(t)
 			c1 := commitObjects(t, plumbing.ZeroHash, "one")
 			c2 := commitObjects(t, head(c1), "two")
 			publishChain(t, r, c1, c2)
 			want := tc.set(t, r, head(c1), head(c2))
 			abandon(r)
-			r, err = Open(path)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r = mustOpen(t, path)
 			defer r.Close()
 			if got, err := r.ReadRef(); err != nil || got != want {
 				t.Fatalf("main after recovery: %v, %v; want %v", got, err, want)
@@ -345,22 +337,14 @@ func TestRecoverBothJournalFiles(t *testing.T) {
 // in one, two, one) are recovered into one pack that names each once; the repository opens,
 // and opens again.
 func TestRecoverRepeatedObjects(t *testing.T) {
-	path := initTestRepo(t)
-	r, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.SetCheckpointBytes(1 << 40)
+	path, r := uncheckpointed(t)
 	c1 := commitObjects(t, plumbing.ZeroHash, "one")
 	c2 := commitObjects(t, head(c1), "two")
 	c3 := commitObjects(t, head(c2), "one") // the blob and tree of c1 again
 	publishChain(t, r, c1, c2, c3)
 	abandon(r)
 	for range 2 {
-		r, err = Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r = mustOpen(t, path)
 		if got, err := r.ReadRef(); err != nil || got != head(c3) {
 			t.Fatalf("main after recovery: %s, %v; want %s", got, err, head(c3))
 		}
@@ -426,4 +410,14 @@ func mustOpen(t *testing.T, path string) *Repo {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// uncheckpointed opens a new repository whose journal is never checkpointed, so that its
+// records stay for recovery.
+func uncheckpointed(t *testing.T) (string, *Repo) {
+	t.Helper()
+	path := initTestRepo(t)
+	r := mustOpen(t, path)
+	r.SetCheckpointBytes(1 << 40)
+	return path, r
 }

@@ -248,14 +248,26 @@ func (r *Repo) Object(h plumbing.Hash) (plumbing.EncodedObject, error) {
 	if err := r.reload(); err != nil {
 		return nil, fmt.Errorf("read object %s: %w", h, err)
 	}
+	o, err := r.findSettled(h, nil)
+	if err != nil {
+		return nil, fmt.Errorf("read object %s: %w", h, err)
+	}
+	return o, nil
+}
+
+// findSettled reads h from the set of packs, through c or else the set's cache; a read that
+// failed on a set that a merge has swapped since (closing the packs it merged) is tried again
+// on the new one, a few times at most.
+func (r *Repo) findSettled(h plumbing.Hash, c cache.Object) (plumbing.EncodedObject, error) {
 	for tries := 1; ; tries++ {
 		set := r.objs.Load()
-		o, err := r.find(set, set.cache, h, 0)
-		if err == nil {
-			return o, nil
+		sc := c
+		if sc == nil {
+			sc = set.cache
 		}
-		if tries == 3 || r.objs.Load() == set {
-			return nil, fmt.Errorf("read object %s: %w", h, err)
+		o, err := r.find(set, sc, h, 0)
+		if err == nil || tries == 3 || r.objs.Load() == set {
+			return o, err
 		}
 	}
 }
