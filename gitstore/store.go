@@ -40,6 +40,9 @@ type Store struct {
 	maintMu     sync.RWMutex
 
 	lastTime time.Time // writer goroutine only
+	// head is the last head commit that the writer read or made, and its tree, so that a
+	// group need not read the commit back from the packs (18-30 µs a write). Writer only.
+	head commitTree
 	// unsettled is set when a redaction moved main but the catalog did not record its
 	// rewrites: the writer settles them before anything else (redact.go). Writer only.
 	unsettled bool
@@ -55,6 +58,9 @@ type Store struct {
 
 	moved headSignal // closed when the commit that reads reflect changes (changes.go)
 }
+
+// commitTree is a commit and its tree.
+type commitTree struct{ commit, tree plumbing.Hash }
 
 func openStore(id, repoPath, catalogPath string, opts Options) (*Store, error) {
 	return openStoreProgress(id, repoPath, catalogPath, opts, nil)

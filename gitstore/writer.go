@@ -189,6 +189,7 @@ func (s *Store) tryGroup(group []*request) ([]result, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.head = commitTree{b.head, b.root}
 	s.opts.Observer.GroupCommitted(s.id, len(group), t.Pack, t.Durable)
 	if err := tx.Commit(); err != nil {
 		// The commits are published and durable (the journal); the catalog catches up from
@@ -214,6 +215,7 @@ type batch struct {
 	// replaced are the trees that the group's commits made new versions of (replacedTree)
 	// and that no later commit of the group built again (keepTree).
 	replaced map[plumbing.Hash]bool
+	edits    map[plumbing.Hash]treeEdit // how the group's trees were built (editLog)
 	// approver, while a write that a person approved in review runs, is recorded in its
 	// commit (Gitmem-Approved-By).
 	approver *Actor
@@ -222,12 +224,17 @@ type batch struct {
 func (s *Store) newBatch(tx *bolt.Tx) (*batch, error) {
 	b := &batch{s: s, ct: writeTx(tx), byHash: map[plumbing.Hash]plumbing.EncodedObject{}, last: s.lastTime}
 	b.head = b.ct.applied()
-	if !b.head.IsZero() {
+	switch {
+	case b.head.IsZero():
+	case b.head == s.head.commit:
+		b.root = s.head.tree
+	default:
 		c, err := s.repo.commit(b.head)
 		if err != nil {
 			return nil, err
 		}
 		b.root = c.TreeHash
+		s.head = commitTree{b.head, b.root}
 	}
 	return b, nil
 }
@@ -264,6 +271,18 @@ func (b *batch) forgetReplaced() {
 			delete(b.s.trees, h)
 		}
 	}
+}
+
+func (b *batch) keepEdit(h plumbing.Hash, e treeEdit) {
+	if b.edits == nil {
+		b.edits = map[plumbing.Hash]treeEdit{}
+	}
+	b.edits[h] = e
+}
+
+func (b *batch) editOf(h plumbing.Hash) (treeEdit, bool) {
+	e, ok := b.edits[h]
+	return e, ok
 }
 
 func (b *batch) keepTree(h plumbing.Hash, entries []object.TreeEntry) {

@@ -98,8 +98,8 @@ func geometricSplit(packs []packFile) int {
 // million versions stays a few files. The new pack and its index are written and fsynced
 // under temporary names and published index first; then the merged pack takes the old
 // ones' place in the set that reads look in, and only then are their files removed. It
-// merges the packs of the set, listed again first: those whose index was checked when it
-// was read (openPack), with their deltas' bases readable.
+// merges the packs of the set, listed again first if the set has more than maxPacks: those
+// whose index was checked when it was read (openPack), with their deltas' bases readable.
 //
 // Merges may run at once, each on packs that no other has taken (takePacks): a merge of all
 // the packs took about a second at 100,000 memories, and a writer adding a pack a write
@@ -199,9 +199,17 @@ func (r *Repo) MergePacks(maxPacks int) (err error) {
 // takePacks lists the packs again and returns those to merge, smallest first, among those
 // that no other merge has taken, or none if there are not more than maxPacks; it marks them
 // taken (release).
+//
+// While a merge runs, the writer asks for one after each group, and nearly every ask finds
+// nothing to take (in one run at 100,000 memories, 366 of 392 took under a millisecond).
+// Those are answered from the set as it stands, without listing the directory: a listing
+// holds placing, which the writer's next pack waits for.
 func (r *Repo) takePacks(maxPacks int) ([]packFile, error) {
 	r.swap.Lock()
 	defer r.swap.Unlock()
+	if len(r.untaken(r.objs.Load()))+r.merges <= maxPacks {
+		return nil, nil
+	}
 	// Not while a pack is between its rename and joining the set: the merge would remove
 	// it, and the set then take it in.
 	r.placing.Lock()
@@ -212,12 +220,7 @@ func (r *Repo) takePacks(maxPacks int) ([]packFile, error) {
 		return nil, err
 	}
 	r.packs.Store(int64(len(set.packs)))
-	packs := make([]packFile, 0, len(set.packs))
-	for _, p := range set.packs {
-		if !r.merging[p.base] {
-			packs = append(packs, packFile{base: p.base, count: uint32(p.idx.n), p: p})
-		}
-	}
+	packs := r.untaken(set)
 	sort.Slice(packs, func(i, j int) bool { return packs[i].count < packs[j].count })
 	// Each merge running now leaves one pack.
 	left := len(packs) + r.merges
@@ -234,6 +237,17 @@ func (r *Repo) takePacks(maxPacks int) ([]packFile, error) {
 	}
 	r.merges++
 	return packs[:k], nil
+}
+
+// untaken returns the packs of set that no merge has taken. The caller holds swap.
+func (r *Repo) untaken(set *objectSet) []packFile {
+	packs := make([]packFile, 0, len(set.packs))
+	for _, p := range set.packs {
+		if !r.merging[p.base] {
+			packs = append(packs, packFile{base: p.base, count: uint32(p.idx.n), p: p})
+		}
+	}
+	return packs
 }
 
 // release ends a merge that took the packs at bases.

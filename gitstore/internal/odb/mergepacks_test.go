@@ -606,3 +606,24 @@ func placeOrdered(t *testing.T, path string, objs []plumbing.EncodedObject, back
 		t.Fatal(err)
 	}
 }
+
+// TestMergeNothingAsPlaced: a merge with nothing to take answers while the writer is placing
+// a pack (placing held), as it does after nearly every group while another merge runs; a
+// merge with packs to take lists them once the pack is placed.
+func TestMergeNothingAsPlaced(t *testing.T) {
+	r := openTestRepo(t)
+	for _, objs := range treeHistory(t, 3) {
+		if err := r.WritePack(objs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.placing.RLock()
+	meanwhile(t, "a merge with nothing to take", func() error { return r.MergePacks(4) })
+	r.placing.RUnlock()
+	if err := r.MergePacks(1); err != nil {
+		t.Fatal(err)
+	}
+	if n := r.Packs(); n != 1 {
+		t.Fatalf("%d packs after a merge down to 1", n)
+	}
+}

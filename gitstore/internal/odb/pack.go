@@ -46,8 +46,23 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 // back, which a merge does for every tree to make it a delta (treedelta.go); the bytes
 // saved would last only until then. Blobs and commits are text, where matching pays.
 type wholeWriter struct {
-	zw   *zlib.Writer
-	tree bytes.Buffer // a tree's content, read for writeTree
+	zw *zlib.Writer
+}
+
+// Whole is an object that holds its content and hands it out without a copy, as the trees
+// that the writer builds do: a write at 100,000 memories rebuilds a folder of 33 KB, which a
+// pack's encoding read through Reader into a copy of its own before.
+type Whole interface {
+	// Content returns the object's content, which the caller must not change.
+	Content() []byte
+}
+
+// wholeContent returns o's content: its own bytes if it is Whole, else a copy read.
+func wholeContent(o plumbing.EncodedObject) ([]byte, error) {
+	if w, ok := o.(Whole); ok {
+		return w.Content(), nil
+	}
+	return ReadEncoded(o)
 }
 
 // wholeWriters keeps compressors for encodePack: making one costs more than compressing a
@@ -61,18 +76,18 @@ func newWholeWriter() *wholeWriter {
 
 // write writes o to w and returns the CRC-32 of the bytes written, as the pack index needs.
 func (ww *wholeWriter) write(w io.Writer, o plumbing.EncodedObject) (uint32, error) {
+	if o.Type() == plumbing.TreeObject {
+		data, err := wholeContent(o)
+		if err != nil {
+			return 0, err
+		}
+		return writeTree(w, data)
+	}
 	rd, err := o.Reader()
 	if err != nil {
 		return 0, err
 	}
 	defer rd.Close()
-	if o.Type() == plumbing.TreeObject {
-		ww.tree.Reset()
-		if _, err := ww.tree.ReadFrom(rd); err != nil {
-			return 0, err
-		}
-		return writeTree(w, ww.tree.Bytes())
-	}
 	crc := crc32.NewIEEE()
 	mw := io.MultiWriter(w, crc)
 	if _, err := mw.Write(appendObjectHeader(nil, byte(o.Type()), int(o.Size()))); err != nil {
@@ -204,7 +219,7 @@ func encodePack(objs []plumbing.EncodedObject) (*encodedPack, error) {
 		var err error
 		if deltas != nil && o.Type() == plumbing.TreeObject && o.Size() >= minDeltaTree {
 			var data []byte
-			if data, err = ReadEncoded(o); err == nil {
+			if data, err = wholeContent(o); err == nil {
 				crc, err = deltas.write(cw, data)
 			}
 		} else {
