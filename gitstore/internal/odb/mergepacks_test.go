@@ -627,3 +627,54 @@ func TestMergeNothingAsPlaced(t *testing.T) {
 		t.Fatalf("%d packs after a merge down to 1", n)
 	}
 }
+
+// TestResolveFromTips: a merge's reads of a pack's trees, in the order of the pack as a
+// merge reads them, give every tree as it was, and start from the trees read last: they
+// apply far fewer deltas than reads that each go down to their chain's whole tree.
+func TestResolveFromTips(t *testing.T) {
+	r := openTestRepo(t)
+	want := map[plumbing.Hash][]byte{}
+	for _, objs := range treeHistory(t, 150) {
+		if err := r.WritePack(objs); err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range objs {
+			if o.Type() == plumbing.TreeObject {
+				want[o.Hash()], _ = ReadEncoded(o)
+			}
+		}
+	}
+	if err := r.MergePacks(1); err != nil {
+		t.Fatal(err)
+	}
+	set := r.objs.Load()
+	if len(set.packs) != 1 {
+		t.Fatalf("%d packs after merging down to 1", len(set.packs))
+	}
+	p := set.packs[0]
+	var trees []plumbing.Hash // in the pack's order
+	for _, i := range p.idx.inOffsetOrder() {
+		if h := p.idx.hash(int(i)); want[h] != nil {
+			trees = append(trees, h)
+		}
+	}
+	shared := &merge{r: r, own: *set}
+	alone := 0 // deltas applied by reads that keep nothing
+	for _, h := range trees {
+		got, err := shared.resolve(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want[h]) {
+			t.Fatalf("tree %s reads otherwise", h)
+		}
+		fresh := &merge{r: r, own: *set}
+		if _, err := fresh.resolve(h); err != nil {
+			t.Fatal(err)
+		}
+		alone += fresh.res.applied
+	}
+	if alone < 100 || shared.res.applied*2 > alone {
+		t.Fatalf("the reads applied %d deltas, against %d for reads that each start from a whole tree", shared.res.applied, alone)
+	}
+}

@@ -13,9 +13,44 @@ import (
 // chain, and reading it through the packs' reads (find) made a new copy at every step of the
 // chain and cached each. That was 9 GB of allocations in the merges of BenchmarkWrite at
 // 100,000 memories, which drove the collector and the heap's peak.
+//
+// It keeps the last objects it read (tips), each with where it lies: the next read of the
+// same chain starts from the nearest of them rather than from the chain's whole object. At
+// 100,000 memories the merges of 1,000 writes read 143 versions of the 33 KB top folder,
+// 30 deltas deep on average, and applied 126 MB of deltas to do it.
 type resolver struct {
 	a, b, delta []byte
 	chain       []packEntry
+	tips        [maxTips]resolved
+	next        int // the slot of tips that the next object read takes
+	applied     int // deltas applied, all told
+}
+
+// maxTips is how many objects read a resolver keeps: enough for the chains of a few folders
+// that a merge makes deltas along at once.
+const maxTips = 8
+
+// resolved is an object a resolver read: its content, at off in p.
+type resolved struct {
+	p    *pack
+	off  int64
+	data []byte
+}
+
+// tip returns the content of the object at off in p, if it is one of the last read.
+func (res *resolver) tip(p *pack, off int64) ([]byte, bool) {
+	for _, t := range res.tips {
+		if t.p == p && t.off == off {
+			return t.data, true
+		}
+	}
+	return nil, false
+}
+
+// keep remembers data, which no one changes, as the object at off in p.
+func (res *resolver) keep(p *pack, off int64, data []byte) {
+	res.tips[res.next] = resolved{p: p, off: off, data: data}
+	res.next = (res.next + 1) % maxTips
 }
 
 // resolve returns the content of h, an object of the packs merged, read from them in a new
@@ -34,8 +69,13 @@ func (m *merge) resolve(h plumbing.Hash) ([]byte, error) {
 	if p == nil {
 		return m.readData(h)
 	}
+	at := off
 	res.chain = res.chain[:0]
 	for {
+		if d, ok := res.tip(p, off); ok {
+			res.a = append(res.a[:0], d...)
+			break
+		}
 		e, err := p.entryAt(off)
 		if err != nil {
 			return nil, fmt.Errorf("read object %s: %w", h, err)
@@ -63,9 +103,12 @@ func (m *merge) resolve(h plumbing.Hash) ([]byte, error) {
 		if res.b, err = applyDelta(res.b[:0], res.a, res.delta); err != nil {
 			return nil, fmt.Errorf("read object %s: %w", h, err)
 		}
+		res.applied++
 		res.a, res.b = res.b, res.a
 	}
-	return bytes.Clone(res.a), nil
+	data := bytes.Clone(res.a)
+	res.keep(p, at, data)
+	return data, nil
 }
 
 // readData reads h through the reads of the packs, in the merge's cache.
