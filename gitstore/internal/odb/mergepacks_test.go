@@ -678,3 +678,33 @@ func TestResolveFromTips(t *testing.T) {
 		t.Fatalf("the reads applied %d deltas, against %d for reads that each start from a whole tree", shared.res.applied, alone)
 	}
 }
+
+// TestTreeEnds: the names of a tree's first and last entries, with names that hold spaces,
+// hashes that hold spaces and zeros, and trees that end inside an entry refused.
+func TestTreeEnds(t *testing.T) {
+	entry := func(mode, name string, fill byte) []byte {
+		e := append([]byte(mode+" "+name), 0)
+		return append(e, bytes.Repeat([]byte{fill}, 20)...)
+	}
+	var tree []byte
+	tree = append(tree, entry("100644", "a b.md", ' ')...)
+	tree = append(tree, entry("40000", "notes", 0)...)
+	tree = append(tree, entry("160000", "z", 'x')...)
+	for _, c := range []struct {
+		data        []byte
+		first, last string
+		ok          bool
+	}{
+		{tree, "a b.md", "z", true},
+		{entry("100644", "only.md", 0), "only.md", "only.md", true},
+		{nil, "", "", false},
+		{tree[:len(tree)-1], "", "", false},
+		{entry("1006440", "long-mode", 0), "", "", false},
+		{[]byte("100644 no-nul"), "", "", false},
+	} {
+		first, last, ok := treeEnds(c.data)
+		if ok != c.ok || string(first) != c.first || string(last) != c.last {
+			t.Errorf("%q: %q, %q, %v; want %q, %q, %v", c.data, first, last, ok, c.first, c.last, c.ok)
+		}
+	}
+}

@@ -162,12 +162,24 @@ func (t *treeBases) fill(off uint64, data []byte) {
 	}
 }
 
-// treeEnds returns the names of a tree's first and last entries.
+// treeEnds returns the names of a tree's first and last entries. It steps over the entries
+// byte by byte: a mode is at most 6 digits and a name is short, where bytes.IndexByte's setup
+// cost more than the search (a merge runs this over every version of the 1,000-entry top
+// folder of a store of 100,000 memories).
 func treeEnds(data []byte) (first, last []byte, ok bool) {
 	for len(data) > 0 {
-		sp := bytes.IndexByte(data, ' ')
-		nul := bytes.IndexByte(data, 0)
-		if sp < 0 || nul < sp || nul+21 > len(data) {
+		sp := 0
+		for sp < len(data) && sp <= maxModeLen && data[sp] != ' ' {
+			sp++
+		}
+		if sp > maxModeLen || sp >= len(data) || data[sp] != ' ' {
+			return nil, nil, false
+		}
+		nul := sp + 1
+		for nul < len(data) && data[nul] != 0 {
+			nul++
+		}
+		if nul+21 > len(data) {
 			return nil, nil, false
 		}
 		if first == nil {
@@ -178,6 +190,9 @@ func treeEnds(data []byte) (first, last []byte, ok bool) {
 	}
 	return first, last, first != nil
 }
+
+// maxModeLen is the longest mode a tree entry has, in octal digits ("100644").
+const maxModeLen = 6
 
 // treeDelta returns a delta that makes dst from src, in git's format. Two versions of a tree
 // mostly differ in one stretch of entries, so a copy of the bytes they begin with, the
