@@ -203,11 +203,13 @@ func (r *Repo) MergePacks(maxPacks int) (err error) {
 // While a merge runs, the writer asks for one after each group, and nearly every ask finds
 // nothing to take (in one run at 100,000 memories, 366 of 392 took under a millisecond).
 // Those are answered from the set as it stands, without listing the directory: a listing
-// holds placing, which the writer's next pack waits for.
+// holds placing, which the writer's next pack waits for. With no merge running, it lists:
+// packs that a git process added without a Reload (a fetch, a push to a proposal's ref) are
+// taken in, and the count of packs is set again (a repack may have changed the set).
 func (r *Repo) takePacks(maxPacks int) ([]packFile, error) {
 	r.swap.Lock()
 	defer r.swap.Unlock()
-	if len(r.untaken(r.objs.Load()))+r.merges <= maxPacks {
+	if r.merges > 0 && len(r.untaken(r.objs.Load()))+r.merges <= maxPacks {
 		return nil, nil
 	}
 	// Not while a pack is between its rename and joining the set: the merge would remove

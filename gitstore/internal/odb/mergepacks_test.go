@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -402,31 +403,7 @@ func TestMergesAtOnce(t *testing.T) {
 	}
 	write(commits[:40])
 	// The first merge stops once its pack is published, until the second has merged.
-	var stopped atomic.Bool
-	paused, resume := make(chan string), make(chan struct{})
-	FaultHook = func(point, detail string) {
-		if point == "merged" && stopped.CompareAndSwap(false, true) {
-			paused <- detail
-			<-resume
-		}
-	}
-	defer func() { FaultHook = nil }()
-	first := make(chan error, 1)
-	go func() { first <- r.MergePacks(4) }()
-	var firstBase string
-	select {
-	case firstBase = <-paused:
-	case err := <-first:
-		t.Fatalf("the first merge ended before its pack was published: %v", err)
-	}
-	defer func() {
-		select {
-		case <-resume:
-		default:
-			close(resume) // a failed test lets the first merge end before the repository closes
-			<-first
-		}
-	}()
+	firstBase, finish := pausedMerge(t, r, 4)
 
 	meanwhile(t, "a listing of the packs", r.reload)
 	if r.objs.Load().get(firstBase) != nil {
@@ -453,8 +430,7 @@ func TestMergesAtOnce(t *testing.T) {
 	if taken != want || taken < 37 || free+1 > 4 {
 		t.Fatalf("after the second merge the set holds %d of the first's %d packs and %d others", taken, want, free)
 	}
-	close(resume)
-	if err := <-first; err != nil {
+	if err := finish(); err != nil {
 		t.Fatal(err)
 	}
 	packs, err := r.packFiles()
@@ -483,6 +459,41 @@ func TestMergesAtOnce(t *testing.T) {
 		}
 	}
 	readsBack(t, r.path, all)
+}
+
+// pausedMerge starts r.MergePacks(maxPacks) and returns once the merge has published its
+// pack, where it waits: its pack's base, and finish, which lets it end and returns its error.
+// A test that fails before finish lets it end at cleanup, before the repository closes.
+func pausedMerge(t *testing.T, r *Repo, maxPacks int) (base string, finish func() error) {
+	t.Helper()
+	var stopped atomic.Bool
+	paused, resume := make(chan string), make(chan struct{})
+	FaultHook = func(point, detail string) {
+		if point == "merged" && stopped.CompareAndSwap(false, true) {
+			paused <- detail
+			<-resume
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- r.MergePacks(maxPacks) }()
+	select {
+	case base = <-paused:
+	case err := <-done:
+		FaultHook = nil
+		t.Fatalf("the merge ended before its pack was published: %v", err)
+	}
+	var once sync.Once
+	var err error
+	finish = func() error {
+		once.Do(func() {
+			close(resume)
+			err = <-done
+			FaultHook = nil
+		})
+		return err
+	}
+	t.Cleanup(func() { finish() })
+	return base, finish
 }
 
 // meanwhile runs f, which must end while another merge waits: a minute is more than it can
@@ -607,24 +618,49 @@ func placeOrdered(t *testing.T, path string, objs []plumbing.EncodedObject, back
 	}
 }
 
-// TestMergeNothingAsPlaced: a merge with nothing to take answers while the writer is placing
-// a pack (placing held), as it does after nearly every group while another merge runs; a
-// merge with packs to take lists them once the pack is placed.
+// TestMergeNothingAsPlaced: while a merge runs, a merge with nothing to take answers while
+// the writer is placing a pack (placing held), as it does after nearly every group; with no
+// merge running, a merge lists the directory, and takes in packs that a git process added
+// without a Reload and sets the count of packs again after a repack.
 func TestMergeNothingAsPlaced(t *testing.T) {
 	r := openTestRepo(t)
-	for _, objs := range treeHistory(t, 3) {
+	commits := treeHistory(t, 30)
+	for _, objs := range commits[:6] {
 		if err := r.WritePack(objs); err != nil {
 			t.Fatal(err)
 		}
 	}
+	_, finish := pausedMerge(t, r, 1)
 	r.placing.RLock()
 	meanwhile(t, "a merge with nothing to take", func() error { return r.MergePacks(4) })
 	r.placing.RUnlock()
-	if err := r.MergePacks(1); err != nil {
+	if err := finish(); err != nil {
 		t.Fatal(err)
 	}
-	if n := r.Packs(); n != 1 {
-		t.Fatalf("%d packs after a merge down to 1", n)
+
+	// Packs a git process placed, unknown to the set, merge when no merge runs.
+	for _, objs := range commits[6:] {
+		placeOrdered(t, r.Path(), objs, false, time.Now())
+	}
+	if err := r.MergePacks(8); err != nil {
+		t.Fatal(err)
+	}
+	packs, err := r.packFiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(packs) > 8 || len(r.objs.Load().packs) != len(packs) {
+		t.Fatalf("after a merge down to 8: %d packs on disk, %d in the set", len(packs), len(r.objs.Load().packs))
+	}
+
+	// A repack outside and a Reload: the next merge counts the packs again.
+	gitIn(t, r, nil, "repack", "-a", "-d", "-q")
+	r.Reload()
+	if err := r.MergePacks(8); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(r.objs.Load().packs); r.Packs() != n {
+		t.Fatalf("%d packs counted, %d in the set", r.Packs(), n)
 	}
 }
 
