@@ -98,8 +98,9 @@ func geometricSplit(packs []packFile) int {
 // million versions stays a few files. The new pack and its index are written and fsynced
 // under temporary names and published index first; then the merged pack takes the old
 // ones' place in the set that reads look in, and only then are their files removed. It
-// merges the packs of the set, listed again first if the set has more than maxPacks: those
-// whose index was checked when it was read (openPack), with their deltas' bases readable.
+// merges the packs of the set, listed again first unless another merge runs and the set has
+// nothing to take (takePacks): those whose index was checked when it was read (openPack),
+// with their deltas' bases readable.
 //
 // Merges may run at once, each on packs that no other has taken (takePacks): a merge of all
 // the packs took about a second at 100,000 memories, and a writer adding a pack a write
@@ -564,8 +565,8 @@ func (m *merge) writeTree(src *mergeSource, j int, data, raw []byte) error {
 	for i, b := range kin {
 		if b.depth >= maxDeltaChain {
 			// Reading it would resolve its whole chain, 50 deltas, for nothing: at 100,000
-			// memories, 44 of the 234 reads of the merges during 1,000 writes in one run, and half the
-			// bytes that they applied.
+			// memories, 44 of the 234 reads of the merges during 1,000 writes in one run,
+			// and half the bytes that they applied.
 			if deep < 0 {
 				deep = i
 			}
