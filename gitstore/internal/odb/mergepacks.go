@@ -356,6 +356,7 @@ type merge struct {
 	delta deltaEntry // a tree written as a delta
 	hdr   []byte     // a delta copied, aimed anew
 	res   resolver
+	buf   []byte // an object's bytes as read from its pack, for every pack of the merge
 }
 
 // mergeCacheSize bounds what a merge keeps of the objects it reads through find, in a cache of
@@ -412,7 +413,6 @@ func (m *merge) copyObjects(path string, i int, rd *bufio.Reader) (int, error) {
 	order := x.inOffsetOrder() // sorted already if a delta was read from the pack
 	rd.Reset(io.NewSectionReader(f, 0, end))
 	var pos int64
-	var buf []byte
 	for n, j := range order {
 		off := x.offset(int(j))
 		next := end
@@ -426,10 +426,10 @@ func (m *merge) copyObjects(path string, i int, rd *bufio.Reader) (int, error) {
 			return 0, fmt.Errorf("read pack %s: %w", path, err)
 		}
 		size := int(next - off)
-		if cap(buf) < size {
-			buf = make([]byte, size)
+		if cap(m.buf) < size {
+			m.buf = make([]byte, size)
 		}
-		raw := buf[:size]
+		raw := m.buf[:size]
 		if _, err := io.ReadFull(rd, raw); err != nil {
 			return 0, fmt.Errorf("read pack %s: %w", path, err)
 		}

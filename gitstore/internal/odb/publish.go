@@ -45,6 +45,7 @@ func (r *Repo) Publish(objs []plumbing.EncodedObject, old, new plumbing.Hash) (P
 		if p, err = encodePack(objs); err != nil {
 			return t, err
 		}
+		defer p.release() // written into the pack's file and the journal by then
 		if err := r.placePack(p, placeDurably, r.spares.take); err != nil {
 			return t, err
 		}
