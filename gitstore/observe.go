@@ -9,8 +9,8 @@ type Observer interface {
 	// commits: its size, the time to write its objects durably (a pack and its fsyncs)
 	// and to move main (the ref's lock, fsync and rename).
 	GroupCommitted(storeID string, requests int, pack, ref time.Duration)
-	// PacksMerged: the maintainer packed loose objects and merged packs; packs is how many
-	// are left.
+	// PacksMerged: the maintainer packed loose objects or merged packs (a run that found
+	// neither to do is not reported); packs is how many are left.
 	PacksMerged(storeID string, packs int, took time.Duration)
 	// SecretsRefused: a write was refused for the secrets it held (the secrets policy is
 	// reject), or had them redacted.

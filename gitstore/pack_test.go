@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 )
@@ -88,7 +89,7 @@ func TestMergeDeltaPack(t *testing.T) {
 	for i := 40; i < 45; i++ {
 		s.Write(ctx, WriteInput{Path: "/notes/n.md", Content: long + fmt.Sprint(i), Actor: apiActor})
 	}
-	if err := s.runTask(ctx, func() error { return s.repo.MergePacks(1) }); err != nil {
+	if err := s.runTask(ctx, func() error { _, err := s.repo.MergePacks(1); return err }); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(mustGlobAll(t, s.RepoPath()+"/objects/pack/*.pack")); n != 1 {
@@ -222,4 +223,43 @@ func TestMergesBesideWrites(t *testing.T) {
 		t.Error("the readers read nothing")
 	}
 	fsck(t, s)
+}
+
+// mergeCounter counts the maintenance runs the observer hears of.
+type mergeCounter struct {
+	nopObserver
+	runs atomic.Int64
+}
+
+func (m *mergeCounter) PacksMerged(string, int, time.Duration) { m.runs.Add(1) }
+
+// TestMaintenanceReportsWork: a maintenance run that finds nothing to merge or pack, as most
+// of the writer's asks do while a merge runs, is not reported (the merges metric counted
+// them); one that merges, or packs a loose object, is.
+func TestMaintenanceReportsWork(t *testing.T) {
+	ctx := context.Background()
+	runs := &mergeCounter{}
+	d := newTestDataDir(t, Options{MaxPacks: 64, Observer: runs})
+	s, err := d.CreateStore(ctx, CreateStoreInput{Name: "quiet", Actor: apiActor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := s.Write(ctx, WriteInput{Path: fmt.Sprintf("/n%d.md", i), Content: "note", Actor: apiActor}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.maintain(64)
+	if n := runs.runs.Load(); n != 0 {
+		t.Fatalf("%d runs reported with nothing to merge", n)
+	}
+	s.maintain(1)
+	if n := runs.runs.Load(); n != 1 {
+		t.Fatalf("%d runs reported after a merge; want 1", n)
+	}
+	gitIn(t, s.RepoPath(), "hash-object", "-w", "--stdin", "--path", "x")
+	s.maintain(64)
+	if n := runs.runs.Load(); n != 2 {
+		t.Fatalf("%d runs reported after packing a loose object; want 2", n)
+	}
 }

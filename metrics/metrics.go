@@ -73,9 +73,9 @@ func New() *Metrics {
 	m.refUpdate = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "gitmem_ref_update_seconds",
 		Help: "Time to move main to a group's last commit (lock, fsync, rename).", Buckets: latency})
 	m.merges = prometheus.NewCounter(prometheus.CounterOpts{Name: "gitmem_pack_merges_total",
-		Help: "Pack maintenance runs (loose objects packed, packs merged)."})
+		Help: "Pack maintenance runs that packed loose objects or merged packs."})
 	m.mergeTime = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "gitmem_pack_merge_seconds",
-		Help: "Time of a pack maintenance run.", Buckets: latency})
+		Help: "Time of a pack maintenance run that packed or merged.", Buckets: latency})
 	m.secrets = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gitmem_secrets_found_total",
 		Help: "Writes that held secrets, by what the store's policy did: rejected or redacted."}, []string{"action"})
 	m.redactions = prometheus.NewCounter(prometheus.CounterOpts{Name: "gitmem_redactions_total",

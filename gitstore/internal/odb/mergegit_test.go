@@ -61,7 +61,7 @@ func TestMergeDeltaToEmptyTree(t *testing.T) {
 	pk.Write(sum[:])
 	gitIn(t, r, pk.Bytes(), "index-pack", "--stdin", "--fix-thin")
 	r.Reload()
-	if err := r.MergePacks(1); err != nil {
+	if _, err := r.MergePacks(1); err != nil {
 		t.Fatal(err)
 	}
 	gitIn(t, r, nil, "fsck", "--strict")
@@ -151,13 +151,13 @@ func TestMergeGitPacks(t *testing.T) {
 			}
 		}
 	}
-	if err := r.MergePacks(1); err != nil {
+	if _, err := r.MergePacks(1); err != nil {
 		t.Fatal(err)
 	}
 	check()
 	overlap("main~5\n^main~120\n")
 	r.Reload()
-	if err := r.MergePacks(1); err != nil {
+	if _, err := r.MergePacks(1); err != nil {
 		t.Fatal(err)
 	}
 	check()

@@ -95,7 +95,8 @@ func geometricSplit(packs []packFile) int {
 }
 
 // MergePacks merges the smallest packs once there are more than maxPacks, so that a store with a
-// million versions stays a few files. The new pack and its index are written and fsynced
+// million versions stays a few files, and returns how many it merged (none if there were not
+// more than maxPacks, or another merge had taken the packs there were to merge). The new pack and its index are written and fsynced
 // under temporary names and published index first; then the merged pack takes the old
 // ones' place in the set that reads look in, and only then are their files removed. It
 // merges the packs of the set, listed again first unless another merge runs and the set has
@@ -106,7 +107,7 @@ func geometricSplit(packs []packFile) int {
 // the packs took about a second at 100,000 memories, and a writer adding a pack a write
 // reached its backlog meanwhile and waited for it, while the merges of the packs written
 // meanwhile took 1-65 ms each.
-func (r *Repo) MergePacks(maxPacks int) (err error) {
+func (r *Repo) MergePacks(maxPacks int) (merged int, err error) {
 	// A merge reads packs that pushes brought: a fault it meets there is an error of the
 	// merge, logged and left, not the end of the server.
 	defer func() {
@@ -116,7 +117,7 @@ func (r *Repo) MergePacks(maxPacks int) (err error) {
 	}()
 	packs, err := r.takePacks(maxPacks)
 	if err != nil || packs == nil {
-		return err
+		return 0, err
 	}
 	taken := make([]string, 0, len(packs)+1)
 	for _, p := range packs {
@@ -126,7 +127,7 @@ func (r *Repo) MergePacks(maxPacks int) (err error) {
 	dir := filepath.Join(r.path, "objects", "pack")
 	tmp, err := os.CreateTemp(dir, "tmp_merge_")
 	if err != nil {
-		return fmt.Errorf("merge packs of %s: %w", r.path, err)
+		return 0, fmt.Errorf("merge packs of %s: %w", r.path, err)
 	}
 	kept := false // published: the file stays open, for reads
 	defer func() {
@@ -148,7 +149,7 @@ func (r *Repo) MergePacks(maxPacks int) (err error) {
 		err = os.Chtimes(tmp.Name(), age, age)
 	}
 	if err != nil {
-		return fmt.Errorf("merge packs of %s: %w", r.path, err)
+		return 0, fmt.Errorf("merge packs of %s: %w", r.path, err)
 	}
 	base := filepath.Join(dir, "pack-"+sum.String())
 	// Taken too, so that a listing of the packs leaves it to this merge to swap in; unless
@@ -160,16 +161,16 @@ func (r *Repo) MergePacks(maxPacks int) (err error) {
 	}
 	r.swap.Unlock()
 	if err := publishPack(tmp.Name(), idxData, base, nil); err != nil {
-		return err
+		return 0, err
 	}
 	faultAt("merged", base)
-	merged, err := openPackWithIdx(base, idxData, tmp, r.gen.Add(1))
+	mp, err := openPackWithIdx(base, idxData, tmp, r.gen.Add(1))
 	if err != nil {
-		return err
+		return 0, err
 	}
 	// Its trees are deltas: the order of offsets that reads of them need is sorted here, in
 	// the background, not by the first reader.
-	merged.idx.inOffsetOrder()
+	mp.idx.inOffsetOrder()
 	kept = true
 	// The set changes before the files go (swapPacks closes them).
 	drop := map[string]bool{}
@@ -179,7 +180,7 @@ func (r *Repo) MergePacks(maxPacks int) (err error) {
 	func() {
 		r.swap.Lock()
 		defer r.swap.Unlock() // release, deferred, takes it again even after a panic
-		r.swapPacks([]*pack{merged}, 0, drop, false)
+		r.swapPacks([]*pack{mp}, 0, drop, false)
 		r.packs.Add(-int64(len(packs) - 1)) // packs written meanwhile stay counted
 	}()
 	for _, p := range packs {
@@ -190,11 +191,11 @@ func (r *Repo) MergePacks(maxPacks int) (err error) {
 		// is gone as broken; a pack left without one is removed at the next Open.
 		for _, ext := range []string{".idx", ".pack"} {
 			if err := os.Remove(p.base + ext); err != nil && !os.IsNotExist(err) {
-				return fmt.Errorf("remove merged pack: %w", err)
+				return 0, fmt.Errorf("remove merged pack: %w", err)
 			}
 		}
 	}
-	return nil
+	return len(packs), nil
 }
 
 // takePacks lists the packs again and returns those to merge, smallest first, among those

@@ -56,8 +56,11 @@ func TestMergePacks(t *testing.T) {
 	if err := r.CASRef(plumbing.ZeroHash, head(c2)); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.MergePacks(1); err != nil {
-		t.Fatal(err)
+	if n, err := r.MergePacks(1); err != nil || n != 3 {
+		t.Fatalf("merged %d packs, %v; want 3", n, err)
+	}
+	if n, err := r.MergePacks(1); err != nil || n != 0 {
+		t.Fatalf("merged %d packs of one, %v; want none", n, err)
 	}
 	packs, err := r.packFiles()
 	if err != nil {
@@ -183,12 +186,12 @@ func TestMergeTreeDeltas(t *testing.T) {
 		if err := r.WritePack(objs); err != nil {
 			t.Fatal(err)
 		}
-		if err := r.MergePacks(4); err != nil {
+		if _, err := r.MergePacks(4); err != nil {
 			t.Fatal(err)
 		}
 		i += g
 	}
-	if err := r.MergePacks(1); err != nil {
+	if _, err := r.MergePacks(1); err != nil {
 		t.Fatal(err)
 	}
 	packs, deltas, deepest := checkOnePack(t, r, head(commits[len(commits)-1]))
@@ -413,7 +416,7 @@ func TestMergesAtOnce(t *testing.T) {
 		t.Fatalf("the set holds %d packs while the first merge runs, want its 40", got)
 	}
 	write(commits[40:])
-	meanwhile(t, "the second merge", func() error { return r.MergePacks(4) })
+	meanwhile(t, "the second merge", func() error { _, err := r.MergePacks(4); return err })
 	// The first's packs are all in the set still, and the second left no more beside them
 	// than the first's pack and them make 4.
 	r.swap.Lock()
@@ -475,7 +478,7 @@ func pausedMerge(t *testing.T, r *Repo, maxPacks int) (base string, finish func(
 		}
 	}
 	done := make(chan error, 1)
-	go func() { done <- r.MergePacks(maxPacks) }()
+	go func() { _, err := r.MergePacks(maxPacks); done <- err }()
 	select {
 	case base = <-paused:
 	case err := <-done:
@@ -570,7 +573,7 @@ func TestMergeRepeatedNames(t *testing.T) {
 			readsBack(t, path, all)
 			r := mustOpen(t, path)
 			defer r.Close()
-			if err := r.MergePacks(1); err != nil {
+			if _, err := r.MergePacks(1); err != nil {
 				t.Fatal(err)
 			}
 			if err := r.CASRef(plumbing.ZeroHash, head(tc.packs[len(tc.packs)-1])); err != nil {
@@ -632,7 +635,12 @@ func TestMergeNothingAsPlaced(t *testing.T) {
 	}
 	_, finish := pausedMerge(t, r, 1)
 	r.placing.RLock()
-	meanwhile(t, "a merge with nothing to take", func() error { return r.MergePacks(4) })
+	meanwhile(t, "a merge with nothing to take", func() error {
+		if n, err := r.MergePacks(4); err != nil || n != 0 {
+			return fmt.Errorf("merged %d packs, %v; want none", n, err)
+		}
+		return nil
+	})
 	r.placing.RUnlock()
 	if err := finish(); err != nil {
 		t.Fatal(err)
@@ -642,7 +650,7 @@ func TestMergeNothingAsPlaced(t *testing.T) {
 	for _, objs := range commits[6:] {
 		placeOrdered(t, r.Path(), objs, false, time.Now())
 	}
-	if err := r.MergePacks(8); err != nil {
+	if _, err := r.MergePacks(8); err != nil {
 		t.Fatal(err)
 	}
 	packs, err := r.packFiles()
@@ -656,7 +664,7 @@ func TestMergeNothingAsPlaced(t *testing.T) {
 	// A repack outside and a Reload: the next merge counts the packs again.
 	gitIn(t, r, nil, "repack", "-a", "-d", "-q")
 	r.Reload()
-	if err := r.MergePacks(8); err != nil {
+	if _, err := r.MergePacks(8); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(r.objs.Load().packs); r.Packs() != n {
@@ -680,7 +688,7 @@ func TestResolveFromTips(t *testing.T) {
 			}
 		}
 	}
-	if err := r.MergePacks(1); err != nil {
+	if _, err := r.MergePacks(1); err != nil {
 		t.Fatal(err)
 	}
 	set := r.objs.Load()

@@ -116,7 +116,7 @@ func TestReadGitObjects(t *testing.T) {
 			if err := r.WritePack(more); err != nil {
 				t.Fatal(err)
 			}
-			if err := r.MergePacks(1); err != nil {
+			if _, err := r.MergePacks(1); err != nil {
 				t.Fatal(err)
 			}
 			merged, _ := filepath.Glob(filepath.Join(path, "objects", "pack", "*.idx"))

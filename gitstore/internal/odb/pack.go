@@ -374,34 +374,34 @@ func (r *Repo) listLoose() ([]plumbing.Hash, error) {
 
 // PackLoose moves loose objects (written by git processes, such as a push) into one pack: it
 // writes and fsyncs the pack and its index, adds them to the set, and only then removes the
-// loose files.
-func (r *Repo) PackLoose() error {
+// loose files. It returns how many objects it packed.
+func (r *Repo) PackLoose() (int, error) {
 	r.swap.Lock() // it changes the set of packs, as a merge or a reload does
 	defer r.swap.Unlock()
 	loose, err := r.listLoose()
 	if err != nil || len(loose) == 0 {
-		return err
+		return 0, err
 	}
 	hs := dedupe(loose)
 	objs := make([]plumbing.EncodedObject, 0, len(hs))
 	for _, h := range hs {
 		o, err := r.readLoose(h)
 		if err != nil {
-			return fmt.Errorf("pack loose objects of %s: %w", r.path, err)
+			return 0, fmt.Errorf("pack loose objects of %s: %w", r.path, err)
 		}
 		objs = append(objs, o)
 	}
 	p, err := encodePack(objs)
 	if err != nil {
-		return fmt.Errorf("pack %d loose objects of %s: %w", len(hs), r.path, err)
+		return 0, fmt.Errorf("pack %d loose objects of %s: %w", len(hs), r.path, err)
 	}
 	if err := r.placePack(p, true, r.spares.take); err != nil {
-		return err
+		return 0, err
 	}
 	for _, h := range hs {
 		if err := os.Remove(r.LoosePath(h)); err != nil && !os.IsNotExist(err) {
-			return fmt.Errorf("remove packed loose object: %w", err)
+			return 0, fmt.Errorf("remove packed loose object: %w", err)
 		}
 	}
-	return nil
+	return len(hs), nil
 }

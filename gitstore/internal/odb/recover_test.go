@@ -389,7 +389,7 @@ func TestPackWithRepeatedNames(t *testing.T) {
 	if err := r.CASRef(head(c2), head(c3)); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.MergePacks(1); err != nil {
+	if _, err := r.MergePacks(1); err != nil {
 		t.Fatal(err)
 	}
 	objs = append(objs, c3...)
