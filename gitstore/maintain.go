@@ -93,15 +93,13 @@ func (s *Store) maintain(maxPacks int) {
 // packAndMerge is maintain's work; the caller holds maintMu.
 func (s *Store) packAndMerge(maxPacks int) {
 	start := time.Now()
+	// What was done is reported, also before an error.
+	merged := 0
 	loose, err := s.repo.PackLoose()
 	if err != nil {
 		s.log.Error("pack loose objects", "store", s.id, "err", err)
-		return
-	}
-	merged, err := s.repo.MergePacks(maxPacks)
-	if err != nil {
+	} else if merged, err = s.repo.MergePacks(maxPacks); err != nil {
 		s.log.Error("merge packs", "store", s.id, "err", err)
-		return
 	}
 	if loose == 0 && merged == 0 {
 		// Most asks find nothing to do while another merge runs: counted, they made the

@@ -239,7 +239,7 @@ func (m *mergeCounter) PacksMerged(string, int, time.Duration) { m.runs.Add(1) }
 func TestMaintenanceReportsWork(t *testing.T) {
 	ctx := context.Background()
 	runs := &mergeCounter{}
-	d := newTestDataDir(t, Options{MaxPacks: 64, Observer: runs})
+	d := newTestDataDir(t, Options{MaxPacks: 64, IdlePack: time.Hour, Observer: runs}) // no idle run beside
 	s, err := d.CreateStore(ctx, CreateStoreInput{Name: "quiet", Actor: apiActor})
 	if err != nil {
 		t.Fatal(err)

@@ -96,7 +96,8 @@ func geometricSplit(packs []packFile) int {
 
 // MergePacks merges the smallest packs once there are more than maxPacks, so that a store with a
 // million versions stays a few files, and returns how many it merged (none if there were not
-// more than maxPacks, or another merge had taken the packs there were to merge). The new pack and its index are written and fsynced
+// more than maxPacks, or another merge had taken the packs there were to merge), also with
+// the error of a merge that took their place but could not remove their files. The new pack and its index are written and fsynced
 // under temporary names and published index first; then the merged pack takes the old
 // ones' place in the set that reads look in, and only then are their files removed. It
 // merges the packs of the set, listed again first unless another merge runs and the set has
@@ -191,7 +192,7 @@ func (r *Repo) MergePacks(maxPacks int) (merged int, err error) {
 		// is gone as broken; a pack left without one is removed at the next Open.
 		for _, ext := range []string{".idx", ".pack"} {
 			if err := os.Remove(p.base + ext); err != nil && !os.IsNotExist(err) {
-				return 0, fmt.Errorf("remove merged pack: %w", err)
+				return len(packs), fmt.Errorf("remove merged pack: %w", err) // merged, in the set
 			}
 		}
 	}

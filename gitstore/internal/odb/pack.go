@@ -400,7 +400,7 @@ func (r *Repo) PackLoose() (int, error) {
 	}
 	for _, h := range hs {
 		if err := os.Remove(r.LoosePath(h)); err != nil && !os.IsNotExist(err) {
-			return 0, fmt.Errorf("remove packed loose object: %w", err)
+			return len(hs), fmt.Errorf("remove packed loose object: %w", err) // packed, in the set
 		}
 	}
 	return len(hs), nil
