@@ -173,11 +173,13 @@ func settle(s *Store) {
 	s.packAndMerge(s.opts.MaxPacks)
 }
 
-// mergeTimer adds up the time of the pack merges that end between start and stop.
+// mergeTimer counts the pack maintenance runs that end between start and stop, and adds up
+// their time.
 type mergeTimer struct {
 	nopObserver
 	mu     sync.Mutex
 	on     bool
+	runs   int
 	merged time.Duration
 }
 
@@ -185,6 +187,7 @@ func (m *mergeTimer) PacksMerged(_ string, _ int, took time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.on {
+		m.runs++
 		m.merged += took
 	}
 }
@@ -192,7 +195,14 @@ func (m *mergeTimer) PacksMerged(_ string, _ int, took time.Duration) {
 func (m *mergeTimer) start() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.on, m.merged = true, 0
+	m.on, m.runs, m.merged = true, 0, 0
+}
+
+// count returns how many runs ended since start.
+func (m *mergeTimer) count() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.runs
 }
 
 func (m *mergeTimer) stop() time.Duration {

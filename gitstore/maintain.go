@@ -102,8 +102,8 @@ func (s *Store) packAndMerge(maxPacks int) {
 		s.log.Error("merge packs", "store", s.id, "err", err)
 	}
 	if loose == 0 && merged == 0 {
-		// Most asks find nothing to do while another merge runs: counted, they made the
-		// merges metric count those asks, and its time half zeros.
+		// Most of the writer's asks find nothing to take while another merge runs
+		// (takePacks); reported, each counted in the merges metric as a merge.
 		return
 	}
 	s.log.Debug("packed objects", "store", s.id, "loose", loose, "merged", merged, "packs", s.repo.Packs(), "took", time.Since(start))

@@ -225,20 +225,13 @@ func TestMergesBesideWrites(t *testing.T) {
 	fsck(t, s)
 }
 
-// mergeCounter counts the maintenance runs the observer hears of.
-type mergeCounter struct {
-	nopObserver
-	runs atomic.Int64
-}
-
-func (m *mergeCounter) PacksMerged(string, int, time.Duration) { m.runs.Add(1) }
-
 // TestMaintenanceReportsWork: a maintenance run that finds nothing to merge or pack, as most
 // of the writer's asks do while a merge runs, is not reported (the merges metric counted
 // them); one that merges, or packs a loose object, is.
 func TestMaintenanceReportsWork(t *testing.T) {
 	ctx := context.Background()
-	runs := &mergeCounter{}
+	runs := &mergeTimer{}
+	runs.start()
 	d := newTestDataDir(t, Options{MaxPacks: 64, IdlePack: time.Hour, Observer: runs}) // no idle run beside
 	s, err := d.CreateStore(ctx, CreateStoreInput{Name: "quiet", Actor: apiActor})
 	if err != nil {
@@ -250,16 +243,16 @@ func TestMaintenanceReportsWork(t *testing.T) {
 		}
 	}
 	s.maintain(64)
-	if n := runs.runs.Load(); n != 0 {
+	if n := runs.count(); n != 0 {
 		t.Fatalf("%d runs reported with nothing to merge", n)
 	}
 	s.maintain(1)
-	if n := runs.runs.Load(); n != 1 {
+	if n := runs.count(); n != 1 {
 		t.Fatalf("%d runs reported after a merge; want 1", n)
 	}
 	gitIn(t, s.RepoPath(), "hash-object", "-w", "--stdin", "--path", "x")
 	s.maintain(64)
-	if n := runs.runs.Load(); n != 2 {
+	if n := runs.count(); n != 2 {
 		t.Fatalf("%d runs reported after packing a loose object; want 2", n)
 	}
 }

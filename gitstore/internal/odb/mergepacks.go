@@ -95,14 +95,14 @@ func geometricSplit(packs []packFile) int {
 }
 
 // MergePacks merges the smallest packs once there are more than maxPacks, so that a store with a
-// million versions stays a few files, and returns how many it merged (none if there were not
-// more than maxPacks, or another merge had taken the packs there were to merge), also with
-// the error of a merge that took their place but could not remove their files. The new pack and its index are written and fsynced
-// under temporary names and published index first; then the merged pack takes the old
-// ones' place in the set that reads look in, and only then are their files removed. It
-// merges the packs of the set, listed again first unless another merge runs and the set has
-// nothing to take (takePacks): those whose index was checked when it was read (openPack),
-// with their deltas' bases readable.
+// million versions stays a few files, and returns how many it merged: none if there were not
+// more than maxPacks or another merge had taken those to merge, and the count with the error
+// of a merge that took their place but could not remove their files. The new pack and its
+// index are written and fsynced under temporary names and published index first; then the
+// merged pack takes the old ones' place in the set that reads look in, and only then are
+// their files removed. It merges the packs of the set, listed again first unless another
+// merge runs and the set has nothing to take (takePacks): those whose index was checked when
+// it was read (openPack), with their deltas' bases readable.
 //
 // Merges may run at once, each on packs that no other has taken (takePacks): a merge of all
 // the packs took about a second at 100,000 memories, and a writer adding a pack a write
