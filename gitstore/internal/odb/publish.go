@@ -209,6 +209,7 @@ type syncer struct {
 	err    atomic.Pointer[error]
 	moved  chan struct{} // a token after each round, for wait
 	hurry  chan struct{} // a token ends the pause before the next round: someone waits
+	quit   chan struct{} // closed by stop: no more pauses
 	done   chan struct{}
 }
 
@@ -221,7 +222,8 @@ func newSyncer(dir string, seq uint64) (*syncer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", dir, err)
 	}
-	s := &syncer{dir: f, ch: make(chan syncItem, 4096), moved: make(chan struct{}, 1), hurry: make(chan struct{}, 1), done: make(chan struct{})}
+	s := &syncer{dir: f, ch: make(chan syncItem, 4096), moved: make(chan struct{}, 1), hurry: make(chan struct{}, 1),
+		quit: make(chan struct{}), done: make(chan struct{})}
 	s.synced.Store(seq)
 	go s.run()
 	return s, nil
@@ -269,6 +271,7 @@ func (s *syncer) run() {
 		select {
 		case <-pause.C:
 		case <-s.hurry:
+		case <-s.quit:
 		}
 	}
 }
@@ -324,8 +327,8 @@ func (s *syncer) wait(seq uint64) error {
 
 // stop ends the syncer once it has synced what is queued.
 func (s *syncer) stop() {
+	close(s.quit) // a token could end a pause before the last round, not the pause after it
 	close(s.ch)
-	s.wake()
 	<-s.done
 	s.dir.Close()
 }
