@@ -503,6 +503,12 @@ func pausedMerge(t *testing.T, r *Repo, maxPacks int) (base string, finish func(
 // take unless it waits for that merge.
 func meanwhile(t *testing.T, what string, f func() error) {
 	t.Helper()
+	within(t, time.Minute, what+" waited for a merge", f)
+}
+
+// within runs f and fails the test if f fails, or has not returned after limit, saying late.
+func within(t *testing.T, limit time.Duration, late string, f func() error) {
+	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- f() }()
 	select {
@@ -510,8 +516,8 @@ func meanwhile(t *testing.T, what string, f func() error) {
 		if err != nil {
 			t.Fatal(err)
 		}
-	case <-time.After(time.Minute):
-		t.Fatalf("%s waited for a merge", what)
+	case <-time.After(limit):
+		t.Fatal(late)
 	}
 }
 

@@ -103,8 +103,10 @@ func (r *Repo) Publish(objs []plumbing.EncodedObject, old, new plumbing.Hash) (P
 // record holds its group's pack, and at 100,000 memories in folders of 100 a write's pack is
 // 40 KB (the 1,000-entry tree above the folders, whole). With 512 KB, the journal passed four
 // times that between two rounds of a syncer busy with merges' packs, and the writer waited
-// for it: 0.2 ms a write, in a trace of 2,000 writes.
-const checkpointBytes = 2 << 20
+// for it: 0.2 ms a write, in a trace of 2,000 writes. A syncer's round now comes every
+// syncPause at most, about 200 such writes apart: 8 MB holds them, and the writer waits only
+// past four times that.
+const checkpointBytes = 8 << 20
 
 // SetCheckpointBytes changes how much journal piles up before a checkpoint (tests).
 func (r *Repo) SetCheckpointBytes(n int64) { r.checkpointAt = n }
@@ -206,6 +208,8 @@ type syncer struct {
 	synced atomic.Uint64 // the last record whose packs are durable
 	err    atomic.Pointer[error]
 	moved  chan struct{} // a token after each round, for wait
+	hurry  chan struct{} // a token ends the pause before the next round: someone waits
+	quit   chan struct{} // closed by stop: no more pauses
 	done   chan struct{}
 }
 
@@ -218,7 +222,8 @@ func newSyncer(dir string, seq uint64) (*syncer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", dir, err)
 	}
-	s := &syncer{dir: f, ch: make(chan syncItem, 4096), moved: make(chan struct{}, 1), done: make(chan struct{})}
+	s := &syncer{dir: f, ch: make(chan syncItem, 4096), moved: make(chan struct{}, 1), hurry: make(chan struct{}, 1),
+		quit: make(chan struct{}), done: make(chan struct{})}
 	s.synced.Store(seq)
 	go s.run()
 	return s, nil
@@ -226,12 +231,20 @@ func newSyncer(dir string, seq uint64) (*syncer, error) {
 
 func (s *syncer) add(it syncItem) { s.ch <- it }
 
-// syncPause is the least time between two rounds of the syncer: a round's cost is nearly
-// the same for one pack as for a hundred.
-const syncPause = 20 * time.Millisecond
+// syncPause is the least time between two rounds of the syncer, unless someone waits for
+// one. A round's cost is nearly the same for one pack as for a hundred, and what it writes
+// out is every pack placed since the round before and still there: a merge takes a group's
+// pack with the next 60 or so and removes it, and a pack removed before any round never
+// reaches the disk (its merged pack does, fsynced by the merge). With rounds every 20 ms
+// nearly every group's pack was written out, 40 KB a write at 100,000 memories, and the
+// journal's fdatasync and the merges waited behind those writes; with 150 ms, a write
+// at 100,000 memories took 0.69-0.80 ms against 0.84-0.97 ms, and merges half the time
+// (performance.md, The syncer's pause).
+var syncPause = 150 * time.Millisecond // tests lengthen it
 
 func (s *syncer) run() {
 	defer close(s.done)
+	pause := time.NewTimer(syncPause)
 	for it := range s.ch {
 		last := it.seq
 		// Take what else is queued: one round makes them all durable.
@@ -254,7 +267,20 @@ func (s *syncer) run() {
 		case s.moved <- struct{}{}:
 		default:
 		}
-		time.Sleep(syncPause)
+		pause.Reset(syncPause)
+		select {
+		case <-pause.C:
+		case <-s.hurry:
+		case <-s.quit:
+		}
+	}
+}
+
+// wake ends the syncer's pause, if it is in one, so that its next round starts now.
+func (s *syncer) wake() {
+	select {
+	case s.hurry <- struct{}{}:
+	default:
 	}
 }
 
@@ -287,6 +313,7 @@ func (s *syncer) wait(seq uint64) error {
 		if p := s.err.Load(); p != nil {
 			return *p
 		}
+		s.wake()
 		select {
 		case <-s.moved:
 		case <-s.done:
@@ -300,6 +327,7 @@ func (s *syncer) wait(seq uint64) error {
 
 // stop ends the syncer once it has synced what is queued.
 func (s *syncer) stop() {
+	close(s.quit) // a token could end a pause before the last round, not the pause after it
 	close(s.ch)
 	<-s.done
 	s.dir.Close()
