@@ -103,9 +103,9 @@ func (r *Repo) Publish(objs []plumbing.EncodedObject, old, new plumbing.Hash) (P
 // record holds its group's pack, and at 100,000 memories in folders of 100 a write's pack is
 // 40 KB (the 1,000-entry tree above the folders, whole). With 512 KB, the journal passed four
 // times that between two rounds of a syncer busy with merges' packs, and the writer waited
-// for it: 0.2 ms a write, in a trace of 2,000 writes. A syncer's round now comes every
-// syncPause at most, about 200 such writes apart: 8 MB holds them, and the writer waits only
-// past four times that.
+// for it: 0.2 ms a write, in a trace of 2,000 writes. The syncer's rounds are now syncPause
+// apart or more, about 200 such writes: 8 MB holds them, and the writer waits only past four
+// times that.
 const checkpointBytes = 8 << 20
 
 // SetCheckpointBytes changes how much journal piles up before a checkpoint (tests).
@@ -211,25 +211,33 @@ type syncer struct {
 	hurry  chan struct{} // a token ends the pause before the next round: someone waits
 	quit   chan struct{} // closed by stop: no more pauses
 	done   chan struct{}
+	pause  time.Duration // between rounds
 }
 
 type syncItem struct {
 	seq uint64
 }
 
-func newSyncer(dir string, seq uint64) (*syncer, error) {
+func newSyncer(dir string, seq uint64, pause time.Duration) (*syncer, error) {
 	f, err := os.Open(dir)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", dir, err)
 	}
 	s := &syncer{dir: f, ch: make(chan syncItem, 4096), moved: make(chan struct{}, 1), hurry: make(chan struct{}, 1),
-		quit: make(chan struct{}), done: make(chan struct{})}
+		quit: make(chan struct{}), done: make(chan struct{}), pause: pause}
 	s.synced.Store(seq)
 	go s.run()
 	return s, nil
 }
 
-func (s *syncer) add(it syncItem) { s.ch <- it }
+// add queues a record for the next round. The writer would block on a full queue until
+// the pause ended: past half full, the round starts now.
+func (s *syncer) add(it syncItem) {
+	s.ch <- it
+	if len(s.ch) > cap(s.ch)/2 {
+		s.wake()
+	}
+}
 
 // syncPause is the least time between two rounds of the syncer, unless someone waits for
 // one. A round's cost is nearly the same for one pack as for a hundred, and what it writes
@@ -240,11 +248,12 @@ func (s *syncer) add(it syncItem) { s.ch <- it }
 // journal's fdatasync and the merges waited behind those writes; with 150 ms, a write
 // at 100,000 memories took 0.69-0.80 ms against 0.84-0.97 ms, and merges half the time
 // (performance.md, The syncer's pause).
-var syncPause = 150 * time.Millisecond // tests lengthen it
+var syncPause = 150 * time.Millisecond // read by Open: a test may change it before
 
 func (s *syncer) run() {
 	defer close(s.done)
-	pause := time.NewTimer(syncPause)
+	pause := time.NewTimer(s.pause)
+	defer pause.Stop()
 	for it := range s.ch {
 		last := it.seq
 		// Take what else is queued: one round makes them all durable.
@@ -267,7 +276,7 @@ func (s *syncer) run() {
 		case s.moved <- struct{}{}:
 		default:
 		}
-		pause.Reset(syncPause)
+		pause.Reset(s.pause)
 		select {
 		case <-pause.C:
 		case <-s.hurry:

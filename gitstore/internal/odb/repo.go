@@ -189,7 +189,7 @@ func Open(path string) (*Repo, error) {
 		r.spares.close()
 		return nil, err
 	}
-	if r.syncer, err = newSyncer(packDir, j.seq); err != nil {
+	if r.syncer, err = newSyncer(packDir, j.seq, syncPause); err != nil {
 		j.close()
 		standby.close()
 		r.spares.close()
