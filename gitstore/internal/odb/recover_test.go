@@ -241,12 +241,13 @@ func TestRenameFails(t *testing.T) {
 // them in order, whichever file holds the older ones.
 func TestRecoverBothJournalFiles(t *testing.T) {
 	path := initTestRepo(t)
-	// The syncer's rounds wait while held is set: set before Open, which starts the syncer,
-	// and cleared after it stopped.
+	// The syncer's rounds wait while held is set, saying so on blocked: set before Open,
+	// which starts the syncer, and cleared after it stopped.
 	var held atomic.Bool
-	release := make(chan struct{}, 100)
+	release, blocked := make(chan struct{}, 100), make(chan struct{}, 100)
 	FaultHook = func(point, _ string) {
 		if point == "syncing" && held.Load() {
+			blocked <- struct{}{}
 			<-release
 		}
 	}
@@ -278,6 +279,10 @@ func TestRecoverBothJournalFiles(t *testing.T) {
 
 	held.Store(true)
 	c1 := publish(plumbing.ZeroHash, "one")
+	// Its round waits in the hook. The syncer may not have started it yet (it can wait for
+	// this goroutine to block): a round that started after held is cleared below would take
+	// two's record too and leave the release for the round of three.
+	<-blocked
 	checkpoint() // the syncer is behind: on in the other file
 	if r.journal == first || r.standby != first || first.off == 0 {
 		t.Fatal("the checkpoint waited or dropped records instead of going on in the other file")
