@@ -245,8 +245,9 @@ func (s *syncer) add(it syncItem) {
 // pack with the next 60 or so and removes it, and a pack removed before any round never
 // reaches the disk (its merged pack does, fsynced by the merge). With rounds every 20 ms
 // nearly every group's pack was written out, 40 KB a write at 100,000 memories, and the
-// journal's fdatasync and the merges waited behind those writes; with 150 ms, a write
-// at 100,000 memories took 0.69-0.80 ms against 0.84-0.97 ms, and merges half the time
+// journal's fdatasync and the merges waited behind those writes. With 150 ms, in three
+// runs alternating with 20 ms, a write took 0.70-0.76 ms at 100,000 memories against
+// 0.82-0.90 ms, and 0.49-0.59 ms at 100 against 0.63-0.67 ms; merges took half the time
 // (performance.md, The syncer's pause).
 var syncPause = 150 * time.Millisecond // read by Open: a test may change it before
 
