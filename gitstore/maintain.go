@@ -102,8 +102,8 @@ func (s *Store) packAndMerge(maxPacks int) {
 		s.log.Error("merge packs", "store", s.id, "err", err)
 	}
 	if loose == 0 && merged == 0 {
-		// Most of the writer's asks find nothing to take while another merge runs
-		// (takePacks); reported, each counted in the merges metric as a merge.
+		// Not reported: most of the writer's asks find nothing to take while another merge
+		// runs (takePacks), and each would count in the merges metric as a merge.
 		return
 	}
 	s.log.Debug("packed objects", "store", s.id, "loose", loose, "merged", merged, "packs", s.repo.Packs(), "took", time.Since(start))

@@ -17,6 +17,7 @@ func TestSyncerPauseEndsForWaiters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { r.Close() }) // if the test ends before its own close
 	c1 := commitObjects(t, plumbing.ZeroHash, "one")
 	c2 := commitObjects(t, head(c1), "two")
 	c3 := commitObjects(t, head(c2), "three")
