@@ -6,3 +6,5 @@ package odb
 func mapFile(path string, least int64) ([]byte, error) { return nil, errNotMapped }
 
 func unmapFile(data []byte) {}
+
+func dropPages(data []byte) {}

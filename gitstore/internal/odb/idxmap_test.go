@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -127,9 +129,17 @@ func TestMappedIndexes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer fresh.Close()
-	for _, mapped := range mappedPacks(fresh) {
+	for base, mapped := range mappedPacks(fresh) {
 		if !mapped {
 			t.Fatal("a large pack found at Open has its index in the heap")
+		}
+		// Open read all of it to check it, then let its pages go: lookups fault in theirs.
+		fi, err := os.Stat(base + ".idx")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if kb, ok := residentKB(t, base+".idx"); ok && kb*1024 > fi.Size()/4 {
+			t.Fatalf("%d KB of an index of %d KB resident after Open", kb, fi.Size()/1024)
 		}
 	}
 	for i, o := range all {
@@ -137,4 +147,30 @@ func TestMappedIndexes(t *testing.T) {
 			t.Fatalf("blob %d read back %q, %v", i, got, err)
 		}
 	}
+}
+
+// residentKB returns how much of the mapping of path is in the process's resident memory
+// (/proc/self/smaps), if the system tells.
+func residentKB(t *testing.T, path string) (int64, bool) {
+	t.Helper()
+	smaps, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		return 0, false
+	}
+	in := false
+	for _, line := range strings.Split(string(smaps), "\n") {
+		fields := strings.Fields(line)
+		switch {
+		case len(fields) >= 6 && strings.Contains(fields[0], "-"):
+			in = fields[5] == path
+		case in && len(fields) == 3 && fields[0] == "Rss:":
+			kb, err := strconv.ParseInt(fields[1], 10, 64)
+			if err != nil {
+				t.Fatalf("smaps: %q", line)
+			}
+			return kb, true
+		}
+	}
+	t.Fatalf("%s is not mapped", path)
+	return 0, false
 }

@@ -28,3 +28,8 @@ func mapFile(path string, least int64) ([]byte, error) {
 }
 
 func unmapFile(data []byte) { unix.Munmap(data) }
+
+// dropPages takes a mapping's pages out of the process (madvise(2) MADV_DONTNEED): they stay
+// in the page cache, and a read maps them again (a minor fault). Nothing is lost, as the
+// mapping is read-only, and a reader may go on reading it.
+func dropPages(data []byte) { unix.Madvise(data, unix.MADV_DONTNEED) }

@@ -87,6 +87,8 @@ func newIdx(data []byte, mapped bool) (*packIdx, error) {
 		}
 		x.mapped = true
 		runtime.AddCleanup(x, unmapFile, data)
+		// parseIdx read all of it; lookups touch a few pages each, mostly the same ones.
+		dropPages(data)
 	}
 	return x, err
 }
@@ -676,6 +678,9 @@ func (r *Repo) swapPacks(listed []*pack, since uint64, drop map[string]bool, fre
 		if !kept[p] {
 			kept[p] = true // closed once
 			p.f.Close()
+			if p.idx.mapped {
+				dropPages(p.idx.data) // not unmapped: a reader may still be looking in it
+			}
 		}
 	}
 }
