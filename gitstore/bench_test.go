@@ -139,6 +139,7 @@ func benchWrites(b *testing.B, n int, beside func(s *Store) (wait func())) {
 	s := benchStoreWith(b, Options{Observer: merges})
 	fill(b, s, n, benchPath)
 	settle(s)
+	fillRSS := maxRSS() // the peak so far: the fill's and its merges'
 	ctx := context.Background()
 	merges.start()
 	took := make([]time.Duration, b.N)
@@ -159,6 +160,9 @@ func benchWrites(b *testing.B, n int, beside func(s *Store) (wait func())) {
 	b.ReportMetric(merges.stop().Seconds(), "merge-s")
 	if st, err := s.repo.Stats(); err == nil {
 		b.ReportMetric(float64(st.Bytes())/1e6, "objects-MB")
+	}
+	if fillRSS > 0 {
+		b.ReportMetric(fillRSS, "fillRSS-MB")
 	}
 	reportMaxRSS(b)
 }
@@ -394,10 +398,18 @@ func reportLatency(b *testing.B, took []time.Duration) {
 
 // reportMaxRSS reports the process's peak resident memory so far.
 func reportMaxRSS(b *testing.B) {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
-		b.ReportMetric(float64(ru.Maxrss)/1024, "maxRSS-MB")
+	if mb := maxRSS(); mb > 0 {
+		b.ReportMetric(mb, "maxRSS-MB")
 	}
+}
+
+// maxRSS returns the process's peak resident memory so far in MB, or 0 if it cannot tell.
+func maxRSS() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return float64(ru.Maxrss) / 1024
 }
 
 // sampleRSS samples, every 20 ms until the benchmark ends, the two parts of resident memory

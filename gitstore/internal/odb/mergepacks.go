@@ -142,7 +142,7 @@ func (r *Repo) MergePacks(maxPacks int) (merged int, err error) {
 	byAge := slices.Clone(packs)
 	slices.SortFunc(byAge, func(a, b packFile) int { return cmp.Or(cmp.Compare(a.p.age, b.p.age), cmp.Compare(a.p.gen, b.p.gen)) })
 	age := time.Unix(0, byAge[len(byAge)-1].p.age)
-	sum, idxData, err := r.writeMerged(byAge, tmp)
+	sum, encodeIdx, err := r.writeMerged(byAge, tmp)
 	if err == nil {
 		err = tmp.Sync()
 	}
@@ -161,11 +161,15 @@ func (r *Repo) MergePacks(maxPacks int) (merged int, err error) {
 		taken = append(taken, base)
 	}
 	r.swap.Unlock()
-	if err := publishPack(tmp.Name(), idxData, base, nil); err != nil {
+	if err := publishPack(tmp.Name(), encodeIdx, base, nil); err != nil {
 		return 0, err
 	}
 	faultAt("merged", base)
-	mp, err := openPackWithIdx(base, idxData, tmp, r.gen.Add(1))
+	idxData, mapped, err := readIdx(base + ".idx") // written without being held
+	if err != nil {
+		return 0, fmt.Errorf("merge packs of %s: read the new index: %w", r.path, err)
+	}
+	mp, err := openPackWithIdx(base, idxData, mapped, tmp, r.gen.Add(1))
 	if err != nil {
 		return 0, err
 	}
@@ -266,19 +270,21 @@ func (r *Repo) release(bases []string) {
 }
 
 // writeMerged writes one pack with every object of packs, in their order, and returns its
-// checksum and index. An object stored whole is copied as it is, compressed bytes and CRC
+// checksum and what writes its index. An object stored whole is copied as it is, compressed bytes and CRC
 // included, so a merge costs I/O and little compression, except a tree, which becomes a delta
 // of the last version of it written before (treedelta.go). A delta against an object of the
 // same pack is copied with its base's new offset; one against another pack's object (git
 // pushes send them) is resolved and written whole, since its base may not come along. An
 // object in more than one pack is written from the first: the indexes tell, so the merge
-// keeps no set of hashes. The new index is built from the old ones, already in the order of
-// hashes, and the offset each object got (8 bytes an object): a list of entries to sort (32
-// bytes) and its encoding were a merge's largest memory at 100,000 memories.
-func (r *Repo) writeMerged(packs []packFile, out io.Writer) (plumbing.Hash, []byte, error) {
+// keeps no set of hashes. The new index is written from the old ones, already in the order of
+// hashes, and the offset each object got (8 bytes an object), as it is made: a list of
+// entries to sort (32 bytes an object) and then the whole index held (28) were a merge's
+// largest memory at 100,000 memories.
+func (r *Repo) writeMerged(packs []packFile, out io.Writer) (plumbing.Hash, idxEncoder, error) {
 	m := &merge{r: r, ww: newWholeWriter(), cache: cache.NewObjectLRU(mergeCacheSize)}
 	m.delta.zw = m.ww.zw
 	count := 0
+	var fanout [256]uint32 // of the objects written
 	for i, p := range packs {
 		x := p.p.idx
 		m.own.packs = append(m.own.packs, p.p)
@@ -304,6 +310,7 @@ func (r *Repo) writeMerged(packs []packFile, out io.Writer) (plumbing.Hash, []by
 				continue
 			}
 			count++
+			fanout[h[0]]++
 		}
 		m.srcs = append(m.srcs, s)
 	}
@@ -332,7 +339,9 @@ func (r *Repo) writeMerged(packs []packFile, out io.Writer) (plumbing.Hash, []by
 	if err := bw.Flush(); err != nil {
 		return plumbing.ZeroHash, nil, err
 	}
-	return sum, buildIdx(count, func(yield func(plumbing.Hash, uint32, uint64)) { mergeByHash(m.srcs, yield) }, sum), nil
+	return sum, func(w io.Writer) error {
+		return encodeIdx(w, count, &fanout, func(yield func(plumbing.Hash, uint32, uint64)) { mergeByHash(m.srcs, yield) }, sum)
+	}, nil
 }
 
 // mergeSource is one pack of a merge: its index, and where the merge wrote each of its

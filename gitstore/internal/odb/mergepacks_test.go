@@ -619,7 +619,7 @@ func placeOrdered(t *testing.T, path string, objs []plumbing.EncodedObject, back
 		t.Fatal(err)
 	}
 	base := p.base(dir)
-	if err := publishPack(tmp, idx, base, nil); err != nil {
+	if err := publishPack(tmp, idxBytes(idx), base, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Chtimes(base+".pack", at, at); err != nil {

@@ -148,18 +148,29 @@ func writeStored(w io.Writer, data []byte) error {
 	return err
 }
 
-// writeIdx writes a pack index at path, through a temporary file that is fsynced and
-// renamed; the caller fsyncs the directory.
-func writeIdx(idx []byte, path string, file *os.File) error {
+// writeIdx writes a pack index at path with encode, through a temporary file that is
+// fsynced and renamed; the caller fsyncs the directory.
+func writeIdx(encode idxEncoder, path string, file *os.File) error {
 	tmp, err := durable.Use(file, path, 0o600)
 	if err != nil {
 		return err
 	}
 	defer tmp.Discard()
-	if _, err := tmp.Write(idx); err != nil {
+	if err := encode(tmp); err != nil {
 		return fmt.Errorf("write pack index: %w", err)
 	}
 	return tmp.Commit()
+}
+
+// idxEncoder writes a pack index to w.
+type idxEncoder func(w io.Writer) error
+
+// idxBytes writes the index idx, encoded already.
+func idxBytes(idx []byte) idxEncoder {
+	return func(w io.Writer) error {
+		_, err := w.Write(idx)
+		return err
+	}
 }
 
 // WritePack writes objects as one new pack with its index, durably, and adds it to the set
@@ -302,7 +313,7 @@ func (r *Repo) placePack(p *encodedPack, durably bool, take func() (*os.File, er
 		if err := tmp.Sync(); err != nil {
 			return fmt.Errorf("write pack: %w", err)
 		}
-		if err := publishPack(tmp.Name(), idxData, base, idxFile); err != nil {
+		if err := publishPack(tmp.Name(), idxBytes(idxData), base, idxFile); err != nil {
 			return err
 		}
 	} else {
@@ -316,7 +327,8 @@ func (r *Repo) placePack(p *encodedPack, durably bool, take func() (*os.File, er
 			return fmt.Errorf("publish pack: %w", err)
 		}
 	}
-	np, err := openPackWithIdx(base, idxData, tmp, r.gen.Add(1))
+	idxData, mapped := written(base+".idx", idxData)
+	np, err := openPackWithIdx(base, idxData, mapped, tmp, r.gen.Add(1))
 	if err != nil {
 		return err
 	}
@@ -326,11 +338,11 @@ func (r *Repo) placePack(p *encodedPack, durably bool, take func() (*os.File, er
 	return nil
 }
 
-// publishPack makes a written and fsynced pack visible: its index first (written and fsynced
-// through a temporary file), then the pack, then the directory fsynced.
+// publishPack makes a written and fsynced pack visible: its index first (written by encode
+// and fsynced through a temporary file), then the pack, then the directory fsynced.
 // idxFile, if not nil, is an empty temporary file beside it to write the index into.
-func publishPack(tmpPack string, idx []byte, base string, idxFile *os.File) error {
-	if err := writeIdx(idx, base+".idx", idxFile); err != nil {
+func publishPack(tmpPack string, encode idxEncoder, base string, idxFile *os.File) error {
+	if err := writeIdx(encode, base+".idx", idxFile); err != nil {
 		return err
 	}
 	if err := os.Rename(tmpPack, base+".pack"); err != nil {
