@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"crypto/sha1"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -81,7 +82,15 @@ func encodeIdx(w io.Writer, n int, fanout *[256]uint32, each func(yield func(h p
 	}
 	crcs, offs := make([]uint32, 0, n), make([]uint32, 0, n)
 	var large []uint64
+	// What is yielded must be what the fan-out table says, in order (a name may come twice,
+	// as recovery once wrote): an index that does not would be published broken.
+	var counted [256]uint32
+	var prev plumbing.Hash
+	unordered := false
 	each(func(h plumbing.Hash, crc uint32, off uint64) {
+		unordered = unordered || len(crcs) > 0 && bytes.Compare(prev[:], h[:]) > 0
+		prev = h
+		counted[h[0]]++
 		bw.Write(h[:])
 		crcs = append(crcs, crc)
 		v := uint32(off)
@@ -91,8 +100,8 @@ func encodeIdx(w io.Writer, n int, fanout *[256]uint32, each func(yield func(h p
 		}
 		offs = append(offs, v)
 	})
-	if len(crcs) != n {
-		return fmt.Errorf("pack index: %d objects of %d", len(crcs), n)
+	if unordered || counted != *fanout {
+		return errors.New("pack index: the objects are not in order, or not those the fan-out table counts")
 	}
 	for _, v := range crcs {
 		put32(v)

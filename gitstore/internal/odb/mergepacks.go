@@ -339,8 +339,10 @@ func (r *Repo) writeMerged(packs []packFile, out io.Writer) (plumbing.Hash, idxE
 	if err := bw.Flush(); err != nil {
 		return plumbing.ZeroHash, nil, err
 	}
+	// The sources alone, not m: its tree bases, cache and buffers can go meanwhile.
+	srcs := m.srcs
 	return sum, func(w io.Writer) error {
-		return encodeIdx(w, count, &fanout, func(yield func(plumbing.Hash, uint32, uint64)) { mergeByHash(m.srcs, yield) }, sum)
+		return encodeIdx(w, count, &fanout, func(yield func(plumbing.Hash, uint32, uint64)) { mergeByHash(srcs, yield) }, sum)
 	}, nil
 }
 
@@ -704,7 +706,7 @@ type sourceHeap []*mergeSource
 func (h sourceHeap) Len() int { return len(h) }
 func (h sourceHeap) Less(i, j int) bool {
 	a, b := h[i], h[j]
-	return bytes.Compare(a.x.data[a.x.names+20*a.next:a.x.names+20*a.next+20], b.x.data[b.x.names+20*b.next:b.x.names+20*b.next+20]) < 0
+	return a.x.compareNames(a.next, b.x, b.next) < 0
 }
 func (h sourceHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
 func (h *sourceHeap) Push(x any)   { *h = append(*h, x.(*mergeSource)) }

@@ -77,7 +77,8 @@ func written(path string, data []byte) (idx []byte, mapped bool) {
 
 // newIdx parses data as a pack index. The mapping of a mapped one is undone once the index is
 // unreachable, not when its pack leaves the set: a reader may still be looking in it then.
-// Its methods keep it alive (runtime.KeepAlive) until their last read of the mapping.
+// Only its methods read data, and they keep it alive (runtime.KeepAlive) until their last
+// read of the mapping.
 func newIdx(data []byte, mapped bool) (*packIdx, error) {
 	x, err := parseIdx(data)
 	if mapped {
@@ -169,6 +170,14 @@ func (x *packIdx) offset(i int) int64 {
 	return off
 }
 
+// compareNames compares the name at position i with the name at position j of y.
+func (x *packIdx) compareNames(i int, y *packIdx, j int) int {
+	c := bytes.Compare(x.data[x.names+20*i:x.names+20*i+20], y.data[y.names+20*j:y.names+20*j+20])
+	runtime.KeepAlive(x)
+	runtime.KeepAlive(y)
+	return c
+}
+
 // find returns the position of h, through the fan-out table and a binary search.
 func (x *packIdx) find(h plumbing.Hash) (int, bool) {
 	lo := 0
@@ -245,12 +254,14 @@ func openPack(base string, gen uint64) (*pack, error) {
 		}
 		return nil, fmt.Errorf("read pack index %s.idx: checksum does not match", base)
 	}
+	var packSum [20]byte // read now: newIdx lets a mapped index's pages go
+	copy(packSum[:], data[len(data)-40:])
 	p, err := openPackWithIdx(base, data, mapped, nil, gen)
 	if err != nil {
 		return nil, err
 	}
 	var trailer [20]byte
-	if _, err := p.f.ReadAt(trailer[:], p.size-20); err != nil || !bytes.Equal(trailer[:], data[len(data)-40:len(data)-20]) {
+	if _, err := p.f.ReadAt(trailer[:], p.size-20); err != nil || trailer != packSum {
 		p.f.Close()
 		return nil, fmt.Errorf("pack %s.pack does not match its index", base)
 	}
