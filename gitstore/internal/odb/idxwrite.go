@@ -78,7 +78,7 @@ func encodeIdx(w io.Writer, n int, fanout *[256]uint32, each func(yield func(h p
 		put32(total)
 	}
 	if int(total) != n {
-		return fmt.Errorf("pack index: the fan-out table counts %d objects of %d", total, n)
+		return fmt.Errorf("the fan-out table counts %d objects of %d", total, n)
 	}
 	crcs, offs := make([]uint32, 0, n), make([]uint32, 0, n)
 	var large []uint64
@@ -101,7 +101,7 @@ func encodeIdx(w io.Writer, n int, fanout *[256]uint32, each func(yield func(h p
 		offs = append(offs, v)
 	})
 	if unordered || counted != *fanout {
-		return errors.New("pack index: the objects are not in order, or not those the fan-out table counts")
+		return errors.New("the objects are not in order, or not those the fan-out table counts")
 	}
 	for _, v := range crcs {
 		put32(v)
@@ -115,10 +115,8 @@ func encodeIdx(w io.Writer, n int, fanout *[256]uint32, each func(yield func(h p
 	}
 	bw.Write(packSum[:])
 	if err := bw.Flush(); err != nil { // bufio keeps a write's error for the rest
-		return fmt.Errorf("write pack index: %w", err)
+		return err
 	}
-	if _, err := w.Write(sum.Sum(nil)); err != nil {
-		return fmt.Errorf("write pack index: %w", err)
-	}
-	return nil
+	_, err := w.Write(sum.Sum(nil))
+	return err
 }

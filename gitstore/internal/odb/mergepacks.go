@@ -142,7 +142,7 @@ func (r *Repo) MergePacks(maxPacks int) (merged int, err error) {
 	byAge := slices.Clone(packs)
 	slices.SortFunc(byAge, func(a, b packFile) int { return cmp.Or(cmp.Compare(a.p.age, b.p.age), cmp.Compare(a.p.gen, b.p.gen)) })
 	age := time.Unix(0, byAge[len(byAge)-1].p.age)
-	sum, encodeIdx, err := r.writeMerged(byAge, tmp)
+	sum, writeIndex, err := r.writeMerged(byAge, tmp)
 	if err == nil {
 		err = tmp.Sync()
 	}
@@ -161,7 +161,7 @@ func (r *Repo) MergePacks(maxPacks int) (merged int, err error) {
 		taken = append(taken, base)
 	}
 	r.swap.Unlock()
-	if err := publishPack(tmp.Name(), encodeIdx, base, nil); err != nil {
+	if err := publishPack(tmp.Name(), writeIndex, base, nil); err != nil {
 		return 0, err
 	}
 	faultAt("merged", base)
@@ -270,15 +270,15 @@ func (r *Repo) release(bases []string) {
 }
 
 // writeMerged writes one pack with every object of packs, in their order, and returns its
-// checksum and what writes its index. An object stored whole is copied as it is, compressed bytes and CRC
-// included, so a merge costs I/O and little compression, except a tree, which becomes a delta
-// of the last version of it written before (treedelta.go). A delta against an object of the
-// same pack is copied with its base's new offset; one against another pack's object (git
-// pushes send them) is resolved and written whole, since its base may not come along. An
-// object in more than one pack is written from the first: the indexes tell, so the merge
-// keeps no set of hashes. The new index is written from the old ones, already in the order of
-// hashes, and the offset each object got (8 bytes an object), as it is made: a list of
-// entries to sort (32 bytes an object) and then the whole index held (28) were a merge's
+// checksum and what writes its index. An object stored whole is copied as it is, compressed
+// bytes and CRC included, so a merge costs I/O and little compression, except a tree, which
+// becomes a delta of the last version of it written before (treedelta.go). A delta against an
+// object of the same pack is copied with its base's new offset; one against another pack's
+// object (git pushes send them) is resolved and written whole, since its base may not come
+// along. An object in more than one pack is written from the first: the indexes tell, so the
+// merge keeps no set of hashes. The new index is written from the old ones, already in the
+// order of hashes, and the offset each object got (8 bytes an object), as it is made: a list
+// of entries to sort (32 bytes an object) and then the whole index held (28) were a merge's
 // largest memory at 100,000 memories.
 func (r *Repo) writeMerged(packs []packFile, out io.Writer) (plumbing.Hash, idxEncoder, error) {
 	m := &merge{r: r, ww: newWholeWriter(), cache: cache.NewObjectLRU(mergeCacheSize)}
