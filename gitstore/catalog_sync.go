@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gitmem/gitmem/internal/durable"
+	"github.com/gitmem/gitmem/internal/mmap"
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 	"golang.org/x/sys/unix"
@@ -253,7 +254,7 @@ func (c *catalogDB) saveSynced() error {
 		// bbolt's mapping no longer grows with the file (catalogMap), which used to drop the
 		// pages mapped so far each time it doubled.
 		c.lastDrop = c.lastSync
-		if err := dropMapped(c.Info().Data, st.Size()); err != nil {
+		if err := mmap.Drop(c.Info().Data, st.Size()); err != nil {
 			slog.Warn("drop the catalog's mapped pages", "path", c.path, "err", err)
 		}
 	}

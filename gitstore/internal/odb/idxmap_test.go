@@ -2,6 +2,7 @@ package odb
 
 import (
 	"bytes"
+	"crypto/sha1"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -16,6 +17,8 @@ import (
 	"unsafe"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/gitmem/gitmem/internal/mmap"
 )
 
 // blobs makes n blobs whose contents name them, from the first'th on.
@@ -44,11 +47,7 @@ func mappedPacks(r *Repo) map[string]bool {
 // packs out of the set, and collections undo their mappings, read every object right. An
 // index unmapped while a reader still looks in it would crash the test.
 func TestMappedIndexes(t *testing.T) {
-	if m, err := mapFile(os.Args[0], 1); err != nil {
-		t.Skipf("files are not mapped here: %v", err)
-	} else {
-		unmapFile(m)
-	}
+	skipUnlessMapped(t)
 	r := openTestRepo(t)
 	large := blobs(0, 10000) // 280 KB of index
 	if err := r.WritePack(large); err != nil {
@@ -186,4 +185,68 @@ func residentKB(t *testing.T, data []byte) (int64, bool) {
 	}
 	t.Fatal("the index is not mapped")
 	return 0, false
+}
+
+// TestBrokenMappedIndex: a large index (mapped) that is damaged, or whose names are out of
+// order under a good checksum, is refused as a small one is (TestBrokenIndex), and its
+// mapping is undone at once.
+func TestBrokenMappedIndex(t *testing.T) {
+	skipUnlessMapped(t)
+	r := openTestRepo(t)
+	if err := r.WritePack(blobs(0, 10000)); err != nil {
+		t.Fatal(err)
+	}
+	src := r.objs.Load().packs[0].base
+	good, err := os.ReadFile(src + ".idx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pack, err := os.ReadFile(src + ".pack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(good) < mapIdxMin {
+		t.Fatalf("an index of %d bytes: too small to be mapped", len(good))
+	}
+	damaged := bytes.Clone(good)
+	damaged[idxHeader+100] ^= 0xff
+	unsorted := bytes.Clone(good)
+	a := bytes.Clone(unsorted[idxHeader : idxHeader+20])
+	copy(unsorted[idxHeader:], unsorted[idxHeader+20:idxHeader+40])
+	copy(unsorted[idxHeader+20:], a)
+	sum := sha1.Sum(unsorted[:len(unsorted)-20])
+	copy(unsorted[len(unsorted)-20:], sum[:])
+	for name, idx := range map[string][]byte{"damaged": damaged, "unsorted": unsorted, "good": good} {
+		base := filepath.Join(t.TempDir(), "pack-"+name)
+		if err := os.WriteFile(base+".pack", pack, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(base+".idx", idx, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		p, err := openPack(base, 0)
+		if name == "good" {
+			if err != nil || !p.idx.mapped {
+				t.Fatalf("the good index: %v (mapped: %v)", err, err == nil && p.idx.mapped)
+			}
+			p.f.Close()
+			continue
+		}
+		if err == nil {
+			t.Fatalf("the %s index was accepted", name)
+		}
+		if maps, err := os.ReadFile("/proc/self/maps"); err == nil && bytes.Contains(maps, []byte(base+".idx")) {
+			t.Fatalf("the %s index is still mapped after it was refused", name)
+		}
+	}
+}
+
+// skipUnlessMapped skips the test where files are not mapped (mmap.Map).
+func skipUnlessMapped(t *testing.T) {
+	t.Helper()
+	m, err := mmap.Map(os.Args[0], 1)
+	if err != nil {
+		t.Skipf("files are not mapped here: %v", err)
+	}
+	mmap.Unmap(m)
 }

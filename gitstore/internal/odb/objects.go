@@ -15,10 +15,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/klauspost/compress/zlib"
+
+	"github.com/gitmem/gitmem/internal/mmap"
 )
 
 // Objects are read from the packs and indexes directly, not through go-git's storage. That
@@ -50,12 +53,10 @@ const idxHeader = 8 + 256*4
 // costs system calls and a page.
 const mapIdxMin = 256 << 10
 
-var errNotMapped = errors.New("not mapped")
-
 // readIdx returns the bytes of the pack index at path, mapped if it has mapIdxMin bytes or
 // more and the system maps files.
 func readIdx(path string) (data []byte, mapped bool, err error) {
-	if data, err := mapFile(path, mapIdxMin); err == nil {
+	if data, err := mmap.Map(path, mapIdxMin); err == nil {
 		return data, true, nil
 	}
 	data, err = os.ReadFile(path)
@@ -65,14 +66,18 @@ func readIdx(path string) (data []byte, mapped bool, err error) {
 // written returns the bytes of the pack index just written at path from data: the file
 // mapped if it is large, else data.
 func written(path string, data []byte) (idx []byte, mapped bool) {
-	if len(data) >= mapIdxMin {
-		if m, err := mapFile(path, mapIdxMin); err == nil && len(m) == len(data) {
-			return m, true
-		} else if err == nil {
-			unmapFile(m)
-		}
+	if len(data) < mapIdxMin {
+		return data, false
 	}
-	return data, false
+	m, err := mmap.Map(path, mapIdxMin)
+	if err != nil {
+		return data, false
+	}
+	if len(m) != len(data) { // not the file just written: keep what was written
+		mmap.Unmap(m)
+		return data, false
+	}
+	return m, true
 }
 
 // newIdx parses data as a pack index. The mapping of a mapped one is undone once the index is
@@ -83,15 +88,21 @@ func newIdx(data []byte, mapped bool) (*packIdx, error) {
 	x, err := parseIdx(data)
 	if mapped {
 		if err != nil {
-			unmapFile(data)
+			mmap.Unmap(data)
 			return nil, err
 		}
 		x.mapped = true
-		runtime.AddCleanup(x, unmapFile, data)
-		// parseIdx read all of it; lookups touch a few pages each, mostly the same ones.
+		runtime.AddCleanup(x, mmap.Unmap, data)
+		// parseIdx read all of it. Lookups map back what they touch, and the kernel maps far
+		// more than a page at a fault (architecture.md): this helps until they have spread.
 		dropPages(data)
 	}
 	return x, err
+}
+
+// dropPages lets the pages of a mapped index go from the process (mmap.Drop).
+func dropPages(data []byte) {
+	mmap.Drop(uintptr(unsafe.Pointer(unsafe.SliceData(data))), int64(len(data)))
 }
 
 // parseIdx checks the layout of a version 2 index and returns it.
@@ -250,7 +261,7 @@ func openPack(base string, gen uint64) (*pack, error) {
 	}
 	if len(data) < 40 || !trailerMatches(data) {
 		if mapped {
-			unmapFile(data)
+			mmap.Unmap(data)
 		}
 		return nil, fmt.Errorf("read pack index %s.idx: checksum does not match", base)
 	}
