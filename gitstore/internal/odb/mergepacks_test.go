@@ -608,11 +608,7 @@ func placeOrdered(t *testing.T, path string, objs []plumbing.EncodedObject, back
 		}
 		return cmp.Compare(b.offset, a.offset)
 	})
-	idx := buildIdx(len(es), func(yield func(plumbing.Hash, uint32, uint64)) {
-		for _, e := range es {
-			yield(e.hash, e.crc, e.offset)
-		}
-	}, p.idx.packSum)
+	idx := (&packIndex{entries: es, packSum: p.idx.packSum}).encoded()
 	dir := filepath.Join(path, "objects", "pack")
 	tmp := filepath.Join(dir, "tmp_ordered")
 	if err := os.WriteFile(tmp, p.data, 0o600); err != nil {
