@@ -42,7 +42,21 @@ type Client struct {
 // New returns a client of the server at baseURL (http://host:port), sending key as
 // x-api-key when it is not empty.
 func New(baseURL, key string) *Client {
-	return &Client{base: strings.TrimRight(baseURL, "/"), key: key, http: &http.Client{Timeout: 5 * time.Minute}}
+	return &Client{base: strings.TrimRight(baseURL, "/"), key: key, http: &http.Client{Timeout: 5 * time.Minute, Transport: newTransport()}}
+}
+
+// idleConnTimeout is how long the client keeps a connection that it is not using: less than
+// the server's default (a minute, httpapi.DefaultLimits), so that the client closes it
+// first. Go's default is 90 s, and a request sent on a connection as the server closed it
+// failed with EOF (a POST is not sent again): the update workload of `gitmem bench`, which
+// came a minute after its connections' last requests, failed so.
+const idleConnTimeout = 30 * time.Second
+
+// newTransport returns Go's default transport with the client's idle timeout.
+func newTransport() *http.Transport {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.IdleConnTimeout = idleConnTimeout
+	return tr
 }
 
 // WithSession returns a client of the same server whose requests are made for the session

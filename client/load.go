@@ -12,7 +12,7 @@ import (
 // request.
 func NewPooled(baseURL, key string, conns int) *Client {
 	c := New(baseURL, key)
-	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr := newTransport()
 	tr.MaxIdleConns, tr.MaxIdleConnsPerHost, tr.MaxConnsPerHost = conns, conns, conns
 	c.http = &http.Client{Timeout: time.Minute, Transport: tr}
 	return c

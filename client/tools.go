@@ -59,7 +59,7 @@ func (c *Client) ConnectTools(ctx context.Context, stores []ToolStore, sessionID
 	if c.key != "" {
 		header.Set("x-api-key", c.key)
 	}
-	tr := &toolsTransport{c: c, header: header, next: http.DefaultTransport}
+	tr := &toolsTransport{c: c, header: header, next: c.http.Transport}
 	hc := &http.Client{Timeout: c.http.Timeout, Transport: tr}
 	mc := mcp.NewClient(&mcp.Implementation{Name: "gitmem", Version: buildinfo.Read().String()}, nil)
 	cs, err := mc.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc, MaxRetries: -1}, nil)
