@@ -223,7 +223,13 @@ func (f *fileNode) Flush(ctx context.Context, fh fs.FileHandle) syscall.Errno {
 	if !f.wrote {
 		return f.failed
 	}
-	return f.commit(ctx)
+	e := f.commit(ctx)
+	if e != 0 {
+		// Now, not at Release: the kernel sends that after close(2) has returned, and a
+		// read that came first was answered from the refused content.
+		f.forgetRefused()
+	}
+	return e
 }
 
 func (f *fileNode) Fsync(ctx context.Context, fh fs.FileHandle, flags uint32) syscall.Errno {
@@ -242,17 +248,27 @@ func (f *fileNode) Release(ctx context.Context, fh fs.FileHandle) syscall.Errno 
 		rel, _ := f.rel()
 		f.m.log().Warn("mount: a file closed without a write was not written", "path", "/"+rel, "errno", errnoName(e))
 	}
-	rel, ok := f.rel()
-	if f.failed != 0 && ok {
-		// Refused: a new file that was never written is gone, as its content is.
-		f.m.mu.Lock()
-		if lf := f.m.local[rel]; lf != nil && !lf.scratch {
-			delete(f.m.local, rel)
-		}
-		f.m.mu.Unlock()
+	if f.failed != 0 {
+		f.forgetRefused()
 	}
 	f.loaded, f.data, f.dirty, f.failed = false, nil, false, 0
 	return 0
+}
+
+// forgetRefused lets go of a refused content: reads load the store's again, and a new file
+// that was never written is gone, as its content is. Further writes through the descriptors
+// still open fail as the first did (f.failed stays until Release). f.mu is held.
+func (f *fileNode) forgetRefused() {
+	f.loaded, f.data, f.dirty, f.wrote = false, nil, false, false
+	rel, ok := f.rel()
+	if !ok {
+		return
+	}
+	f.m.mu.Lock()
+	if lf := f.m.local[rel]; lf != nil && !lf.scratch {
+		delete(f.m.local, rel)
+	}
+	f.m.mu.Unlock()
 }
 
 // commit writes the buffer if it changed: to the store as one version, or, for a scratch

@@ -234,6 +234,47 @@ func eventually(t *testing.T, check func() error) {
 	}
 }
 
+// TestRefusedWriteWhileOpen: a write refused at close(2) leaves the file as the store holds it
+// at once, also while another descriptor keeps the file open (the kernel then sends no
+// release, which is also what a read that comes before the release sees).
+func TestRefusedWriteWhileOpen(t *testing.T) {
+	mt := mountNew(t, gitstore.Policy{}, Options{})
+	path := filepath.Join(mt.dir, "keep.md")
+	if err := os.WriteFile(path, []byte("keep\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	other, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	secret := secrettest.Samples()[0]
+	err = os.WriteFile(path, []byte("key: "+secret.Content+"\n"), 0o644)
+	if !errors.Is(err, syscall.EACCES) {
+		t.Fatalf("write a secret: %v, want EACCES", err)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != "keep\n" {
+		t.Errorf("keep.md reads %q (%v) after the refused write", b, err)
+	}
+	b := make([]byte, 64)
+	n, err := other.ReadAt(b, 0)
+	if string(b[:n]) != "keep\n" {
+		t.Errorf("the descriptor open before reads %q (%v) after the refused write", b[:n], err)
+	}
+	// A new file refused the same way is gone at once.
+	keepNew, err := os.Create(filepath.Join(mt.dir, "new.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer keepNew.Close()
+	if err := os.WriteFile(filepath.Join(mt.dir, "new.md"), []byte("key: "+secret.Content+"\n"), 0o644); !errors.Is(err, syscall.EACCES) {
+		t.Fatalf("write a secret into a new file: %v, want EACCES", err)
+	}
+	if _, err := os.Stat(filepath.Join(mt.dir, "new.md")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a new file whose write was refused is still there: %v", err)
+	}
+}
+
 // TestMountRefusals: what the store refuses is refused with its errno, logged, and nothing
 // is written.
 func TestMountRefusals(t *testing.T) {
