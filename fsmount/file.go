@@ -27,7 +27,7 @@ type fileNode struct {
 	mtime  time.Time
 	dirty  bool          // data differs from what was last written
 	wrote  bool          // data was written (not only truncated) since the last commit
-	failed syscall.Errno // a write was refused: nothing is written until the last close
+	failed syscall.Errno // a write was refused: nothing in data is written, and the next close lets go of it
 }
 
 var (
@@ -41,8 +41,12 @@ var (
 	_ fs.NodeReleaser  = (*fileNode)(nil)
 )
 
-// handle is an open file: whether it may write.
-type handle struct{ write bool }
+// handle is an open file: whether it may write, and the refusal of what was written through
+// it, which its later writes get too (those of other opens do not).
+type handle struct {
+	write  bool
+	failed syscall.Errno
+}
 
 func (f *fileNode) rel() (string, bool) { return relOf(f.EmbeddedInode()) }
 
@@ -152,9 +156,12 @@ func (f *fileNode) tooLarge(size int64) syscall.Errno {
 	return syscall.EFBIG
 }
 
-func (f *fileNode) Write(ctx context.Context, _ fs.FileHandle, data []byte, off int64) (uint32, syscall.Errno) {
+func (f *fileNode) Write(ctx context.Context, fh fs.FileHandle, data []byte, off int64) (uint32, syscall.Errno) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if h, ok := fh.(*handle); ok && h.failed != 0 {
+		return 0, h.failed
+	}
 	if f.failed != 0 {
 		return 0, f.failed
 	}
@@ -215,19 +222,27 @@ func (f *fileNode) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAt
 // version nobody meant. Release writes what no flush did (a file created or truncated and
 // closed without a write: touch, : > f).
 func (f *fileNode) Flush(ctx context.Context, fh fs.FileHandle) syscall.Errno {
-	if h, ok := fh.(*handle); !ok || !h.write {
+	h, ok := fh.(*handle)
+	if !ok || !h.write {
 		return 0
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if h.failed != 0 {
+		return h.failed // refused at an fsync: nothing written through it was kept
+	}
 	if !f.wrote {
-		return f.failed
+		e := f.failed
+		if e != 0 {
+			f.forgetRefused(h) // too large at its first write
+		}
+		return e
 	}
 	e := f.commit(ctx)
 	if e != 0 {
 		// Now, not at Release: the kernel sends that after close(2) has returned, and a
 		// read that came first was answered from the refused content.
-		f.forgetRefused()
+		f.forgetRefused(h)
 	}
 	return e
 }
@@ -235,7 +250,15 @@ func (f *fileNode) Flush(ctx context.Context, fh fs.FileHandle) syscall.Errno {
 func (f *fileNode) Fsync(ctx context.Context, fh fs.FileHandle, flags uint32) syscall.Errno {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.commit(ctx)
+	h, _ := fh.(*handle)
+	if h != nil && h.failed != 0 {
+		return h.failed
+	}
+	e := f.commit(ctx)
+	if e != 0 {
+		f.forgetRefused(h) // as at a refused close (Flush)
+	}
+	return e
 }
 
 func (f *fileNode) Release(ctx context.Context, fh fs.FileHandle) syscall.Errno {
@@ -249,17 +272,21 @@ func (f *fileNode) Release(ctx context.Context, fh fs.FileHandle) syscall.Errno 
 		f.m.log().Warn("mount: a file closed without a write was not written", "path", "/"+rel, "errno", errnoName(e))
 	}
 	if f.failed != 0 {
-		f.forgetRefused()
+		f.forgetRefused(nil)
 	}
 	f.loaded, f.data, f.dirty, f.failed = false, nil, false, 0
 	return 0
 }
 
 // forgetRefused lets go of a refused content: reads load the store's again, and a new file
-// that was never written is gone, as its content is. Further writes through the descriptors
-// still open fail as the first did (f.failed stays until Release). f.mu is held.
-func (f *fileNode) forgetRefused() {
-	f.loaded, f.data, f.dirty, f.wrote = false, nil, false, false
+// that was never written is gone, as its content is. The refusal moves to h, the open it was
+// written through (if not nil), whose later writes fail as the first did; other opens write
+// afresh. f.mu is held.
+func (f *fileNode) forgetRefused(h *handle) {
+	if h != nil {
+		h.failed = f.failed
+	}
+	f.loaded, f.data, f.dirty, f.wrote, f.failed = false, nil, false, false, 0
 	rel, ok := f.rel()
 	if !ok {
 		return

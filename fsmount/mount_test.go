@@ -261,6 +261,31 @@ func TestRefusedWriteWhileOpen(t *testing.T) {
 	if string(b[:n]) != "keep\n" {
 		t.Errorf("the descriptor open before reads %q (%v) after the refused write", b[:n], err)
 	}
+	// Refused at fsync(2), with the descriptor still open: the same.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_TRUNC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close() // before the unmount: a descriptor left open at exit hangs the process
+	if _, err := f.WriteString("key: " + secret.Content + "\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); !errors.Is(err, syscall.EACCES) {
+		t.Errorf("fsync a secret: %v, want EACCES", err)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != "keep\n" {
+		t.Errorf("keep.md reads %q (%v) after the refused fsync", b, err)
+	}
+	if _, err := f.WriteString("more\n"); !errors.Is(err, syscall.EACCES) {
+		t.Errorf("a write after the refused fsync: %v, want EACCES", err)
+	}
+	// Another open writes afresh, while those descriptors are still open.
+	if err := os.WriteFile(path, []byte("kept again\n"), 0o644); err != nil {
+		t.Errorf("write after the refusals: %v", err)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != "kept again\n" {
+		t.Errorf("keep.md reads %q (%v), want the last write", b, err)
+	}
 	// A new file refused the same way is gone at once.
 	keepNew, err := os.Create(filepath.Join(mt.dir, "new.md"))
 	if err != nil {
