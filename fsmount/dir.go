@@ -264,14 +264,17 @@ func (d *dirNode) Create(ctx context.Context, name string, flags uint32, mode ui
 	}
 	ch := d.child(ctx, name, syscall.S_IFREG)
 	f := ch.Operations().(*fileNode)
+	h := &handle{write: true}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	switch {
 	case k == none:
 		// A new file is written when it is closed, even empty.
 		f.data, f.loaded, f.dirty, f.mtime = nil, true, !scratch, now
+		f.changedBy(h, false)
 	case flags&syscall.O_TRUNC != 0:
 		f.data, f.loaded, f.dirty, f.mtime = nil, true, true, now
+		f.changedBy(h, false)
 	default:
 		// The name exists (another writer made it since the kernel last looked): O_CREAT
 		// without O_EXCL or O_TRUNC opens it as it is.
@@ -286,7 +289,7 @@ func (d *dirNode) Create(ctx context.Context, name string, flags uint32, mode ui
 	}
 	f.opens++
 	d.m.fileAttr(&out.Attr, len(f.data), f.mtime)
-	return ch, &handle{write: true}, 0, 0
+	return ch, h, 0, 0
 }
 
 func (d *dirNode) Unlink(ctx context.Context, name string) syscall.Errno {
@@ -504,7 +507,7 @@ func (d *dirNode) openContent(ctx context.Context, name, rel string) (data []byt
 				return data, func() {
 					f.mu.Lock()
 					if string(f.data) == string(data) {
-						f.dirty, f.wrote = false, false
+						f.written()
 					}
 					f.mu.Unlock()
 				}, nil

@@ -14,20 +14,23 @@ import (
 )
 
 // fileNode is a memory, or a file held here. While it is open, its handles share one
-// buffer: the content when it was first opened, as written since. A close (flush) or fsync
-// of a handle that wrote writes the buffer to the store as one version.
+// buffer: the content when it was first opened, as written since. A close (flush) of a
+// handle that wrote, or an fsync, writes the buffer to the store as one version.
+//
+// A refusal (by the store, or of a write past the size limit) lets go of the buffer at once:
+// reads then see what the store holds. Every open that changed the refused buffer gets the
+// refusal at its later writes and at its close, whichever open's close or fsync met it.
 type fileNode struct {
 	fs.Inode
 	m *mountFS
 
-	mu     sync.Mutex
-	opens  int
-	loaded bool // data holds the content
-	data   []byte
-	mtime  time.Time
-	dirty  bool          // data differs from what was last written
-	wrote  bool          // data was written (not only truncated) since the last commit
-	failed syscall.Errno // a write was refused: nothing in data is written, and the next close lets go of it
+	mu      sync.Mutex
+	opens   int
+	loaded  bool // data holds the content
+	data    []byte
+	mtime   time.Time
+	dirty   bool             // data differs from what was last written
+	changed map[*handle]bool // opens whose changes are not written yet: true if one wrote, false if it only truncated
 }
 
 var (
@@ -41,8 +44,8 @@ var (
 	_ fs.NodeReleaser  = (*fileNode)(nil)
 )
 
-// handle is an open file: whether it may write, and the refusal of what was written through
-// it, which its later writes get too (those of other opens do not).
+// handle is an open file: whether it may write, and the refusal of what was changed through
+// it, which its later writes and its close get too (those of other opens do not).
 type handle struct {
 	write  bool
 	failed syscall.Errno
@@ -121,14 +124,28 @@ func (f *fileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 	if f.opens == 0 {
 		f.loaded = false // a first open reads what the store holds now
 	}
+	h := &handle{write: write}
 	if write && flags&syscall.O_TRUNC != 0 {
 		f.data, f.loaded, f.dirty, f.mtime = nil, true, true, time.Now()
+		f.changedBy(h, false)
 	}
 	if e := f.load(ctx); e != 0 {
 		return nil, 0, e
 	}
 	f.opens++
-	return &handle{write: write}, 0, 0
+	return h, 0, 0
+}
+
+// changedBy notes that h changed the buffer, by a write or else by a truncation. f.mu is
+// held.
+func (f *fileNode) changedBy(h *handle, wrote bool) {
+	if h == nil {
+		return
+	}
+	if f.changed == nil {
+		f.changed = map[*handle]bool{}
+	}
+	f.changed[h] = f.changed[h] || wrote
 }
 
 func (f *fileNode) Read(ctx context.Context, _ fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
@@ -144,39 +161,39 @@ func (f *fileNode) Read(ctx context.Context, _ fs.FileHandle, dest []byte, off i
 	return fuse.ReadResultData(append([]byte(nil), f.data[off:end]...)), 0
 }
 
-// tooLarge refuses a content past the store's limit, at the write that makes it so: the
-// program sees EFBIG there, and the file is not written at its close.
+// tooLarge refuses a size past the store's limit with EFBIG.
 func (f *fileNode) tooLarge(size int64) syscall.Errno {
 	if size <= gitstore.MaxContentBytes {
 		return 0
 	}
 	rel, _ := f.rel()
 	f.m.log().Warn("mount: refused, too large", "path", "/"+rel, "errno", "EFBIG", "size", size, "limit", gitstore.MaxContentBytes)
-	f.failed = syscall.EFBIG
 	return syscall.EFBIG
 }
 
 func (f *fileNode) Write(ctx context.Context, fh fs.FileHandle, data []byte, off int64) (uint32, syscall.Errno) {
+	h, _ := fh.(*handle)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if h, ok := fh.(*handle); ok && h.failed != 0 {
+	if h != nil && h.failed != 0 {
 		return 0, h.failed
-	}
-	if f.failed != 0 {
-		return 0, f.failed
 	}
 	if e := f.load(ctx); e != 0 {
 		return 0, e
 	}
 	end := off + int64(len(data))
+	f.changedBy(h, true)
 	if e := f.tooLarge(end); e != 0 {
+		// The program's data comes in pieces: a file cut at the limit is not written, as
+		// what the store refuses is not.
+		f.refused(e)
 		return 0, e
 	}
 	if end > int64(len(f.data)) {
 		f.data = append(f.data, make([]byte, end-int64(len(f.data)))...)
 	}
 	copy(f.data[off:], data)
-	f.dirty, f.wrote, f.mtime = true, true, time.Now()
+	f.dirty, f.mtime = true, time.Now()
 	return uint32(len(data)), 0
 }
 
@@ -187,12 +204,16 @@ func (f *fileNode) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAt
 			f.m.log().Info("mount: refused, the mount is read-only", "op", "truncate", "path", "/"+rel)
 			return syscall.EROFS
 		}
-		f.mu.Lock()
-		if e := f.load(ctx); e != 0 {
-			f.mu.Unlock()
-			return e
-		}
 		if e := f.tooLarge(int64(size)); e != 0 {
+			return e // and nothing changes, as on any file system
+		}
+		h, _ := fh.(*handle)
+		f.mu.Lock()
+		if h != nil && h.failed != 0 {
+			f.mu.Unlock()
+			return h.failed
+		}
+		if e := f.load(ctx); e != 0 {
 			f.mu.Unlock()
 			return e
 		}
@@ -202,6 +223,7 @@ func (f *fileNode) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAt
 			f.data = append(f.data, make([]byte, int(size)-len(f.data))...)
 		}
 		f.dirty, f.mtime = true, time.Now()
+		f.changedBy(h, false)
 		var e syscall.Errno
 		if f.opens == 0 { // truncate(2) of a closed file: written now
 			e = f.commit(ctx)
@@ -216,49 +238,38 @@ func (f *fileNode) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAt
 	return f.attr(ctx, &out.Attr, nil, nil)
 }
 
-// Flush is a close(2) of a descriptor: it writes what was written to the file. A close
-// before any write does not: a shell opens the file of "echo hi > f" with O_TRUNC, and closes
-// a copy of the descriptor before echo writes; writing the empty file then would make a
-// version nobody meant. Release writes what no flush did (a file created or truncated and
+// Flush is a close(2) of a descriptor: it writes the buffer if this open wrote to it. A
+// close before any write does not: a shell opens the file of "echo hi > f" with O_TRUNC, and
+// closes a copy of the descriptor before echo writes; writing the empty file then would make
+// a version nobody meant. Release writes what no flush did (a file created or truncated and
 // closed without a write: touch, : > f).
 func (f *fileNode) Flush(ctx context.Context, fh fs.FileHandle) syscall.Errno {
 	h, ok := fh.(*handle)
-	if !ok || !h.write {
+	if !ok {
 		return 0
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if h.failed != 0 {
-		return h.failed // refused at an fsync: nothing written through it was kept
+		return h.failed // nothing changed through it since was kept either
 	}
-	if !f.wrote {
-		e := f.failed
-		if e != 0 {
-			f.forgetRefused(h) // too large at its first write
-		}
-		return e
+	if !f.changed[h] {
+		return 0
 	}
-	e := f.commit(ctx)
-	if e != 0 {
-		// Now, not at Release: the kernel sends that after close(2) has returned, and a
-		// read that came first was answered from the refused content.
-		f.forgetRefused(h)
-	}
-	return e
+	return f.commit(ctx)
 }
 
+// Fsync writes the buffer, whichever open asks: fsync(2) of any descriptor of a file makes
+// its data durable on Linux. A refusal goes to the caller and to the opens that changed the
+// buffer.
 func (f *fileNode) Fsync(ctx context.Context, fh fs.FileHandle, flags uint32) syscall.Errno {
+	h, _ := fh.(*handle)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	h, _ := fh.(*handle)
 	if h != nil && h.failed != 0 {
 		return h.failed
 	}
-	e := f.commit(ctx)
-	if e != 0 {
-		f.forgetRefused(h) // as at a refused close (Flush)
-	}
-	return e
+	return f.commit(ctx)
 }
 
 func (f *fileNode) Release(ctx context.Context, fh fs.FileHandle) syscall.Errno {
@@ -267,26 +278,24 @@ func (f *fileNode) Release(ctx context.Context, fh fs.FileHandle) syscall.Errno 
 	if f.opens--; f.opens > 0 {
 		return 0
 	}
-	if e := f.commit(ctx); e != 0 && e != f.failed {
+	if e := f.commit(ctx); e != 0 {
 		rel, _ := f.rel()
 		f.m.log().Warn("mount: a file closed without a write was not written", "path", "/"+rel, "errno", errnoName(e))
 	}
-	if f.failed != 0 {
-		f.forgetRefused(nil)
-	}
-	f.loaded, f.data, f.dirty, f.failed = false, nil, false, 0
+	f.loaded, f.data, f.dirty, f.changed = false, nil, false, nil
 	return 0
 }
 
-// forgetRefused lets go of a refused content: reads load the store's again, and a new file
-// that was never written is gone, as its content is. The refusal moves to h, the open it was
-// written through (if not nil), whose later writes fail as the first did; other opens write
-// afresh. f.mu is held.
-func (f *fileNode) forgetRefused(h *handle) {
-	if h != nil {
-		h.failed = f.failed
+// refused lets go of a refused buffer now, not at Release: the kernel sends that only after
+// the last descriptor is closed, and reads until then would see the refused content. Reads
+// load the store's again, and a new file that was never written is gone, as its content is.
+// The opens that changed the buffer get e from now on; other opens write afresh. f.mu is
+// held.
+func (f *fileNode) refused(e syscall.Errno) {
+	for h := range f.changed {
+		h.failed = e
 	}
-	f.loaded, f.data, f.dirty, f.wrote, f.failed = false, nil, false, false, 0
+	f.loaded, f.data, f.dirty, f.changed = false, nil, false, nil
 	rel, ok := f.rel()
 	if !ok {
 		return
@@ -298,18 +307,20 @@ func (f *fileNode) forgetRefused(h *handle) {
 	f.m.mu.Unlock()
 }
 
+// written notes that the buffer is as stored: the opens' changes are written. f.mu is held.
+func (f *fileNode) written() {
+	f.dirty, f.changed = false, nil
+}
+
 // commit writes the buffer if it changed: to the store as one version, or, for a scratch
-// file, here. f.mu is held.
+// file, here. A refusal lets go of it (refused). f.mu is held.
 func (f *fileNode) commit(ctx context.Context) syscall.Errno {
-	if f.failed != 0 {
-		return f.failed
-	}
 	if !f.dirty {
 		return 0
 	}
 	rel, ok := f.rel()
 	if !ok { // deleted while open: its writes go nowhere, as on any file system
-		f.dirty = false
+		f.written()
 		return 0
 	}
 	m := f.m
@@ -317,22 +328,23 @@ func (f *fileNode) commit(ctx context.Context) syscall.Errno {
 	if lf := m.local[rel]; lf != nil && lf.scratch {
 		lf.data, lf.mtime = append([]byte(nil), f.data...), f.mtime
 		m.mu.Unlock()
-		f.dirty, f.wrote = false, false
+		f.written()
 		return 0
 	}
 	m.mu.Unlock()
 	if !utf8.Valid(f.data) {
 		m.log().Warn("mount: refused, not UTF-8 text", "path", "/"+rel, "errno", "EILSEQ")
-		f.failed = syscall.EILSEQ
-		return f.failed
+		f.refused(syscall.EILSEQ)
+		return syscall.EILSEQ
 	}
 	content := string(f.data)
 	res, err := m.opts.Store.Write(ctx, gitstore.WriteInput{Path: "/" + rel, Content: content, Actor: m.opts.Actor})
 	if err != nil {
-		f.failed = m.refuse("write", rel, err)
-		return f.failed
+		e := m.refuse("write", rel, err)
+		f.refused(e)
+		return e
 	}
-	f.dirty, f.wrote = false, false
+	f.written()
 	if !res.Memory.UpdatedAt.IsZero() {
 		f.mtime = res.Memory.UpdatedAt // what stat shows once the file is closed
 	}

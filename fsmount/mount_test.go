@@ -279,6 +279,18 @@ func TestRefusedWriteWhileOpen(t *testing.T) {
 	if _, err := f.WriteString("more\n"); !errors.Is(err, syscall.EACCES) {
 		t.Errorf("a write after the refused fsync: %v, want EACCES", err)
 	}
+	if err := f.Sync(); !errors.Is(err, syscall.EACCES) {
+		t.Errorf("a second fsync after the refused one: %v, want EACCES", err)
+	}
+	if err := f.Truncate(0); !errors.Is(err, syscall.EACCES) {
+		t.Errorf("ftruncate after the refused fsync: %v, want EACCES", err)
+	}
+	if err := f.Close(); !errors.Is(err, syscall.EACCES) {
+		t.Errorf("close after the refused fsync: %v, want EACCES", err)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != "keep\n" {
+		t.Errorf("keep.md reads %q (%v) after the close of the refused open", b, err)
+	}
 	// Another open writes afresh, while those descriptors are still open.
 	if err := os.WriteFile(path, []byte("kept again\n"), 0o644); err != nil {
 		t.Errorf("write after the refusals: %v", err)
@@ -298,6 +310,126 @@ func TestRefusedWriteWhileOpen(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(mt.dir, "new.md")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a new file whose write was refused is still there: %v", err)
 	}
+}
+
+// TestRefusalGoesToTheWriter: a refusal met at another open's close or fsync goes to the
+// opens that changed the file too, whose later writes and close then fail: nothing they
+// wrote is written in part, or silently dropped.
+func TestRefusalGoesToTheWriter(t *testing.T) {
+	mt := mountNew(t, gitstore.Policy{}, Options{})
+	path := filepath.Join(mt.dir, "keep.md")
+	secret := "key: " + secrettest.Samples()[0].Content + "\n"
+	reset := func(t *testing.T) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte("keep\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	open := func(t *testing.T, flag int) *os.File {
+		t.Helper()
+		f, err := os.OpenFile(path, flag, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() }) // before the unmount: an open descriptor hangs it
+		return f
+	}
+	stored := func(t *testing.T, want string) {
+		t.Helper()
+		if got := mt.files(t)["/keep.md"]; got != want {
+			t.Errorf("the store holds %q, want %q", got, want)
+		}
+		if b, err := os.ReadFile(path); err != nil || string(b) != want {
+			t.Errorf("keep.md reads %q (%v), want %q", b, err, want)
+		}
+	}
+
+	t.Run("another open's close writes nothing of it", func(t *testing.T) {
+		reset(t)
+		a, b := open(t, os.O_RDWR), open(t, os.O_WRONLY)
+		if _, err := a.WriteAt([]byte(secret), 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Close(); err != nil {
+			t.Errorf("close of an open that wrote nothing: %v, want none", err)
+		}
+		if _, err := a.WriteAt([]byte("more\n"), int64(len(secret))); err != nil {
+			t.Errorf("the writer's next write: %v", err)
+		}
+		if err := a.Close(); !errors.Is(err, syscall.EACCES) {
+			t.Errorf("the writer's close: %v, want EACCES", err)
+		}
+		stored(t, "keep\n")
+	})
+
+	t.Run("a read-only open's fsync", func(t *testing.T) {
+		reset(t)
+		a, r := open(t, os.O_RDWR), open(t, os.O_RDONLY)
+		if _, err := a.WriteAt([]byte(secret), 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Sync(); !errors.Is(err, syscall.EACCES) {
+			t.Errorf("fsync of the read-only open: %v, want EACCES", err)
+		}
+		stored(t, "keep\n")
+		if _, err := a.WriteAt([]byte("more\n"), 0); !errors.Is(err, syscall.EACCES) {
+			t.Errorf("the writer's next write: %v, want EACCES", err)
+		}
+		if err := a.Close(); !errors.Is(err, syscall.EACCES) {
+			t.Errorf("the writer's close: %v, want EACCES", err)
+		}
+		stored(t, "keep\n")
+	})
+
+	t.Run("two writers", func(t *testing.T) {
+		reset(t)
+		a, b := open(t, os.O_RDWR), open(t, os.O_RDWR)
+		if _, err := a.WriteAt([]byte("kept by nobody\n"), 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.WriteAt([]byte(secret), 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Close(); !errors.Is(err, syscall.EACCES) {
+			t.Errorf("the close that met the refusal: %v, want EACCES", err)
+		}
+		if err := b.Close(); !errors.Is(err, syscall.EACCES) {
+			t.Errorf("the other writer's close: %v, want EACCES", err)
+		}
+		stored(t, "keep\n")
+	})
+
+	t.Run("too large while open", func(t *testing.T) {
+		reset(t)
+		other := open(t, os.O_RDONLY) // so that no release comes
+		a := open(t, os.O_RDWR|os.O_TRUNC)
+		if _, err := a.Write(make([]byte, gitstore.MaxContentBytes+1)); !errors.Is(err, syscall.EFBIG) {
+			t.Fatalf("a write past the limit: %v, want EFBIG", err)
+		}
+		buf := make([]byte, 64)
+		if n, err := other.ReadAt(buf, 0); string(buf[:n]) != "keep\n" {
+			t.Errorf("the file reads %q (%v) after the refused write", buf[:n], err)
+		}
+		if _, err := a.WriteAt([]byte("x"), 0); !errors.Is(err, syscall.EFBIG) {
+			t.Errorf("the next write: %v, want EFBIG", err)
+		}
+		if err := a.Close(); !errors.Is(err, syscall.EFBIG) {
+			t.Errorf("close: %v, want EFBIG", err)
+		}
+		stored(t, "keep\n")
+	})
+
+	t.Run("truncate of a closed file past the limit", func(t *testing.T) {
+		reset(t)
+		if err := os.Truncate(path, gitstore.MaxContentBytes+1); !errors.Is(err, syscall.EFBIG) {
+			t.Errorf("truncate past the limit: %v, want EFBIG", err)
+		}
+		stored(t, "keep\n")
+		if err := os.WriteFile(path, []byte("after\n"), 0o644); err != nil {
+			t.Errorf("a write after the refused truncate: %v", err)
+		}
+		stored(t, "after\n")
+	})
 }
 
 // TestMountRefusals: what the store refuses is refused with its errno, logged, and nothing

@@ -120,7 +120,11 @@ func (d *Dispatcher) Run(ctx context.Context) {
 		}
 		return nil
 	}}
-	d.client = &http.Client{Timeout: d.Timeout, Transport: &http.Transport{DialContext: dialer.DialContext, Proxy: nil},
+	// Idle connections go before most receivers close them (Go's default keeps them 90 s): a
+	// delivery sent on one the receiver has just closed fails, and Go does not send a POST
+	// again.
+	tr := &http.Transport{DialContext: dialer.DialContext, Proxy: nil, IdleConnTimeout: 30 * time.Second}
+	d.client = &http.Client{Timeout: d.Timeout, Transport: tr,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	type key struct{ hook, store string }
 	workers := map[key]context.CancelFunc{}

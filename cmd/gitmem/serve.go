@@ -77,7 +77,7 @@ Create a key with "gitmem keys create" to require keys and to serve on other add
 	cmd.Flags().DurationVar(&f.limits.BodyTimeout, "body-timeout", d.BodyTimeout, "the body of an API or MCP request must arrive within this (else 408)")
 	cmd.Flags().DurationVar(&f.limits.WriteTimeout, "write-timeout", d.WriteTimeout, "an API or MCP request must be answered within this")
 	cmd.Flags().DurationVar(&f.limits.GitTimeout, "git-timeout", d.GitTimeout, "a git clone, fetch or push must be done within this")
-	cmd.Flags().DurationVar(&f.limits.IdleTimeout, "idle-timeout", d.IdleTimeout, "close a keep-alive connection idle this long")
+	cmd.Flags().DurationVar(&f.limits.IdleTimeout, "idle-timeout", d.IdleTimeout, "close a keep-alive connection idle this long (keep it above 30s, how long gitmem's clients keep one)")
 	cmd.Flags().IntVar(&f.limits.MaxConns, "max-conns", d.MaxConns, "connections served at once; more wait to be accepted")
 	cmd.Flags().IntVar(&f.limits.MaxRequests, "max-requests", d.MaxRequests, "requests served at once; more are answered 503")
 	cmd.Flags().DurationVar(&f.expire, "expire-every", time.Hour, "how often to expire the memories of stores that have an expiry (gitmem expire); 0 turns it off")

@@ -52,6 +52,7 @@ func TestSpares(t *testing.T) {
 	// stays in SpareDir (the goroutine may be making one as the test looks: CI once found
 	// it so).
 	makeDir := filepath.Join(path, SpareDir)
+	deadline = time.Now().Add(5 * time.Second)
 	for made := madeFiles(t, makeDir); len(made) != 0; made = madeFiles(t, makeDir) {
 		if time.Now().After(deadline) {
 			t.Fatalf("SpareDir holds %v, want no file", made)
