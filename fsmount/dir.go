@@ -264,7 +264,7 @@ func (d *dirNode) Create(ctx context.Context, name string, flags uint32, mode ui
 	}
 	ch := d.child(ctx, name, syscall.S_IFREG)
 	f := ch.Operations().(*fileNode)
-	h := &handle{write: true}
+	h := &handle{write: true, append: flags&syscall.O_APPEND != 0}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	switch {
@@ -287,7 +287,7 @@ func (d *dirNode) Create(ctx context.Context, name string, flags uint32, mode ui
 			f.data, f.loaded, f.mtime = data, true, mtime
 		}
 	}
-	f.opens++
+	f.opened()
 	d.m.fileAttr(&out.Attr, len(f.data), f.mtime)
 	return ch, h, 0, 0
 }

@@ -48,6 +48,7 @@ var (
 // it, which its later writes and its close get too (those of other opens do not).
 type handle struct {
 	write  bool
+	append bool // O_APPEND: writes go to the buffer's end, wherever the kernel thinks it is
 	failed syscall.Errno
 }
 
@@ -124,7 +125,7 @@ func (f *fileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 	if f.opens == 0 {
 		f.loaded = false // a first open reads what the store holds now
 	}
-	h := &handle{write: write}
+	h := &handle{write: write, append: flags&syscall.O_APPEND != 0}
 	if write && flags&syscall.O_TRUNC != 0 {
 		f.data, f.loaded, f.dirty, f.mtime = nil, true, true, time.Now()
 		f.changedBy(h, false)
@@ -132,8 +133,18 @@ func (f *fileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 	if e := f.load(ctx); e != 0 {
 		return nil, 0, e
 	}
-	f.opens++
+	f.opened()
 	return h, 0, 0
+}
+
+// opened counts an open; the mount knows the open files, to name those whose changes an
+// unmount drops. f.mu is held.
+func (f *fileNode) opened() {
+	if f.opens++; f.opens == 1 {
+		f.m.mu.Lock()
+		f.m.open[f] = true
+		f.m.mu.Unlock()
+	}
 }
 
 // changedBy notes that h changed the buffer, by a write or else by a truncation. f.mu is
@@ -181,6 +192,10 @@ func (f *fileNode) Write(ctx context.Context, fh fs.FileHandle, data []byte, off
 	if e := f.load(ctx); e != 0 {
 		return 0, e
 	}
+	if h != nil && h.append {
+		// The kernel's offset is the size it last saw, which a refusal since made wrong.
+		off = int64(len(f.data))
+	}
 	end := off + int64(len(data))
 	f.changedBy(h, true)
 	if e := f.tooLarge(end); e != 0 {
@@ -204,14 +219,15 @@ func (f *fileNode) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAt
 			f.m.log().Info("mount: refused, the mount is read-only", "op", "truncate", "path", "/"+rel)
 			return syscall.EROFS
 		}
-		if e := f.tooLarge(int64(size)); e != 0 {
-			return e // and nothing changes, as on any file system
-		}
 		h, _ := fh.(*handle)
 		f.mu.Lock()
 		if h != nil && h.failed != 0 {
 			f.mu.Unlock()
 			return h.failed
+		}
+		if e := f.tooLarge(int64(size)); e != 0 {
+			f.mu.Unlock()
+			return e // and nothing changes, as on any file system
 		}
 		if e := f.load(ctx); e != 0 {
 			f.mu.Unlock()
@@ -223,7 +239,7 @@ func (f *fileNode) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAt
 			f.data = append(f.data, make([]byte, int(size)-len(f.data))...)
 		}
 		f.dirty, f.mtime = true, time.Now()
-		f.changedBy(h, false)
+		f.changedBy(h, true) // ftruncate: its close writes it, as a write's does
 		var e syscall.Errno
 		if f.opens == 0 { // truncate(2) of a closed file: written now
 			e = f.commit(ctx)
@@ -253,10 +269,24 @@ func (f *fileNode) Flush(ctx context.Context, fh fs.FileHandle) syscall.Errno {
 	if h.failed != 0 {
 		return h.failed // nothing changed through it since was kept either
 	}
-	if !f.changed[h] {
+	if !f.changed[h] || unfinishedRune(f.data) {
+		// A character cut in two is one that the program has not finished writing: a
+		// shell's child that exits closes a copy of the descriptor between the two
+		// halves of "{ printf 'caf\303'; true; printf '\251'; } > f". The next close, an
+		// fsync or the last release writes it.
 		return 0
 	}
 	return f.commit(ctx)
+}
+
+// unfinishedRune says whether data is UTF-8 but for a last character cut short.
+func unfinishedRune(data []byte) bool {
+	for i := len(data) - 1; i >= 0 && i >= len(data)-utf8.UTFMax+1; i-- {
+		if utf8.RuneStart(data[i]) {
+			return !utf8.FullRune(data[i:]) && utf8.Valid(data[:i])
+		}
+	}
+	return false
 }
 
 // Fsync writes the buffer, whichever open asks: fsync(2) of any descriptor of a file makes
@@ -278,6 +308,9 @@ func (f *fileNode) Release(ctx context.Context, fh fs.FileHandle) syscall.Errno 
 	if f.opens--; f.opens > 0 {
 		return 0
 	}
+	f.m.mu.Lock()
+	delete(f.m.open, f)
+	f.m.mu.Unlock()
 	if e := f.commit(ctx); e != 0 {
 		rel, _ := f.rel()
 		f.m.log().Warn("mount: a file closed without a write was not written", "path", "/"+rel, "errno", errnoName(e))
@@ -296,6 +329,10 @@ func (f *fileNode) refused(e syscall.Errno) {
 		h.failed = e
 	}
 	f.loaded, f.data, f.dirty, f.changed = false, nil, false, nil
+	// The kernel may keep pages of the refused content that a write filled whole, and
+	// the size: both go. Not here: the kernel may hold those pages locked until this
+	// call (a write) returns.
+	go f.NotifyContent(0, 0)
 	rel, ok := f.rel()
 	if !ok {
 		return

@@ -95,7 +95,7 @@ func New(dir string, opts Options) (*Mount, error) {
 		return nil, fmt.Errorf("%s is not a directory", dir)
 	}
 	m := &mountFS{opts: opts, started: time.Now(), listings: map[string]listing{}, local: map[string]*localFile{},
-		dirs: map[string]bool{}, away: map[string]string{}, contents: newContentCache(32 << 20)}
+		dirs: map[string]bool{}, away: map[string]string{}, open: map[*fileNode]bool{}, contents: newContentCache(32 << 20)}
 	root := &dirNode{m: m}
 	m.root = root
 	timeout := opts.CacheFor
@@ -108,6 +108,10 @@ func New(dir string, opts Options) (*Mount, error) {
 			DisableXAttrs: true,
 			// Reads come from the store: the kernel does not keep pages across opens.
 			MaxReadAhead: 128 << 10,
+			// O_TRUNC comes with the open that asks for it, not as a truncate of no open
+			// afterwards: the truncation is then the open's change, which a refusal of the
+			// content it was part of fails.
+			ExtraCapabilities: fuse.CAP_ATOMIC_O_TRUNC,
 		},
 		EntryTimeout: &timeout, AttrTimeout: &timeout, NegativeTimeout: &timeout,
 		UID: uint32(os.Getuid()), GID: uint32(os.Getgid()),
@@ -130,6 +134,7 @@ func (m *Mount) Wait() { <-m.served }
 // unmounted) so that it is gone for new users at once. Then memories moved to a scratch
 // name and left there are deleted, as the mount showed them gone.
 func (m *Mount) Unmount(ctx context.Context) error {
+	m.fs.warnOpen()
 	var err error
 	select {
 	case <-m.served: // unmounted from outside (umount)
@@ -167,6 +172,7 @@ type mountFS struct {
 	local    map[string]*localFile // files held here: scratch ones, and new ones not yet written
 	dirs     map[string]bool       // folders made here or emptied here, which git cannot hold
 	away     map[string]string     // a memory moved to a scratch name -> that name
+	open     map[*fileNode]bool    // the files open now
 	contents *contentCache
 }
 
@@ -178,6 +184,25 @@ type localFile struct {
 }
 
 func (m *mountFS) log() *slog.Logger { return m.opts.Log }
+
+// warnOpen logs each open file whose changes since its last close are not written: the
+// process that serves the mount ends, and they with it.
+func (m *mountFS) warnOpen() {
+	m.mu.Lock()
+	open := make([]*fileNode, 0, len(m.open))
+	for f := range m.open {
+		open = append(open, f)
+	}
+	m.mu.Unlock()
+	for _, f := range open {
+		f.mu.Lock()
+		dirty := f.dirty
+		f.mu.Unlock()
+		if rel, ok := f.rel(); ok && dirty {
+			m.log().Warn("mount: unmounted while a program has the file open: what it wrote since its last close or fsync is not written", "path", "/"+rel)
+		}
+	}
+}
 
 // settle deletes the memories that were moved to a scratch name and not written again.
 func (m *mountFS) settle(ctx context.Context) {

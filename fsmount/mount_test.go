@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -406,10 +407,7 @@ func TestRefusalGoesToTheWriter(t *testing.T) {
 		if _, err := a.Write(make([]byte, gitstore.MaxContentBytes+1)); !errors.Is(err, syscall.EFBIG) {
 			t.Fatalf("a write past the limit: %v, want EFBIG", err)
 		}
-		buf := make([]byte, 64)
-		if n, err := other.ReadAt(buf, 0); string(buf[:n]) != "keep\n" {
-			t.Errorf("the file reads %q (%v) after the refused write", buf[:n], err)
-		}
+		readsSoon(t, other, "keep\n")
 		if _, err := a.WriteAt([]byte("x"), 0); !errors.Is(err, syscall.EFBIG) {
 			t.Errorf("the next write: %v, want EFBIG", err)
 		}
@@ -417,6 +415,99 @@ func TestRefusalGoesToTheWriter(t *testing.T) {
 			t.Errorf("close: %v, want EFBIG", err)
 		}
 		stored(t, "keep\n")
+	})
+
+	t.Run("an O_TRUNC open is a change", func(t *testing.T) {
+		if err := os.WriteFile(path, []byte("old line that is long\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		a := open(t, os.O_WRONLY|os.O_TRUNC) // as a shell's exec 3> f
+		b := open(t, os.O_WRONLY)
+		if _, err := b.WriteAt([]byte(secret), 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Close(); !errors.Is(err, syscall.EACCES) {
+			t.Errorf("the close that met the refusal: %v, want EACCES", err)
+		}
+		if _, err := a.Write([]byte("new\n")); !errors.Is(err, syscall.EACCES) {
+			t.Errorf("a write of the truncating open: %v, want EACCES", err)
+		}
+		if err := a.Close(); !errors.Is(err, syscall.EACCES) {
+			t.Errorf("the truncating open's close: %v, want EACCES", err)
+		}
+		stored(t, "old line that is long\n")
+	})
+
+	t.Run("a refused page is gone from open readers", func(t *testing.T) {
+		reset(t)
+		r := open(t, os.O_RDONLY)
+		buf := make([]byte, 64)
+		if _, err := r.ReadAt(buf, 0); err != nil && err != io.EOF {
+			t.Fatal(err)
+		}
+		big := secret + strings.Repeat("x", 8192) // pages the kernel may keep, filled whole
+		a := open(t, os.O_RDWR)
+		if _, err := a.WriteAt([]byte(big), 0); err != nil {
+			t.Fatal(err)
+		}
+		if n, _ := r.ReadAt(buf, 0); string(buf[:n]) != big[:n] {
+			t.Errorf("before its close, the write reads %q through another descriptor", buf[:n])
+		}
+		if err := a.Close(); !errors.Is(err, syscall.EACCES) {
+			t.Errorf("close: %v, want EACCES", err)
+		}
+		readsSoon(t, r, "keep\n")
+	})
+
+	t.Run("an append after a refusal", func(t *testing.T) {
+		reset(t)
+		before := open(t, os.O_WRONLY|os.O_APPEND)
+		a := open(t, os.O_RDWR)
+		if _, err := a.WriteAt([]byte(secret), 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Close(); !errors.Is(err, syscall.EACCES) {
+			t.Errorf("close: %v, want EACCES", err)
+		}
+		if _, err := before.Write([]byte("log\n")); err != nil {
+			t.Fatal(err)
+		}
+		if err := before.Close(); err != nil {
+			t.Fatal(err)
+		}
+		stored(t, "keep\nlog\n")
+		if err := os.WriteFile(path, []byte(secret), 0o644); !errors.Is(err, syscall.EACCES) {
+			t.Errorf("write a secret: %v, want EACCES", err)
+		}
+		mt.sh(t, "echo more >> keep.md")
+		stored(t, "keep\nlog\nmore\n")
+	})
+
+	t.Run("ftruncate is written at close", func(t *testing.T) {
+		reset(t)
+		open(t, os.O_RDONLY) // so that no release comes, which would write it too
+		a := open(t, os.O_RDWR)
+		if err := a.Truncate(2); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Close(); err != nil {
+			t.Fatal(err)
+		}
+		stored(t, "ke")
+	})
+
+	t.Run("ftruncate of a refused open", func(t *testing.T) {
+		reset(t)
+		a := open(t, os.O_RDWR)
+		if _, err := a.WriteAt([]byte(secret), 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Sync(); !errors.Is(err, syscall.EACCES) {
+			t.Errorf("fsync: %v, want EACCES", err)
+		}
+		if err := a.Truncate(gitstore.MaxContentBytes + 1); !errors.Is(err, syscall.EACCES) {
+			t.Errorf("ftruncate past the limit after the refusal: %v, want EACCES", err)
+		}
 	})
 
 	t.Run("truncate of a closed file past the limit", func(t *testing.T) {
@@ -430,6 +521,66 @@ func TestRefusalGoesToTheWriter(t *testing.T) {
 		}
 		stored(t, "after\n")
 	})
+}
+
+// readsSoon checks that f, a descriptor open before a refusal, reads want within a moment:
+// the kernel learns asynchronously that its pages and size went, well before the mount's
+// CacheFor (half a second) would let them go anyway.
+func readsSoon(t *testing.T, f *os.File, want string) {
+	t.Helper()
+	buf := make([]byte, 64)
+	for deadline := time.Now().Add(200 * time.Millisecond); ; time.Sleep(10 * time.Millisecond) {
+		n, _ := f.ReadAt(buf, 0)
+		if string(buf[:n]) == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a descriptor open before the refusal reads %q, want %q", buf[:n], want)
+		}
+	}
+}
+
+// TestMountShellChildren: a shell's child that exits closes a copy of the descriptor that it
+// inherited, and each such close writes what was written so far; a character cut in two
+// there is not refused, but written whole at the next close.
+func TestMountShellChildren(t *testing.T) {
+	mt := mountNew(t, gitstore.Policy{}, Options{})
+	mt.sh(t, `{ printf 'caf\303'; /bin/true; printf '\251\n'; } > utf.md`)
+	mt.sh(t, `{ echo one; /bin/true; echo two; } > two.md`)
+	wantFiles(t, mt.files(t), map[string]string{"/utf.md": "café\n", "/two.md": "one\ntwo\n"})
+	if strings.Contains(mt.log.String(), "EILSEQ") {
+		t.Errorf("a character cut in two at a close was refused:\n%s", mt.log.String())
+	}
+}
+
+// TestUnmountWithOpenFile: an unmount while a program has written to a file that it still
+// has open names that file in the log.
+func TestUnmountWithOpenFile(t *testing.T) {
+	mt := mountNew(t, gitstore.Policy{}, Options{})
+	f, err := os.Create(filepath.Join(mt.dir, "partway.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString("first half\n"); err != nil {
+		t.Fatal(err)
+	}
+	// The unmount is lazy while the file is open, and this process serves on until it
+	// is closed (the deferred close).
+	if err := mt.m.Unmount(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if log := mt.log.String(); !strings.Contains(log, "unmounted while a program has the file open") || !strings.Contains(log, "path=/partway.md") {
+		t.Errorf("the log does not name the open file:\n%s", log)
+	}
+	f.Close()
+	served := make(chan struct{})
+	go func() { mt.m.Wait(); close(served) }()
+	select {
+	case <-served: // the detached mount ends with its last open file
+	case <-time.After(10 * time.Second):
+		t.Fatal("the detached mount still serves after its last file was closed")
+	}
 }
 
 // TestMountRefusals: what the store refuses is refused with its errno, logged, and nothing
