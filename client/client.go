@@ -114,6 +114,9 @@ func (c *Client) doHeader(ctx context.Context, method, path string, q url.Values
 		req.Header.Set(SessionHeader, c.session)
 	}
 	resp, err := c.http.Do(req)
+	if err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("gitmem server %s: %w", c.base, ctx.Err()) // the caller gave up, not the server
+	}
 	if err != nil {
 		return nil, fmt.Errorf("gitmem server %s does not answer: %w (%w)", c.base, err, ErrUnreachable)
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/gitmem/gitmem/client"
@@ -66,6 +68,27 @@ func (a *app) serverURL() (string, string) {
 		return s, "GITMEM_SERVER"
 	}
 	return "", ""
+}
+
+// checkServerURL refuses a server address that is not one, before any request: its
+// errors otherwise said that the server does not answer, or named a query parameter.
+func checkServerURL(raw, via string) error {
+	u, err := url.Parse(raw)
+	bad := func(why string) error {
+		return usageError{fmt.Errorf("%s %q: %s; give the server's address, like http://127.0.0.1:8080", via, raw, why)}
+	}
+	switch {
+	case err != nil || u.Host == "" || u.Opaque != "":
+		return bad("not an address with a scheme and a host")
+	case u.Scheme != "http" && u.Scheme != "https":
+		return bad("the scheme must be http or https")
+	case u.RawQuery != "" || u.Fragment != "":
+		return bad("a server's address has no query or fragment")
+	case slices.Contains(strings.Split(u.Path, "/"), "v1"):
+		// A path is allowed: a proxy may serve gitmem below one.
+		return bad("that is an API route, not the server's address")
+	}
+	return nil
 }
 
 // open finds the command's target: the server named by --server or GITMEM_SERVER; else the

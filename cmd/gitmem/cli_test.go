@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gitmem/gitmem/gitstore"
 )
@@ -190,7 +191,12 @@ func TestStoresLifecycle(t *testing.T) {
 
 func TestUsageErrors(t *testing.T) {
 	c := newCLI(t)
+	_, errOut, _ := c.run("", "stores", "list") // as after a typo in --data
+	mustContain(t, "a new data directory", errOut, "gitmem: made a new data directory at "+c.data)
 	c.ok("", "stores", "create", "s")
+	if _, errOut, _ := c.run("", "stores", "list"); strings.Contains(errOut, "made a new") {
+		t.Errorf("a data directory that exists is called new: %s", errOut)
+	}
 	mustContain(t, "typo", c.fails("", "sotres"), `unknown command "sotres"`, "Did you mean this?", "stores")
 	mustContain(t, "missing args", c.fails("", "put", "s"), "usage: gitmem put STORE PATH [FILE|-]")
 	mustContain(t, "bad path", c.fails("x", "put", "s", "notes.md"), "must start with /")
@@ -198,7 +204,10 @@ func TestUsageErrors(t *testing.T) {
 	mustContain(t, "reserved", c.fails("x", "put", "s", "/.gitmem/x"), "reserved")
 	mustContain(t, "bad op", c.fails("", "log", "s", "--op", "renamed"), "operation must be created, modified or deleted")
 	big := strings.Repeat("x", gitstore.MaxContentBytes+1)
-	mustContain(t, "too big", c.fails(big, "put", "s", "/big.md"), "the limit is 102400 bytes")
+	mustContain(t, "too big", c.fails(big, "put", "s", "/big.md"), "over the limit of 102400 bytes")
+	mustContain(t, "group typo", c.fails("", "stores", "craete", "x"), `unknown command "craete" for "gitmem stores"`, "did you mean create?")
+	mustContain(t, "server route", c.fails("", "--server", "http://127.0.0.1:1/v1/memory_stores", "stores", "list"), "that is an API route, not the server's address")
+	mustContain(t, "server no scheme", c.fails("", "--server", "localhost:8080", "stores", "list"), "give the server's address, like http://127.0.0.1:8080")
 	mustContain(t, "metadata", c.fails("", "stores", "create", "m", "--metadata", "novalue"), "want key=value")
 }
 
@@ -282,5 +291,46 @@ func TestCompletion(t *testing.T) {
 	mustContain(t, "folder", c.ok("", "__complete", "put", "notes", "/a/"), "/a/b.md\n")
 	if out := c.ok("", "__complete", "cat", "notes", "/a/"); strings.Contains(out, "/c.md") {
 		t.Errorf("completion of /a/ offers /c.md:\n%s", out)
+	}
+}
+
+// TestInterruptedPut: Ctrl-C while put waits for its content on standard input ends it at
+// once, says so, and writes nothing.
+func TestInterruptedPut(t *testing.T) {
+	c := newCLI(t)
+	c.ok("", "stores", "create", "s")
+	cmd := exec.Command(binary, "--data", c.data, "put", "s", "/typed.md")
+	stdin, err := cmd.StdinPipe() // left open, as a terminal that nobody types into
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stdin.Write([]byte("half a line")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // into its read
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		ee, ok := err.(*exec.ExitError)
+		if !ok || ee.ExitCode() != exitInterrupted {
+			t.Errorf("put after Ctrl-C: %v, want exit %d", err, exitInterrupted)
+		}
+		mustContain(t, "interrupted put", errOut.String(), "gitmem: cancelled")
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("put still waits for its input 10 s after Ctrl-C")
+	}
+	if out := c.ok("", "ls", "s"); strings.Contains(out, "typed.md") {
+		t.Errorf("an interrupted put wrote: %s", out)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/user"
 	"strings"
@@ -16,12 +17,17 @@ import (
 
 // openData opens the data directory, with a hint when another process holds it.
 func (a *app) openData(ctx context.Context) (*gitstore.DataDir, error) {
+	_, statErr := os.Stat(a.dataDir)
 	d, err := gitstore.Open(ctx, a.dataDir, gitstore.Options{})
 	if err != nil {
 		if gitstore.IsKind(err, gitstore.KindStorage) {
 			return nil, a.storageErr(err)
 		}
 		return nil, err
+	}
+	if errors.Is(statErr, fs.ErrNotExist) {
+		// A typo in --data would otherwise show an empty store list and nothing else.
+		fmt.Fprintf(os.Stderr, "gitmem: made a new data directory at %s, as none was there (--data or GITMEM_DATA names another)\n", a.dataDir)
 	}
 	return d, nil
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -12,13 +14,14 @@ import (
 // The exit codes of every command, for scripts (docs/cli.md lists them).
 const (
 	exitOK          = 0
-	exitError       = 1 // anything else: I/O, an internal error, an error of the server
-	exitUsage       = 2 // the command line is wrong, the input breaks a rule, or the store is archived; nothing changed
-	exitNotFound    = 3 // no such store, memory or version
-	exitConflict    = 4 // a precondition failed, a path or name is taken, another change won
-	exitAuth        = 5 // the server wants a key, or refused the one given
-	exitUnavailable = 6 // try again: the server does not answer or is busy, the directory is held
-	exitStorage     = 7 // the disk of the data directory is full
+	exitError       = 1   // anything else: I/O, an internal error, an error of the server
+	exitUsage       = 2   // the command line is wrong, the input breaks a rule, or the store is archived; nothing changed
+	exitNotFound    = 3   // no such store, memory or version
+	exitConflict    = 4   // a precondition failed, a path or name is taken, another change won
+	exitAuth        = 5   // the server wants a key, or refused the one given
+	exitUnavailable = 6   // try again: the server does not answer or is busy, the directory is held
+	exitStorage     = 7   // the disk of the data directory is full
+	exitInterrupted = 130 // Ctrl-C or SIGTERM, as shells report a command that SIGINT ended
 )
 
 // usageError is an error in how the command was called.
@@ -65,6 +68,23 @@ func markUsage(cmd *cobra.Command) {
 		}
 	}
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	if cmd.HasParent() && cmd.HasSubCommands() && !cmd.Runnable() {
+		// A group (gitmem stores): cobra prints its help for any word after it, and
+		// exits 0, also for a typo of a subcommand.
+		cmd.RunE = func(c *cobra.Command, a []string) error {
+			if len(a) == 0 {
+				return c.Help()
+			}
+			msg := fmt.Sprintf("unknown command %q for %q", a[0], c.CommandPath())
+			if c.SuggestionsMinimumDistance <= 0 {
+				c.SuggestionsMinimumDistance = 2 // as cobra sets it for the root
+			}
+			if s := c.SuggestionsFor(a[0]); len(s) > 0 {
+				msg += "; did you mean " + strings.Join(s, " or ") + "?"
+			}
+			return usageError{fmt.Errorf("%s (%s --help lists them)", msg, c.CommandPath())}
+		}
+	}
 	for _, sub := range cmd.Commands() {
 		markUsage(sub)
 	}

@@ -22,8 +22,9 @@ func newLogCmd(a *app) *cobra.Command {
 	var op, session, key, since, until string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "log [STORE [PATH]]",
-		Short: "Show versions, newest first: of every store, of one, or of the memory at PATH",
+		Use:     "log [STORE [PATH]]",
+		Aliases: []string{"history"},
+		Short:   "Show versions, newest first: of every store, of one, or of the memory at PATH",
 		Long: `Shows versions, newest first: of every store (with a STORE column), of STORE, or, with PATH,
 of the memory that is at PATH, or, if none is, of the last memory that was there (also after it
 was deleted or renamed away). --since and --until take 2026-01-02T15:04:05Z, a date

@@ -75,6 +75,11 @@ commands below.`,
 		if _, err := applyConfig(cmd, cf); err != nil {
 			return err
 		}
+		if u, via := a.serverURL(); u != "" {
+			if err := checkServerURL(u, via); err != nil {
+				return err
+			}
+		}
 		if a.quiet && reports[a.command] {
 			if f := cmd.Flags().Lookup("json"); f == nil || !f.Changed {
 				cmd.SetOut(io.Discard)
@@ -96,6 +101,11 @@ func main() {
 	root := newRootCmd()
 	markUsage(root)
 	cmd, err := root.ExecuteContextC(ctx)
+	if err != nil && ctx.Err() != nil {
+		// What failed failed because of the signal: not the server, not the input.
+		fmt.Fprintln(os.Stderr, "gitmem: cancelled")
+		os.Exit(exitInterrupted)
+	}
 	if err != nil {
 		if cmd == root && !errors.As(err, new(usageError)) {
 			err = usageError{err} // an unknown command

@@ -89,11 +89,28 @@ func readContent(cmd *cobra.Command, args []string) (string, error) {
 		defer f.Close()
 		r = f
 	}
-	b, err := io.ReadAll(io.LimitReader(r, gitstore.MaxContentBytes+1))
-	if err != nil {
-		return "", fmt.Errorf("read content: %w", err)
+	type read struct {
+		b   []byte
+		err error
 	}
-	return string(b), nil
+	done := make(chan read, 1)
+	go func() { // a read of a terminal does not end at Ctrl-C: the context does
+		b, err := io.ReadAll(io.LimitReader(r, gitstore.MaxContentBytes+1))
+		done <- read{b, err}
+	}()
+	var got read
+	select {
+	case got = <-done:
+	case <-cmd.Context().Done():
+		return "", cmd.Context().Err()
+	}
+	if got.err != nil {
+		return "", fmt.Errorf("read content: %w", got.err)
+	}
+	if len(got.b) > gitstore.MaxContentBytes { // read no further: its size is unknown
+		return "", usageError{fmt.Errorf("content is over the limit of %d bytes", gitstore.MaxContentBytes)}
+	}
+	return string(got.b), nil
 }
 
 func newCatCmd(a *app) *cobra.Command {

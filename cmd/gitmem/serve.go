@@ -200,7 +200,7 @@ func serve(ctx context.Context, a *app, log *slog.Logger, f serveFlags, cmd *cob
 		fmt.Fprintf(out, "  auth:  API keys required (x-api-key or Authorization: Bearer)\n")
 	} else {
 		fmt.Fprintf(out, "  auth:  none. No API key exists, so gitmem listens on loopback only;\n")
-		fmt.Fprintf(out, "         \"gitmem keys create --name NAME\" turns keys on, until the server stops\n")
+		fmt.Fprintf(out, "         \"gitmem keys create --name NAME\" turns keys on\n")
 	}
 	if strict {
 		fmt.Fprintf(out, "  mode:  --strict-create (POST .../memories creates only)\n")
