@@ -2,6 +2,7 @@ package fsmount
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"syscall"
 	"time"
@@ -185,16 +186,46 @@ func (d *dirNode) writable(op, rel string) syscall.Errno {
 	return 0
 }
 
-// validName refuses a name that the store cannot hold (scratch names are held here).
-func (d *dirNode) validName(op, rel string) syscall.Errno {
-	if IsScratch(baseOf(rel)) {
+// validName refuses a name that the store cannot hold (scratch names are held here), and a
+// new name that would break clones (a Windows device name, a case twin of a name beside
+// it): at the create, as for any name refused, not at the close as the store would.
+// leaving is a name of the folder that goes as rel comes (a rename within it), or "".
+func (d *dirNode) validName(ctx context.Context, op, rel, leaving string) syscall.Errno {
+	name := baseOf(rel)
+	if IsScratch(name) {
 		return 0
 	}
-	if err := gitstore.ValidatePath("/" + rel); err != nil {
+	err := gitstore.ValidatePath("/" + rel)
+	if err == nil {
+		err = d.newNameBreaksClones(ctx, rel, name, leaving)
+	}
+	if err != nil {
 		d.m.log().Warn("mount: refused, a name the store cannot hold", "op", op, "path", "/"+rel, "errno", "EPERM", "err", err)
 		return syscall.EPERM
 	}
 	return 0
+}
+
+// newNameBreaksClones applies the store's rules of new names to name, if the folder does
+// not hold it yet (names already in a tree stay usable).
+func (d *dirNode) newNameBreaksClones(ctx context.Context, rel, name, leaving string) error {
+	dir := d.rel()
+	entries, err := d.m.listingOf(ctx, dir)
+	if err != nil {
+		return nil // the store decides at the write
+	}
+	if _, ok := entries[name]; ok {
+		return nil
+	}
+	if err := gitstore.ValidateNewSegment("/"+rel, name, dir == ""); err != nil {
+		return err
+	}
+	for other := range entries {
+		if other != leaving && strings.EqualFold(other, name) {
+			return fmt.Errorf("%q differs from %q beside it only in case, which clones on macOS and Windows cannot hold", name, other)
+		}
+	}
+	return nil
 }
 
 func (d *dirNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
@@ -202,7 +233,7 @@ func (d *dirNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse
 	if e := d.writable("mkdir", rel); e != 0 {
 		return nil, e
 	}
-	if e := d.validName("mkdir", rel); e != 0 {
+	if e := d.validName(ctx, "mkdir", rel, ""); e != 0 {
 		return nil, e
 	}
 	k, _, _, err := d.m.what(ctx, rel)
@@ -229,7 +260,7 @@ func (d *dirNode) Create(ctx context.Context, name string, flags uint32, mode ui
 	if e := d.writable("create", rel); e != 0 {
 		return nil, nil, 0, e
 	}
-	if e := d.validName("create", rel); e != 0 {
+	if e := d.validName(ctx, "create", rel, ""); e != 0 {
 		return nil, nil, 0, e
 	}
 	k, _, _, err := d.m.what(ctx, rel)
@@ -381,7 +412,11 @@ func (d *dirNode) Rename(ctx context.Context, name string, newParent fs.InodeEmb
 	if flags&renameExchange != 0 {
 		return syscall.ENOTSUP
 	}
-	if e := d.validName("rename", to); e != 0 {
+	leaving := ""
+	if toDir.rel() == d.rel() {
+		leaving = name // a rename that changes only the case of a name
+	}
+	if e := toDir.validName(ctx, "rename", to, leaving); e != 0 {
 		return e
 	}
 	if from == to {

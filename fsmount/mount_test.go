@@ -612,6 +612,8 @@ func TestMountRefusals(t *testing.T) {
 		{"a secret over a memory", "keep.md", []byte("key: " + secret.Content + "\n"), syscall.EACCES, "errno=EACCES"},
 		{"not UTF-8", "latin1.md", []byte("caf\xe9\n"), syscall.EILSEQ, "errno=EILSEQ"},
 		{"a name git keeps", ".git", []byte("x"), syscall.EPERM, "errno=EPERM"},
+		{"a Windows device name", "aux.md", []byte("x"), syscall.EPERM, "errno=EPERM"},
+		{"a case twin", "KEEP.md", []byte("x"), syscall.EPERM, "errno=EPERM"},
 		{"a control character", "bad\x01.md", []byte("x"), syscall.EPERM, "errno=EPERM"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -652,6 +654,10 @@ func TestMountRefusals(t *testing.T) {
 	}
 	if err := os.Rename(filepath.Join(mt.dir, "keep.md"), filepath.Join(mt.dir, ".gitmodules")); !errors.Is(err, syscall.EPERM) {
 		t.Errorf("mv to .gitmodules: %v, want EPERM", err)
+	}
+	// A rename that changes only the case of a name leaves no twin.
+	if err := os.Rename(filepath.Join(mt.dir, "keep.md"), filepath.Join(mt.dir, "Keep.md")); err != nil {
+		t.Errorf("mv keep.md Keep.md: %v", err)
 	}
 }
 
