@@ -205,6 +205,7 @@ func TestUsageErrors(t *testing.T) {
 	mustContain(t, "bad op", c.fails("", "log", "s", "--op", "renamed"), "operation must be created, modified or deleted")
 	big := strings.Repeat("x", gitstore.MaxContentBytes+1)
 	mustContain(t, "too big", c.fails(big, "put", "s", "/big.md"), "over the limit of 102400 bytes")
+	mustContain(t, "restore with a path", c.fails("", "restore", "s", "/a.md", "memver_x"), "restore takes no PATH: gitmem restore s memver_x")
 	mustContain(t, "group typo", c.fails("", "stores", "craete", "x"), `unknown command "craete" for "gitmem stores"`, "did you mean create?")
 	mustContain(t, "server route", c.fails("", "--server", "http://127.0.0.1:1/v1/memory_stores", "stores", "list"), "that is an API route, not the server's address")
 	mustContain(t, "server no scheme", c.fails("", "--server", "localhost:8080", "stores", "list"), "give the server's address, like http://127.0.0.1:8080")

@@ -36,7 +36,13 @@ where it was. Then run "gitmem serve --data DIR".`,
 		Example: `  gitmem log prefs /style.md
   gitmem restore prefs memver_01M83RXJE06891D7CSNGD1TFB7
   gitmem restore /backups/gitmem --data /var/lib/gitmem`,
-		Args: rangeArgs([]string{"STORE|BACKUP"}, "VERSION_ID"),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 3 && strings.HasPrefix(args[1], "/") {
+				// As log and diff take it: the version names its memory already.
+				return fmt.Errorf("restore takes no PATH: gitmem restore %s %s", args[0], args[2])
+			}
+			return rangeArgs([]string{"STORE|BACKUP"}, "VERSION_ID")(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				return a.restoreBackup(cmd, args[0], asJSON)
