@@ -117,9 +117,25 @@ func (d *dirNode) child(ctx context.Context, name string, mode uint32) *fs.Inode
 
 func (d *dirNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 	dir := d.rel()
-	entries, err := d.m.listingOf(ctx, dir)
+	modes, err := d.names(ctx, dir, true)
 	if err != nil {
 		return nil, d.m.refuse("readdir", dir, err)
+	}
+	list := make([]fuse.DirEntry, 0, len(modes)+2)
+	list = append(list, fuse.DirEntry{Name: ".", Mode: syscall.S_IFDIR}, fuse.DirEntry{Name: "..", Mode: syscall.S_IFDIR})
+	for name, mode := range modes {
+		list = append(list, fuse.DirEntry{Name: name, Mode: mode})
+	}
+	return fs.NewListDirStream(list), 0
+}
+
+// names is what the folder dir holds, as this mount shows it, with each name's mode: the
+// store's listing, less what was deleted here, and the files and folders held here
+// (scratch files too only if withScratch).
+func (d *dirNode) names(ctx context.Context, dir string, withScratch bool) (map[string]uint32, error) {
+	entries, err := d.m.listingOf(ctx, dir)
+	if err != nil {
+		return nil, err
 	}
 	modes := map[string]uint32{}
 	for name, e := range entries {
@@ -129,13 +145,14 @@ func (d *dirNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 		}
 	}
 	d.m.mu.Lock()
+	defer d.m.mu.Unlock()
 	for p := range d.m.away {
 		if parentOf(p) == dir {
 			delete(modes, baseOf(p))
 		}
 	}
-	for p := range d.m.local {
-		if parentOf(p) == dir {
+	for p, lf := range d.m.local {
+		if parentOf(p) == dir && (withScratch || !lf.scratch) {
 			modes[baseOf(p)] = syscall.S_IFREG
 		}
 	}
@@ -144,13 +161,7 @@ func (d *dirNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 			modes[baseOf(p)] = syscall.S_IFDIR
 		}
 	}
-	d.m.mu.Unlock()
-	list := make([]fuse.DirEntry, 0, len(modes)+2)
-	list = append(list, fuse.DirEntry{Name: ".", Mode: syscall.S_IFDIR}, fuse.DirEntry{Name: "..", Mode: syscall.S_IFDIR})
-	for name, mode := range modes {
-		list = append(list, fuse.DirEntry{Name: name, Mode: mode})
-	}
-	return fs.NewListDirStream(list), 0
+	return modes, nil
 }
 
 // baseOf is the last name of a relative path.
@@ -210,7 +221,7 @@ func (d *dirNode) validName(ctx context.Context, op, rel, leaving string) syscal
 // not hold it yet (names already in a tree stay usable).
 func (d *dirNode) newNameBreaksClones(ctx context.Context, rel, name, leaving string) error {
 	dir := d.rel()
-	entries, err := d.m.listingOf(ctx, dir)
+	entries, err := d.names(ctx, dir, false) // with new files not written yet: twins too
 	if err != nil {
 		return nil // the store decides at the write
 	}

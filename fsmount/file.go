@@ -269,12 +269,19 @@ func (f *fileNode) Flush(ctx context.Context, fh fs.FileHandle) syscall.Errno {
 	if h.failed != 0 {
 		return h.failed // nothing changed through it since was kept either
 	}
-	if !f.changed[h] || unfinishedRune(f.data) {
-		// A character cut in two is one that the program has not finished writing: a
-		// shell's child that exits closes a copy of the descriptor between the two
-		// halves of "{ printf 'caf\303'; true; printf '\251'; } > f". The next close, an
-		// fsync or the last release writes it.
+	if !f.changed[h] {
 		return 0
+	}
+	if unfinishedRune(f.data) {
+		// A character cut in two may yet be finished: a shell's child that exits closes
+		// a copy of the descriptor between the two halves of
+		// "{ printf 'caf\303'; /bin/true; printf '\251'; } > f", and ignores what its
+		// close returns. So this close is refused, but the buffer stays for the next
+		// close, an fsync or the last release to write. A program whose last close this
+		// is learns that its content was not kept; the release then drops it.
+		rel, _ := f.rel()
+		f.m.log().Info("mount: not written yet, the content ends in a character cut in two", "path", "/"+rel, "errno", "EILSEQ")
+		return syscall.EILSEQ
 	}
 	return f.commit(ctx)
 }
@@ -313,7 +320,7 @@ func (f *fileNode) Release(ctx context.Context, fh fs.FileHandle) syscall.Errno 
 	f.m.mu.Unlock()
 	if e := f.commit(ctx); e != 0 {
 		rel, _ := f.rel()
-		f.m.log().Warn("mount: a file closed without a write was not written", "path", "/"+rel, "errno", errnoName(e))
+		f.m.log().Warn("mount: not written at the file's last close", "path", "/"+rel, "errno", errnoName(e))
 	}
 	f.loaded, f.data, f.dirty, f.changed = false, nil, false, nil
 	return 0

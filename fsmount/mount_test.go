@@ -548,8 +548,30 @@ func TestMountShellChildren(t *testing.T) {
 	mt.sh(t, `{ printf 'caf\303'; /bin/true; printf '\251\n'; } > utf.md`)
 	mt.sh(t, `{ echo one; /bin/true; echo two; } > two.md`)
 	wantFiles(t, mt.files(t), map[string]string{"/utf.md": "café\n", "/two.md": "one\ntwo\n"})
-	if strings.Contains(mt.log.String(), "EILSEQ") {
+	if strings.Contains(mt.log.String(), "refused, not UTF-8") {
 		t.Errorf("a character cut in two at a close was refused:\n%s", mt.log.String())
+	}
+	// A program whose last close finds the character cut in two is told, and nothing
+	// is written.
+	before := mt.versions(t)
+	f, err := os.Create(filepath.Join(mt.dir, "cut.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte("caf\303")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); !errors.Is(err, syscall.EILSEQ) {
+		t.Errorf("the last close of a character cut in two: %v, want EILSEQ", err)
+	}
+	eventually(t, func() error { // the release comes after the close returns
+		if !strings.Contains(mt.log.String(), "not written at the file's last close") {
+			return fmt.Errorf("the release's refusal is not in the log:\n%s", mt.log.String())
+		}
+		return nil
+	})
+	if got := mt.versions(t); len(got) != len(before) {
+		t.Errorf("a character cut in two made versions %v", got[:len(got)-len(before)])
 	}
 }
 
@@ -658,6 +680,15 @@ func TestMountRefusals(t *testing.T) {
 	// A rename that changes only the case of a name leaves no twin.
 	if err := os.Rename(filepath.Join(mt.dir, "keep.md"), filepath.Join(mt.dir, "Keep.md")); err != nil {
 		t.Errorf("mv keep.md Keep.md: %v", err)
+	}
+	// A new file not written yet has no twin either.
+	open, err := os.Create(filepath.Join(mt.dir, "Fresh.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer open.Close()
+	if err := write("fresh.md", []byte("x")); !errors.Is(err, syscall.EPERM) {
+		t.Errorf("a twin of a new file still open: %v, want EPERM", err)
 	}
 }
 

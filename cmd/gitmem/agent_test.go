@@ -9,12 +9,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/gitmem/gitmem/gitstore"
 	"github.com/gitmem/gitmem/tooladapter"
@@ -577,4 +579,40 @@ func TestAgentThroughServer(t *testing.T) {
 	if _, stderr, code = c.runAgentCLI(agentEnv(srv2), "agent", "--store", "Scratch:read_write:be brief", task); code != 0 || brief.requests != 1 {
 		t.Errorf("a store prompt through the server: exit %d, %d requests: %s", code, brief.requests, stderr)
 	}
+}
+
+// TestAgentInterrupted: Ctrl-C during a turn ends the run with 130 and says what the run
+// left, not only that it was cancelled.
+func TestAgentInterrupted(t *testing.T) {
+	c := newCLI(t)
+	c.ok("", "stores", "create", "prefs")
+	asked := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body) // so that the server sees the client go
+		asked <- struct{}{}
+		select { // the turn never ends: the user interrupts it
+		case <-r.Context().Done():
+		case <-time.After(time.Minute):
+		}
+	}))
+	defer srv.Close()
+	cmd := exec.Command(binary, "--data", c.data, "agent", "--store", "prefs", "Remember my style.")
+	cmd.Env = append(append(os.Environ(), agentEnv(srv)...), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-asked:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("the agent never asked the model:\n%s", stderr.String())
+	}
+	cmd.Process.Signal(os.Interrupt)
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
+		t.Errorf("interrupted agent: %v, want exit 130", err)
+	}
+	mustContain(t, "stderr", stderr.String(), "gitmem: interrupted in turn 1")
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"slices"
 	"strings"
 
 	"github.com/gitmem/gitmem/client"
@@ -84,11 +83,30 @@ func checkServerURL(raw, via string) error {
 		return bad("the scheme must be http or https")
 	case u.RawQuery != "" || u.Fragment != "":
 		return bad("a server's address has no query or fragment")
-	case slices.Contains(strings.Split(u.Path, "/"), "v1"):
-		// A path is allowed: a proxy may serve gitmem below one.
+	case isAPIRoute(u.Path):
+		// Another path is allowed: a proxy may serve gitmem below one (/api/v1/gitmem).
 		return bad("that is an API route, not the server's address")
 	}
 	return nil
+}
+
+// isAPIRoute says whether an address's path names one of the server's routes (the
+// banner's .../v1/memory_stores, the MCP endpoint) rather than where the server is.
+func isAPIRoute(p string) bool {
+	p = strings.TrimSuffix(p, "/")
+	return strings.HasSuffix(p, "/v1") || strings.Contains(p+"/", "/v1/memory_stores/") ||
+		strings.HasSuffix(p, "/mcp")
+}
+
+// talksToServer says whether a command may use --server; the others (version, config,
+// completion, help, serve) do not check it.
+func talksToServer(command string) bool {
+	for _, local := range []string{"gitmem version", "gitmem config", "gitmem completion", "gitmem help", "gitmem serve", "gitmem __complete"} {
+		if command == local || strings.HasPrefix(command, local+" ") {
+			return false
+		}
+	}
+	return true
 }
 
 // open finds the command's target: the server named by --server or GITMEM_SERVER; else the

@@ -191,6 +191,10 @@ func TestStoresLifecycle(t *testing.T) {
 
 func TestUsageErrors(t *testing.T) {
 	c := newCLI(t)
+	if _, errOut, _ := c.run("", "-q", "stores", "list"); errOut != "" {
+		t.Errorf("-q and a new data directory: stderr %q", errOut)
+	}
+	os.RemoveAll(c.data)
 	_, errOut, _ := c.run("", "stores", "list") // as after a typo in --data
 	mustContain(t, "a new data directory", errOut, "gitmem: made a new data directory at "+c.data)
 	c.ok("", "stores", "create", "s")
@@ -208,6 +212,11 @@ func TestUsageErrors(t *testing.T) {
 	mustContain(t, "restore with a path", c.fails("", "restore", "s", "/a.md", "memver_x"), "restore takes no PATH: gitmem restore s memver_x")
 	mustContain(t, "group typo", c.fails("", "stores", "craete", "x"), `unknown command "craete" for "gitmem stores"`, "did you mean create?")
 	mustContain(t, "server route", c.fails("", "--server", "http://127.0.0.1:1/v1/memory_stores", "stores", "list"), "that is an API route, not the server's address")
+	mustContain(t, "server below a proxy's path", c.fails("", "--server", "http://127.0.0.1:1/api/v1/gitmem", "stores", "list"), "does not answer")
+	mustContain(t, "server MCP route", c.fails("", "--server", "http://127.0.0.1:1/mcp", "stores", "list"), "that is an API route")
+	if out, errOut, code := c.runEnv(append(os.Environ(), "GITMEM_SERVER=localhost:8080"), "", "version"); code != 0 || !strings.HasPrefix(out, "gitmem ") {
+		t.Errorf("version with a bad GITMEM_SERVER: exit %d, %q %q", code, out, errOut)
+	}
 	mustContain(t, "server no scheme", c.fails("", "--server", "localhost:8080", "stores", "list"), "give the server's address, like http://127.0.0.1:8080")
 	mustContain(t, "metadata", c.fails("", "stores", "create", "m", "--metadata", "novalue"), "want key=value")
 }

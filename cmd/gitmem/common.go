@@ -25,7 +25,7 @@ func (a *app) openData(ctx context.Context) (*gitstore.DataDir, error) {
 		}
 		return nil, err
 	}
-	if errors.Is(statErr, fs.ErrNotExist) {
+	if errors.Is(statErr, fs.ErrNotExist) && !a.quiet {
 		// A typo in --data would otherwise show an empty store list and nothing else.
 		fmt.Fprintf(os.Stderr, "gitmem: made a new data directory at %s, as none was there (--data or GITMEM_DATA names another)\n", a.dataDir)
 	}

@@ -75,7 +75,7 @@ commands below.`,
 		if _, err := applyConfig(cmd, cf); err != nil {
 			return err
 		}
-		if u, via := a.serverURL(); u != "" {
+		if u, via := a.serverURL(); u != "" && talksToServer(a.command) {
 			if err := checkServerURL(u, via); err != nil {
 				return err
 			}
@@ -102,8 +102,12 @@ func main() {
 	markUsage(root)
 	cmd, err := root.ExecuteContextC(ctx)
 	if err != nil && ctx.Err() != nil {
-		// What failed failed because of the signal: not the server, not the input.
-		fmt.Fprintln(os.Stderr, "gitmem: cancelled")
+		// What failed failed because of the signal: not the server, not the input. An
+		// error of its own (what an interrupted agent run left) is shown.
+		if errors.Is(err, context.Canceled) {
+			err = errors.New("cancelled")
+		}
+		fmt.Fprintln(os.Stderr, "gitmem:", err)
 		os.Exit(exitInterrupted)
 	}
 	if err != nil {
