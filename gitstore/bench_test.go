@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,6 +26,9 @@ import (
 //
 //	go test ./gitstore -run '^$' -bench 'Write|Read|Plumbing' -benchtime 1000x
 //	GITMEM_BENCH_LARGE=1 go test ./gitstore -run '^$' -bench 'Write|Read|Plumbing' -benchtime 1000x -timeout 60m
+//
+// BenchmarkWriteAlternating compares the sizes with each other in blocks of 1,000 writes taken
+// in turn: give it a multiple of 1,000, e.g. -bench Alternating -benchtime 9000x.
 //
 // BenchmarkRedact rewrites a whole history per operation: run it alone, with -benchtime 1x.
 
@@ -112,6 +116,89 @@ func BenchmarkWrite(b *testing.B) {
 	}
 }
 
+// BenchmarkWriteAlternating times writes in stores of each of benchSizes in turn, blocks of
+// 1,000 writes each, so that all sizes meet the same state of a shared, noisy machine.
+// BenchmarkWrite runs the sizes one after another, minutes apart, and in one run of it the
+// write at 100 took 1.15 ms at first and 1.65 ms again after the larger sizes (performance.md):
+// more than the difference it measures. Run it with a multiple of 1,000 as -benchtime.
+//
+// Each size reports its mean and median write (<n>-us, <n>-p50-us) and their ratio to the
+// first size's (<n>-ratio, <n>-p50-ratio). Between blocks the merges that a block left are
+// finished, untimed (settle), so that one store's merges do not slow another's writes. That
+// takes out of the timing the merging that would have run beside the next writes (more of it
+// in the larger stores, whose merges are longer), so each size also reports that untimed time
+// a write (<n>-settle-us) and the ratio with it counted as if the writer had waited for it
+// (<n>-settled-ratio): the true cost lies between the two ratios. <n>-merge-us is the time of
+// all of a store's merges a write, <n>-beside-% the share of its timed writes beside one.
+func BenchmarkWriteAlternating(b *testing.B) {
+	const block = 1000
+	type side struct {
+		n       int
+		s       *Store
+		merges  *mergeTimer
+		starts  []time.Time
+		took    []time.Duration
+		settled time.Duration
+	}
+	var sides []*side
+	sampleRSS(b)
+	for _, n := range benchSizes() {
+		sd := &side{n: n, merges: &mergeTimer{}}
+		sd.s = benchStoreWith(b, Options{Observer: sd.merges})
+		fill(b, sd.s, n, benchPath)
+		settle(sd.s)
+		sd.merges.start()
+		sides = append(sides, sd)
+	}
+	ctx := context.Background()
+	b.ResetTimer()
+	defer cpuProfile(b)()
+	for i := 0; i < b.N; i += block {
+		for _, sd := range sides {
+			for j := i; j < min(i+block, b.N); j++ {
+				k := (j * 7919) % sd.n
+				start := time.Now()
+				if _, err := sd.s.Write(ctx, WriteInput{Path: benchPath(k), Content: benchContent(k + j + 1), Actor: apiActor}); err != nil {
+					b.Fatal(err)
+				}
+				sd.starts, sd.took = append(sd.starts, start), append(sd.took, time.Since(start))
+			}
+			b.StopTimer()
+			start := time.Now()
+			settle(sd.s)
+			sd.settled += time.Since(start)
+			b.StartTimer()
+		}
+	}
+	b.StopTimer()
+	p50 := func(d []time.Duration) float64 {
+		d = slices.Sorted(slices.Values(d))
+		return float64(d[len(d)/2].Microseconds())
+	}
+	perWrite := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(b.N) }
+	first := sides[0]
+	for _, sd := range sides {
+		beside := 0
+		for i, from := range sd.starts {
+			if sd.merges.ranDuring(from, from.Add(sd.took[i])) {
+				beside++
+			}
+		}
+		name := strconv.Itoa(sd.n)
+		b.ReportMetric(meanUS(sd.took), name+"-us")
+		b.ReportMetric(p50(sd.took), name+"-p50-us")
+		b.ReportMetric(perWrite(sd.settled), name+"-settle-us")
+		b.ReportMetric(perWrite(sd.merges.stop()), name+"-merge-us")
+		b.ReportMetric(100*float64(beside)/float64(b.N), name+"-beside-%")
+		if sd != first {
+			b.ReportMetric(meanUS(sd.took)/meanUS(first.took), name+"-ratio")
+			b.ReportMetric(p50(sd.took)/p50(first.took), name+"-p50-ratio")
+			b.ReportMetric((meanUS(sd.took)+perWrite(sd.settled))/(meanUS(first.took)+perWrite(first.settled)), name+"-settled-ratio")
+		}
+	}
+	reportMaxRSS(b)
+}
+
 // BenchmarkWriteBesideMerge is BenchmarkWrite while all of the store's packs merge into one,
 // as happens now and then to the largest ones (git's geometric progression): at 100,000
 // memories that merge takes about a second, and a writer that waited for it at its backlog
@@ -148,6 +235,7 @@ func benchWrites(b *testing.B, n int, beside func(s *Store) (wait func())) {
 	if beside != nil {
 		defer beside(s)()
 	}
+	defer cpuProfile(b)()
 	for i := 0; i < b.N; i++ {
 		k := (i * 7919) % n
 		starts[i] = time.Now()
@@ -168,6 +256,34 @@ func benchWrites(b *testing.B, n int, beside func(s *Store) (wait func())) {
 	}
 	reportMaxRSS(b)
 }
+
+// cpuProfile writes a CPU profile of the timed writes alone, without the fill, to
+// $GITMEM_BENCH_CPUPROFILE.<n>, and returns what ends it; n counts the runs of benchmarks (go
+// test runs each once with b.N = 1 before the run that counts). go test's -cpuprofile takes
+// in the fill, which at 100,000 memories is most of the time.
+func cpuProfile(b *testing.B) (stop func()) {
+	prefix := os.Getenv("GITMEM_BENCH_CPUPROFILE")
+	if prefix == "" {
+		return func() {}
+	}
+	profiles++
+	f, err := os.Create(fmt.Sprintf("%s.%d", prefix, profiles))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			b.Error(err)
+		}
+	}
+}
+
+// profiles counts the CPU profiles written in this run (benchmarks run one at a time).
+var profiles int
 
 // settle waits for the merges that a fill left behind. Its 64 writers make packs faster than
 // the maintainer merges them, and the first writes timed after a fill of 100,000 memories
@@ -213,27 +329,33 @@ func (m *mergeTimer) start() {
 // the time, and a write beside one takes longer, which a mean alone does not tell apart from
 // a write that costs more itself.
 func (m *mergeTimer) reportBeside(b *testing.B, starts []time.Time, took []time.Duration) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	var beside, apart []time.Duration
 	for i, from := range starts {
-		to := from.Add(took[i])
-		if slices.ContainsFunc(m.spans, func(s [2]time.Time) bool { return s[0].Before(to) && from.Before(s[1]) }) {
+		if m.ranDuring(from, from.Add(took[i])) {
 			beside = append(beside, took[i])
 		} else {
 			apart = append(apart, took[i])
 		}
 	}
-	mean := func(d []time.Duration) float64 {
-		var sum time.Duration
-		for _, x := range d {
-			sum += x
-		}
-		return float64(sum.Microseconds()) / float64(max(len(d), 1))
-	}
 	b.ReportMetric(100*float64(len(beside))/float64(len(starts)), "beside-%")
-	b.ReportMetric(mean(beside), "beside-us")
-	b.ReportMetric(mean(apart), "apart-us")
+	b.ReportMetric(meanUS(beside), "beside-us")
+	b.ReportMetric(meanUS(apart), "apart-us")
+}
+
+// ranDuring tells whether a merge that ended since start ran between from and to.
+func (m *mergeTimer) ranDuring(from, to time.Time) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.ContainsFunc(m.spans, func(s [2]time.Time) bool { return s[0].Before(to) && from.Before(s[1]) })
+}
+
+// meanUS is the mean of d in microseconds, 0 if d is empty.
+func meanUS(d []time.Duration) float64 {
+	var sum time.Duration
+	for _, x := range d {
+		sum += x
+	}
+	return float64(sum.Microseconds()) / float64(max(len(d), 1))
 }
 
 // count returns how many runs ended since start.

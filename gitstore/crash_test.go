@@ -204,7 +204,7 @@ func (c *crashRun) round(round int, fault string, power bool, ready func(), dura
 	var deadline <-chan time.Time
 	early := fault == "" && c.rng.Intn(4) == 0
 	if fault != "" {
-		deadline = time.After(2 * time.Second) // if the point is not reached (recover: no crash left records)
+		deadline = time.After(5 * time.Second) // if the point is not reached (recover: no crash left records)
 	}
 	if early {
 		deadline = time.After(time.Duration(c.rng.Intn(300)) * time.Millisecond)
