@@ -31,6 +31,17 @@ func (e *authError) Is(target error) bool { return target == ErrAuth }
 // ErrUnreachable is the error when the server does not answer at all.
 var ErrUnreachable = errors.New("the server does not answer")
 
+// unreachableError is an ErrUnreachable that names the server and says why, once.
+type unreachableError struct {
+	base string
+	err  error // the transport's
+}
+
+func (e *unreachableError) Error() string {
+	return fmt.Sprintf("gitmem server %s does not answer: %v", e.base, e.err)
+}
+func (e *unreachableError) Unwrap() []error { return []error{e.err, ErrUnreachable} }
+
 // Client is a gitmem server at a base URL, with an API key (or none).
 type Client struct {
 	base    string
@@ -118,7 +129,7 @@ func (c *Client) doHeader(ctx context.Context, method, path string, q url.Values
 		return nil, fmt.Errorf("gitmem server %s: %w", c.base, ctx.Err()) // the caller gave up, not the server
 	}
 	if err != nil {
-		return nil, fmt.Errorf("gitmem server %s does not answer: %w (%w)", c.base, err, ErrUnreachable)
+		return nil, &unreachableError{c.base, err}
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))

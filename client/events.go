@@ -92,7 +92,7 @@ func (s *Store) follow(ctx context.Context, after *string, opened *func(), fn fu
 	// The stream lasts: no client timeout, only ctx.
 	resp, err := (&http.Client{Transport: c.http.Transport}).Do(req)
 	if err != nil {
-		return fmt.Errorf("gitmem server %s does not answer: %w (%w)", c.base, err, ErrUnreachable)
+		return &unreachableError{c.base, err}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {

@@ -514,12 +514,14 @@ func (d *dirNode) renameFile(ctx context.Context, name, from, to string, srcMem 
 		if _, err := m.opts.Store.Write(ctx, gitstore.WriteInput{Path: "/" + to, Content: string(content), Actor: m.opts.Actor}); err != nil {
 			return m.refuse("rename", to, err)
 		}
-		written()
 		if srcMem != nil {
 			if _, err := m.opts.Store.Delete(ctx, gitstore.DeleteInput{Path: "/" + from, ID: srcMem.ID, Actor: m.opts.Actor}); err != nil {
+				// The rename failed, so the open file keeps its name: its close stores it
+				// there, though its content is under the new name too.
 				return m.refuse("rename", from, err)
 			}
 		}
+		written()
 		m.mu.Lock()
 		delete(m.local, from)
 		delete(m.local, to)

@@ -865,6 +865,40 @@ func TestMountCreateOverAnotherWriter(t *testing.T) {
 	}
 }
 
+// TestRenameFailedKeepsOpenWrites: a rename over another memory writes the target, then
+// deletes the source. When that delete fails (here another writer deleted the source after
+// the mount last looked), the rename fails and the open file keeps its name, so its close
+// must still store what it wrote there, not take it as stored under the new name.
+func TestRenameFailedKeepsOpenWrites(t *testing.T) {
+	mt := mountNew(t, gitstore.Policy{}, Options{CacheFor: time.Minute})
+	ctx := context.Background()
+	for _, p := range []string{"/a.md", "/b.md"} {
+		if _, err := mt.store.Write(ctx, gitstore.WriteInput{Path: p, Content: "old " + p + "\n", Actor: testActor}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := os.OpenFile(filepath.Join(mt.dir, "a.md"), os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString("new\n"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mt.store.Delete(ctx, gitstore.DeleteInput{Path: "/a.md", Actor: testActor}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(mt.dir, "a.md"), filepath.Join(mt.dir, "b.md")); err == nil {
+		t.Fatal("the rename of a memory that another writer deleted succeeded")
+	}
+	if err := f.Close(); err != nil {
+		t.Fatalf("close after the failed rename: %v", err)
+	}
+	if got := *mt.memory(t, "/a.md").Content; got != "new\n" {
+		t.Errorf("a.md holds %q after its close, want what was written to it", got)
+	}
+}
+
 // TestIsScratch: editors' and tools' names are scratch; ordinary names, hidden ones
 // included, are not.
 func TestIsScratch(t *testing.T) {

@@ -151,6 +151,11 @@ func TestMemoriesEndToEnd(t *testing.T) {
 		t.Errorf("log /code.md: got %s, want %s", got, want)
 	}
 	mustContain(t, "log", c.ok("", "log", "prefs", "--limit", "2"), "OPERATION", "deleted", "/code.md")
+	for _, alias := range []string{"history", "versions"} { // the guide's name, the API's
+		if got, want := c.ok("", alias, "prefs", "--limit", "2"), c.ok("", "log", "prefs", "--limit", "2"); got != want {
+			t.Errorf("%s: got\n%s\nwant log's\n%s", alias, got, want)
+		}
+	}
 	mustContain(t, "reindex", c.ok("", "reindex", "prefs"), "reindexed memstore_", "6 commits", "rebuilt the search index of memstore_")
 	if out := c.ok("", "reindex", "prefs", "--only", "search"); strings.Contains(out, "reindexed") || !strings.Contains(out, "rebuilt the search index") {
 		t.Errorf("reindex --only search: %q", out)

@@ -206,7 +206,11 @@ func TestClientModeRefusals(t *testing.T) {
 	// --server with a command that works on a data directory: said, not attempted.
 	mustContain(t, "--server reindex", c.fails("", "--server", url, "reindex", "notes"), "works on a data directory", "--server")
 	// A server that does not answer.
-	mustContain(t, "down", c.fails("", "--server", "http://127.0.0.1:1", "ls", "notes"), "does not answer")
+	down := c.fails("", "--server", "http://127.0.0.1:1", "ls", "notes")
+	mustContain(t, "down", down, "does not answer", "connection refused")
+	if n := strings.Count(down, "does not answer"); n != 1 {
+		t.Errorf("the server being down is said %d times: %s", n, down)
+	}
 
 	// With the key, writes are the key's, and a revert of the key's changes finds them.
 	env := append(os.Environ(), "GITMEM_API_KEY="+secret)

@@ -23,7 +23,7 @@ func newLogCmd(a *app) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:     "log [STORE [PATH]]",
-		Aliases: []string{"history"},
+		Aliases: []string{"history", "versions"}, // the guide's name, and the API's
 		Short:   "Show versions, newest first: of every store, of one, or of the memory at PATH",
 		Long: `Shows versions, newest first: of every store (with a STORE column), of STORE, or, with PATH,
 of the memory that is at PATH, or, if none is, of the last memory that was there (also after it
