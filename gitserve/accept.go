@@ -2,6 +2,7 @@ package gitserve
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -25,6 +26,9 @@ import (
 // in one catalog transaction, which waits at most for one group of the store's writer.
 const acceptTimeout = 2 * time.Minute
 
+// maxAcceptRequest bounds the hook's question: the commits as JSON strings, and a name.
+const maxAcceptRequest = maxCommits*44 + 4096
+
 // acceptOK is the server's answer when it accepted the push.
 const acceptOK = "ok"
 
@@ -38,7 +42,7 @@ type acceptor struct {
 
 // listenAccept opens the socket of one push and answers the hook's question on it with
 // accept.
-func listenAccept(ctx context.Context, accept func(context.Context, []string) error) (*acceptor, error) {
+func listenAccept(ctx context.Context, accept func(context.Context, Push) error) (*acceptor, error) {
 	dir, err := os.MkdirTemp("", "gitmem-push-")
 	if err != nil {
 		return nil, fmt.Errorf("make the push's socket: %w", err)
@@ -57,7 +61,7 @@ func listenAccept(ctx context.Context, accept func(context.Context, []string) er
 func (a *acceptor) path() string { return a.ln.Addr().String() }
 
 // serve answers the one hook of the push.
-func (a *acceptor) serve(ctx context.Context, accept func(context.Context, []string) error) {
+func (a *acceptor) serve(ctx context.Context, accept func(context.Context, Push) error) {
 	defer close(a.done)
 	conn, err := a.ln.AcceptUnix()
 	if err != nil {
@@ -65,14 +69,17 @@ func (a *acceptor) serve(ctx context.Context, accept func(context.Context, []str
 	}
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(acceptTimeout))
-	raw, err := io.ReadAll(io.LimitReader(conn, maxCommits*41+1))
-	if err != nil {
+	var p Push
+	if err := json.NewDecoder(io.LimitReader(conn, maxAcceptRequest)).Decode(&p); err != nil {
 		fmt.Fprintf(conn, "the server could not read the push's commits: %v\n", err)
 		return
 	}
-	commits := strings.Fields(string(raw))
-	if err := accept(ctx, commits); err != nil {
-		fmt.Fprintln(conn, strings.ReplaceAll(err.Error(), "\n", " "))
+	if err := accept(ctx, p); err != nil {
+		msg := strings.ReplaceAll(err.Error(), "\n", " ")
+		if errors.As(err, new(Refusal)) {
+			msg = refusedPrefix + msg
+		}
+		fmt.Fprintln(conn, msg)
 		return
 	}
 	_, err = io.WriteString(conn, acceptOK+"\n")
@@ -89,14 +96,14 @@ func (a *acceptor) close() bool {
 
 // askAccept is the hook's end: it sends the commits it checked to the server at path and
 // waits for the answer. nil means that the server accepted them.
-func askAccept(path string, commits []string) error {
+func askAccept(path string, p Push) error {
 	conn, err := net.DialTimeout("unix", path, 10*time.Second)
 	if err != nil {
 		return fmt.Errorf("the server did not answer: %w", err)
 	}
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(acceptTimeout))
-	if _, err := io.WriteString(conn, strings.Join(commits, "\n")); err != nil {
+	if err := json.NewEncoder(conn).Encode(p); err != nil {
 		return fmt.Errorf("the server did not answer: %w", err)
 	}
 	if err := conn.(*net.UnixConn).CloseWrite(); err != nil {
@@ -112,6 +119,18 @@ func askAccept(path string, commits []string) error {
 	case "":
 		return errors.New("the server did not answer")
 	default:
+		if reason, ok := strings.CutPrefix(a, refusedPrefix); ok {
+			return Refusal(reason)
+		}
 		return errors.New(a)
 	}
 }
+
+// Refusal is an error of Request.Accept that is a rule the push breaks, not a failure to
+// record it: the pusher reads it as the hook's own refusals.
+type Refusal string
+
+func (r Refusal) Error() string { return string(r) }
+
+// refusedPrefix starts the server's answer to the hook when it is a Refusal.
+const refusedPrefix = "refused: "

@@ -119,11 +119,19 @@ type Request struct {
 	// Access is the caller's key's access (apikeys): a propose key's push may only update
 	// proposal branches (refs/heads/proposals/NAME), which the hook checks.
 	Access string
-	// Accept, if set, is asked to accept a push that passed the hook's checks, with the
-	// commits that it adds to main (oldest first), before git moves main: if it fails, the
-	// push is refused with its error's message. It runs on its own goroutine while Serve
-	// runs.
-	Accept func(ctx context.Context, commits []string) error
+	// Accept, if set, is asked to accept a push that passed the hook's checks, before git
+	// moves main: if it fails, the push is refused with its error's message. It runs on its
+	// own goroutine while Serve runs.
+	Accept func(ctx context.Context, p Push) error
+}
+
+// Push is what a checked push does, as the hook tells the server.
+type Push struct {
+	// Commits are the commits that it adds to main, oldest first.
+	Commits []string `json:"commits"`
+	// Rename is the store's new name, if the push changes it in main's .gitmem/store.json:
+	// names are unique among the data directory's stores, which only the server knows.
+	Rename string `json:"rename,omitempty"`
 }
 
 var protocolHeader = regexp.MustCompile(`^[A-Za-z0-9=:._,-]{1,256}$`)

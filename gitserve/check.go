@@ -58,6 +58,9 @@ type checker struct {
 	trees   map[string]bool // tree hash + "\x00" + folder: checked
 	blobs   map[string]string
 	oldInfo *gitstore.StoreInfo // .gitmem/store.json on main before the push
+	// rename is the store's name in main's .gitmem/store.json after the push, if the push
+	// changes it: the server checks that no other store has it (Push.Rename).
+	rename string
 }
 
 func (c *checker) fail(where, rule string) {
@@ -163,6 +166,9 @@ func (c *checker) check(updates []update) ([]string, error) {
 		}
 	}
 	if err := c.checkQuotas(main.old, main.new); err != nil {
+		return nil, err
+	}
+	if err := c.checkRename(main.new); err != nil {
 		return nil, err
 	}
 	if len(c.problems) > 0 {
@@ -501,6 +507,12 @@ func (c *checker) checkMeta(e entry, inParents []map[string]entry) error {
 		if same {
 			continue
 		}
+		if c.inProposal {
+			// A proposal's review shows memories, not settings, and approval must not
+			// change what a propose key may not: the name, the policy, the quotas.
+			c.fail("/"+gitstore.StoreFile, "a proposal may not change the store's settings; change them through the API or in a push to main")
+			continue
+		}
 		obj, err := c.objs.read(x.hash, gitstore.MaxContentBytes)
 		if err != nil {
 			return err
@@ -525,6 +537,19 @@ func (c *checker) checkMeta(e entry, inParents []map[string]entry) error {
 	}
 	if !found && len(parentFiles) > 0 {
 		c.fail("/"+gitstore.StoreFile, "removed: it holds the store's metadata (its id and name) and must stay")
+	}
+	return nil
+}
+
+// checkRename notes the store's name at main's new commit if the push changes it.
+func (c *checker) checkRename(main string) error {
+	obj, err := c.objs.read(main+":"+gitstore.StoreFile, maxMeta)
+	if err != nil || obj.missing || obj.data == nil {
+		return err // checkMeta refused a store.json that is missing or too large
+	}
+	info, err := gitstore.ParseStoreFile(obj.data)
+	if err == nil && (c.oldInfo == nil || info.Name != c.oldInfo.Name) {
+		c.rename = info.Name
 	}
 	return nil
 }

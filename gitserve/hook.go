@@ -2,6 +2,7 @@ package gitserve
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -106,7 +107,13 @@ func runHook(name string, stdin io.Reader, stderr io.Writer) int {
 		return 1
 	}
 	if path := os.Getenv(acceptEnv); path != "" {
-		if err := askAccept(path, commits); err != nil {
+		err := askAccept(path, Push{Commits: commits, Rename: c.rename})
+		var r Refusal
+		switch {
+		case errors.As(err, &r):
+			fmt.Fprintf(errw, "gitmem refused this push; nothing was changed:\n  %s\n", r)
+			return 1
+		case err != nil:
 			fmt.Fprintf(errw, "gitmem could not record this push (%v); nothing was changed\n", err)
 			return 1
 		}

@@ -79,10 +79,19 @@ func (d *DataDir) checkNameFree(ctx context.Context, name, self string) error {
 	for _, info := range stores {
 		if info.Name == name && info.ID != self {
 			return &Error{Kind: KindConflict, Err: ErrNameTaken, Message: fmt.Sprintf(
-				"a memory store named %q exists already (%s); choose another name", name, info.ID)}
+				"a memory store named %q exists already; choose another name", name)}
 		}
 	}
 	return nil
+}
+
+// CheckNameFree refuses name if a store other than id has it: for a push that renames store
+// id through its .gitmem/store.json (UpdateStore checks the API's renames). Between this
+// check and the push moving main, an API rename could still take the name.
+func (d *DataDir) CheckNameFree(ctx context.Context, name, id string) error {
+	d.names.Lock()
+	defer d.names.Unlock()
+	return d.checkNameFree(ctx, name, id)
 }
 
 // UpdateStore changes a store's name, description, metadata or policy (Store.UpdateInfo),

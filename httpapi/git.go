@@ -207,10 +207,15 @@ func (s *Server) proposeBranches(ctx context.Context, c echo.Context, st *gitsto
 // is refused. Once git is done, the catalog and the search index catch up before the
 // response ends, so that the push returns when the API and search show it.
 func (s *Server) servePush(c echo.Context, backend *gitserve.Backend, req gitserve.Request, st *gitstore.Store, keyID string) error {
-	req.Accept = func(ctx context.Context, commits []string) error {
-		err := st.ReceivePush(ctx, commits, keyID)
+	req.Accept = func(ctx context.Context, p gitserve.Push) error {
+		err := st.ReceivePush(ctx, p.Commits, keyID)
+		if err == nil && p.Rename != "" {
+			if err = s.data.CheckNameFree(ctx, p.Rename, st.ID()); err != nil {
+				return gitserve.Refusal(fmt.Sprintf("/%s: %s", gitstore.StoreFile, errorFor(err).message))
+			}
+		}
 		if err == nil {
-			s.log.Debug("git push accepted", "store", req.StoreID, "commits", len(commits), "key", keyID)
+			s.log.Debug("git push accepted", "store", req.StoreID, "commits", len(p.Commits), "key", keyID)
 			return nil
 		}
 		ae := errorFor(err)

@@ -393,6 +393,7 @@ func TestGitShallowCloneAndBigPush(t *testing.T) {
 // whole, git shows the pusher the file and the rule, and main does not move.
 func TestGitPushRules(t *testing.T) {
 	g := startGitServer(t)
+	g.createStore(t, "", "taken")
 	deep := strings.Repeat("d/", 20) + "x.md"
 
 	cases := []struct {
@@ -448,6 +449,13 @@ func TestGitPushRules(t *testing.T) {
 		{name: "store name empty", edit: func(e *ruleEnv) {
 			put(e.t, filepath.Join(e.wt, ".gitmem/store.json"), e.withInfo(func(m map[string]any) { m["name"] = "" }))
 		}, want: []string{"/.gitmem/store.json: name is required"}},
+		{name: "store renamed to a taken name", edit: func(e *ruleEnv) {
+			put(e.t, filepath.Join(e.wt, ".gitmem/store.json"), e.withInfo(func(m map[string]any) { m["name"] = "taken" }))
+		}, want: []string{`/.gitmem/store.json: a memory store named "taken" exists already; choose another name`}},
+		{name: "settings in a proposal", push: []string{"push", "origin", "main:refs/heads/proposals/settings"}, edit: func(e *ruleEnv) {
+			put(e.t, filepath.Join(e.wt, ".gitmem/store.json"), e.withInfo(func(m map[string]any) { m["policy"] = map[string]any{"secrets": "off"} }))
+			put(e.t, filepath.Join(e.wt, "fix.md"), "a typo fixed\n")
+		}, want: []string{"/.gitmem/store.json: a proposal may not change the store's settings"}},
 		{name: "archived by push", edit: func(e *ruleEnv) {
 			put(e.t, filepath.Join(e.wt, ".gitmem/store.json"), e.withInfo(func(m map[string]any) { m["archived_at"] = "2026-01-01T00:00:00Z" }))
 		}, want: []string{"/.gitmem/store.json: archived_at may not be changed by a push"}},

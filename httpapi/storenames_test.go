@@ -12,7 +12,8 @@ import (
 
 // TestStoresByName: store names are unique (a create or rename to a taken name is a 409),
 // and a store is named by its name where the API takes a store outside /v1's paths: git URLs
-// and /mcp?store=. A key limited to one store learns nothing of the others' names.
+// and /mcp?store=. A key limited to one store learns nothing of the others' names, nor, from
+// the refusal of a taken name, the other store's id.
 func TestStoresByName(t *testing.T) {
 	ctx := context.Background()
 	g := startGitServer(t)
@@ -26,7 +27,7 @@ func TestStoresByName(t *testing.T) {
 
 	hdr := map[string]string{"x-api-key": secret}
 	status, body := rawRequest(t, "POST", g.url+"/v1/memory_stores", `{"name":"notes"}`, hdr)
-	if status != http.StatusConflict || !strings.Contains(body, "exists already") || !strings.Contains(body, notes) {
+	if status != http.StatusConflict || !strings.Contains(body, "exists already") || strings.Contains(body, notes) {
 		t.Errorf("create of a taken name: %d %s", status, body)
 	}
 	status, body = rawRequest(t, "POST", g.url+"/v1/memory_stores/"+other, `{"name":"notes"}`, hdr)
