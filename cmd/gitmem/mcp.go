@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/gitmem/gitmem/client"
@@ -87,7 +86,7 @@ func forwardMCP(cmd *cobra.Command, t target, log *slog.Logger, specs []storeSpe
 	fmt.Fprintf(errOut, "session %s (every write is a version by this session_actor)\n", sessionID)
 	printMounts(errOut, tooladapter.MountPaths(infos), infos, specs)
 	fmt.Fprintf(errOut, "its versions: gitmem log %s --session %s\n", quoteArg(specs[0].ref), sessionID)
-	err = mcpserver.Forward(ctx, tools.ClientSession, &mcp.StdioTransport{}, log)
+	err = mcpserver.Forward(ctx, tools.ClientSession, mcpserver.Stdio(), log)
 	if errors.Is(err, context.Canceled) {
 		return nil // interrupted
 	}
@@ -190,7 +189,7 @@ func (a *app) serveMCP(cmd *cobra.Command, log *slog.Logger, specs []storeSpec, 
 	}
 	fmt.Fprintf(errOut, "its versions: gitmem log %s --session %s\n", quoteArg(specs[0].ref), sess.ID())
 
-	err = mcpserver.New(sess, log).Run(ctx, &mcp.StdioTransport{})
+	err = mcpserver.New(sess, log).Run(ctx, mcpserver.Stdio())
 	if errors.Is(err, context.Canceled) {
 		return nil // interrupted
 	}

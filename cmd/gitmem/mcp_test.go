@@ -195,6 +195,37 @@ func TestMCPUsageErrors(t *testing.T) {
 	}
 }
 
+// TestMCPStdioOneShot: a client that pipes its calls and closes stdin at once, as a shell
+// pipeline does, gets an answer to each call before gitmem mcp exits, from the data
+// directory and through a server. The SDK alone stops writing at the end of stdin.
+func TestMCPStdioOneShot(t *testing.T) {
+	c := newCLI(t)
+	c.ok("", "stores", "create", "notes")
+	secret := regexp.MustCompile(`gitmem_[A-Za-z0-9_-]+`).FindString(c.ok("", "keys", "create", "--name", "pipe"))
+	calls := func(path string) string {
+		return `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"sh","version":"0"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"memory_write","arguments":{"path":"/memories/` + path + `","content":"piped\n"}}}
+{"jsonrpc":"2.0","id":"last","method":"tools/list"}
+`
+	}
+	env := append(os.Environ(), "GITMEM_API_KEY="+secret)
+	for _, where := range []string{"data directory", "server"} {
+		if where == "server" {
+			serveForGit(t, c)
+		}
+		path := strings.ReplaceAll(where, " ", "-") + ".md"
+		out, errOut, code := c.runEnv(env, calls(path), "mcp", "--store", "notes")
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", where, code, errOut)
+		}
+		mustContain(t, where, out, `"id":2,"result"`, "Created /memories/"+path, `"id":"last","result"`, "memory_search")
+		if got, errOut, _ := c.runEnv(env, "", "cat", "notes", "/"+path); got != "piped\n" {
+			t.Errorf("%s: the memory holds %q %s", where, got, errOut)
+		}
+	}
+}
+
 // TestMCPStdioThroughServer: while gitmem serve holds the data directory, "gitmem mcp" on
 // stdio forwards to the server's /mcp with the key, as one session whose writes are versions
 // of that session; the server's version is in the MCP server info.
