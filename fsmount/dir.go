@@ -117,7 +117,7 @@ func (d *dirNode) child(ctx context.Context, name string, mode uint32) *fs.Inode
 
 func (d *dirNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 	dir := d.rel()
-	modes, err := d.names(ctx, dir, true)
+	modes, err := d.names(ctx, dir, shown)
 	if err != nil {
 		return nil, d.m.refuse("readdir", dir, err)
 	}
@@ -129,10 +129,19 @@ func (d *dirNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 	return fs.NewListDirStream(list), 0
 }
 
-// names is what the folder dir holds, as this mount shows it, with each name's mode: the
-// store's listing, less what was deleted here, and the files and folders held here
-// (scratch files too only if withScratch).
-func (d *dirNode) names(ctx context.Context, dir string, withScratch bool) (map[string]uint32, error) {
+// The two views of a folder's names (names).
+const (
+	// shown is what a listing shows: the store's names but those moved away to scratch
+	// names here, and every file held here.
+	shown = iota
+	// stored is what the store will hold: the store's names, those moved away included
+	// (they stay until a new file takes their name), and the new files held here but not
+	// scratch ones.
+	stored
+)
+
+// names is what the folder dir holds in view (shown or stored), with each name's mode.
+func (d *dirNode) names(ctx context.Context, dir string, view int) (map[string]uint32, error) {
 	entries, err := d.m.listingOf(ctx, dir)
 	if err != nil {
 		return nil, err
@@ -147,12 +156,12 @@ func (d *dirNode) names(ctx context.Context, dir string, withScratch bool) (map[
 	d.m.mu.Lock()
 	defer d.m.mu.Unlock()
 	for p := range d.m.away {
-		if parentOf(p) == dir {
+		if parentOf(p) == dir && view == shown {
 			delete(modes, baseOf(p))
 		}
 	}
 	for p, lf := range d.m.local {
-		if parentOf(p) == dir && (withScratch || !lf.scratch) {
+		if parentOf(p) == dir && (view == shown || !lf.scratch) {
 			modes[baseOf(p)] = syscall.S_IFREG
 		}
 	}
@@ -221,7 +230,7 @@ func (d *dirNode) validName(ctx context.Context, op, rel, leaving string) syscal
 // not hold it yet (names already in a tree stay usable).
 func (d *dirNode) newNameBreaksClones(ctx context.Context, rel, name, leaving string) error {
 	dir := d.rel()
-	entries, err := d.names(ctx, dir, false) // with new files not written yet: twins too
+	entries, err := d.names(ctx, dir, stored) // with new files not written yet: twins too
 	if err != nil {
 		return nil // the store decides at the write
 	}
@@ -306,7 +315,7 @@ func (d *dirNode) Create(ctx context.Context, name string, flags uint32, mode ui
 	}
 	ch := d.child(ctx, name, syscall.S_IFREG)
 	f := ch.Operations().(*fileNode)
-	h := &handle{write: true, append: flags&syscall.O_APPEND != 0}
+	h := newHandle(ctx, true, flags)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	switch {
@@ -515,9 +524,11 @@ func (d *dirNode) renameFile(ctx context.Context, name, from, to string, srcMem 
 			return m.refuse("rename", to, err)
 		}
 		if srcMem != nil {
-			if _, err := m.opts.Store.Delete(ctx, gitstore.DeleteInput{Path: "/" + from, ID: srcMem.ID, Actor: m.opts.Actor}); err != nil {
-				// The rename failed, so the open file keeps its name: its close stores it
-				// there, though its content is under the new name too.
+			_, err := m.opts.Store.Delete(ctx, gitstore.DeleteInput{Path: "/" + from, ID: srcMem.ID, Actor: m.opts.Actor})
+			if err != nil && !gitstore.IsKind(err, gitstore.KindNotFound) { // not found: gone anyway
+				// The rename failed, so an open file keeps its name: its close stores it
+				// there, though its content is under the new name too, as listings show.
+				m.changed()
 				return m.refuse("rename", from, err)
 			}
 		}

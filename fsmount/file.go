@@ -2,6 +2,10 @@ package fsmount
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -50,6 +54,32 @@ type handle struct {
 	write  bool
 	append bool // O_APPEND: writes go to the buffer's end, wherever the kernel thinks it is
 	failed syscall.Errno
+	opener int // the process that opened it (its thread group), or 0 if unknown
+}
+
+// newHandle is the handle of an open by the caller of ctx.
+func newHandle(ctx context.Context, write bool, flags uint32) *handle {
+	return &handle{write: write, append: flags&syscall.O_APPEND != 0, opener: callerProcess(ctx)}
+}
+
+// callerProcess is the process (thread group) of the caller of a FUSE request, or 0 if the
+// mount cannot tell. FUSE names the calling thread: a program's threads are one process.
+func callerProcess(ctx context.Context) int {
+	c, ok := fuse.FromContext(ctx)
+	if !ok || c.Pid == 0 {
+		return 0
+	}
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.Pid))
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(raw)) {
+		if v, ok := strings.CutPrefix(line, "Tgid:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(v))
+			return n
+		}
+	}
+	return 0
 }
 
 func (f *fileNode) rel() (string, bool) { return relOf(f.EmbeddedInode()) }
@@ -125,7 +155,7 @@ func (f *fileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 	if f.opens == 0 {
 		f.loaded = false // a first open reads what the store holds now
 	}
-	h := &handle{write: write, append: flags&syscall.O_APPEND != 0}
+	h := newHandle(ctx, write, flags)
 	if write && flags&syscall.O_TRUNC != 0 {
 		f.data, f.loaded, f.dirty, f.mtime = nil, true, true, time.Now()
 		f.changedBy(h, false)
@@ -272,18 +302,35 @@ func (f *fileNode) Flush(ctx context.Context, fh fs.FileHandle) syscall.Errno {
 	if !f.changed[h] {
 		return 0
 	}
-	if unfinishedRune(f.data) {
+	if unfinishedRune(f.data) && !f.scratch() {
 		// A character cut in two may yet be finished: a shell's child that exits closes
 		// a copy of the descriptor between the two halves of
-		// "{ printf 'caf\303'; /bin/true; printf '\251'; } > f", and ignores what its
-		// close returns. So this close is refused, but the buffer stays for the next
-		// close, an fsync or the last release to write. A program whose last close this
-		// is learns that its content was not kept; the release then drops it.
+		// "{ printf 'caf\303'; sleep 0; printf '\251'; } > f". So the buffer stays for
+		// the next close, an fsync or the last release to write. A child's close succeeds
+		// (sleep and make check theirs); the opener's is refused, so that a program whose
+		// last close this is learns that its content was not kept (the release then drops
+		// it).
 		rel, _ := f.rel()
+		if h.opener != 0 && callerProcess(ctx) != h.opener {
+			f.m.log().Debug("mount: not written yet at a child's close, the content ends in a character cut in two", "path", "/"+rel)
+			return 0
+		}
 		f.m.log().Info("mount: not written yet, the content ends in a character cut in two", "path", "/"+rel, "errno", "EILSEQ")
 		return syscall.EILSEQ
 	}
 	return f.commit(ctx)
+}
+
+// scratch tells whether the file is a scratch file, which the mount keeps as it is.
+func (f *fileNode) scratch() bool {
+	rel, ok := f.rel()
+	if !ok {
+		return false
+	}
+	f.m.mu.Lock()
+	defer f.m.mu.Unlock()
+	lf := f.m.local[rel]
+	return lf != nil && lf.scratch
 }
 
 // unfinishedRune says whether data is UTF-8 but for a last character cut short.

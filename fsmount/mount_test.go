@@ -542,10 +542,11 @@ func readsSoon(t *testing.T, f *os.File, want string) {
 
 // TestMountShellChildren: a shell's child that exits closes a copy of the descriptor that it
 // inherited, and each such close writes what was written so far; a character cut in two
-// there is not refused, but written whole at the next close.
+// there is not refused (children that check their close, as sleep and cat do, succeed), but
+// written whole at the next close. A scratch file keeps what it is given.
 func TestMountShellChildren(t *testing.T) {
 	mt := mountNew(t, gitstore.Policy{}, Options{})
-	mt.sh(t, `{ printf 'caf\303'; /bin/true; printf '\251\n'; } > utf.md`)
+	mt.sh(t, `set -e; { printf 'caf\303'; /bin/true; sleep 0; cat /dev/null; printf '\251\n'; } > utf.md`)
 	mt.sh(t, `{ echo one; /bin/true; echo two; } > two.md`)
 	wantFiles(t, mt.files(t), map[string]string{"/utf.md": "café\n", "/two.md": "one\ntwo\n"})
 	if strings.Contains(mt.log.String(), "refused, not UTF-8") {
@@ -572,6 +573,13 @@ func TestMountShellChildren(t *testing.T) {
 	})
 	if got := mt.versions(t); len(got) != len(before) {
 		t.Errorf("a character cut in two made versions %v", got[:len(got)-len(before)])
+	}
+	scratch := filepath.Join(mt.dir, "cut.md.tmp")
+	if err := os.WriteFile(scratch, []byte("caf\303"), 0o644); err != nil {
+		t.Errorf("a scratch file that ends in a character cut in two: %v", err)
+	}
+	if got, err := os.ReadFile(scratch); err != nil || string(got) != "caf\303" {
+		t.Errorf("the scratch file reads %q, %v", got, err)
 	}
 }
 
@@ -689,6 +697,17 @@ func TestMountRefusals(t *testing.T) {
 	defer open.Close()
 	if err := write("fresh.md", []byte("x")); !errors.Is(err, syscall.EPERM) {
 		t.Errorf("a twin of a new file still open: %v, want EPERM", err)
+	}
+	// A memory moved to a scratch name (vim's backup) stays in the store until a new file
+	// takes its name: its twin is refused at the create, and its own name is not new.
+	if err := os.Rename(filepath.Join(mt.dir, "Keep.md"), filepath.Join(mt.dir, "Keep.md~")); err != nil {
+		t.Fatal(err)
+	}
+	if err := write("keep.md", []byte("x")); !errors.Is(err, syscall.EPERM) {
+		t.Errorf("a twin of a memory moved to a scratch name: %v, want EPERM", err)
+	}
+	if err := write("Keep.md", []byte("saved again\n")); err != nil {
+		t.Errorf("a new file in the place of a memory moved to a scratch name: %v", err)
 	}
 }
 
@@ -865,11 +884,11 @@ func TestMountCreateOverAnotherWriter(t *testing.T) {
 	}
 }
 
-// TestRenameFailedKeepsOpenWrites: a rename over another memory writes the target, then
-// deletes the source. When that delete fails (here another writer deleted the source after
-// the mount last looked), the rename fails and the open file keeps its name, so its close
-// must still store what it wrote there, not take it as stored under the new name.
-func TestRenameFailedKeepsOpenWrites(t *testing.T) {
+// TestRenameOverDeletedSource: a rename over another memory writes the target, then
+// deletes the source. If another writer deleted the source after the mount last looked, the
+// rename still succeeds: the content is under the new name, and the open file's close does not
+// bring the old name back.
+func TestRenameOverDeletedSource(t *testing.T) {
 	mt := mountNew(t, gitstore.Policy{}, Options{CacheFor: time.Minute})
 	ctx := context.Background()
 	for _, p := range []string{"/a.md", "/b.md"} {
@@ -888,14 +907,15 @@ func TestRenameFailedKeepsOpenWrites(t *testing.T) {
 	if _, err := mt.store.Delete(ctx, gitstore.DeleteInput{Path: "/a.md", Actor: testActor}); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Rename(filepath.Join(mt.dir, "a.md"), filepath.Join(mt.dir, "b.md")); err == nil {
-		t.Fatal("the rename of a memory that another writer deleted succeeded")
+	if err := os.Rename(filepath.Join(mt.dir, "a.md"), filepath.Join(mt.dir, "b.md")); err != nil {
+		t.Fatalf("the rename of a memory that another writer deleted: %v", err)
 	}
 	if err := f.Close(); err != nil {
-		t.Fatalf("close after the failed rename: %v", err)
+		t.Fatalf("close after the rename: %v", err)
 	}
-	if got := *mt.memory(t, "/a.md").Content; got != "new\n" {
-		t.Errorf("a.md holds %q after its close, want what was written to it", got)
+	wantFiles(t, mt.files(t), map[string]string{"/b.md": "new\n"})
+	if got, err := os.ReadFile(filepath.Join(mt.dir, "b.md")); err != nil || string(got) != "new\n" {
+		t.Errorf("the mount reads b.md as %q, %v", got, err)
 	}
 }
 

@@ -73,30 +73,50 @@ func (a *app) serverURL() (string, string) {
 // errors otherwise said that the server does not answer, or named a query parameter.
 func checkServerURL(raw, via string) error {
 	u, err := url.Parse(raw)
+	like := "http://127.0.0.1:8080"
 	bad := func(why string) error {
-		return usageError{fmt.Errorf("%s %q: %s; give the server's address, like http://127.0.0.1:8080", via, raw, why)}
+		return usageError{fmt.Errorf("%s %q: %s; give the server's address, like %s", via, raw, why, like)}
 	}
 	switch {
 	case err != nil || u.Host == "" || u.Opaque != "":
 		return bad("not an address with a scheme and a host")
 	case u.Scheme != "http" && u.Scheme != "https":
 		return bad("the scheme must be http or https")
-	case u.RawQuery != "" || u.Fragment != "":
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
 		return bad("a server's address has no query or fragment")
-	case isAPIRoute(u.Path):
+	}
+	if base, ok := apiRoute(u.Path); ok {
 		// Another path is allowed: a proxy may serve gitmem below one (/api/v1/gitmem).
+		like = u.Scheme + "://" + u.Host + base
 		return bad("that is an API route, not the server's address")
 	}
 	return nil
 }
 
-// isAPIRoute says whether an address's path names one of the server's routes (the
-// banner's .../v1/memory_stores, the MCP endpoint) rather than where the server is.
-func isAPIRoute(p string) bool {
-	p = strings.TrimSuffix(p, "/")
-	return strings.HasSuffix(p, "/v1") || strings.Contains(p+"/", "/v1/memory_stores/") ||
-		strings.HasSuffix(p, "/mcp")
+// apiRoute says whether an address's path names one of the server's routes (the
+// banner's .../v1/memory_stores, the MCP endpoint, a page of the UI) rather than where the
+// server is. A proxy's path may hold v1 (/api/v1/gitmem): only v1 at the end, or before one
+// of the server's own names, is a route.
+// It returns the path before the route, where the server is.
+func apiRoute(p string) (base string, ok bool) {
+	segs := strings.Split(strings.Trim(p, "/"), "/")
+	for i, s := range segs {
+		last := i == len(segs)-1
+		if s == "v1" && (last || v1Routes[segs[i+1]]) || topRoutes[s] && (last || s == "ui" || s == "git") {
+			if i == 0 {
+				return "", true
+			}
+			return "/" + strings.Join(segs[:i], "/"), true
+		}
+	}
+	return "", false
 }
+
+// v1Routes are the names below the server's /v1; topRoutes its other routes at the top.
+var (
+	v1Routes  = map[string]bool{"memory_stores": true, "events": true, "version": true, "webhooks": true}
+	topRoutes = map[string]bool{"mcp": true, "ui": true, "git": true, "metrics": true, "readyz": true, "livez": true}
+)
 
 // talksToServer says whether a command may use --server; the others (version, config,
 // completion, help, serve) do not check it.

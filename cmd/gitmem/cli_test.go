@@ -218,7 +218,12 @@ func TestUsageErrors(t *testing.T) {
 	mustContain(t, "group typo", c.fails("", "stores", "craete", "x"), `unknown command "craete" for "gitmem stores"`, "did you mean create?")
 	mustContain(t, "server route", c.fails("", "--server", "http://127.0.0.1:1/v1/memory_stores", "stores", "list"), "that is an API route, not the server's address")
 	mustContain(t, "server below a proxy's path", c.fails("", "--server", "http://127.0.0.1:1/api/v1/gitmem", "stores", "list"), "does not answer")
-	mustContain(t, "server MCP route", c.fails("", "--server", "http://127.0.0.1:1/mcp", "stores", "list"), "that is an API route")
+	mustContain(t, "server MCP route", c.fails("", "--server", "http://127.0.0.1:1/mcp", "stores", "list"), "that is an API route", "like http://127.0.0.1:1\n")
+	for _, route := range []string{"/v1/events", "/v1/version", "/v1/", "/ui/stores/s", "/git/s.git", "/metrics", "/api/v1/gitmem/v1/memory_stores/x"} {
+		mustContain(t, "server route "+route, c.fails("", "--server", "http://127.0.0.1:1"+route, "stores", "list"), "that is an API route")
+	}
+	mustContain(t, "server proxy route", c.fails("", "--server", "http://127.0.0.1:1/api/v1/gitmem/mcp", "stores", "list"), "like http://127.0.0.1:1/api/v1/gitmem\n")
+	mustContain(t, "server empty query", c.fails("", "--server", "http://127.0.0.1:1/?", "stores", "list"), "has no query")
 	if out, errOut, code := c.runEnv(append(os.Environ(), "GITMEM_SERVER=localhost:8080"), "", "version"); code != 0 || !strings.HasPrefix(out, "gitmem ") {
 		t.Errorf("version with a bad GITMEM_SERVER: exit %d, %q %q", code, out, errOut)
 	}
