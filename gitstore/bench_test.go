@@ -28,7 +28,7 @@ import (
 //	GITMEM_BENCH_LARGE=1 go test ./gitstore -run '^$' -bench 'Write|Read|Plumbing' -benchtime 1000x -timeout 60m
 //
 // BenchmarkWriteAlternating compares the sizes with each other in blocks of 1,000 writes taken
-// in turn: give it a multiple of 1,000, e.g. -bench Alternating -benchtime 9000x.
+// in turn, each round begun by another size: e.g. -bench Alternating -benchtime 9000x.
 //
 // BenchmarkRedact rewrites a whole history per operation: run it alone, with -benchtime 1x.
 
@@ -120,7 +120,7 @@ func BenchmarkWrite(b *testing.B) {
 // 1,000 writes each, so that all sizes meet the same state of a shared, noisy machine.
 // BenchmarkWrite runs the sizes one after another, minutes apart, and in one run of it the
 // write at 100 took 1.15 ms at first and 1.65 ms again after the larger sizes (performance.md):
-// more than the difference it measures. Run it with a multiple of 1,000 as -benchtime.
+// more than the difference it measures.
 //
 // Each size reports its mean and median write (<n>-us, <n>-p50-us) and their ratio to the
 // first size's (<n>-ratio, <n>-p50-ratio). Between blocks the merges that a block left are
@@ -129,7 +129,8 @@ func BenchmarkWrite(b *testing.B) {
 // in the larger stores, whose merges are longer), so each size also reports that untimed time
 // a write (<n>-settle-us) and the ratio with it counted as if the writer had waited for it
 // (<n>-settled-ratio): the true cost lies between the two ratios. <n>-merge-us is the time of
-// all of a store's merges a write, <n>-beside-% the share of its timed writes beside one.
+// all of a store's merges a write, <n>-beside-% the share of its timed writes beside a merge
+// of any of the stores. ns/op is one write at each size.
 func BenchmarkWriteAlternating(b *testing.B) {
 	const block = 1000
 	type side struct {
@@ -144,7 +145,9 @@ func BenchmarkWriteAlternating(b *testing.B) {
 	sampleRSS(b)
 	for _, n := range benchSizes() {
 		sd := &side{n: n, merges: &mergeTimer{}}
-		sd.s = benchStoreWith(b, Options{Observer: sd.merges})
+		// A store waits for the others' blocks, longer than IdlePack: its idle work (a
+		// merge down to a few packs, a checkpoint) would then run beside their writes.
+		sd.s = benchStoreWith(b, Options{Observer: sd.merges, IdlePack: time.Hour})
 		fill(b, sd.s, n, benchPath)
 		settle(sd.s)
 		sd.merges.start()
@@ -154,7 +157,10 @@ func BenchmarkWriteAlternating(b *testing.B) {
 	b.ResetTimer()
 	defer cpuProfile(b)()
 	for i := 0; i < b.N; i += block {
-		for _, sd := range sides {
+		round := i / block
+		for r := range sides {
+			// Each round starts with another size, so that none always follows the same.
+			sd := sides[(r+round)%len(sides)]
 			for j := i; j < min(i+block, b.N); j++ {
 				k := (j * 7919) % sd.n
 				start := time.Now()
@@ -180,7 +186,7 @@ func BenchmarkWriteAlternating(b *testing.B) {
 	for _, sd := range sides {
 		beside := 0
 		for i, from := range sd.starts {
-			if sd.merges.ranDuring(from, from.Add(sd.took[i])) {
+			if slices.ContainsFunc(sides, func(o *side) bool { return o.merges.ranDuring(from, from.Add(sd.took[i])) }) {
 				beside++
 			}
 		}
@@ -257,10 +263,11 @@ func benchWrites(b *testing.B, n int, beside func(s *Store) (wait func())) {
 	reportMaxRSS(b)
 }
 
-// cpuProfile writes a CPU profile of the timed writes alone, without the fill, to
+// cpuProfile writes a CPU profile of the writes, without the fill, to
 // $GITMEM_BENCH_CPUPROFILE.<n>, and returns what ends it; n counts the runs of benchmarks (go
 // test runs each once with b.N = 1 before the run that counts). go test's -cpuprofile takes
-// in the fill, which at 100,000 memories is most of the time.
+// in the fill, which at 100,000 memories is most of the time (and cannot run beside this one).
+// In BenchmarkWriteAlternating the profile also holds the settles between blocks.
 func cpuProfile(b *testing.B) (stop func()) {
 	prefix := os.Getenv("GITMEM_BENCH_CPUPROFILE")
 	if prefix == "" {
