@@ -79,7 +79,7 @@ func (d *DataDir) checkNameFree(ctx context.Context, name, self string) error {
 	for _, info := range stores {
 		if info.Name == name && info.ID != self {
 			return &Error{Kind: KindConflict, Err: ErrNameTaken, Message: fmt.Sprintf(
-				"a memory store named %q exists already; choose another name", name)}
+				"a memory store named %q exists already (archived ones count too); choose another name", name)}
 		}
 	}
 	return nil

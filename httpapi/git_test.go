@@ -451,7 +451,7 @@ func TestGitPushRules(t *testing.T) {
 		}, want: []string{"/.gitmem/store.json: name is required"}},
 		{name: "store renamed to a taken name", edit: func(e *ruleEnv) {
 			put(e.t, filepath.Join(e.wt, ".gitmem/store.json"), e.withInfo(func(m map[string]any) { m["name"] = "taken" }))
-		}, want: []string{`/.gitmem/store.json: a memory store named "taken" exists already; choose another name`}},
+		}, want: []string{`/.gitmem/store.json: a memory store named "taken" exists already (archived ones count too); choose another name`}},
 		{name: "settings in a proposal", push: []string{"push", "origin", "main:refs/heads/proposals/settings"}, edit: func(e *ruleEnv) {
 			put(e.t, filepath.Join(e.wt, ".gitmem/store.json"), e.withInfo(func(m map[string]any) { m["policy"] = map[string]any{"secrets": "off"} }))
 			put(e.t, filepath.Join(e.wt, "fix.md"), "a typo fixed\n")

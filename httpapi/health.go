@@ -48,11 +48,16 @@ func (s *Server) EnableHealth(checks []health.Check) {
 	s.e.GET("/readyz", echo.WrapHandler(http.HandlerFunc(c.Ready)))
 }
 
-// Guard serves h only to a caller that every API route would let in: with keys in force, a
-// request with a valid key (read_only will do); without, one addressed to loopback.
+// Guard serves h, which tells of every store (the metrics), only to a caller that every API
+// route would let in and that may see every store: with keys in force, a request with a
+// valid key (read_only will do) not limited to one store; without, one addressed to loopback.
 func (s *Server) Guard(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, err := s.Identify(r, headerSecret(r)); err != nil {
+		cl, err := s.Identify(r, headerSecret(r))
+		if err == nil && cl.Key != nil && cl.Key.StoreID != "" {
+			err = forbidden("this API key (%s) is limited to memory store %s; the metrics tell of every store", cl.Key.ID, cl.Key.StoreID)
+		}
+		if err != nil {
 			status, _, msg := ErrorStatus(err)
 			http.Error(w, msg, status)
 			return

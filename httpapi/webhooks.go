@@ -109,10 +109,12 @@ func (s *Server) webhookInput(c echo.Context, cl caller) (webhooks.Input, error)
 		return in, err
 	}
 	if in.StoreID != nil {
-		if _, err := s.data.Store(c.Request().Context(), *in.StoreID); err != nil {
+		// The key's limit first: a key limited to one store learns nothing of the others,
+		// not even whether an id is one.
+		if err := cl.checkStore(*in.StoreID); err != nil {
 			return in, err
 		}
-		if err := cl.checkStore(*in.StoreID); err != nil {
+		if _, err := s.data.Store(c.Request().Context(), *in.StoreID); err != nil {
 			return in, err
 		}
 	}

@@ -29,8 +29,18 @@ import (
 
 var errPrivate = errors.New("a loopback, private or link-local address")
 
-// private tells whether ip is one that only this machine or its network reaches.
+// private tells whether ip is one that only this machine or its network reaches. An IPv6
+// address that carries an IPv4 one (NAT64's 64:ff9b::/96, the old ::a.b.c.d) is judged by
+// that; the local-use NAT64 prefix 64:ff9b:1::/48 and the rest of ::/96 are private.
 func private(ip net.IP) bool {
+	if v6 := ip.To16(); v6 != nil && ip.To4() == nil {
+		switch {
+		case bytes.Equal(v6[:12], nat64[:12]):
+			return private(net.IP(v6[12:]))
+		case bytes.Equal(v6[:6], nat64Local[:6]), bytes.Equal(v6[:12], make([]byte, 12)):
+			return true
+		}
+	}
 	if v4 := ip.To4(); v4 != nil {
 		ip = v4
 		if v4[0] == 100 && v4[1]&0xc0 == 64 { // 100.64.0.0/10, carrier-grade NAT
@@ -44,13 +54,22 @@ func private(ip net.IP) bool {
 		ip.IsInterfaceLocalMulticast() || ip.IsMulticast() || ip.IsUnspecified()
 }
 
+var (
+	nat64      = net.ParseIP("64:ff9b::")
+	nat64Local = net.ParseIP("64:ff9b:1::")
+)
+
 // checkHost refuses a host that is, or resolves to, a private address.
 func checkHost(ctx context.Context, host string) error {
 	ips := []net.IP{net.ParseIP(host)}
 	if ips[0] == nil {
 		addrs, err := net.DefaultResolver.LookupIP(ctx, "ip", host)
 		if err != nil {
-			return invalid("the webhook's host %q does not resolve: %v", host, err)
+			why := "the lookup failed"
+			if de := (*net.DNSError)(nil); errors.As(err, &de) {
+				why = de.Err // not the whole error, which names the server's resolver
+			}
+			return invalid("the webhook's host %q does not resolve: %s", host, why)
 		}
 		ips = addrs
 	}

@@ -281,11 +281,17 @@ func TestWebhookRefusals(t *testing.T) {
 		{"", map[string]any{"url": "https://example.com/h"}, 401},
 		{reader, map[string]any{"url": "https://example.com/h"}, 403},
 		{limited, map[string]any{"url": "https://example.com/h", "memory_store_id": theirs.ID}, 403},
+		{limited, map[string]any{"url": "https://example.com/h", "memory_store_id": "memstore_01M83RXJE06891D7CSNGD1TFB7"}, 403},
 		{admin, map[string]any{"url": "http://127.0.0.1:9/h"}, 400},
 		{admin, map[string]any{"url": "http://localhost/h"}, 400},
 		{admin, map[string]any{"url": "http://10.1.2.3/h"}, 400},
 		{admin, map[string]any{"url": "http://169.254.169.254/latest"}, 400},
 		{admin, map[string]any{"url": "http://[::1]/h"}, 400},
+		{admin, map[string]any{"url": "http://[64:ff9b::7f00:1]/h"}, 400},  // NAT64 of 127.0.0.1
+		{admin, map[string]any{"url": "http://[64:ff9b::a01:203]/h"}, 400}, // NAT64 of 10.1.2.3
+		{admin, map[string]any{"url": "http://[64:ff9b:1::1]/h"}, 400},
+		{admin, map[string]any{"url": "http://[::a01:203]/h"}, 400},
+		{admin, map[string]any{"url": "http://no-such-host.invalid/h"}, 400},
 		{admin, map[string]any{"url": "ftp://example.com/h"}, 400},
 		{admin, map[string]any{"url": "https://user:pw@example.com/h"}, 400},
 		{admin, map[string]any{"url": "https://203.0.113.9/h", "events": []string{"memory.exploded"}}, 400},

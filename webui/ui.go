@@ -231,9 +231,14 @@ func (u *UI) identify(r *http.Request, keys bool) (httpapi.Caller, error) {
 	return httpapi.Caller{}, errSignIn // revoked since
 }
 
-// openStore resolves the store a page names by id or name, for a caller that may see it.
+// openStore resolves the store a page names by id or name, for a caller that may see it. A
+// key limited to one store is refused alike for a store that exists and one that does not,
+// as git and MCP refuse it: it learns nothing of the others.
 func (u *UI) openStore(ctx context.Context, q *request, ref string) error {
 	id, err := u.opts.Data.ResolveStore(ctx, ref)
+	if k := q.caller.Key; k != nil && k.StoreID != "" && (err != nil || id != k.StoreID) {
+		return forbidden("this API key (" + k.ID + ") is limited to another memory store")
+	}
 	if err != nil {
 		return err
 	}

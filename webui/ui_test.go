@@ -225,7 +225,8 @@ func TestReadOnlyAndStoreLimitedKeys(t *testing.T) {
 	if !strings.Contains(list.body, mine) || strings.Contains(list.body, theirs) {
 		t.Errorf("a store-limited key's store list: %.600s", list.body)
 	}
-	for _, path := range []string{"/ui/stores/" + theirs, "/ui/stores/theirs", "/ui/stores/" + theirs + "/memories/" + t2.ID, "/ui/stores/" + theirs + "/activity", "/ui/stores/" + theirs + "/search?q=theirs"} {
+	// A store that does not exist is refused alike: the key learns nothing of the others.
+	for _, path := range []string{"/ui/stores/" + theirs, "/ui/stores/theirs", "/ui/stores/nosuchstore", "/ui/stores/memstore_01M83BB1KXF10C9EEWAJM0FBRY", "/ui/stores/" + theirs + "/memories/" + t2.ID, "/ui/stores/" + theirs + "/activity", "/ui/stores/" + theirs + "/search?q=theirs"} {
 		if p := b.get(path); p.status != http.StatusForbidden || strings.Contains(p.body, "secret.md") {
 			t.Errorf("GET %s with another store's key: %d", path, p.status)
 		}

@@ -170,7 +170,7 @@ func TestStoresLifecycle(t *testing.T) {
 	c := newCLI(t)
 	c.ok("", "stores", "create", "a")
 	c.ok("", "stores", "create", "dup")
-	mustContain(t, "duplicate name", c.fails("", "stores", "create", "dup"), `a memory store named "dup" exists already; choose`, "choose another name")
+	mustContain(t, "duplicate name", c.fails("", "stores", "create", "dup"), `a memory store named "dup" exists already`, "choose another name")
 	// keys --store takes a name too.
 	dupID := regexp.MustCompile(`memstore_[0-9A-Z]{26}`).FindString(c.ok("", "stores", "show", "dup"))
 	mustContain(t, "keys --store NAME", c.ok("", "keys", "create", "--name", "k", "--store", "dup"), "store "+dupID)

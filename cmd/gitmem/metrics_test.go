@@ -141,12 +141,20 @@ func TestMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	secret := key.Secret
+	// A key limited to one store may not read the metrics of every store.
+	var limited struct{ Secret string }
+	if err := json.Unmarshal([]byte(c.ok("", "keys", "create", "--name", "one store", "--access", "read_only", "--store", id, "--json")), &limited); err != nil {
+		t.Fatal(err)
+	}
 	for _, u := range []string{url + "/metrics", "http://" + metricsAddr + "/metrics"} {
 		if status, _ := scrape(t, u, ""); status != 401 {
 			t.Errorf("%s without a key: %d", u, status)
 		}
 		if status, _ := scrape(t, u, strings.TrimSpace(secret)); status != 200 {
 			t.Errorf("%s with a key: %d", u, status)
+		}
+		if status, _ := scrape(t, u, strings.TrimSpace(limited.Secret)); status != 403 {
+			t.Errorf("%s with a key limited to one store: %d", u, status)
 		}
 	}
 }
