@@ -205,8 +205,13 @@ func notFoundf(format string, args ...any) error {
 }
 
 // noStore is the error for a store id that names no store: KindNotFound, and ErrNoStore.
+// Where a name was given for an id, it says so.
 func noStore(id string) error {
-	return &Error{Kind: KindNotFound, Message: fmt.Sprintf("memory store %s not found", id), Err: ErrNoStore}
+	msg := fmt.Sprintf("memory store %s not found", id)
+	if !strings.HasPrefix(id, StorePrefix) {
+		msg += fmt.Sprintf(" (a store is named here by its id, %s..., not its name)", StorePrefix)
+	}
+	return &Error{Kind: KindNotFound, Message: msg, Err: ErrNoStore}
 }
 
 func preconditionf(format string, args ...any) error {

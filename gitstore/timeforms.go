@@ -6,7 +6,7 @@ import (
 )
 
 // TimeFormHint names the forms of a time that ParseTime takes, for messages and help.
-const TimeFormHint = `an RFC 3339 time (2026-01-02T15:04:05Z), a date (2026-01-02), "today", "yesterday", or a time ago (90m, 1h, 2d)`
+const TimeFormHint = `an RFC 3339 time (2026-01-02T15:04:05Z), a date (2026-01-02), "now", "today", "yesterday", or a time ago (90m, 1h, 2d)`
 
 // ParseTime reads a time as people type it, for the CLI's --since, --until and --at and the
 // API's ?at= and revert bounds: an RFC 3339 time; a date, or "today" or "yesterday", meaning

@@ -33,8 +33,11 @@ const callerKey = "gitmem.caller"
 // keysInForce), else the local user.
 func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		cl, err := s.identify(c.Request(), headerSecret(c.Request()),
-			"missing API key: send it in the x-api-key header, or as Authorization: Bearer <key>")
+		missing := "missing API key: send it in the x-api-key header, or as Authorization: Bearer <key>"
+		if auth := c.Request().Header.Get("Authorization"); auth != "" && !strings.HasPrefix(auth, "Bearer ") {
+			missing = "the Authorization header must be Bearer <key> (or send the key in the x-api-key header)"
+		}
+		cl, err := s.identify(c.Request(), headerSecret(c.Request()), missing)
 		if err != nil {
 			return err
 		}

@@ -35,6 +35,12 @@ func TestStoresByName(t *testing.T) {
 		t.Errorf("rename to a taken name: %d %s", status, body)
 	}
 
+	// /v1 takes ids, and says so to a caller that gives a name.
+	status, body = rawRequest(t, "GET", g.url+"/v1/memory_stores/notes/memories", "", hdr)
+	if status != http.StatusNotFound || !strings.Contains(body, "named here by its id") {
+		t.Errorf("/v1 with a store's name: %d %s", status, body)
+	}
+
 	// git clone by name.
 	dir := filepath.Join(t.TempDir(), "clone")
 	gitOK(t, "", "clone", "-q", g.repoURL(secret, "notes"), dir)

@@ -281,6 +281,14 @@ func TestBrowser(t *testing.T) {
 	if s := text("main"); !strings.Contains(s, "2 changes against the store now") || !strings.Contains(s, "+- net 45") || !strings.Contains(s, "/billing/vat.md") {
 		t.Fatalf("proposal page shows %q", s)
 	}
+	// Each change's approve box sits on its heading's line, not alone below it.
+	if v := eval(`(() => {
+		const box = document.querySelector('section.change label.pick').getBoundingClientRect();
+		const path = document.querySelector('section.change h3 code').getBoundingClientRect();
+		return box.top < path.bottom && path.top < box.bottom;
+	})()`); v != true {
+		t.Errorf("the approve box is not on its change's heading line")
+	}
 	run("approve",
 		chromedp.Click(chromedp.CSS(`#approve`)),
 		chromedp.WaitVisible(chromedp.CSS(`#approved`)), // the next page's: the badge is on both

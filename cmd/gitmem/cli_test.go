@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -196,13 +197,21 @@ func TestStoresLifecycle(t *testing.T) {
 
 func TestUsageErrors(t *testing.T) {
 	c := newCLI(t)
-	if _, errOut, _ := c.run("", "-q", "stores", "list"); errOut != "" {
+	if _, errOut, _ := c.run("", "-q", "stores", "create", "q"); errOut != "" {
 		t.Errorf("-q and a new data directory: stderr %q", errOut)
 	}
 	os.RemoveAll(c.data)
-	_, errOut, _ := c.run("", "stores", "list") // as after a typo in --data
+	// As after a typo in --data, or with the server's data elsewhere: a command that reads
+	// says so and makes nothing; one that writes says that it made the directory.
+	out, errOut, code := c.run("", "ls", "notes", "-R")
+	if code != exitNotFound || !strings.Contains(errOut, "no data directory at "+c.data+": start gitmem serve there") || !strings.Contains(errOut, "--server") {
+		t.Errorf("ls without a data directory: exit %d, %q %q", code, out, errOut)
+	}
+	if _, err := os.Stat(c.data); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("ls made a data directory: %v", err)
+	}
+	_, errOut, _ = c.run("", "stores", "create", "s")
 	mustContain(t, "a new data directory", errOut, "gitmem: made a new data directory at "+c.data)
-	c.ok("", "stores", "create", "s")
 	if _, errOut, _ := c.run("", "stores", "list"); strings.Contains(errOut, "made a new") {
 		t.Errorf("a data directory that exists is called new: %s", errOut)
 	}
@@ -215,7 +224,9 @@ func TestUsageErrors(t *testing.T) {
 	big := strings.Repeat("x", gitstore.MaxContentBytes+1)
 	mustContain(t, "too big", c.fails(big, "put", "s", "/big.md"), "over the limit of 102400 bytes")
 	mustContain(t, "restore with a path", c.fails("", "restore", "s", "/a.md", "memver_x"), "restore takes no PATH: gitmem restore s memver_x")
+	mustContain(t, "restore with a path, a name with a space", c.fails("", "restore", "User prefs", "/a.md", "memver_x"), "gitmem restore 'User prefs' memver_x")
 	mustContain(t, "group typo", c.fails("", "stores", "craete", "x"), `unknown command "craete" for "gitmem stores"`, "did you mean create?")
+	mustContain(t, "flag typo", c.fails("", "ls", "s", "--recurisve"), "unknown flag: --recurisve; did you mean --recursive?")
 	mustContain(t, "server route", c.fails("", "--server", "http://127.0.0.1:1/v1/memory_stores", "stores", "list"), "that is an API route, not the server's address")
 	mustContain(t, "server below a proxy's path", c.fails("", "--server", "http://127.0.0.1:1/api/v1/gitmem", "stores", "list"), "does not answer")
 	mustContain(t, "server MCP route", c.fails("", "--server", "http://127.0.0.1:1/mcp", "stores", "list"), "that is an API route", "like http://127.0.0.1:1\n")

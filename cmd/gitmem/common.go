@@ -15,9 +15,23 @@ import (
 	"github.com/gitmem/gitmem/internal/gitexec"
 )
 
+// readers are the commands that only read: on a data directory that does not exist they
+// say so, rather than make an empty one to find nothing in (the server may run elsewhere).
+var readers = map[string]bool{
+	"gitmem stores list": true, "gitmem stores show": true, "gitmem ls": true, "gitmem cat": true,
+	"gitmem log": true, "gitmem search": true, "gitmem diff": true, "gitmem blame": true,
+	"gitmem keys list": true, "gitmem remote list": true, "gitmem proposals list": true,
+	"gitmem proposals show": true,
+}
+
 // openData opens the data directory, with a hint when another process holds it.
 func (a *app) openData(ctx context.Context) (*gitstore.DataDir, error) {
 	_, statErr := os.Stat(a.dataDir)
+	if errors.Is(statErr, fs.ErrNotExist) && readers[a.command] {
+		return nil, &gitstore.Error{Kind: gitstore.KindNotFound, Message: fmt.Sprintf(
+			"no data directory at %s: start gitmem serve there, name another with --data or GITMEM_DATA, "+
+				"or a running server with --server or GITMEM_SERVER", a.dataDir)}
+	}
 	d, err := gitstore.Open(ctx, a.dataDir, gitstore.Options{})
 	if err != nil {
 		if gitstore.IsKind(err, gitstore.KindStorage) {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/gitmem/gitmem/client"
 	"github.com/gitmem/gitmem/gitstore"
@@ -67,7 +68,14 @@ func markUsage(cmd *cobra.Command) {
 			return nil
 		}
 	}
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		if name, ok := strings.CutPrefix(err.Error(), "unknown flag: --"); ok {
+			if s := flagSuggestions(c, name); len(s) > 0 {
+				err = fmt.Errorf("%w; did you mean --%s?", err, strings.Join(s, " or --"))
+			}
+		}
+		return usageError{err}
+	})
 	if cmd.HasParent() && cmd.HasSubCommands() && !cmd.Runnable() {
 		// A group (gitmem stores): cobra prints its help for any word after it, and
 		// exits 0, also for a typo of a subcommand.
@@ -88,4 +96,37 @@ func markUsage(cmd *cobra.Command) {
 	for _, sub := range cmd.Commands() {
 		markUsage(sub)
 	}
+}
+
+// flagSuggestions are the flags of c whose names are within two edits of name, or begin
+// with it, as cobra suggests commands (it suggests no flags).
+func flagSuggestions(c *cobra.Command, name string) []string {
+	var out []string
+	c.Flags().VisitAll(func(f *pflag.Flag) {
+		if !f.Hidden && (editDistance(name, f.Name) <= 2 || strings.HasPrefix(f.Name, name)) {
+			out = append(out, f.Name)
+		}
+	})
+	return out
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }

@@ -85,7 +85,7 @@ func forwardMCP(cmd *cobra.Command, t target, log *slog.Logger, specs []storeSpe
 	fmt.Fprintf(errOut, "gitmem mcp: serving on stdio the memory tools of %s%s\n", t.srv.URL(), httpapi.MCPPath)
 	fmt.Fprintf(errOut, "session %s (every write is a version by this session_actor)\n", sessionID)
 	printMounts(errOut, tooladapter.MountPaths(infos), infos, specs)
-	fmt.Fprintf(errOut, "its versions: gitmem log %s --session %s\n", quoteArg(specs[0].ref), sessionID)
+	printVersionsHint(errOut, specs, sessionID)
 	err = mcpserver.Forward(ctx, tools.ClientSession, mcpserver.Stdio(), log)
 	if errors.Is(err, context.Canceled) {
 		return nil // interrupted
@@ -187,11 +187,22 @@ func (a *app) serveMCP(cmd *cobra.Command, log *slog.Logger, specs []storeSpec, 
 	if err := printSessionMounts(ctx, errOut, sess, opts.Stores, specs); err != nil {
 		return err
 	}
-	fmt.Fprintf(errOut, "its versions: gitmem log %s --session %s\n", quoteArg(specs[0].ref), sess.ID())
+	printVersionsHint(errOut, specs, sess.ID())
 
 	err = mcpserver.New(sess, log).Run(ctx, mcpserver.Stdio())
 	if errors.Is(err, context.Canceled) {
 		return nil // interrupted
 	}
 	return err
+}
+
+// printVersionsHint says where the session's versions show: in the log of its first store,
+// or, if that store is attached to propose, in its proposal until a person approves it.
+func printVersionsHint(w io.Writer, specs []storeSpec, sessionID string) {
+	store := quoteArg(specs[0].ref)
+	if specs[0].access == tooladapter.Propose {
+		fmt.Fprintf(w, "its changes are proposed: gitmem proposals list %s; once approved, gitmem log %s --session %s\n", store, store, sessionID)
+		return
+	}
+	fmt.Fprintf(w, "its versions: gitmem log %s --session %s\n", store, sessionID)
 }

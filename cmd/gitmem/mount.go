@@ -116,8 +116,12 @@ func mountStore(cmd *cobra.Command, t target, s storeAPI, dir string, opts fsmou
 		}
 		who += ", through " + t.srv.URL()
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "mounted the store %q (%s) at %s, %s; writes are versions by %s. Ctrl-C unmounts.\n",
-		info.Name, info.ID, dir, mode, who)
+	writes := "writes are versions by " + who
+	if mode != "read-write" {
+		writes = "writes are refused (EROFS)"
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "mounted the store %q (%s) at %s, %s; %s. Ctrl-C unmounts.\n",
+		info.Name, info.ID, dir, mode, writes)
 	done := make(chan struct{})
 	go func() { m.Wait(); close(done) }()
 	select {

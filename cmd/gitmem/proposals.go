@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -195,7 +196,7 @@ func newProposalsListCmd(a *app) *cobra.Command {
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "ID\tSTATE\tBY\tCREATED\tTITLE")
 			for _, p := range list.Data {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", p.ID, p.State, actorOf(p.Author), p.CreatedAt, p.Title)
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", p.ID, p.State, actorOf(p.Author), shownTime(p.CreatedAt), p.Title)
 			}
 			return w.Flush()
 		},
@@ -215,9 +216,9 @@ func newProposalsShowCmd(a *app) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.propDo(cmd, args[0], http.MethodGet, args[1], "", nil, asJSON, func(p propOut) error {
 				out := cmd.OutOrStdout()
-				fmt.Fprintf(out, "%s  %s  (%s, by %s, %s)\n", p.ID, p.Title, p.State, actorOf(p.Author), p.CreatedAt)
+				fmt.Fprintf(out, "%s  %s  (%s, by %s, %s)\n", p.ID, p.Title, p.State, actorOf(p.Author), shownTime(p.CreatedAt))
 				for _, c := range p.Comments {
-					fmt.Fprintf(out, "  %s, %s: %s\n", actorOf(c.Author), c.CreatedAt, c.Body)
+					fmt.Fprintf(out, "  %s, %s: %s\n", actorOf(c.Author), shownTime(c.CreatedAt), c.Body)
 				}
 				if p.State == "approved" && p.Merge != nil {
 					fmt.Fprintf(out, "approved by %s: merged into main as %s\n", actorOf(p.DecidedBy), *p.Merge)
@@ -321,7 +322,7 @@ func newProposalsCommentCmd(a *app) *cobra.Command {
 		Args:    exactArgs("STORE", "PROPOSAL", "TEXT"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.propDo(cmd, args[0], http.MethodPost, args[1]+"/comments", "", map[string]any{"body": args[2]}, asJSON, func(p propOut) error {
-				fmt.Fprintf(cmd.OutOrStdout(), "commented on %s (%d comments)\n", p.ID, len(p.Comments))
+				fmt.Fprintf(cmd.OutOrStdout(), "commented on %s (%s)\n", p.ID, plural(len(p.Comments), "comment"))
 				return nil
 			})
 		},
@@ -348,4 +349,14 @@ func proposeTo(ctx context.Context, d *gitstore.DataDir, atts []tooladapter.Atta
 		atts[i].Store = f
 	}
 	return m, nil
+}
+
+// shownTime shows a time of the API's JSON as the other listings do, in local time; a
+// text that is no such time is shown as it is.
+func shownTime(s string) string {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return s
+	}
+	return t.Local().Format(time.DateTime)
 }
