@@ -140,7 +140,9 @@ func (s *Store) redactHere(ctx context.Context, in RedactInput) (RedactResult, e
 			return err
 		}
 		if res.NewHead != "" {
-			s.opts.Observer.Redacted(s.id)
+			if !s.fork { // a fork's follows its store's, which counted (proposals/redact.go)
+				s.opts.Observer.Redacted(s.id)
+			}
 			if afterPublish != nil {
 				afterPublish()
 			}
