@@ -609,3 +609,20 @@ func TestRedactRewritesEveryRef(t *testing.T) {
 	}
 	fsck(t, s)
 }
+
+// TestRedactContentRemains: the result says that the content remains when another file
+// holds the very same bytes, and it does remain, as theirs.
+func TestRedactContentRemains(t *testing.T) {
+	ctx := context.Background()
+	s := newTestStore(t)
+	leak := mustWrite(t, s, "/creds.md", "launch code ZEBRA-PLUTO-4471\n", apiActor)
+	mustWrite(t, s, "/copy.md", "launch code ZEBRA-PLUTO-4471\n", apiActor)
+	mustWrite(t, s, "/creds.md", "in the vault\n", apiActor)
+	res, err := s.Redact(ctx, RedactInput{VersionID: leak.Version.ID, Actor: apiActor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.ContentRemains || !strings.Contains(allObjects(t, s.RepoPath()), "ZEBRA") {
+		t.Errorf("content remains: %v", res.ContentRemains)
+	}
+}
