@@ -81,15 +81,22 @@ func (s *Store) Redact(ctx context.Context, in gitstore.RedactInput) (gitstore.R
 			NewHead          *string `json:"new_head"`
 			RewrittenCommits int     `json:"rewritten_commits"`
 			ContentRemains   bool    `json:"content_remains"`
-			TookMS           int64   `json:"took_ms"`
+			Proposals        []struct {
+				ID, Action string
+			} `json:"proposals"`
+			TookMS int64 `json:"took_ms"`
 		} `json:"redaction"`
 	}
 	if err := s.c.do(ctx, http.MethodPost, s.path("memory_versions", in.VersionID, "redact"), nil, nil, &w); err != nil {
 		return gitstore.RedactResult{}, err
 	}
 	r := w.Redaction
+	var forks []gitstore.ForkRedaction
+	for _, p := range r.Proposals {
+		forks = append(forks, gitstore.ForkRedaction{ID: p.ID, Closed: p.Action == "closed"})
+	}
 	return gitstore.RedactResult{Version: w.version(), OldHead: deref(r.OldHead), NewHead: deref(r.NewHead),
-		Rewritten: r.RewrittenCommits, ContentRemains: r.ContentRemains, Took: time.Duration(r.TookMS) * time.Millisecond}, nil
+		Rewritten: r.RewrittenCommits, ContentRemains: r.ContentRemains, Forks: forks, Took: time.Duration(r.TookMS) * time.Millisecond}, nil
 }
 
 // GC packs the store's repository (git repack, prune) on the server.

@@ -46,8 +46,8 @@ func (c catTx) putReadTimes(times map[string]int64) error {
 	return nil
 }
 
-// rewrittenTo follows the rewrites of commit h: the commit of main's history that took its
-// place, or h itself.
+// rewrittenTo follows the rewrites of commit h: the commit (of main's history, or of another
+// ref's) that took its place, or h itself.
 func (c catTx) rewrittenTo(h plumbing.Hash) plumbing.Hash {
 	b := c.tx.Bucket(bRewritten)
 	for i := 0; b != nil && i < 1000; i++ {

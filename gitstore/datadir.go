@@ -5,10 +5,12 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gitmem/gitmem/gitstore/internal/odb"
 	"github.com/gitmem/gitmem/internal/durable"
@@ -39,6 +41,7 @@ func Open(ctx context.Context, dir string, opts Options) (_ *DataDir, err error)
 	defer func() { err = NoSpace(err, dir) }()
 	opts = opts.withDefaults()
 	opts.dataDir = dir
+	opts.redactWrap = new(atomic.Pointer[RedactWrapper])
 	l := Layout{Root: dir}
 	for _, sub := range []string{l.StoresDir(), l.CatalogDir()} {
 		if err := os.MkdirAll(sub, 0o755); err != nil {
@@ -59,6 +62,9 @@ func Open(ctx context.Context, dir string, opts Options) (_ *DataDir, err error)
 
 // Dir returns the data directory's path.
 func (d *DataDir) Dir() string { return d.dir }
+
+// Logger returns the logger of the data directory's stores (Options.Logger).
+func (d *DataDir) Logger() *slog.Logger { return d.opts.Logger }
 
 // Layout says where each thing is in the data directory.
 func (d *DataDir) Layout() Layout { return Layout{Root: d.dir} }

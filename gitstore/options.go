@@ -2,6 +2,7 @@ package gitstore
 
 import (
 	"log/slog"
+	"sync/atomic"
 	"time"
 )
 
@@ -23,6 +24,8 @@ type Options struct {
 	// checkpointBytes, if set, is how much journal piles up before a checkpoint (the
 	// power-loss test sets it low, so that checkpoints happen often).
 	checkpointBytes int64
+	// redactWrap holds the data directory's RedactWrapper (WrapRedact), shared by its stores.
+	redactWrap *atomic.Pointer[RedactWrapper]
 }
 
 func (o Options) withDefaults() Options {

@@ -61,7 +61,19 @@ type RedactResult struct {
 	// something else holds the very same bytes: another version (of this memory or another)
 	// or a file at another path. It is theirs, and stays.
 	ContentRemains bool
-	Took           time.Duration
+	// Forks is what the redaction did to the forks of the store that held the version (the
+	// proposals' copies of the store, package proposals), set by the data directory's
+	// RedactWrapper.
+	Forks []ForkRedaction
+	Took  time.Duration
+}
+
+// ForkRedaction is what a redaction did to one fork of the store.
+type ForkRedaction struct {
+	ID string // the fork's name: a proposal's id
+	// Closed: the version could not be redacted in the fork, which was removed instead (its
+	// proposal rejected, or its changes dropped); otherwise it is redacted there as in main.
+	Closed bool
 }
 
 // Redact scrubs the content and path of a version out of the store's history. It is
@@ -82,6 +94,40 @@ func (s *Store) Redact(ctx context.Context, in RedactInput) (RedactResult, error
 	if err := needGit("redact"); err != nil {
 		return RedactResult{}, err
 	}
+	if w := s.redactWrapper(); w != nil && !s.fork {
+		return w(ctx, s, in, func(in RedactInput) (RedactResult, error) { return s.redactHere(ctx, in) })
+	}
+	return s.redactHere(ctx, in)
+}
+
+// RedactWrapper wraps every redaction of a data directory's stores (DataDir.WrapRedact):
+// redact does the store's own, with in as the wrapper passes it. Proposals use it to redact
+// the version in their forks, which hold copies of the store's history that the store's
+// redaction cannot reach. It runs outside the store's writer, before the redaction queues.
+type RedactWrapper func(ctx context.Context, s *Store, in RedactInput, redact func(RedactInput) (RedactResult, error)) (RedactResult, error)
+
+// WrapRedact makes w wrap every redaction of the data directory's stores, in place of the
+// wrapper set before (nil for none). Forks' own redactions are not wrapped.
+func (d *DataDir) WrapRedact(w RedactWrapper) {
+	if w == nil {
+		d.opts.redactWrap.Store(nil)
+		return
+	}
+	d.opts.redactWrap.Store(&w)
+}
+
+func (s *Store) redactWrapper() RedactWrapper {
+	if s.opts.redactWrap == nil {
+		return nil
+	}
+	if w := s.opts.redactWrap.Load(); w != nil {
+		return *w
+	}
+	return nil
+}
+
+// redactHere is Redact of this store's repository alone.
+func (s *Store) redactHere(ctx context.Context, in RedactInput) (RedactResult, error) {
 	var res redactOutcome
 	err := s.runTask(ctx, func() error {
 		// Once begun, the redaction runs to the end, as every write the writer takes up: a
@@ -94,7 +140,9 @@ func (s *Store) Redact(ctx context.Context, in RedactInput) (RedactResult, error
 			return err
 		}
 		if res.NewHead != "" {
-			s.opts.Observer.Redacted(s.id)
+			if !s.fork { // a fork's follows its store's, which counted (proposals/redact.go)
+				s.opts.Observer.Redacted(s.id)
+			}
 			if afterPublish != nil {
 				afterPublish()
 			}
@@ -129,8 +177,10 @@ type redactTarget struct {
 	segs []string
 }
 
-// findTarget reads the version to redact and checks that it may be redacted.
-func (ct catTx) findTarget(id string) (redactTarget, error) {
+// findTarget reads the version to redact and checks that it may be redacted. The current
+// version of a live memory may not, unless current: a fork redacts what its store has
+// redacted, which the proposal may not have changed since (its memory then holds the marker).
+func (ct catTx) findTarget(id string, current bool) (redactTarget, error) {
 	v, ok, err := ct.version(id)
 	if err != nil {
 		return redactTarget{}, err
@@ -149,7 +199,7 @@ func (ct catTx) findTarget(id string) (redactTarget, error) {
 	if !ok {
 		return t, fmt.Errorf("catalog version %s names unknown memory %s", v.ID, v.Memory)
 	}
-	if !rec.Deleted && rec.Version == v.ID {
+	if !rec.Deleted && rec.Version == v.ID && !current {
 		return t, invalidf("version %s is the current version of memory %s at %s: update or delete the memory first, then redact this version", v.ID, v.Memory, rec.Path)
 	}
 	vs, err := ct.memoryVersions(v.Memory)
@@ -185,7 +235,7 @@ func (s *Store) redact(ctx context.Context, in RedactInput) (redactOutcome, erro
 	err := s.readCatalog(func(ct catTx) error {
 		head = ct.applied()
 		var err error
-		t, err = ct.findTarget(in.VersionID)
+		t, err = ct.findTarget(in.VersionID, s.fork)
 		return err
 	})
 	if err != nil {
@@ -414,13 +464,27 @@ func (rw *rewriter) mapped(h plumbing.Hash) plumbing.Hash {
 }
 
 // run lists the commits to rewrite, parents first, and rewrites them: the version's commit
-// and every commit of main up to head that descends from it or, after a push moved main,
-// the commits from from to head.
+// and every commit up to head, or up to another ref of the repository, that descends from
+// it or, after a push moved main, the commits from from to head.
+//
+// The other refs are proposal branches (pushed ones, and proposals/<prop_id> that reading or
+// approving a proposal makes) and sync's refs of remotes: each reaches the old history, so
+// a clone with every ref (git clone --mirror) would find the content in it, and the repack
+// would keep it. Their commits are rewritten by the same rules and with the same map as
+// main's, and moveOtherRefs moves each ref to its rewritten tip; a ref that moves meanwhile
+// onto the old history is deleted (dropStaleRefs).
 func (rw *rewriter) run(ctx context.Context, from, head plumbing.Hash) error {
 	args := []string{"rev-list", "--topo-order", "--reverse", head.String()}
 	if !from.IsZero() {
 		args = append(args, "^"+from.String())
 	} else {
+		tips, err := rw.s.otherRefs(ctx)
+		if err != nil {
+			return err
+		}
+		for _, tip := range tips {
+			args = append(args, tip.hash)
+		}
 		c, err := rw.s.repo.commit(plumbing.NewHash(rw.t.v.Commit))
 		if err != nil {
 			return err
@@ -620,10 +684,11 @@ func (ct catTx) applyRedaction(t redactTarget, newOf map[plumbing.Hash]plumbing.
 		}
 	}
 	// A deleted memory keeps the content of its last live version: if that is the
-	// redacted one (the deletion came next), the marker.
+	// redacted one (the deletion came next), the marker. So does a live memory whose
+	// current version is the redacted one (in a fork only: findTarget).
 	if rec, ok, err := ct.memory(t.v.Memory); err != nil {
 		return redacted, err
-	} else if ok && rec.Deleted && markBlob != "" && rec.Version == t.next && rec.Blob == t.v.Blob {
+	} else if ok && markBlob != "" && rec.Blob == t.v.Blob && (rec.Deleted && rec.Version == t.next || !rec.Deleted && rec.Version == t.v.ID) {
 		rec.Blob, rec.SHA, rec.Size = markBlob, markSHA, len(redactedContent)
 		if err := ct.putMemory(t.v.Memory, rec); err != nil {
 			return redacted, err
@@ -635,8 +700,9 @@ func (ct catTx) applyRedaction(t redactTarget, newOf map[plumbing.Hash]plumbing.
 	return redacted, ct.setApplied(newHead)
 }
 
-// RewrittenTo returns the commit of main's history that a redaction here put in the place of
-// commit, and true; or false if no redaction rewrote commit. Sync uses it to recognise a
+// RewrittenTo returns the commit that a redaction here put in the place of commit (of main's
+// history, or of another ref's: rewriter.run), and true; or false if no redaction rewrote
+// commit. Sync uses it to recognise a
 // remote that still holds the history from before a redaction.
 func (s *Store) RewrittenTo(ctx context.Context, commit string) (string, bool, error) {
 	h, ok := parseHash(commit)
@@ -648,27 +714,102 @@ func (s *Store) RewrittenTo(ctx context.Context, commit string) (string, bool, e
 	return to.String(), err == nil && to != h, err
 }
 
-// moveOtherRefs moves the refs other than main that point at a rewritten commit (such as
-// the commit last fetched from a remote, which sync keeps under refs/remotes/) to the commit
-// that took its place: otherwise they would keep the redacted content reachable, and the
-// repack would keep it.
+// aRef is a ref of the repository and the commit it points at.
+type aRef struct{ name, hash string }
+
+// otherRefs lists the refs of the repository other than main that point at commits.
+func (s *Store) otherRefs(ctx context.Context) ([]aRef, error) {
+	out, err := s.repo.GitOutput(ctx, "for-each-ref", "--format=%(objectname) %(objecttype) %(refname)")
+	if err != nil {
+		return nil, err
+	}
+	var refs []aRef
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 3 && f[1] == "commit" && f[2] != mainRef {
+			refs = append(refs, aRef{name: f[2], hash: f[0]})
+		}
+	}
+	return refs, nil
+}
+
+// moveOtherRefs moves the refs other than main that point at a rewritten commit (proposal
+// branches, the commit last fetched from a remote, which sync keeps under refs/remotes/) to
+// the commit that took its place: otherwise they would keep the redacted content reachable,
+// and the repack would keep it. Each moves only from the commit it was listed at.
 func (s *Store) moveOtherRefs(ctx context.Context) error {
-	out, err := s.repo.GitOutput(ctx, "for-each-ref", "--format=%(objectname) %(refname)")
+	refs, err := s.otherRefs(ctx)
 	if err != nil {
 		return err
 	}
-	for _, line := range strings.Split(string(out), "\n") {
-		hash, ref, ok := strings.Cut(line, " ")
-		if !ok || ref == mainRef {
-			continue
-		}
-		to, rewritten, err := s.RewrittenTo(ctx, hash)
+	for _, r := range refs {
+		to, rewritten, err := s.RewrittenTo(ctx, r.hash)
 		if err != nil || !rewritten {
 			continue
 		}
-		if err := s.repo.Git(ctx, "update-ref", ref, to, hash); err != nil {
+		if err := s.repo.Git(ctx, "update-ref", r.name, to, r.hash); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// dropStaleRefs deletes the refs other than main that still reach a commit of the old
+// history (one listed for pruning) once moveOtherRefs has moved the rewritten ones: a
+// branch that a push or a proposal's reading set meanwhile onto the old history, which
+// the rewrite did not see. Its proposal keeps its fork, which the proposals' redaction
+// redacts; the branch comes back at the next push or reading.
+func (s *Store) dropStaleRefs(ctx context.Context) error {
+	var todo []plumbing.Hash
+	if err := s.readCatalog(func(ct catTx) (err error) { todo, err = ct.toPrune(); return err }); err != nil || len(todo) == 0 {
+		return err
+	}
+	refs, err := s.otherRefs(ctx)
+	if err != nil || len(refs) == 0 {
+		return err
+	}
+	old := make(map[string]bool, len(todo))
+	for _, h := range todo {
+		old[h.String()] = true
+	}
+	for len(refs) > 0 {
+		args := []string{"rev-list"}
+		for _, r := range refs {
+			args = append(args, r.hash)
+		}
+		out, err := s.repo.GitOutput(ctx, append(args, "^"+mainRef)...)
+		if err != nil {
+			return err
+		}
+		stale := ""
+		for _, c := range strings.Fields(string(out)) {
+			if old[c] {
+				stale = c // the last listed: the oldest, which the most refs reach
+			}
+		}
+		if stale == "" {
+			return nil
+		}
+		out, err = s.repo.GitOutput(ctx, "for-each-ref", "--format=%(refname)", "--contains", stale)
+		if err != nil {
+			return err
+		}
+		holders := strings.Fields(string(out))
+		kept := refs[:0]
+		for _, r := range refs {
+			if !slices.Contains(holders, r.name) {
+				kept = append(kept, r)
+				continue
+			}
+			s.log.Warn("deleting a ref that moved onto the history a redaction rewrote", "store", s.id, "ref", r.name)
+			if err := s.repo.Git(ctx, "update-ref", "-d", r.name, r.hash); err != nil {
+				return err
+			}
+		}
+		if len(kept) == len(refs) {
+			return fmt.Errorf("commit %s of the old history is reachable, but from none of the refs listed", stale)
+		}
+		refs = kept
 	}
 	return nil
 }
@@ -680,6 +821,9 @@ func (s *Store) moveOtherRefs(ctx context.Context) error {
 func (s *Store) finishRedaction(ctx context.Context) error {
 	if err := s.moveOtherRefs(ctx); err != nil {
 		return fmt.Errorf("move refs onto the redacted history (the redaction is done; redact again or reopen the store to finish): %w", err)
+	}
+	if err := s.dropStaleRefs(ctx); err != nil {
+		return fmt.Errorf("delete refs that hold the old history (the redaction is done; redact again or reopen the store to finish): %w", err)
 	}
 	if err := s.pruneRedacted(ctx); err != nil {
 		return fmt.Errorf("prune after redaction (the redaction is done; redact again or reopen the store to finish pruning): %w", err)

@@ -553,3 +553,76 @@ func TestRedactDuringPushes(t *testing.T) {
 	t.Logf("%d pushes landed around a redaction of %d commits", len(ok), res.Rewritten)
 	fsck(t, s)
 }
+
+// TestRedactRewritesEveryRef: the branches of the repository besides main that reach the
+// redacted content (proposal branches, pushed or made by the review) are rewritten with
+// main's rewrite map and moved, a ref that moves onto the old history while the redaction
+// runs is deleted, and nothing holds the content afterwards, so the result does not say
+// that it remains.
+func TestRedactRewritesEveryRef(t *testing.T) {
+	ctx := context.Background()
+	s := newTestStore(t)
+	leak := mustWrite(t, s, "/creds.md", "launch code ZEBRA-PLUTO-4471\n", apiActor)
+	repo := s.RepoPath()
+	// A proposal branch on top of the content: a commit that adds a file.
+	wt := filepath.Join(t.TempDir(), "clone")
+	gitIn(t, ".", "clone", "-q", repo, wt)
+	writeFile(t, filepath.Join(wt, "plan.md"), "plan\n")
+	gitIn(t, wt, "add", "-A")
+	gitIn(t, wt, "commit", "-qm", "plan")
+	gitIn(t, wt, "push", "-q", "origin", "HEAD:refs/heads/proposals/notes")
+	// A branch at a commit of main's own history.
+	gitIn(t, repo, "update-ref", "refs/heads/proposals/prop_at_main", "main")
+	mustWrite(t, s, "/creds.md", "in the vault\n", apiActor)
+	mustWrite(t, s, "/x.md", "x\n", apiActor)
+	old := strings.TrimSpace(gitIn(t, repo, "rev-parse", "refs/heads/proposals/notes~1"))
+
+	// A branch that comes onto the old history once the rewrite has listed the refs.
+	afterPublish = func() {
+		late := strings.TrimSpace(gitIn(t, repo, "commit-tree", "-p", old, "-m", "late", old+"^{tree}"))
+		gitIn(t, repo, "update-ref", "refs/heads/proposals/late", late)
+	}
+	defer func() { afterPublish = nil }()
+	res, err := s.Redact(ctx, RedactInput{VersionID: leak.Version.ID, Actor: apiActor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ContentRemains {
+		t.Error("the result says that the content remains")
+	}
+	if strings.Contains(allObjects(t, repo), "ZEBRA") {
+		t.Error("the content is still in the repository")
+	}
+	refs := strings.TrimSpace(gitIn(t, repo, "for-each-ref", "--format=%(refname)"))
+	if refs != "refs/heads/main\nrefs/heads/proposals/notes\nrefs/heads/proposals/prop_at_main" {
+		t.Errorf("refs after the redaction:\n%s", refs)
+	}
+	if got := gitIn(t, repo, "show", "refs/heads/proposals/notes:creds.md"); got != redactedContent {
+		t.Errorf("the proposal branch holds %q at /creds.md", got)
+	}
+	if got := gitIn(t, repo, "show", "refs/heads/proposals/notes:plan.md"); got != "plan\n" {
+		t.Errorf("the proposal branch holds %q at /plan.md", got)
+	}
+	// The branch's base is main's rewritten commit: the same rewrite.
+	if base, main := gitIn(t, repo, "merge-base", "refs/heads/proposals/notes", "main"), gitIn(t, repo, "rev-parse", "refs/heads/proposals/notes~1"); base != main {
+		t.Errorf("the branch leaves main at %s, not at its parent %s", base, main)
+	}
+	fsck(t, s)
+}
+
+// TestRedactContentRemains: the result says that the content remains when another file
+// holds the very same bytes, and it does remain, as theirs.
+func TestRedactContentRemains(t *testing.T) {
+	ctx := context.Background()
+	s := newTestStore(t)
+	leak := mustWrite(t, s, "/creds.md", "launch code ZEBRA-PLUTO-4471\n", apiActor)
+	mustWrite(t, s, "/copy.md", "launch code ZEBRA-PLUTO-4471\n", apiActor)
+	mustWrite(t, s, "/creds.md", "in the vault\n", apiActor)
+	res, err := s.Redact(ctx, RedactInput{VersionID: leak.Version.ID, Actor: apiActor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.ContentRemains || !strings.Contains(allObjects(t, s.RepoPath()), "ZEBRA") {
+		t.Errorf("content remains: %v", res.ContentRemains)
+	}
+}

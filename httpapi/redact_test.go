@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -131,4 +132,138 @@ func canonicalJSON(t *testing.T, s string) string {
 	}
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// TestRedactReachesProposals: a redaction takes the content out of everything the server
+// serves, proposals included. A propose key pushes a proposal branch and opens a proposal
+// through the API (a fork of the store), another proposal is rejected and kept, and the
+// review reads the open one (which makes its branch) before and after; then a read_only
+// key's mirror clone finds the content on no ref and in no object, the proposer reads the
+// version redacted, the forks on disk hold it nowhere, and the answer says which proposals
+// it reached and that the content does not remain.
+func TestRedactReachesProposals(t *testing.T) {
+	const secret = "ZEBRA-PLUTO-4471"
+	ctx := context.Background()
+	g := startGitServer(t)
+	_, rw, _ := g.keys.Create("writer", apikeys.ReadWrite, "")
+	_, ro, _ := g.keys.Create("reader", apikeys.ReadOnly, "")
+	store := g.createStore(t, rw, "ops")
+	_, pk, _ := g.keys.Create("agent", apikeys.Propose, store)
+	g.write(t, rw, store, "/creds/db.md", "launch code: "+secret+"\n")
+	_, leaked, _ := g.read(t, rw, store, "/creds/db.md")
+	base := "/v1/memory_stores/" + store
+	hdr := map[string]string{"x-api-key": rw, "content-type": "application/json"}
+	session := func(s string) map[string]string {
+		return map[string]string{"x-api-key": pk, "content-type": "application/json", SessionHeader: s}
+	}
+	proposalOf := func(s, path, content string) string {
+		t.Helper()
+		status, body := rawRequest(t, "POST", g.url+base+"/memories", fmt.Sprintf(`{"path":%q,"content":%q}`, path, content), session(s))
+		if status != 200 {
+			t.Fatalf("a write with the propose key: %d %s", status, body)
+		}
+		var list struct {
+			Data []proposalJSON `json:"data"`
+		}
+		_, body = rawRequest(t, "GET", g.url+base+"/proposals?state=open", "", hdr)
+		if err := json.Unmarshal([]byte(body), &list); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range list.Data {
+			if p.Author["session_id"] == s || p.Author["id"] == s {
+				return p.ID
+			}
+		}
+		t.Fatalf("no open proposal of session %s: %s", s, body)
+		return ""
+	}
+
+	// A proposal branch pushed with git, on the history that holds the content.
+	wt := filepath.Join(t.TempDir(), "wt")
+	gitOK(t, "", "clone", "-q", g.repoURL(pk, store), wt)
+	put(t, filepath.Join(wt, "notes/plan.md"), "plan\n")
+	gitOK(t, wt, "add", "-A")
+	gitOK(t, wt, "commit", "-qm", "plan")
+	gitOK(t, wt, "push", "-q", "origin", "HEAD:proposals/notes")
+	// A proposal through the API, one rejected (its fork is kept) and one approved.
+	open := proposalOf("sesn_01REDACTOPEN000000000000", "/ideas.md", "idea\n")
+	rejected := proposalOf("sesn_01REDACTREJECT0000000000", "/other.md", "other\n")
+	if status, body := rawRequest(t, "POST", g.url+base+"/proposals/"+rejected+"/reject", `{}`, hdr); status != 200 {
+		t.Fatalf("reject: %d %s", status, body)
+	}
+	approved := proposalOf("sesn_01REDACTAPPROVE000000000", "/approved.md", "yes\n")
+	if status, body := rawRequest(t, "POST", g.url+base+"/proposals/"+approved+"/approve", `{}`, hdr); status != 200 {
+		t.Fatalf("approve: %d %s", status, body)
+	}
+	if status, body := rawRequest(t, "GET", g.url+base+"/proposals/"+open, "", hdr); status != 200 { // makes its branch
+		t.Fatalf("get the proposal: %d %s", status, body)
+	}
+
+	g.write(t, rw, store, "/creds/db.md", "launch code: in the vault\n")
+	status, body := rawRequest(t, "POST", g.url+base+"/memory_versions/"+leaked+"/redact", "{}", hdr)
+	if status != 200 {
+		t.Fatalf("redact: %d %s", status, body)
+	}
+	_, red := splitRedaction(t, body)
+	if red["content_remains"] != false {
+		t.Errorf("content_remains in %s: no other version holds these bytes", body)
+	}
+	mustHave(t, "the proposals the redaction reached", body, `{"id":"`+open+`","action":"redacted"}`, `{"id":"`+rejected+`","action":"redacted"}`)
+	if status, body := rawRequest(t, "GET", g.url+base+"/proposals/"+open, "", hdr); status != 200 || strings.Contains(body, secret) {
+		t.Fatalf("get the proposal after the redaction: %d %s", status, body)
+	} else {
+		mustHave(t, "the proposal's thread", body, "Version "+leaked+" was redacted from the store")
+	}
+	if status, body := rawRequest(t, "POST", g.url+base+"/gc", "", hdr); status != 200 {
+		t.Fatalf("gc: %d %s", status, body)
+	}
+
+	// A read_only key's mirror has every ref, and the content on none, in no object.
+	mirror := filepath.Join(t.TempDir(), "mirror")
+	gitOK(t, "", "clone", "-q", "--mirror", g.repoURL(ro, store), mirror)
+	refs := strings.Fields(gitOK(t, mirror, "for-each-ref", "--format=%(refname)"))
+	mustHave(t, "the mirror's refs", strings.Join(refs, "\n"), "refs/heads/proposals/notes", "refs/heads/proposals/"+open, "refs/heads/proposals/"+approved)
+	if out, err := gitTry(mirror, append([]string{"grep", "-l", secret}, refs...)...); err == nil || strings.Contains(out, secret[:5]) || out != "" {
+		t.Errorf("git grep %s on the mirror's refs: %v\n%s", secret, err, out)
+	}
+	if objs := gitOK(t, mirror, "cat-file", "--batch-all-objects", "--batch"); strings.Contains(objs, secret) {
+		t.Error("the mirror's objects hold the content")
+	}
+	st, err := g.data.Store(ctx, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if objs := gitOK(t, st.RepoPath(), "cat-file", "--batch-all-objects", "--batch"); strings.Contains(objs, secret) {
+		t.Error("the store's repository holds the content")
+	}
+	// Every fork on disk, of the open proposals and the rejected one.
+	forks, _ := filepath.Glob(filepath.Join(g.data.Layout().ProposalForks(store), "prop_*", "repo.git"))
+	if len(forks) != 3 {
+		t.Errorf("forks on disk: %v", forks)
+	}
+	for _, repo := range forks {
+		if objs := gitOK(t, repo, "cat-file", "--batch-all-objects", "--batch"); strings.Contains(objs, secret) {
+			t.Errorf("the fork %s holds the content", repo)
+		}
+	}
+
+	// The proposer reads the version redacted, and the memory as its fork has it.
+	status, body = rawRequest(t, "GET", g.url+base+"/memory_versions/"+leaked+"?view=full", "", session("sesn_01REDACTOPEN000000000000"))
+	if status != 200 || strings.Contains(body, secret) || !strings.Contains(body, `"redacted_at":"`) {
+		t.Errorf("the proposer reads the redacted version: %d %s", status, body)
+	}
+	// The proposal is still approvable: its fork's history is the store's, redacted alike.
+	if status, body := rawRequest(t, "POST", g.url+base+"/proposals/"+open+"/approve", `{}`, hdr); status != 200 {
+		t.Errorf("approve after the redaction: %d %s", status, body)
+	}
+	if content, _, ok := g.read(t, rw, store, "/ideas.md"); !ok || content != "idea\n" {
+		t.Errorf("approved memory: %q %v", content, ok)
+	}
+	if content, _, _ := g.read(t, rw, store, "/creds/db.md"); content != "launch code: in the vault\n" {
+		t.Errorf("/creds/db.md after the approval: %q", content)
+	}
+	if objs := gitOK(t, st.RepoPath(), "cat-file", "--batch-all-objects", "--batch"); strings.Contains(objs, secret) {
+		t.Error("the store's repository holds the content after the approval")
+	}
+	g.fsck(t, store)
 }

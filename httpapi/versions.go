@@ -75,24 +75,43 @@ func (s *Server) redactVersion(c echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, redactedJSON{versionJSON: toVersion(res.Version), Redaction: redactionResultJSON{
 		OldHead: nilIfEmpty(res.OldHead), NewHead: nilIfEmpty(res.NewHead), RewrittenCommits: res.Rewritten,
-		ContentRemains: res.ContentRemains, TookMS: res.Took.Milliseconds()}})
+		ContentRemains: res.ContentRemains, Proposals: toForkRedactions(res.Forks), TookMS: res.Took.Milliseconds()}})
+}
+
+func toForkRedactions(fs []gitstore.ForkRedaction) []forkRedactionJSON {
+	out := []forkRedactionJSON{}
+	for _, f := range fs {
+		action := "redacted"
+		if f.Closed {
+			action = "closed"
+		}
+		out = append(out, forkRedactionJSON{ID: f.ID, Action: action})
+	}
+	return out
 }
 
 // redactedJSON is the redacted version, with what the rewrite did as gitmem's own field
 // (the SDKs keep it as an extra field): main's commit before and after (null when the version
 // was redacted already), the commits rewritten, whether the same bytes remain as another
-// version's or file's.
+// version's or file's, and the proposals whose forks held the version: redacted there too,
+// or closed.
 type redactedJSON struct {
 	versionJSON
 	Redaction redactionResultJSON `json:"redaction"`
 }
 
 type redactionResultJSON struct {
-	OldHead          *string `json:"old_head"`
-	NewHead          *string `json:"new_head"`
-	RewrittenCommits int     `json:"rewritten_commits"`
-	ContentRemains   bool    `json:"content_remains"`
-	TookMS           int64   `json:"took_ms"`
+	OldHead          *string             `json:"old_head"`
+	NewHead          *string             `json:"new_head"`
+	RewrittenCommits int                 `json:"rewritten_commits"`
+	ContentRemains   bool                `json:"content_remains"`
+	Proposals        []forkRedactionJSON `json:"proposals"`
+	TookMS           int64               `json:"took_ms"`
+}
+
+type forkRedactionJSON struct {
+	ID     string `json:"id"`
+	Action string `json:"action"` // redacted or closed
 }
 
 func nilIfEmpty(s string) *string {

@@ -113,14 +113,19 @@ type Proposal struct {
 type Manager struct {
 	data *gitstore.DataDir
 
-	mu    sync.Mutex
-	lists map[string][]Proposal      // by store id, as its file holds them
-	forks map[string]*gitstore.Store // open forks, by proposal id
+	mu     sync.Mutex
+	lists  map[string][]Proposal      // by store id, as its file holds them
+	forks  map[string]*gitstore.Store // open forks, by proposal id
+	closed bool
 }
 
-// New returns the manager of data's proposals.
+// New returns the manager of data's proposals. It wraps the redactions of data's stores
+// (redact.go), so that a version redacted in a store is redacted in its proposals too; make
+// one manager of a data directory at a time.
 func New(data *gitstore.DataDir) *Manager {
-	return &Manager{data: data, lists: map[string][]Proposal{}, forks: map[string]*gitstore.Store{}}
+	m := &Manager{data: data, lists: map[string][]Proposal{}, forks: map[string]*gitstore.Store{}}
+	data.WrapRedact(m.redact)
+	return m
 }
 
 // Forget closes the open forks of a store that was deleted (DataDir.DeleteStore removes
@@ -141,6 +146,7 @@ func (m *Manager) Forget(storeID string) {
 func (m *Manager) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.closed = true
 	var errs []error
 	for id, f := range m.forks {
 		errs = append(errs, f.CloseFork())
@@ -170,7 +176,13 @@ func (m *Manager) list(storeID string) ([]Proposal, error) {
 		}
 	}
 	m.lists[storeID] = l
-	return l, nil
+	// A redaction that a crash interrupted before it reached the forks: finished before
+	// anyone reads them.
+	if err := m.finishRedactions(context.Background(), storeID); err != nil {
+		delete(m.lists, storeID)
+		return nil, fmt.Errorf("finish redacting the proposals of %s (redact the version again): %w", storeID, err)
+	}
+	return m.lists[storeID], nil
 }
 
 // save writes a store's proposals durably, keeping the newest MaxDecided decided ones and

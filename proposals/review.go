@@ -49,17 +49,19 @@ func (m *Manager) Diff(ctx context.Context, st *gitstore.Store, id string) ([]Ch
 			defer f.CloseFork()
 		}
 	}
+	if err == nil && p.State == Open && p.Branch == "" {
+		// The proposal is also the branch proposals/<id> of the store's repository, as of
+		// the last time it was read: people can fetch it with git. Best effort. Under m.mu,
+		// so that it is not the fork's history from before a redaction (redact.go) that
+		// lands after the store's redaction has moved the branches.
+		st.TakeBranch(ctx, m.data.Layout().ProposalFork(st.ID(), p.ID), branchOf(p))
+	}
 	m.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
 	if p.State == Approved {
 		return nil, &gitstore.Error{Kind: gitstore.KindConflict, Message: fmt.Sprintf("proposal %s was approved: its changes are main's versions (merge %s)", id, p.Merge)}
-	}
-	if p.State == Open && p.Branch == "" {
-		// The proposal is also the branch proposals/<id> of the store's repository, as of
-		// the last time it was read: people can fetch it with git. Best effort.
-		st.TakeBranch(ctx, m.data.Layout().ProposalFork(st.ID(), p.ID), branchOf(p))
 	}
 	return diff(ctx, st, f, p)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/gitmem/gitmem/gitstore"
 	"github.com/gitmem/gitmem/gitsync"
 	"github.com/gitmem/gitmem/internal/gitexec"
+	"github.com/gitmem/gitmem/proposals"
 )
 
 func init() { register(newRedactCmd) }
@@ -33,11 +34,18 @@ It needs the git program. Find version ids with "gitmem log STORE PATH".`,
   gitmem redact prefs memver_01M83RXJE06891D7CSNGD1TFB7`,
 		Args: exactArgs("STORE", "VERSION_ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withStoreAPI(cmd.Context(), args[0], func(s storeAPI) error {
-				if _, local := s.(*gitstore.Store); local {
+			return a.withTarget(cmd.Context(), func(t target) error {
+				s, err := t.find(cmd.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				if t.srv == nil {
 					if err := gitexec.Need("gitmem redact"); err != nil {
 						return err
 					}
+					// The store's proposals get the redaction too (their forks hold its history).
+					m := proposals.New(t.data)
+					defer m.Close()
 				}
 				res, err := s.Redact(cmd.Context(), gitstore.RedactInput{VersionID: args[1], Actor: cliActor()})
 				if err != nil {
@@ -57,6 +65,13 @@ It needs the git program. Find version ids with "gitmem log STORE PATH".`,
 					v.ID, v.MemoryID, res.Rewritten, res.OldHead, res.NewHead, res.Took.Round(1e6))
 				if res.ContentRemains {
 					fmt.Fprintln(out, "note: the same content is also another version's or another file's, and stays as theirs")
+				}
+				for _, f := range res.Forks {
+					if f.Closed {
+						fmt.Fprintf(out, "proposal %s: could not be redacted in its fork; its changes were removed (rejected if it was open)\n", f.ID)
+					} else {
+						fmt.Fprintf(out, "proposal %s: redacted in it too\n", f.ID)
+					}
 				}
 				if remotes, err := gitsync.Remotes(a.dataDir, s.ID()); err == nil && len(remotes) > 0 {
 					var names []string
