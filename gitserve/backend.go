@@ -129,6 +129,8 @@ type Request struct {
 type Push struct {
 	// Commits are the commits that it adds to main, oldest first.
 	Commits []string `json:"commits"`
+	// Proposed are the commits that it adds to proposal branches.
+	Proposed []string `json:"proposed,omitempty"`
 	// Rename is the store's new name, if the push changes it in main's .gitmem/store.json:
 	// names are unique among the data directory's stores, which only the server knows.
 	Rename string `json:"rename,omitempty"`

@@ -61,6 +61,8 @@ type checker struct {
 	// rename is the store's name in main's .gitmem/store.json after the push, if the push
 	// changes it: the server checks that no other store has it (Push.Rename).
 	rename string
+	// proposed are the commits that the push adds to proposal branches (Push.Proposed).
+	proposed []string
 }
 
 func (c *checker) fail(where, rule string) {
@@ -221,6 +223,7 @@ func (c *checker) checkProposal(u update) error {
 		c.fail(u.ref, fmt.Sprintf("the push brings %d commits; the limit is %d", len(commits), maxCommits))
 		return nil
 	}
+	c.proposed = append(c.proposed, commits...)
 	c.inProposal = true
 	defer func() { c.inProposal = false }()
 	for _, h := range commits {

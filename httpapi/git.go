@@ -202,12 +202,32 @@ func (s *Server) proposeBranches(ctx context.Context, c echo.Context, st *gitsto
 	}
 }
 
+// refuseRewritten refuses a push that brings back commits that a redaction rewrote: a clone
+// made before the redaction that merged the store's new history (git pull) and pushed would
+// put the redacted content back into main, or into a proposal for review.
+func refuseRewritten(ctx context.Context, st *gitstore.Store, commits []string) error {
+	for _, h := range commits {
+		_, rewritten, err := st.RewrittenTo(ctx, h)
+		if err != nil {
+			return err
+		}
+		if rewritten {
+			return gitserve.Refusal(fmt.Sprintf("commit %s is history from before a redaction, which would bring the redacted content back: "+
+				"run git fetch and git reset --hard origin/main (your unpushed commits are lost), or clone again", h[:min(len(h), 12)]))
+		}
+	}
+	return nil
+}
+
 // servePush runs the pack of a push. The hook checks it and asks the store to record the
 // pushing key (Store.ReceivePush) before git moves main: a push whose key cannot be recorded
 // is refused. Once git is done, the catalog and the search index catch up before the
 // response ends, so that the push returns when the API and search show it.
 func (s *Server) servePush(c echo.Context, backend *gitserve.Backend, req gitserve.Request, st *gitstore.Store, keyID string) error {
 	req.Accept = func(ctx context.Context, p gitserve.Push) error {
+		if err := refuseRewritten(ctx, st, append(p.Commits, p.Proposed...)); err != nil {
+			return err
+		}
 		err := st.ReceivePush(ctx, p.Commits, keyID)
 		if err == nil && p.Rename != "" {
 			if err = s.data.CheckNameFree(ctx, p.Rename, st.ID()); err != nil {

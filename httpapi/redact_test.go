@@ -99,11 +99,63 @@ func TestRedactRoute(t *testing.T) {
 	if content, _, ok := g.read(t, rw, store, "/notes/c.md"); !ok || content != "c\n" {
 		t.Errorf("pushed memory after the redaction: %q %v", content, ok)
 	}
-	// The clone from before cannot push its old history back: main moved on without it.
+	// The clone from before cannot push its old history back: main moved on without it;
+	// merged with main's new history (git pull), nor to main, nor to a proposal branch.
 	put(t, filepath.Join(before, "notes/b.md"), "b\n")
 	gitOK(t, before, "add", "-A")
 	gitOK(t, before, "commit", "-qm", "add b")
 	gitFails(t, before, "push", "-q", "origin", "main")
+}
+
+// TestRedactRefusesOldHistory: a clone made before a redaction, merged with the store's new
+// history (git pull) and pushed, would bring the redacted content back; where the old
+// commits were pushed with plain git (so no other rule refuses them), the push is refused,
+// to main and to a proposal branch.
+func TestRedactRefusesOldHistory(t *testing.T) {
+	g := startGitServer(t)
+	_, rw, _ := g.keys.Create("writer", apikeys.ReadWrite, "")
+	store := g.createStore(t, rw, "redact")
+	g.write(t, rw, store, "/notes/a.md", "a\n")
+	before := filepath.Join(t.TempDir(), "before")
+	gitOK(t, "", "clone", "-q", g.repoURL(rw, store), before)
+	put(t, filepath.Join(before, "creds/db.md"), "password: Z3BRA-CROSSING-77\n")
+	gitOK(t, before, "add", "-A")
+	gitOK(t, before, "commit", "-qm", "the password")
+	put(t, filepath.Join(before, "creds/db.md"), "password: in the vault\n")
+	gitOK(t, before, "commit", "-qam", "out of memory")
+	gitOK(t, before, "push", "-q", "origin", "main")
+	var versions struct {
+		Data []struct{ ID, Operation string }
+	}
+	mem := ""
+	if _, _, ok := g.read(t, rw, store, "/creds/db.md"); !ok {
+		t.Fatal("the pushed memory is not there")
+	}
+	var list struct{ Data []struct{ ID, Path string } }
+	g.api(t, "GET", "/v1/memory_stores/"+store+"/memories?path_prefix=/creds/", rw, "", &list)
+	for _, m := range list.Data {
+		mem = m.ID
+	}
+	g.api(t, "GET", "/v1/memory_stores/"+store+"/memory_versions?memory_id="+mem, rw, "", &versions)
+	leaked := versions.Data[len(versions.Data)-1].ID // the oldest: created
+	if status := g.api(t, "POST", "/v1/memory_stores/"+store+"/memory_versions/"+leaked+"/redact", rw, "{}", nil); status != 200 {
+		t.Fatalf("redact: %d", status)
+	}
+	put(t, filepath.Join(before, "notes/b.md"), "b\n")
+	gitOK(t, before, "add", "-A")
+	gitOK(t, before, "commit", "-qm", "add b")
+	gitOK(t, before, "-c", "user.name=p", "-c", "user.email=p@x", "pull", "-q", "--no-rebase", "--no-edit", "origin", "main")
+	for _, ref := range []string{"main", "HEAD:refs/heads/proposals/old"} {
+		out := gitFails(t, before, "push", "origin", ref)
+		mustHave(t, "push of the old history merged, to "+ref, out, "is history from before a redaction", "git reset --hard origin/main")
+	}
+	st, err := g.data.Store(context.Background(), store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if objs := gitOK(t, st.RepoPath(), "cat-file", "--batch-all-objects", "--batch"); strings.Contains(objs, "Z3BRA") {
+		t.Error("a refused push left the content in the store's repository")
+	}
 }
 
 // splitRedaction parses the answer of a redaction into the version (as JSON, as GET answers
