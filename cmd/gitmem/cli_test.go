@@ -100,6 +100,10 @@ func mustContain(t *testing.T, what, got string, wants ...string) {
 
 func TestMemoriesEndToEnd(t *testing.T) {
 	c := newCLI(t)
+	mustContain(t, "stores list, no data directory", c.fails("", "stores", "list"), "no data directory at")
+	if err := os.MkdirAll(c.data, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	mustContain(t, "stores list", c.ok("", "stores", "list"), "no stores yet")
 	mustContain(t, "create", c.ok("", "stores", "create", "prefs", "--description", "likes", "--metadata", "team=core"), "created store memstore_")
 

@@ -43,7 +43,7 @@ func TestProposalsCLI(t *testing.T) {
 	if out, err := gitAs(t.TempDir(), "ls-remote", remote); err != nil || !strings.Contains(out, "refs/heads/proposals/"+id) {
 		t.Errorf("git ls-remote: %v\n%s", err, out)
 	}
-	mustContain(t, "comment", as(pk, 0, "", "proposals", "comment", "team", id, "Fridays are quiet."), "1 comments")
+	mustContain(t, "comment", as(pk, 0, "", "proposals", "comment", "team", id, "Fridays are quiet."), "(1 comment)")
 	mustContain(t, "the agent approves", as(pk, 5, "", "proposals", "approve", "team", id), "may only propose")
 	as(rw, 2, "", "proposals", "list", "team", "--state", "shut")
 	mustContain(t, "approve", as(rw, 0, "", "proposals", "approve", "team", id), "approved "+id, "fast-forward")
