@@ -70,7 +70,9 @@ func (d *DataDir) OpenFork(id, dir string) (*Store, error) {
 	// As for the stores at the data directory's open: only this process writes a fork, so
 	// a main.lock there is a crash's.
 	d.cleanRepo(filepath.Join(dir, "repo.git"))
-	s, err := openStore(id, filepath.Join(dir, "repo.git"), filepath.Join(dir, "catalog.db"), d.opts)
+	opts := d.opts
+	opts.fork = true
+	s, err := openStore(id, filepath.Join(dir, "repo.git"), filepath.Join(dir, "catalog.db"), opts)
 	if err == nil {
 		s.fork = true
 	}

@@ -21,6 +21,9 @@ type Options struct {
 	Observer Observer
 
 	dataDir string // the data directory's path, which storage errors name files relative to
+	// fork: the store opened is a proposal's fork (OpenFork), whose repository keeps no
+	// empty files ready for its writer.
+	fork bool
 	// checkpointBytes, if set, is how much journal piles up before a checkpoint (the
 	// power-loss test sets it low, so that checkpoints happen often).
 	checkpointBytes int64

@@ -27,8 +27,16 @@ var (
 // git process the store's error kind. Everything else is odb.Repo's.
 type repo struct{ *odb.Repo }
 
-func openRepo(path string) (*repo, error) {
-	r, err := odb.Open(path)
+func openRepo(path string) (*repo, error) { return openRepoOf(path, false) }
+
+// openRepoOf opens the repository at path, of a fork if fork (odb.OpenFewSpares: a fork is
+// written now and then, and keeps no files ready for its writer).
+func openRepoOf(path string, fork bool) (*repo, error) {
+	open := odb.Open
+	if fork {
+		open = odb.OpenFewSpares
+	}
+	r, err := open(path)
 	if err != nil {
 		return nil, err
 	}

@@ -69,7 +69,7 @@ func openStore(id, repoPath, catalogPath string, opts Options) (*Store, error) {
 // openStoreProgress opens a store and tells progress how far the catalog's catch-up with
 // main is (all of history, for a new catalog).
 func openStoreProgress(id, repoPath, catalogPath string, opts Options, progress Progress) (_ *Store, err error) {
-	r, err := openRepo(repoPath)
+	r, err := openRepoOf(repoPath, opts.fork)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -24,14 +25,51 @@ import (
 // for every store the key may read, each store's events in order; its ids are cursors of all
 // the stores at once. Gitmem extensions.
 
-// The limits of event streams.
-const (
-	// maxStreams bounds the streams open at once; a stream is not a request in flight
-	// (limitRequests), as it lasts.
-	maxStreams = 1024
-	// eventBatch is how many versions a stream reads from the catalog at a time.
-	eventBatch = 256
-)
+// eventBatch is how many versions a stream reads from the catalog at a time.
+const eventBatch = 256
+
+// streamCount counts the open event streams: a stream is not a request in flight
+// (limitRequests), as it lasts, so it has caps of its own, Limits.MaxStreams of every key
+// and Limits.MaxStreamsPerKey of each.
+type streamCount struct {
+	mu    sync.Mutex // guards the following
+	all   int
+	byKey map[string]int // by key id, or "client " and the address of a caller without a key
+}
+
+// open takes a stream for holder, or answers why not: 429 if holder has its limit open,
+// 503 if the server has.
+func (n *streamCount) open(holder string, l Limits) (release func(), err error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	switch {
+	case n.byKey[holder] >= l.MaxStreamsPerKey:
+		return nil, &apiError{status: http.StatusTooManyRequests, typ: "rate_limit_error",
+			message: fmt.Sprintf("%s has %d event streams open, the most one key may have (gitmem serve --max-streams-per-key): close one first; one stream of GET /v1/events follows every store the key may read", holder, n.byKey[holder])}
+	case n.all >= l.MaxStreams():
+		return nil, &apiError{status: http.StatusServiceUnavailable, typ: "overloaded_error",
+			message: fmt.Sprintf("gitmem has its limit of %d event streams open (half of gitmem serve --max-conns); retry shortly", l.MaxStreams())}
+	}
+	n.all++
+	n.byKey[holder]++
+	return func() {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		n.all--
+		if n.byKey[holder]--; n.byKey[holder] <= 0 {
+			delete(n.byKey, holder)
+		}
+	}, nil
+}
+
+// streamHolder is whom a stream counts against: the caller's key, or without a key the
+// client's address.
+func streamHolder(c echo.Context) string {
+	if cl := callerOf(c); cl.key != nil {
+		return "key " + cl.key.ID
+	}
+	return "client " + c.RealIP()
+}
 
 // HeartbeatEvery is how often an idle stream sends a comment, so that proxies keep it open.
 var HeartbeatEvery = 15 * time.Second
@@ -232,14 +270,12 @@ func clip(s string, n int) string {
 // whose store moved are read again: a write to one store costs a stream over many stores
 // one catalog read, not one per store.
 func (s *Server) stream(c echo.Context, banner string, feeds []*feed, refresh func() ([]*feed, error), id func(*feed) string) error {
-	select {
-	case s.streams <- struct{}{}:
-		defer func() { <-s.streams }()
-	default:
+	release, err := s.streams.open(streamHolder(c), s.opts.Limits)
+	if err != nil {
 		c.Response().Header().Set("Retry-After", "5")
-		return &apiError{status: http.StatusServiceUnavailable, typ: "overloaded_error",
-			message: fmt.Sprintf("gitmem has its limit of %d event streams open; retry shortly", maxStreams)}
+		return err
 	}
+	defer release()
 	w := c.Response()
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")

@@ -352,20 +352,9 @@ func TestEventsHeartbeatAndShutdown(t *testing.T) {
 func TestEventsAcrossRestart(t *testing.T) {
 	dir := t.TempDir()
 	serve := func() (*gitstore.DataDir, string, func()) {
-		d, err := gitstore.Open(context.Background(), dir, gitstore.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		keys, _ := apikeys.Open(dir)
-		srv := New(d, keys, Options{})
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { srv.ServeListener(ctx, ln); close(done) }()
-		return d, "http://" + ln.Addr().String(), func() { cancel(); <-done; d.Close() }
+		d, keys := openDir(t, dir)
+		url, stop := serveListener(t, New(d, keys, Options{}))
+		return d, url, func() { stop(); d.Close() }
 	}
 	d, url, stop := serve()
 	st, err := d.CreateStore(context.Background(), gitstore.CreateStoreInput{Name: "durable", Actor: LocalUser})

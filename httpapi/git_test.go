@@ -62,15 +62,7 @@ func startGitServerWith(t testing.TB, opts GitOptions) *gitSrv {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed")
 	}
-	dir := t.TempDir()
-	d, err := gitstore.Open(context.Background(), dir, gitstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys, err := apikeys.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, keys := openDir(t, t.TempDir())
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if testing.Verbose() {
 		log = slog.Default()

@@ -7,10 +7,10 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"golang.org/x/net/netutil"
 )
 
 // Limits bound what clients can hold of a server: how long a request may take to arrive and
@@ -30,21 +30,35 @@ type Limits struct {
 	GitTimeout time.Duration
 	// IdleTimeout: a keep-alive connection that sends no request for this long is closed.
 	IdleTimeout time.Duration
-	// MaxConns: connections served at once; further ones wait to be accepted.
+	// MaxConns: connections served at once. A connection beyond them takes the place of the
+	// one that has waited longest for a request (connLimit); while every one is serving a
+	// request, it waits to be accepted.
 	MaxConns int
 	// MaxRequests: requests served at once; further ones are answered 503.
 	MaxRequests int
+	// MaxStreamsPerKey: event streams that one key (without keys: one client address) holds
+	// open at once; a further one is answered 429. Every key's streams together are at most
+	// MaxStreams().
+	MaxStreamsPerKey int
 }
+
+// MaxStreams is how many event streams are open at once, of every key: half of MaxConns,
+// so that the other half is always there for requests and health probes.
+func (l Limits) MaxStreams() int { return max(l.MaxConns/2, 1) }
 
 // DefaultLimits are the limits of a zero Limits field.
 var DefaultLimits = Limits{
-	HeaderTimeout: 10 * time.Second,
+	HeaderTimeout: 5 * time.Second,
 	BodyTimeout:   30 * time.Second,
 	WriteTimeout:  2 * time.Minute,
 	GitTimeout:    10 * time.Minute,
 	IdleTimeout:   time.Minute,
 	MaxConns:      512,
 	MaxRequests:   128,
+	// An agent watches a store with one stream (gitmem agent --watch, a UI tab, a webhook
+	// relay): 16 lets a key run that many at once, and 16 keys' worth fit in the 256 streams
+	// of MaxConns 512.
+	MaxStreamsPerKey: 16,
 }
 
 // withDefaults fills the zero fields from DefaultLimits.
@@ -64,19 +78,126 @@ func (l Limits) withDefaults() Limits {
 	if l.MaxRequests <= 0 {
 		l.MaxRequests = d.MaxRequests
 	}
+	if l.MaxStreamsPerKey <= 0 {
+		l.MaxStreamsPerKey = d.MaxStreamsPerKey
+	}
 	return l
 }
 
-// httpServer is the http.Server of ServeListener, with the limits net/http enforces itself:
-// the header timeout and the idle timeout. The others are set per request by
-// limitRequests, because git's requests need longer ones than the API's.
-func (l Limits) httpServer(h http.Handler) *http.Server {
-	return &http.Server{Handler: h, ReadHeaderTimeout: l.HeaderTimeout, IdleTimeout: l.IdleTimeout}
+// httpServer is the http.Server of ServeListener over ln (from listener), with the limits
+// net/http enforces itself: the header timeout and the idle timeout. The others are set per
+// request by limitRequests, because git's requests need longer ones than the API's.
+func (l Limits) httpServer(h http.Handler, ln *connLimit) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: l.HeaderTimeout, IdleTimeout: l.IdleTimeout, ConnState: ln.track}
 }
 
-// listener caps the connections served at once: further ones wait in the kernel's backlog
-// until one closes.
-func (l Limits) listener(ln net.Listener) net.Listener { return netutil.LimitListener(ln, l.MaxConns) }
+// listener caps the connections served at once (connLimit).
+func (l Limits) listener(ln net.Listener) *connLimit {
+	cl := &connLimit{Listener: ln, max: l.MaxConns, conns: map[*limitedConn]struct{}{}}
+	cl.cond = sync.NewCond(&cl.mu)
+	return cl
+}
+
+// connLimit is a listener that serves at most max connections at once. A connection beyond
+// them takes the place of the one that has waited longest for a request (its first request's
+// headers not yet whole, or a keep-alive connection between requests), which is closed: a
+// client that holds connections without sending requests (half-sent headers, idle
+// keep-alives) cannot keep other clients, or a health probe, out. Only while every
+// connection is serving a request (at most MaxRequests, and MaxStreams event streams, both
+// below max by default) does a new one wait in the kernel's backlog.
+type connLimit struct {
+	net.Listener
+	max int
+
+	mu     sync.Mutex // guards the following
+	cond   *sync.Cond // signalled when a connection closes or starts waiting for a request
+	conns  map[*limitedConn]struct{}
+	closed bool
+}
+
+// limitedConn is a connection of a connLimit.
+type limitedConn struct {
+	net.Conn
+	l    *connLimit
+	once sync.Once
+	// waiting and since are guarded by l.mu: whether the connection waits for a request,
+	// and since when.
+	waiting bool
+	since   time.Time
+}
+
+func (c *limitedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() {
+		c.l.mu.Lock()
+		delete(c.l.conns, c)
+		c.l.mu.Unlock()
+		c.l.cond.Broadcast()
+	})
+	return err
+}
+
+// Accept accepts a connection, then makes room for it: it closes the connection that has
+// waited longest for a request if max are open, or waits until one closes or waits.
+func (l *connLimit) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	lc := &limitedConn{Conn: c, l: l, waiting: true, since: time.Now()}
+	l.mu.Lock()
+	for len(l.conns) >= l.max && !l.closed {
+		var oldest *limitedConn
+		for o := range l.conns {
+			if o.waiting && (oldest == nil || o.since.Before(oldest.since)) {
+				oldest = o
+			}
+		}
+		if oldest == nil {
+			l.cond.Wait()
+			continue
+		}
+		delete(l.conns, oldest) // its Close, which takes mu, finds it gone
+		l.mu.Unlock()
+		oldest.Close()
+		l.mu.Lock()
+	}
+	if l.closed {
+		l.mu.Unlock()
+		c.Close()
+		return nil, net.ErrClosed
+	}
+	l.conns[lc] = struct{}{}
+	l.mu.Unlock()
+	return lc, nil
+}
+
+func (l *connLimit) Close() error {
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
+	l.cond.Broadcast()
+	return l.Listener.Close()
+}
+
+// track is the http.Server's ConnState: it notes which connections wait for a request.
+func (l *connLimit) track(c net.Conn, state http.ConnState) {
+	lc, ok := c.(*limitedConn)
+	if !ok {
+		return
+	}
+	l.mu.Lock()
+	switch state {
+	case http.StateNew, http.StateIdle:
+		lc.waiting, lc.since = true, time.Now()
+	default: // active, hijacked (its handler owns it), closed
+		lc.waiting = false
+	}
+	l.mu.Unlock()
+	if state == http.StateIdle {
+		l.cond.Broadcast()
+	}
+}
 
 // limitRequests answers 503 to a request beyond MaxRequests in flight, and gives the others
 // their deadlines: the body must arrive within BodyTimeout and the answer be written within

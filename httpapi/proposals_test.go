@@ -14,6 +14,7 @@ import (
 
 	"github.com/gitmem/gitmem/apikeys"
 	"github.com/gitmem/gitmem/gitstore"
+	"github.com/gitmem/gitmem/proposals"
 )
 
 // TestProposals: an agent with a propose key writes through the official SDK and the tools;
@@ -397,5 +398,42 @@ func TestApproveThousandOverHTTP(t *testing.T) {
 	page, err := st.Versions(ctx, gitstore.VersionFilter{APIKeyID: agentKey.ID, Limit: 1000})
 	if err != nil || len(page.Versions) != 1000 {
 		t.Errorf("%d versions by the agent in main, %v", len(page.Versions), err)
+	}
+}
+
+// TestProposalsPerKey: each new session id of a propose key opens a proposal at its first
+// write; past proposals.MaxOpenPerKey of the key in the store, a new session's write is
+// refused (409, saying what to do), and the key's open sessions and other keys still write.
+func TestProposalsPerKey(t *testing.T) {
+	ts := startServer(t, Options{})
+	_, rw, _ := ts.keys.Create("person", apikeys.ReadWrite, "")
+	_, greedy, _ := ts.keys.Create("greedy agent", apikeys.Propose, "")
+	_, other, _ := ts.keys.Create("other agent", apikeys.Propose, "")
+	h := func(key, session string) map[string]string {
+		m := map[string]string{"x-api-key": key, "content-type": "application/json"}
+		if session != "" {
+			m["x-gitmem-session-id"] = session
+		}
+		return m
+	}
+	var store struct{ ID string }
+	_, body := rawRequest(t, "POST", ts.url+"/v1/memory_stores", `{"name":"team"}`, h(rw, ""))
+	json.Unmarshal([]byte(body), &store)
+	memories := ts.url + "/v1/memory_stores/" + store.ID + "/memories"
+	for i := range proposals.MaxOpenPerKey {
+		if status, body := rawRequest(t, "POST", memories, fmt.Sprintf(`{"path":"/s%d.md","content":"x"}`, i), h(greedy, fmt.Sprintf("sesn_%d", i))); status != 200 {
+			t.Fatalf("session %d's write: %d %s", i, status, body)
+		}
+	}
+	status, body := rawRequest(t, "POST", memories, `{"path":"/more.md","content":"x"}`, h(greedy, "sesn_more"))
+	if status != http.StatusConflict || !strings.Contains(body, "conflict_error") ||
+		!strings.Contains(body, fmt.Sprintf("has %d open proposals", proposals.MaxOpenPerKey)) || !strings.Contains(body, "approve or reject") {
+		t.Errorf("a new session past the key's bound: %d %s", status, body)
+	}
+	if status, body := rawRequest(t, "POST", memories, `{"path":"/s0.md","content":"again"}`, h(greedy, "sesn_0")); status != 200 {
+		t.Errorf("an open session of the key: %d %s", status, body)
+	}
+	if status, body := rawRequest(t, "POST", memories, `{"path":"/o.md","content":"x"}`, h(other, "sesn_0")); status != 200 {
+		t.Errorf("another key's proposal: %d %s", status, body)
 	}
 }

@@ -26,17 +26,24 @@ type testServer struct {
 	requests atomic.Int64 // requests the server received
 }
 
-func startServer(t *testing.T, opts Options, setup ...func(*Server)) *testServer {
+// openDir opens the data directory dir and its keys; the caller closes the directory.
+func openDir(t testing.TB, dir string) (*gitstore.DataDir, *apikeys.Keys) {
 	t.Helper()
-	dir := t.TempDir()
 	d, err := gitstore.Open(context.Background(), dir, gitstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	keys, err := apikeys.Open(dir)
 	if err != nil {
+		d.Close()
 		t.Fatal(err)
 	}
+	return d, keys
+}
+
+func startServer(t *testing.T, opts Options, setup ...func(*Server)) *testServer {
+	t.Helper()
+	d, keys := openDir(t, t.TempDir())
 	ts := &testServer{data: d, keys: keys}
 	srv := New(d, keys, opts)
 	for _, f := range setup {

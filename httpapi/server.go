@@ -74,9 +74,9 @@ type Server struct {
 	props     *proposals.Manager
 	ownsProps bool
 
-	// streams holds a token per open event stream (events.go); closing is closed when the
-	// server shuts down, which ends them.
-	streams   chan struct{}
+	// streams counts the open event streams, of every key and of each (events.go); closing
+	// is closed when the server shuts down, which ends them.
+	streams   streamCount
 	closing   chan struct{}
 	closeOnce sync.Once
 }
@@ -88,7 +88,7 @@ func New(data *gitstore.DataDir, keys *apikeys.Keys, opts Options) *Server {
 	}
 	opts.Limits = opts.Limits.withDefaults()
 	s := &Server{data: data, keys: keys, opts: opts, log: opts.Logger, e: echo.New(), started: time.Now(),
-		streams: make(chan struct{}, maxStreams), closing: make(chan struct{})}
+		streams: streamCount{byKey: map[string]int{}}, closing: make(chan struct{})}
 	s.props = opts.Proposals
 	if s.props == nil {
 		s.props, s.ownsProps = proposals.New(data), true
@@ -141,10 +141,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.e.ServeHT
 // ServeListener serves on ln, within the server's Limits, until ctx ends, then shuts down
 // gracefully, letting requests in flight finish.
 func (s *Server) ServeListener(ctx context.Context, ln net.Listener) error {
-	srv := s.opts.Limits.httpServer(s)
-	ln = s.opts.Limits.listener(ln)
+	lim := s.opts.Limits.listener(ln)
+	srv := s.opts.Limits.httpServer(s, lim)
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(lim) }()
 	select {
 	case err := <-errc:
 		return err

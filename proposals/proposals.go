@@ -59,6 +59,12 @@ const (
 	MaxDecided = 1000
 )
 
+// MaxOpenPerKey bounds the open proposals of one key in a store (its sessions' and its
+// pushed branches'), so that one key cannot take all MaxOpen: a session id is the client's
+// to choose, and each new one opens a proposal. 8 lets a key keep that many sessions waiting
+// for review at once, an eighth of the store's.
+const MaxOpenPerKey = 8
+
 // Actor is an actor as the proposals file keeps it.
 type Actor struct {
 	Type     gitstore.ActorType `json:"type"`
@@ -339,7 +345,7 @@ func (m *Manager) Writes(ctx context.Context, st *gitstore.Store, author gitstor
 	if err != nil {
 		return nil, Proposal{}, err
 	}
-	if err := roomForOne(st.ID(), l); err != nil {
+	if err := roomForOne(st.ID(), l, author); err != nil {
 		return nil, Proposal{}, err
 	}
 	now := time.Now().UTC()
@@ -459,7 +465,7 @@ func (m *Manager) FromBranch(ctx context.Context, st *gitstore.Store, ref string
 			})
 		}
 	}
-	if err := roomForOne(st.ID(), l); err != nil {
+	if err := roomForOne(st.ID(), l, author); err != nil {
 		return Proposal{}, err
 	}
 	now := time.Now().UTC()
@@ -480,13 +486,23 @@ func (m *Manager) FromBranch(ctx context.Context, st *gitstore.Store, ref string
 	return p, nil
 }
 
-// roomForOne refuses a new proposal of a store that has MaxOpen open ones (l is its list).
-func roomForOne(storeID string, l []Proposal) error {
-	open := 0
+// roomForOne refuses a new proposal of author in a store that has MaxOpen open ones, or in
+// which author's key has MaxOpenPerKey (l is the store's list). An actor without a key (the
+// local user of a server without keys) has the store's bound only.
+func roomForOne(storeID string, l []Proposal, author gitstore.Actor) error {
+	open, mine := 0, 0
+	key := author.KeyID()
 	for _, p := range l {
 		if p.State == Open {
 			open++
+			if key != "" && p.Author.Store().KeyID() == key {
+				mine++
+			}
 		}
+	}
+	if mine >= MaxOpenPerKey {
+		return &gitstore.Error{Kind: gitstore.KindConflict, Message: fmt.Sprintf("key %s has %d open proposals in memory store %s, the most one key may have: "+
+			"write in a session that has one open (the same x-gitmem-session-id), or ask a reviewer to approve or reject some first (gitmem proposals list %s --state open)", key, mine, storeID, storeID)}
 	}
 	if open >= MaxOpen {
 		return &gitstore.Error{Kind: gitstore.KindConflict, Message: fmt.Sprintf("memory store %s has %d open proposals, the most it may have: approve or reject some first", storeID, open)}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gitmem/gitmem/gitstore"
 	"github.com/gitmem/gitmem/secrets/secrettest"
@@ -382,11 +383,12 @@ func TestApproveChecksTheStoreNow(t *testing.T) {
 }
 
 // TestOpenProposalsBounded: a store holds at most MaxOpen open proposals; each is a copy.
+// Each is of a key of its own here, as one key has at most MaxOpenPerKey.
 func TestOpenProposalsBounded(t *testing.T) {
 	ctx := context.Background()
 	m, st := newManager(t)
 	for i := range MaxOpen {
-		a := gitstore.Actor{Type: gitstore.SessionActor, ID: fmt.Sprintf("sesn_%d", i), APIKeyID: "apikey_agent"}
+		a := gitstore.Actor{Type: gitstore.SessionActor, ID: fmt.Sprintf("sesn_%d", i), APIKeyID: fmt.Sprintf("apikey_%d", i)}
 		if _, _, err := m.Writes(ctx, st, a, ""); err != nil {
 			t.Fatal(err)
 		}
@@ -395,6 +397,57 @@ func TestOpenProposalsBounded(t *testing.T) {
 	if !gitstore.IsKind(err, gitstore.KindConflict) || !strings.Contains(err.Error(), "open proposals") {
 		t.Errorf("one past the bound: %v", err)
 	}
+}
+
+// TestOpenProposalsPerKey: one key's sessions (a session id is the client's to choose) open
+// at most MaxOpenPerKey proposals of a store, so that other keys can still propose; the
+// refusal says what to do, and the key's open sessions go on writing. A fork holds few
+// descriptors: its repository keeps no files ready for its writer.
+func TestOpenProposalsPerKey(t *testing.T) {
+	ctx := context.Background()
+	m, st := newManager(t)
+	before := openFiles(t)
+	session := func(key string, i int) gitstore.Actor {
+		return gitstore.Actor{Type: gitstore.SessionActor, ID: fmt.Sprintf("sesn_%s_%d", key, i), APIKeyID: key}
+	}
+	for i := range MaxOpenPerKey {
+		f, _, err := m.Writes(ctx, st, session("apikey_greedy", i), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(t, f, fmt.Sprintf("/s%d.md", i), "proposed\n", session("apikey_greedy", i))
+	}
+	// Per fork, at most a few descriptors (its catalog, journals, packs); it held 55 when
+	// each kept 48 files ready. The files are made in the background: watched for a while.
+	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		if per := (openFiles(t) - before) / MaxOpenPerKey; per > 24 {
+			t.Fatalf("%d descriptors per open fork, want at most 24", per)
+		}
+	}
+	_, _, err := m.Writes(ctx, st, session("apikey_greedy", MaxOpenPerKey), "")
+	if !gitstore.IsKind(err, gitstore.KindConflict) || !strings.Contains(err.Error(), "key apikey_greedy has 8 open proposals") ||
+		!strings.Contains(err.Error(), "approve or reject") || !strings.Contains(err.Error(), "x-gitmem-session-id") {
+		t.Errorf("one past the key's bound: %v", err)
+	}
+	// Its open sessions still write; another key still proposes.
+	f, _, err := m.Writes(ctx, st, session("apikey_greedy", 0), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, f, "/s0.md", "again\n", session("apikey_greedy", 0))
+	if _, _, err := m.Writes(ctx, st, proposer, ""); err != nil {
+		t.Errorf("another key, once one key has its bound: %v", err)
+	}
+}
+
+// openFiles is how many descriptors the process has open.
+func openFiles(t *testing.T) int {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd:", err)
+	}
+	return len(fds)
 }
 
 // TestSuperseded: once an approval makes main hold everything another open proposal

@@ -131,8 +131,14 @@ func TestServeLimits(t *testing.T) {
 	t.Run("connection cap", func(t *testing.T) {
 		c := newCLI(t)
 		_, _, url := startServe(t, c, "--max-conns", "2")
+		// Connections that serve a request (here, one whose body is still to come) keep their
+		// place; one that waits for a request would give it up to a new one.
 		held := []*rawConn{dial(t, url), dial(t, url)}
-		time.Sleep(100 * time.Millisecond) // both accepted
+		for _, h := range held {
+			h.write("POST /v1/memory_stores HTTP/1.1\r\nHost: " + strings.TrimPrefix(url, "http://") +
+				"\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+		}
+		time.Sleep(100 * time.Millisecond) // both accepted, their handlers wait for the bodies
 		done := make(chan int, 1)
 		go func() {
 			resp, err := http.Get(url + "/v1/memory_stores")

@@ -155,7 +155,14 @@ func ensureConfig(path string) error {
 }
 
 // Open opens the bare repository at path, giving its config the options of repoConfig.
-func Open(path string) (*Repo, error) {
+func Open(path string) (*Repo, error) { return open(path, spareFiles) }
+
+// OpenFewSpares is Open for a repository written now and then (a proposal's fork): it keeps
+// no empty files ready for the writer, which creates each when it needs it, and so holds
+// spareFiles fewer descriptors.
+func OpenFewSpares(path string) (*Repo, error) { return open(path, 0) }
+
+func open(path string, spares int) (*Repo, error) {
 	if _, err := os.Stat(filepath.Join(path, "objects")); err != nil {
 		return nil, fmt.Errorf("open repository %s: %w", path, err)
 	}
@@ -174,7 +181,7 @@ func Open(path string) (*Repo, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Repo{path: path, spares: newSpares(packDir, makeDir), journal: j, standby: standby, checkpointAt: checkpointBytes, merging: map[string]bool{}}
+	r := &Repo{path: path, spares: newSpares(packDir, makeDir, spares), journal: j, standby: standby, checkpointAt: checkpointBytes, merging: map[string]bool{}}
 	r.objs.Store(&objectSet{cache: cache.NewObjectLRU(objectCacheSize)})
 	err = r.reload()
 	if err == nil {

@@ -38,7 +38,8 @@ import (
 // index, and main.lock: lockfile_linux.go). At 100,000 memories, where merges and the
 // collector share the other core, the goroutine falls behind and the writer makes its own:
 // with 8, 40 µs a write (a CPU profile of 2,000 writes); with 16, 462 of the 9,000 files
-// that 3,000 writes took, against 54 with 48. Each waits open: a descriptor.
+// that 3,000 writes took, against 54 with 48. Each waits open: a descriptor. A repository
+// opened with OpenFewSpares (a proposal's fork, written now and then) keeps none.
 const spareFiles = 48
 
 // spareDirFiles is how many files are created in one subdirectory of SpareDir: about a
@@ -78,9 +79,10 @@ type spares struct {
 	done    chan struct{}
 }
 
-func newSpares(dir, makeDir string) *spares {
+// newSpares keeps n files ready in dir (none if n is 0: take then creates each).
+func newSpares(dir, makeDir string, n int) *spares {
 	return &spares{dir: dir, makeDir: makeDir, session: time.Now().UnixNano(),
-		ch: make(chan spare, spareFiles), trash: make(chan *os.File, trashFiles), wake: make(chan struct{}, 1),
+		ch: make(chan spare, n), trash: make(chan *os.File, trashFiles), wake: make(chan struct{}, 1),
 		quit: make(chan struct{}), done: make(chan struct{})}
 }
 

@@ -132,7 +132,7 @@ func madeFiles(t *testing.T, dir string) []string {
 // spareDirFiles files, the old one removed, and the last one removed at close.
 func TestSpareSubdirs(t *testing.T) {
 	dir, makeDir := t.TempDir(), t.TempDir()
-	s := newSpares(dir, makeDir)
+	s := newSpares(dir, makeDir, spareFiles)
 	subs := map[string]bool{}
 	for i := range 2*spareDirFiles + 1 {
 		f, err := s.make()
@@ -164,5 +164,46 @@ func TestSpareSubdirs(t *testing.T) {
 	s.close()
 	if made, _ := os.ReadDir(makeDir); len(made) != 0 {
 		t.Fatalf("SpareDir holds %v after close, want nothing", made)
+	}
+}
+
+// TestFewSpares: a repository opened with OpenFewSpares (a proposal's fork) writes its packs
+// and moves main as any does, and keeps no file ready: none waits in objects/pack or is made
+// in SpareDir, while writes go on or after.
+func TestFewSpares(t *testing.T) {
+	path := initTestRepo(t)
+	r, err := OpenFewSpares(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	dir, makeDir := filepath.Join(path, "objects", "pack"), filepath.Join(path, SpareDir)
+	var last plumbing.Hash
+	for i := range 10 {
+		o := &plumbing.MemoryObject{}
+		o.SetType(plumbing.BlobObject)
+		o.Write([]byte("few " + strconv.Itoa(i)))
+		if err := r.WritePack([]plumbing.EncodedObject{o}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Object(o.Hash()); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.CASRef(last, o.Hash()); err != nil {
+			t.Fatal(err)
+		}
+		last = o.Hash()
+		if n := spareNames(t, dir); len(n) != 0 {
+			t.Fatalf("after write %d, %v wait in objects/pack; want none", i, n)
+		}
+	}
+	// The goroutine that would make them has had its chance.
+	for end := time.Now().Add(500 * time.Millisecond); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		if n, made := spareNames(t, dir), madeFiles(t, makeDir); len(n)+len(made) != 0 {
+			t.Fatalf("%v wait in objects/pack and %v in SpareDir; want none", n, made)
+		}
+	}
+	if h, err := r.ReadRef(); err != nil || h != last {
+		t.Fatalf("main: %v, %v; want %v", h, err, last)
 	}
 }
