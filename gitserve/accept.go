@@ -26,8 +26,9 @@ import (
 // in one catalog transaction, which waits at most for one group of the store's writer.
 const acceptTimeout = 2 * time.Minute
 
-// maxAcceptRequest bounds the hook's question: the commits as JSON strings, and a name.
-const maxAcceptRequest = maxCommits*44 + 4096
+// maxAcceptRequest bounds the hook's question: the commits as JSON strings (main's, and as
+// many for all proposal branches: checkProposal), and a name.
+const maxAcceptRequest = 2*maxCommits*44 + 4096
 
 // acceptOK is the server's answer when it accepted the push.
 const acceptOK = "ok"

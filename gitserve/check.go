@@ -223,7 +223,10 @@ func (c *checker) checkProposal(u update) error {
 		c.fail(u.ref, fmt.Sprintf("the push brings %d commits; the limit is %d", len(commits), maxCommits))
 		return nil
 	}
-	c.proposed = append(c.proposed, commits...)
+	if c.proposed = append(c.proposed, commits...); len(c.proposed) > maxCommits {
+		c.fail(u.ref, fmt.Sprintf("the push brings %d commits to proposal branches; the limit is %d", len(c.proposed), maxCommits))
+		return nil
+	}
 	c.inProposal = true
 	defer func() { c.inProposal = false }()
 	for _, h := range commits {

@@ -228,12 +228,13 @@ func (s *Server) servePush(c echo.Context, backend *gitserve.Backend, req gitser
 		if err := refuseRewritten(ctx, st, append(p.Commits, p.Proposed...)); err != nil {
 			return err
 		}
-		err := st.ReceivePush(ctx, p.Commits, keyID)
-		if err == nil && p.Rename != "" {
-			if err = s.data.CheckNameFree(ctx, p.Rename, st.ID()); err != nil {
+		// The rules first, then the record of the key: a refused push records nothing.
+		if p.Rename != "" {
+			if err := s.data.CheckNameFree(ctx, p.Rename, st.ID()); err != nil {
 				return gitserve.Refusal(fmt.Sprintf("/%s: %s", gitstore.StoreFile, errorFor(err).message))
 			}
 		}
+		err := st.ReceivePush(ctx, p.Commits, keyID)
 		if err == nil {
 			s.log.Debug("git push accepted", "store", req.StoreID, "commits", len(p.Commits), "key", keyID)
 			return nil

@@ -207,17 +207,11 @@ func (s *Server) limitRequests() echo.MiddlewareFunc {
 	inFlight := make(chan struct{}, l.MaxRequests)
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			if isStream(c.Request()) {
+			if r := c.Request(); isStream(r) && (r.Body == nil || r.Body == http.NoBody) {
 				// An event stream lasts: it has its own cap and a deadline per write (events.go).
+				// One with a body is no stream a client needs, and its body could be held
+				// unsent for ever: it gets the limits of any request.
 				return next(c)
-			}
-			select {
-			case inFlight <- struct{}{}:
-				defer func() { <-inFlight }()
-			default:
-				c.Response().Header().Set("Retry-After", "1")
-				return &apiError{status: http.StatusServiceUnavailable, typ: "overloaded_error",
-					message: fmt.Sprintf("gitmem is serving its limit of %d requests at once (gitmem serve --max-requests); retry shortly", l.MaxRequests)}
 			}
 			r := c.Request()
 			read, write, flag := l.BodyTimeout, l.WriteTimeout, "--body-timeout"
@@ -231,11 +225,21 @@ func (s *Server) limitRequests() echo.MiddlewareFunc {
 				return err
 			}
 			if r.Body != nil && r.Body != http.NoBody {
+				// Also before a refusal: net/http reads what is left of a body after the
+				// answer, and a body held unsent would hold the connection for ever.
 				if err := rc.SetReadDeadline(now.Add(read)); err == nil {
 					r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc, c: c, within: read, flag: flag}
 				} else if !errors.Is(err, http.ErrNotSupported) {
 					return err
 				}
+			}
+			select {
+			case inFlight <- struct{}{}:
+				defer func() { <-inFlight }()
+			default:
+				c.Response().Header().Set("Retry-After", "1")
+				return &apiError{status: http.StatusServiceUnavailable, typ: "overloaded_error",
+					message: fmt.Sprintf("gitmem is serving its limit of %d requests at once (gitmem serve --max-requests); retry shortly", l.MaxRequests)}
 			}
 			return next(c)
 		}

@@ -184,6 +184,24 @@ func TestHeldConnectionsLeaveRoom(t *testing.T) {
 	}
 }
 
+// TestHeldBodiesLeaveRoom: a request whose body is held unsent (here on the event stream's
+// route, without a key, and answered 401 before its body) is dropped at the body timeout,
+// not kept for ever: once the held connections are dropped, a probe gets in.
+func TestHeldBodiesLeaveRoom(t *testing.T) {
+	ls := startLimited(t, Limits{MaxConns: 4, BodyTimeout: 500 * time.Millisecond})
+	for range 4 {
+		conn, err := net.Dial("tcp", strings.TrimPrefix(ls.url, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		io.WriteString(conn, "GET /v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\nx")
+	}
+	if status, body := ls.get(t, "/livez", ""); status != 200 {
+		t.Errorf("livez with every connection holding a body: %d %s", status, body)
+	}
+}
+
 // refused opens a stream that should be refused, and returns the status and body of the
 // refusal (none if it opened: a stream's body does not end).
 func refused(t *testing.T, url, key string) (int, string) {

@@ -181,16 +181,22 @@ func (m *Manager) redactForks(ctx context.Context, st *gitstore.Store, v gitstor
 				return done, err
 			}
 			done = append(done, gitstore.ForkRedaction{ID: p.ID, Closed: true})
-		case redacted:
+		default:
 			base := p.Base
 			// Its base was rewritten with the same commits as the store's: approval takes it.
+			// Also when the fork was redacted before a crash that came before this update.
 			if to, ok, err := st.RewrittenTo(ctx, base); err == nil && ok {
 				base = to
+			}
+			if !redacted && base == p.Base {
+				continue
 			}
 			note := fmt.Sprintf("Version %s was redacted from the store by %s; it is redacted in this proposal too.", v.ID, actorName(*v.RedactedBy))
 			if _, err := m.update(st.ID(), p.ID, func(q *Proposal) error {
 				q.Base = base
-				addComment(q, *v.RedactedBy, note)
+				if redacted || !slices.ContainsFunc(q.Comments, func(c Comment) bool { return c.Body == note }) {
+					addComment(q, *v.RedactedBy, note)
+				}
 				return nil
 			}); err != nil {
 				return done, err
