@@ -14,6 +14,7 @@ import (
 	"github.com/gitmem/gitmem/gitstore"
 	"github.com/gitmem/gitmem/gitsync"
 	"github.com/gitmem/gitmem/internal/gitexec"
+	"github.com/gitmem/gitmem/proposals"
 )
 
 func init() { register(newSyncCmd) }
@@ -37,7 +38,17 @@ It needs the git program. "gitmem serve" does the same after writes and on an in
 			if len(args) == 2 {
 				remote = args[1]
 			}
-			return a.withStoreAPI(cmd.Context(), args[0], func(s storeAPI) error {
+			return a.withTarget(cmd.Context(), func(t target) error {
+				s, err := t.find(cmd.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				if t.srv == nil {
+					// A redaction that the sync takes from a remote reaches the store's
+					// proposals too (their forks hold its history), as the server's does.
+					m := proposals.New(t.data)
+					defer m.Close()
+				}
 				results, failed, err := a.syncStore(cmd.Context(), s, remote)
 				if err != nil {
 					return err
