@@ -54,22 +54,33 @@ type handle struct {
 	write  bool
 	append bool // O_APPEND: writes go to the buffer's end, wherever the kernel thinks it is
 	failed syscall.Errno
-	opener int // the process that opened it (its thread group), or 0 if unknown
+	opener uint32 // the thread that opened it, or 0 if unknown
 }
 
 // newHandle is the handle of an open by the caller of ctx.
 func newHandle(ctx context.Context, write bool, flags uint32) *handle {
-	return &handle{write: write, append: flags&syscall.O_APPEND != 0, opener: callerProcess(ctx)}
+	h := &handle{write: write, append: flags&syscall.O_APPEND != 0}
+	if c, ok := fuse.FromContext(ctx); ok {
+		h.opener = c.Pid
+	}
+	return h
 }
 
-// callerProcess is the process (thread group) of the caller of a FUSE request, or 0 if the
-// mount cannot tell. FUSE names the calling thread: a program's threads are one process.
-func callerProcess(ctx context.Context) int {
+// openedBy tells whether the caller of ctx is of the process that opened h, or the mount
+// cannot tell. FUSE names the calling thread, and a program's threads are one process (its
+// thread group, read from /proc only here, at the rare close that needs it, not at opens).
+func (h *handle) openedBy(ctx context.Context) bool {
 	c, ok := fuse.FromContext(ctx)
-	if !ok || c.Pid == 0 {
-		return 0
+	if !ok || h.opener == 0 || c.Pid == 0 {
+		return true
 	}
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.Pid))
+	opener, closer := threadGroup(h.opener), threadGroup(c.Pid)
+	return opener == 0 || closer == 0 || opener == closer
+}
+
+// threadGroup is the process of thread tid, or 0 if it is gone or the mount cannot tell.
+func threadGroup(tid uint32) int {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", tid))
 	if err != nil {
 		return 0
 	}
@@ -311,7 +322,7 @@ func (f *fileNode) Flush(ctx context.Context, fh fs.FileHandle) syscall.Errno {
 		// last close this is learns that its content was not kept (the release then drops
 		// it).
 		rel, _ := f.rel()
-		if h.opener != 0 && callerProcess(ctx) != h.opener {
+		if !h.openedBy(ctx) {
 			f.m.log().Debug("mount: not written yet at a child's close, the content ends in a character cut in two", "path", "/"+rel)
 			return 0
 		}

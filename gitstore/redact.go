@@ -714,6 +714,30 @@ func (s *Store) RewrittenTo(ctx context.Context, commit string) (string, bool, e
 	return to.String(), err == nil && to != h, err
 }
 
+// FirstRewritten returns the first of commits that a redaction here rewrote, and true; or
+// false if none was. One catalog read for them all: a push asks it of every commit it brings.
+func (s *Store) FirstRewritten(ctx context.Context, commits []string) (string, bool, error) {
+	hs := make([]plumbing.Hash, 0, len(commits))
+	for _, c := range commits {
+		h, ok := parseHash(c)
+		if !ok {
+			return "", false, invalidf("%q is not a commit hash", c)
+		}
+		hs = append(hs, h)
+	}
+	found := ""
+	err := s.view(ctx, func(ct catTx) error {
+		for i, h := range hs {
+			if ct.rewrittenTo(h) != h {
+				found = commits[i]
+				return nil
+			}
+		}
+		return nil
+	})
+	return found, found != "", err
+}
+
 // aRef is a ref of the repository and the commit it points at.
 type aRef struct{ name, hash string }
 

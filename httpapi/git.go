@@ -206,17 +206,12 @@ func (s *Server) proposeBranches(ctx context.Context, c echo.Context, st *gitsto
 // made before the redaction that merged the store's new history (git pull) and pushed would
 // put the redacted content back into main, or into a proposal for review.
 func refuseRewritten(ctx context.Context, st *gitstore.Store, commits []string) error {
-	for _, h := range commits {
-		_, rewritten, err := st.RewrittenTo(ctx, h)
-		if err != nil {
-			return err
-		}
-		if rewritten {
-			return gitserve.Refusal(fmt.Sprintf("commit %s is history from before a redaction, which would bring the redacted content back: "+
-				"run git fetch and git reset --hard origin/main (your unpushed commits are lost), or clone again", h[:min(len(h), 12)]))
-		}
+	h, rewritten, err := st.FirstRewritten(ctx, commits)
+	if err != nil || !rewritten {
+		return err
 	}
-	return nil
+	return gitserve.Refusal(fmt.Sprintf("commit %s is history from before a redaction, which would bring the redacted content back: "+
+		"run git fetch and git reset --hard origin/main (your unpushed commits are lost), or clone again", h[:min(len(h), 12)]))
 }
 
 // servePush runs the pack of a push. The hook checks it and asks the store to record the
