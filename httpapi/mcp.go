@@ -17,7 +17,7 @@ const MCPPath = "/mcp"
 
 // mcpBodyLimit bounds an MCP request body, as bodyLimit does for the API. The SDK enforces
 // it while reading, so responses still stream (no BodyLimit middleware on this route).
-const mcpBodyLimit = 1 << 20
+const mcpBodyLimit = mcpserver.MaxMessageBytes
 
 // readOnlySuffix after a store id in ?store= attaches the store read-only.
 const readOnlySuffix = ":read_only"

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gitmem/gitmem/gitstore"
+	"github.com/gitmem/gitmem/mcpserver"
 	"github.com/gitmem/gitmem/tooladapter"
 )
 
@@ -224,6 +225,147 @@ func TestMCPStdioOneShot(t *testing.T) {
 			t.Errorf("%s: the memory holds %q %s", where, got, errOut)
 		}
 	}
+}
+
+// mcpAnswer is a JSON-RPC answer that gitmem mcp writes on stdout.
+type mcpAnswer struct {
+	ID     json.RawMessage `json:"id"`
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+	batch int // the answers on the line: more than one for a batch
+}
+
+// mcpAnswers parses stdout, one answer or a batch of them a line, and returns the answers by
+// id (the answers with id null under "null", in the order written).
+func mcpAnswers(t *testing.T, out string) map[string][]mcpAnswer {
+	t.Helper()
+	byID := map[string][]mcpAnswer{}
+	for line := range strings.Lines(out) {
+		var batch []mcpAnswer
+		if strings.HasPrefix(line, "[") {
+			if err := json.Unmarshal([]byte(line), &batch); err != nil {
+				t.Fatalf("%v: %s", err, line)
+			}
+		} else {
+			var a mcpAnswer
+			if err := json.Unmarshal([]byte(line), &a); err != nil {
+				t.Fatalf("%v: %s", err, line)
+			}
+			batch = []mcpAnswer{a}
+		}
+		for _, a := range batch {
+			a.batch = len(batch)
+			id := string(a.ID)
+			if id == "" {
+				id = "null"
+			}
+			byID[id] = append(byID[id], a)
+		}
+	}
+	return byID
+}
+
+// mustRefuse checks that answers are errors with code, whose messages say what each of says.
+func mustRefuse(t *testing.T, what string, answers []mcpAnswer, code int, says ...string) {
+	t.Helper()
+	if len(answers) != len(says) {
+		t.Errorf("%s: %d answers, want %d: %+v", what, len(answers), len(says), answers)
+		return
+	}
+	for i, a := range answers {
+		if a.Error == nil || a.Error.Code != code || !strings.Contains(a.Error.Message, says[i]) {
+			t.Errorf("%s: answer %d is %s %+v, want error %d saying %q", what, i+1, a.Result, a.Error, code, says[i])
+		}
+	}
+}
+
+// TestMCPStdioBadLines: a line that is not a JSON-RPC message gets an error answer, and the
+// session goes on: the calls after it are answered. The SDK alone ends the session at the first
+// such line, and answers none of the calls after it.
+func TestMCPStdioBadLines(t *testing.T) {
+	c := newCLI(t)
+	c.ok("", "stores", "create", "notes")
+	secret := regexp.MustCompile(`gitmem_[A-Za-z0-9_-]+`).FindString(c.ok("", "keys", "create", "--name", "pipe"))
+	long := strings.Repeat("a", mcpserver.MaxMessageBytes)
+	calls := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"sh","version":"0"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+{"jsonrpc":"2.0","id":2,"method":"tools/list"
+[{"jsonrpc":"2.0","id":3,"method":"ping"},{"jsonrpc":"2.0","id":4,"method":"ping"}]
+42
+{"id":5,"method":"ping"}
+{"jsonrpc":"2.0","id":6,"method":"ping","params":{"_meta":{"pad":"` + long + `"}}}
+{"jsonrpc":"2.0","id":"last","method":"tools/list"}
+`
+	env := append(os.Environ(), "GITMEM_API_KEY="+secret)
+	for _, where := range []string{"data directory", "server"} {
+		if where == "server" {
+			serveForGit(t, c)
+		}
+		out, errOut, code := c.runEnv(env, calls, "mcp", "--store", "notes")
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", where, code, errOut)
+		}
+		answers := mcpAnswers(t, out)
+		nulls := answers["null"]
+		if len(nulls) != 4 {
+			t.Fatalf("%s: %d answers with id null, want 4:\n%.2000s\n%s", where, len(nulls), out, errOut)
+		}
+		mustRefuse(t, where+": the answer to the line not JSON", nulls[:1], -32700, "parse error: the line is not JSON")
+		mustRefuse(t, where+": the other answers with id null", nulls[1:], -32600,
+			"invalid request: JSON-RPC batches are not part of MCP from protocol version 2025-06-18 on",
+			"invalid request: a JSON-RPC message is a JSON object, not a number",
+			"invalid request: the line is longer than 1048576 bytes")
+		mustRefuse(t, where+": the message without jsonrpc", answers["5"], -32600, `"jsonrpc": "2.0"`)
+		for _, id := range []string{"2", "3", "4", "6"} {
+			if answers[id] != nil {
+				t.Errorf("%s: the line of id %s is answered: %+v", where, id, answers[id])
+			}
+		}
+		if len(answers["1"]) != 1 || len(answers[`"last"`]) != 1 {
+			t.Fatalf("%s: initialize and the last tools/list are not both answered:\n%.2000s\n%s", where, out, errOut)
+		}
+		mustContain(t, where+": tools/list", string(answers[`"last"`][0].Result), "memory_search")
+	}
+}
+
+// TestMCPStdioBatches: in a session of MCP 2025-03-26, which has JSON-RPC batches, a batch of
+// calls is answered with a batch; a batch that the SDK would not answer (one with a
+// notification), or would end the session on (empty, or two calls with one id), gets an error
+// answer, and the session goes on.
+func TestMCPStdioBatches(t *testing.T) {
+	c := newCLI(t)
+	c.ok("", "stores", "create", "notes")
+	calls := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"sh","version":"0"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+[{"jsonrpc":"2.0","id":2,"method":"ping"},{"jsonrpc":"2.0","id":3,"method":"tools/list"}]
+[{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":4,"method":"ping"}]
+[]
+[{"jsonrpc":"2.0","id":5,"method":"ping"},{"jsonrpc":"2.0","id":5,"method":"ping"}]
+{"jsonrpc":"2.0","id":"last","method":"tools/list"}
+`
+	out, errOut, code := c.run(calls, "mcp", "--store", "notes")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	answers := mcpAnswers(t, out)
+	for _, id := range []string{"2", "3"} {
+		if len(answers[id]) != 1 || answers[id][0].Error != nil || answers[id][0].batch != 2 {
+			t.Errorf("the batch's call %s: %+v, want an answer in a batch of 2", id, answers[id])
+		}
+	}
+	mustContain(t, "tools/list in the batch", string(answers["3"][0].Result), "memory_search")
+	mustRefuse(t, "the answers with id null", answers["null"], -32600,
+		"message 1 of the batch is a notification", "the batch is empty", "message 2 of the batch has the id 5")
+	if answers["4"] != nil || answers["5"] != nil {
+		t.Errorf("a batch refused is run: %+v %+v", answers["4"], answers["5"])
+	}
+	if len(answers[`"last"`]) != 1 {
+		t.Fatalf("the last tools/list is not answered:\n%.2000s\n%s", out, errOut)
+	}
+	mustContain(t, "tools/list", string(answers[`"last"`][0].Result), "memory_search")
 }
 
 // TestMCPStdioThroughServer: while gitmem serve holds the data directory, "gitmem mcp" on
