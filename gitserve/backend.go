@@ -164,23 +164,54 @@ func (b *Backend) config(push bool) [][2]string {
 	}
 }
 
+// Served is how Serve answered a request.
+type Served struct {
+	// Accepted says that Request.Accept accepted a push: it has recorded it, and main moved
+	// to its commits unless git lost the race for main at the last step (the pusher is then
+	// told so). Unless Killed, git is done: main is where it stays.
+	Accepted bool
+	// Killed says that an answer could not be written to the client (it went away), upon
+	// which net/http/cgi kills git http-backend: the git receive-pack that it ran, and the
+	// hook, may go on without it, and move main after Serve returns.
+	Killed bool
+}
+
 // Serve answers one request by running git http-backend. With req.Accept set, it says
-// whether a push was accepted: then Accept has recorded it, and main moved to its commits
-// unless git lost the race for main at the last step (the pusher is then told so). Its error
-// is only for a socket that it could not make, before anything was answered.
-func (b *Backend) Serve(w http.ResponseWriter, r *http.Request, req Request) (accepted bool, err error) {
+// whether a push was accepted. Its error is only for a socket that it could not make, before
+// anything was answered.
+func (b *Backend) Serve(w http.ResponseWriter, r *http.Request, req Request) (served Served, err error) {
 	env := b.env(r, req)
 	if req.Accept != nil {
 		a, err := listenAccept(r.Context(), req.Accept)
 		if err != nil {
-			return false, err
+			return Served{}, err
 		}
-		defer func() { accepted = a.close() }()
+		// After runCGI: close waits for Accept, if the hook called it.
+		defer func() { served.Accepted = a.close() }()
 		env = append(env, acceptEnv+"="+a.path())
 	}
-	b.runCGI(w, r, req, env)
-	return false, nil
+	cw := &cutWriter{ResponseWriter: w}
+	b.runCGI(cw, r, req, env)
+	return Served{Killed: cw.failed}, nil
 }
+
+// cutWriter notes that a write to the client failed: net/http/cgi then kills git
+// http-backend (Served.Killed).
+type cutWriter struct {
+	http.ResponseWriter
+	failed bool
+}
+
+func (w *cutWriter) Write(p []byte) (int, error) {
+	n, err := w.ResponseWriter.Write(p)
+	if err != nil {
+		w.failed = true
+	}
+	return n, err
+}
+
+// Unwrap gives http.ResponseController the writer underneath.
+func (w *cutWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // env is the environment of git http-backend for one request.
 func (b *Backend) env(r *http.Request, req Request) []string {

@@ -2,6 +2,8 @@ package gitserve
 
 import (
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -60,5 +62,40 @@ func TestDisplay(t *testing.T) {
 		if got := display(in); got != want {
 			t.Errorf("display(%q) = %s, want %s", in, got, want)
 		}
+	}
+}
+
+// failingWriter is a client that went away: every write fails.
+type failingWriter struct{ h http.Header }
+
+func (w *failingWriter) Header() http.Header       { return w.h }
+func (w *failingWriter) WriteHeader(int)           {}
+func (w *failingWriter) Write([]byte) (int, error) { return 0, errors.New("the client went away") }
+
+// TestServeKilled: Serve says when an answer could not be written to the client, upon which
+// net/http/cgi kills git http-backend (Served.Killed), and not otherwise.
+func TestServeKilled(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	stores := t.TempDir()
+	const id = "memstore_01M83BB1KXF10C9EEWAJM0FBRY"
+	if out, err := exec.Command("git", "init", "-q", "--bare", filepath.Join(stores, id+".git")).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+	b, err := New(Options{StoresDir: stores, HooksDir: t.TempDir(), HookProgram: "/bin/false"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := Request{StoreID: id, Path: "info/refs"}
+	r := httptest.NewRequest("GET", "/git/"+id+".git/info/refs?service=git-upload-pack", nil)
+	rec := httptest.NewRecorder()
+	served, err := b.Serve(rec, r, req)
+	if err != nil || served.Killed || rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "service=git-upload-pack") {
+		t.Fatalf("served to a client: %+v %v, %d %q", served, err, rec.Code, rec.Body)
+	}
+	served, err = b.Serve(&failingWriter{h: http.Header{}}, r, req)
+	if err != nil || !served.Killed {
+		t.Fatalf("served to a client that went away: %+v %v", served, err)
 	}
 }

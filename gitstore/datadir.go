@@ -29,7 +29,8 @@ type DataDir struct {
 	opening map[string]*opening // stores being opened, outside mu
 	closed  bool
 
-	names sync.Mutex // held from the check that a name is free to the commit that takes it
+	names sync.Mutex          // held from the check that a name is free to the commit that takes it
+	held  map[string]heldName // names that pushes hold until main shows them (ReserveName); under names
 
 	storesMoved headSignal // notified when a store is created, imported or deleted
 }

@@ -5,15 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"time"
 )
 
 // A store is named by its id or by its name. Names are unique among the stores of a data
-// directory: CreateStore and RenameStore refuse a name that another store has (archived
-// ones included). Names that arrive through history (a push or a sync of
+// directory: CreateStore and UpdateStore refuse a name that another store has (archived
+// ones included), and so does a push to main that renames its store (ReserveName, which
+// holds the name until main shows it). Names that arrive through other history (a sync of
 // .gitmem/store.json, an import) are not checked, so two stores may still share one; naming
 // such a store by that name is refused with their ids, and renaming one resolves it.
 
-// ErrNameTaken is the error (KindConflict) of a create or rename to a name another store has.
+// ErrNameTaken is the error (KindConflict) of a create or rename to a name another store has,
+// or that a push to another store holds (ReserveName).
 var ErrNameTaken = errors.New("the memory store name is taken")
 
 // ResolveStoreRef finds the id of the store named by ref among stores: ref is an id, or the
@@ -70,8 +74,14 @@ func (d *DataDir) allStores(ctx context.Context) ([]StoreInfo, error) {
 	}
 }
 
-// checkNameFree refuses name if a store other than self has it. Hold d.names.
+// checkNameFree refuses name if a store other than self has it, or a push to another store
+// holds it (ReserveName). Hold d.names.
 func (d *DataDir) checkNameFree(ctx context.Context, name, self string) error {
+	if h, ok := d.held[name]; ok && h.id != self {
+		// Not which store: a key limited to one store must not learn the others' ids.
+		return &Error{Kind: KindConflict, Err: ErrNameTaken, Message: fmt.Sprintf(
+			"the name %q is being given to another memory store by a push; choose another name", name)}
+	}
 	stores, err := d.allStores(ctx)
 	if err != nil {
 		return err
@@ -85,13 +95,64 @@ func (d *DataDir) checkNameFree(ctx context.Context, name, self string) error {
 	return nil
 }
 
-// CheckNameFree refuses name if a store other than id has it: for a push that renames store
-// id through its .gitmem/store.json (UpdateStore checks the API's renames). Between this
-// check and the push moving main, an API rename could still take the name.
-func (d *DataDir) CheckNameFree(ctx context.Context, name, id string) error {
+// heldName is a name that pushes to store id hold: n holds not released yet.
+type heldName struct {
+	id string
+	n  int
+}
+
+// NameHold is a name that a push holds for its store from the check that the name is free
+// until the push has moved main (ReserveName): then main's .gitmem/store.json shows the
+// name to every later check, since reading a store's info catches its catalog up with main.
+type NameHold struct {
+	d    *DataDir
+	name string
+	once sync.Once
+}
+
+// ReserveName refuses name if a store other than id has it or a push to another store holds
+// it (ErrNameTaken, KindConflict), else holds it for store id until the hold is released: a
+// push that renames store id through its .gitmem/store.json asks for it before git moves
+// main, and releases it once git is done, whether or not main moved. Until then
+// CreateStore, UpdateStore and other pushes refuse the name (checkNameFree), so no API call
+// can take it between this check and the push moving main. Pushes to store id itself may
+// hold the same name at once. The hold lives in memory: it ends with the process.
+func (d *DataDir) ReserveName(ctx context.Context, name, id string) (*NameHold, error) {
 	d.names.Lock()
 	defer d.names.Unlock()
-	return d.checkNameFree(ctx, name, id)
+	if err := d.checkNameFree(ctx, name, id); err != nil {
+		return nil, err
+	}
+	if d.held == nil {
+		d.held = map[string]heldName{}
+	}
+	h := d.held[name]
+	d.held[name] = heldName{id: id, n: h.n + 1}
+	return &NameHold{d: d, name: name}, nil
+}
+
+// Release gives the name up; it may be called more than once, and on nil.
+func (h *NameHold) Release() {
+	if h == nil {
+		return
+	}
+	h.once.Do(func() {
+		h.d.names.Lock()
+		defer h.d.names.Unlock()
+		if held := h.d.held[h.name]; held.n > 1 {
+			h.d.held[h.name] = heldName{id: held.id, n: held.n - 1}
+		} else {
+			delete(h.d.held, h.name)
+		}
+	})
+}
+
+// ReleaseAfter gives the name up after delay: for a push whose git may still move main
+// after its request has ended (gitserve.Served.Killed).
+func (h *NameHold) ReleaseAfter(delay time.Duration) {
+	if h != nil {
+		time.AfterFunc(delay, h.Release)
+	}
 }
 
 // UpdateStore changes a store's name, description, metadata or policy (Store.UpdateInfo),

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestStoreNamesAreUnique: a create or rename to a name that another store has (archived
@@ -73,5 +74,106 @@ func TestStoreNamesAreUnique(t *testing.T) {
 	wg.Wait()
 	if won != 1 || lost != 7 {
 		t.Errorf("racing creates of one name: %d won, %d lost", won, lost)
+	}
+}
+
+// TestReserveName: a name that a push holds for its store is refused to every other way of
+// taking a name (an API rename, a create, another store's push) with ErrNameTaken and
+// without the holder's id; pushes to the holder itself may hold it too; it is free once every
+// hold is released (twice counts once), or after ReleaseAfter's delay. Creates, renames and
+// reservations that race for one name: exactly one wins.
+func TestReserveName(t *testing.T) {
+	ctx := context.Background()
+	d := newTestDataDir(t, Options{})
+	a := mustCreate(t, d, "a")
+	b := mustCreate(t, d, "b")
+	taken := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, ErrNameTaken) || ErrorKind(err) != KindConflict || strings.Contains(err.Error(), a.ID()) {
+			t.Errorf("%s: %v", what, err)
+		}
+	}
+	h1, err := d.ReserveName(ctx, "x", a.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = d.UpdateStore(ctx, b.ID(), StorePatch{Name: ptr("x"), Actor: apiActor})
+	taken("rename to a held name", err)
+	_, err = d.CreateStore(ctx, CreateStoreInput{Name: "x", Actor: apiActor})
+	taken("create of a held name", err)
+	_, err = d.ReserveName(ctx, "x", b.ID())
+	taken("another store's push to a held name", err)
+	_, err = d.ReserveName(ctx, "b", a.ID())
+	taken("a push to another store's name", err)
+	h2, err := d.ReserveName(ctx, "x", a.ID())
+	if err != nil {
+		t.Fatalf("a second push to the holder: %v", err)
+	}
+	h1.Release()
+	h1.Release()
+	_, err = d.UpdateStore(ctx, b.ID(), StorePatch{Name: ptr("x"), Actor: apiActor})
+	taken("rename while a second push holds the name", err)
+	h2.Release()
+	if _, err := d.UpdateStore(ctx, b.ID(), StorePatch{Name: ptr("x"), Actor: apiActor}); err != nil {
+		t.Fatalf("rename once the holds are released: %v", err)
+	}
+	var none *NameHold
+	none.Release()
+
+	h3, err := d.ReserveName(ctx, "y", a.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h3.ReleaseAfter(50 * time.Millisecond)
+	_, err = d.UpdateStore(ctx, b.ID(), StorePatch{Name: ptr("y"), Actor: apiActor})
+	taken("rename before the delay", err)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		_, err := d.UpdateStore(ctx, b.ID(), StorePatch{Name: ptr("y"), Actor: apiActor})
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, ErrNameTaken) || time.Now().After(deadline) {
+			t.Fatalf("rename after the delay: %v", err)
+		}
+	}
+
+	// Every way of taking a name at once, for one name: one store wins (its own push and
+	// rename may both go through).
+	c := mustCreate(t, d, "c")
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	winners := map[string]bool{}
+	try := func(who string, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case err == nil:
+			winners[who] = true
+		case !errors.Is(err, ErrNameTaken):
+			t.Errorf("racing for a name: %v", err)
+		}
+	}
+	for _, id := range []string{a.ID(), c.ID()} {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			_, err := d.ReserveName(ctx, "z", id)
+			try(id, err)
+		}()
+		go func() {
+			defer wg.Done()
+			_, err := d.UpdateStore(ctx, id, StorePatch{Name: ptr("z"), Actor: apiActor})
+			try(id, err)
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_, err := d.CreateStore(ctx, CreateStoreInput{Name: "z", Actor: apiActor})
+		try("a new store", err)
+	}()
+	wg.Wait()
+	if len(winners) != 1 {
+		t.Errorf("racing for one name, these won: %v", winners)
 	}
 }

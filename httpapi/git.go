@@ -214,20 +214,40 @@ func refuseRewritten(ctx context.Context, st *gitstore.Store, commits []string) 
 		"run git fetch and git reset --hard origin/main (your unpushed commits are lost), or clone again", h[:min(len(h), 12)]))
 }
 
+// killedPushHold is how long a push's new name stays held after its request ended with git
+// killed (gitserve.Served.Killed): git may still move main meanwhile, after the hook
+// accepted the push, which takes it milliseconds (seconds if main.lock is busy).
+const killedPushHold = time.Minute
+
 // servePush runs the pack of a push. The hook checks it and asks the store to record the
 // pushing key (Store.ReceivePush) before git moves main: a push whose key cannot be recorded
-// is refused. Once git is done, the catalog and the search index catch up before the
-// response ends, so that the push returns when the API and search show it.
+// is refused. A push that renames the store holds the new name from its check until git is
+// done (gitstore.ReserveName), so that nothing else takes it before main shows it. Once git
+// is done, the catalog and the search index catch up before the response ends, so that the
+// push returns when the API and search show it.
 func (s *Server) servePush(c echo.Context, backend *gitserve.Backend, req gitserve.Request, st *gitstore.Store, keyID string) error {
+	// hold is set by Accept, which has returned when Serve does.
+	var hold *gitstore.NameHold
+	var served gitserve.Served
+	defer func() {
+		if served.Accepted && served.Killed {
+			hold.ReleaseAfter(killedPushHold)
+		} else {
+			// Refused, or git is done: main has the name if it ever will.
+			hold.Release()
+		}
+	}()
 	req.Accept = func(ctx context.Context, p gitserve.Push) error {
 		if err := refuseRewritten(ctx, st, append(p.Commits, p.Proposed...)); err != nil {
 			return err
 		}
 		// The rules first, then the record of the key: a refused push records nothing.
 		if p.Rename != "" {
-			if err := s.data.CheckNameFree(ctx, p.Rename, st.ID()); err != nil {
+			h, err := s.data.ReserveName(ctx, p.Rename, st.ID())
+			if err != nil {
 				return gitserve.Refusal(fmt.Sprintf("/%s: %s", gitstore.StoreFile, errorFor(err).message))
 			}
+			hold = h
 		}
 		err := st.ReceivePush(ctx, p.Commits, keyID)
 		if err == nil {
@@ -245,8 +265,8 @@ func (s *Server) servePush(c echo.Context, backend *gitserve.Backend, req gitser
 	if err != nil {
 		return err
 	}
-	accepted, err := backend.Serve(c.Response(), c.Request(), req)
-	if err != nil || !accepted {
+	served, err = backend.Serve(c.Response(), c.Request(), req)
+	if err != nil || !served.Accepted {
 		return err
 	}
 	s.proposeBranches(ctx0, c, st, before)

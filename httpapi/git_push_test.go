@@ -3,7 +3,9 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -113,8 +115,8 @@ func TestGitPushRefusedWhenKeyNotRecorded(t *testing.T) {
 	}
 }
 
-// pausedHook is a push hook that waits for the test: it touches dir/paused and waits for
-// dir/go, before or after the real hook's checks.
+// pausedHook is a push hook that waits for the test: it adds a line to dir/paused and waits
+// for dir/go, before or after the real hook's checks.
 type pausedHook struct{ program, dir string }
 
 func newPausedHook(t *testing.T, afterChecks bool) pausedHook {
@@ -128,7 +130,7 @@ func newPausedHook(t *testing.T, afterChecks bool) pausedHook {
 	}
 	h := pausedHook{dir: t.TempDir()}
 	h.program = filepath.Join(h.dir, "paused-hook")
-	wait := fmt.Sprintf("touch '%s/paused'\nwhile [ ! -e '%s/go' ]; do sleep 0.01; done\n", h.dir, h.dir)
+	wait := fmt.Sprintf("echo >>'%s/paused'\nwhile [ ! -e '%s/go' ]; do sleep 0.01; done\n", h.dir, h.dir)
 	script := "#!/bin/sh\n" + wait + "exec '" + hook + "' \"$@\"\n"
 	if afterChecks {
 		script = "#!/bin/sh\n'" + hook + "' \"$@\"\nrc=$?\n" + wait + "exit $rc\n"
@@ -143,9 +145,20 @@ type pushResult struct {
 	err error
 }
 
-// push starts git push origin main in wt and returns once the hook has paused.
+// paused is how many pushes' hooks have paused.
+func (h pausedHook) paused() int {
+	b, _ := os.ReadFile(filepath.Join(h.dir, "paused"))
+	return bytes.Count(b, []byte("\n"))
+}
+
+// push starts git push origin main in wt and returns once its hook has paused (one more
+// hook than before).
 func (h pausedHook) push(t *testing.T, wt string) <-chan pushResult {
 	t.Helper()
+	before := h.paused()
+	// A test that fails while the hook waits lets it go on, before its server closes (which
+	// waits for the push).
+	t.Cleanup(func() { os.WriteFile(filepath.Join(h.dir, "go"), nil, 0o644) })
 	pushed := make(chan pushResult, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -161,7 +174,7 @@ func (h pausedHook) push(t *testing.T, wt string) <-chan pushResult {
 		pushed <- pushResult{out.String(), err}
 	}()
 	for {
-		if _, err := os.Stat(filepath.Join(h.dir, "paused")); err == nil {
+		if h.paused() > before {
 			return pushed
 		}
 		select {
@@ -178,4 +191,126 @@ func (h pausedHook) resume(t *testing.T, pushed <-chan pushResult) pushResult {
 	t.Helper()
 	put(t, filepath.Join(h.dir, "go"), "")
 	return <-pushed
+}
+
+// TestGitPushRenameHoldsName: a push that renames its store holds the new name from the
+// hook's check until git has moved main. The hook has accepted a push that renames store a
+// to "shared" and waits before git moves main: meanwhile the API refuses to rename store b,
+// or create a store, to "shared" (409, without a's id), and so does a push that renames b.
+// Then a has the name and b keeps its own. (Before, the API rename went through and both
+// stores were named "shared".) Once the push is done the hold ends: after a is renamed
+// away, b may take the name.
+func TestGitPushRenameHoldsName(t *testing.T) {
+	hook, g, a, b := pausedStoresAB(t)
+	wtA := renamedClone(t, g, a, "shared")
+	wtB := renamedClone(t, g, b, "shared")
+
+	pushedA := hook.push(t, wtA)
+	status, body := rawRequest(t, "POST", g.url+"/v1/memory_stores/"+b, `{"name":"shared"}`, nil)
+	if status != http.StatusConflict || !strings.Contains(body, "conflict_error") ||
+		!strings.Contains(body, `the name \"shared\" is being given to another memory store by a push`) || strings.Contains(body, a) {
+		t.Errorf("API rename to the name a push holds: %d %s", status, body)
+	}
+	status, body = rawRequest(t, "POST", g.url+"/v1/memory_stores", `{"name":"shared"}`, nil)
+	if status != http.StatusConflict || strings.Contains(body, a) {
+		t.Errorf("create of the name a push holds: %d %s", status, body)
+	}
+	pushedB := hook.push(t, wtB) // refused by its check, then paused too
+	rA := hook.resume(t, pushedA)
+	rB := <-pushedB
+	if rA.err != nil {
+		t.Fatalf("the push that renames a: %v\n%s", rA.err, rA.out)
+	}
+	if rB.err == nil {
+		t.Fatalf("a second store renamed by a push to the name the first holds:\n%s", rB.out)
+	}
+	mustHave(t, "push of b", rB.out, `/.gitmem/store.json: the name "shared" is being given to another memory store by a push`)
+	if strings.Contains(rB.out, a) {
+		t.Errorf("the refusal names store a:\n%s", rB.out)
+	}
+	if got := storeName(t, g, a); got != "shared" {
+		t.Errorf("a is named %q after its push", got)
+	}
+	if got := storeName(t, g, b); got != "b" {
+		t.Errorf("b is named %q", got)
+	}
+
+	// The push is done: "shared" is a's as any name is, and free once a has another.
+	status, body = rawRequest(t, "POST", g.url+"/v1/memory_stores/"+b, `{"name":"shared"}`, nil)
+	if status != http.StatusConflict || !strings.Contains(body, "exists already") {
+		t.Errorf("API rename to a's name: %d %s", status, body)
+	}
+	g.api(t, "POST", "/v1/memory_stores/"+a, "", `{"name":"a again"}`, &struct{}{})
+	if status, body := rawRequest(t, "POST", g.url+"/v1/memory_stores/"+b, `{"name":"shared"}`, nil); status != http.StatusOK {
+		t.Errorf("API rename to the name after the push ended: %d %s", status, body)
+	}
+}
+
+// TestGitPushRenameReleasesName: a push that renames its store and that git refuses after
+// the hook accepted it (an API write moved main meanwhile) gives the name back as soon as it
+// is answered: another store may take it at once. A push that the name check refuses holds
+// nothing either.
+func TestGitPushRenameReleasesName(t *testing.T) {
+	hook, g, a, b := pausedStoresAB(t)
+	wtA := renamedClone(t, g, a, "shared")
+	pushed := hook.push(t, wtA)
+	g.write(t, "", a, "/api.md", "from the API\n") // moves main: git refuses the push
+	r := hook.resume(t, pushed)
+	if r.err == nil {
+		t.Fatalf("push went through over an answered write:\n%s", r.out)
+	}
+	mustHave(t, "push that lost", r.out, "[remote rejected] main -> main")
+	if got := storeName(t, g, a); got != "a" {
+		t.Errorf("a is named %q after its refused push", got)
+	}
+	if status, body := rawRequest(t, "POST", g.url+"/v1/memory_stores/"+b, `{"name":"shared"}`, nil); status != http.StatusOK {
+		t.Fatalf("API rename to the name of a refused push: %d %s", status, body)
+	}
+
+	// a's push again, now that b has the name: refused by the check, which holds nothing.
+	gitOK(t, wtA, "pull", "-q", "--rebase")
+	mustHave(t, "push to b's name", gitFails(t, wtA, "push", "origin", "main"),
+		`/.gitmem/store.json: a memory store named "shared" exists already`)
+	g.api(t, "POST", "/v1/memory_stores/"+b, "", `{"name":"b"}`, &struct{}{})
+	wtC := renamedClone(t, g, g.createStore(t, "", "c"), "shared")
+	gitOK(t, wtC, "push", "-q", "origin", "main")
+	if got := storeName(t, g, a); got != "a" {
+		t.Errorf("a is named %q", got)
+	}
+}
+
+// pausedStoresAB is a server whose pushes wait for the test after the hook's checks, with
+// two stores, named "a" and "b".
+func pausedStoresAB(t *testing.T) (hook pausedHook, g *gitSrv, a, b string) {
+	t.Helper()
+	hook = newPausedHook(t, true)
+	g = startGitServerWith(t, GitOptions{HookProgram: hook.program})
+	return hook, g, g.createStore(t, "", "a"), g.createStore(t, "", "b")
+}
+
+// renamedClone clones store and commits a rename of it to name in .gitmem/store.json; it
+// returns the work tree.
+func renamedClone(t *testing.T, g *gitSrv, store, name string) string {
+	t.Helper()
+	wt := filepath.Join(t.TempDir(), "c")
+	gitOK(t, "", "clone", "-q", g.repoURL("", store), wt)
+	e := &ruleEnv{t: t, store: store, wt: wt}
+	raw, err := os.ReadFile(filepath.Join(wt, ".gitmem/store.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &e.info); err != nil {
+		t.Fatal(err)
+	}
+	put(t, filepath.Join(wt, ".gitmem/store.json"), e.withInfo(func(m map[string]any) { m["name"] = name }))
+	gitOK(t, wt, "commit", "-qam", "rename to "+name)
+	return wt
+}
+
+// storeName is the store's name as the API answers it.
+func storeName(t *testing.T, g *gitSrv, store string) string {
+	t.Helper()
+	var st struct{ Name string }
+	g.api(t, "GET", "/v1/memory_stores/"+store, "", "", &st)
+	return st.Name
 }
