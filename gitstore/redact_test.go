@@ -24,6 +24,21 @@ func allObjects(t *testing.T, repoPath string) string {
 	return string(out)
 }
 
+// redactChecked redacts version id of s as apiActor, failing the test if that fails, and
+// checks that an object of the repository holds word (a part of the content) afterwards
+// exactly when remains is true.
+func redactChecked(t *testing.T, s *Store, id, word string, remains bool) RedactResult {
+	t.Helper()
+	res, err := s.Redact(context.Background(), RedactInput{VersionID: id, Actor: apiActor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Contains(allObjects(t, s.RepoPath()), word); got != remains {
+		t.Errorf("an object of the repository holds %q after the redaction: %v, want %v", word, got, remains)
+	}
+	return res
+}
+
 // versionsOf lists every version of a store, oldest first, with all that the API shows of
 // it (the commit aside, which a redaction changes).
 func versionsOf(t *testing.T, s *Store) []string {
@@ -242,13 +257,7 @@ func TestRedactDeletedMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := versionsOf(t, s)
-	first, err := s.Redact(ctx, RedactInput{VersionID: w.Version.ID, Actor: apiActor})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(allObjects(t, s.RepoPath()), "PLUTONIUM") {
-		t.Error("the redacted content is still in the repository")
-	}
+	first := redactChecked(t, s, w.Version.ID, "PLUTONIUM", false)
 	res, err := s.Redact(ctx, RedactInput{VersionID: del.ID, Actor: apiActor})
 	if err != nil {
 		t.Fatal(err)
@@ -394,13 +403,7 @@ func TestRedactAcrossMerge(t *testing.T) {
 	}
 	before := versionsOf(t, s)
 
-	res, err := s.Redact(ctx, RedactInput{VersionID: leak.Version.ID, Actor: apiActor})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(allObjects(t, s.RepoPath()), "WOMBAT") {
-		t.Error("the content is still in the repository")
-	}
+	res := redactChecked(t, s, leak.Version.ID, "WOMBAT", false)
 	parents := strings.Fields(gitIn(t, s.RepoPath(), "log", "-1", "--format=%P", "--merges", "main"))
 	if len(parents) != 2 {
 		t.Fatalf("the merge has parents %v", parents)
@@ -560,7 +563,6 @@ func TestRedactDuringPushes(t *testing.T) {
 // runs is deleted, and nothing holds the content afterwards, so the result does not say
 // that it remains.
 func TestRedactRewritesEveryRef(t *testing.T) {
-	ctx := context.Background()
 	s := newTestStore(t)
 	leak := mustWrite(t, s, "/creds.md", "launch code ZEBRA-PLUTO-4471\n", apiActor)
 	repo := s.RepoPath()
@@ -583,15 +585,8 @@ func TestRedactRewritesEveryRef(t *testing.T) {
 		gitIn(t, repo, "update-ref", "refs/heads/proposals/late", late)
 	}
 	defer func() { afterPublish = nil }()
-	res, err := s.Redact(ctx, RedactInput{VersionID: leak.Version.ID, Actor: apiActor})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.ContentRemains {
+	if res := redactChecked(t, s, leak.Version.ID, "ZEBRA", false); res.ContentRemains {
 		t.Error("the result says that the content remains")
-	}
-	if strings.Contains(allObjects(t, repo), "ZEBRA") {
-		t.Error("the content is still in the repository")
 	}
 	refs := strings.TrimSpace(gitIn(t, repo, "for-each-ref", "--format=%(refname)"))
 	if refs != "refs/heads/main\nrefs/heads/proposals/notes\nrefs/heads/proposals/prop_at_main" {
@@ -613,16 +608,11 @@ func TestRedactRewritesEveryRef(t *testing.T) {
 // TestRedactContentRemains: the result says that the content remains when another file
 // holds the very same bytes, and it does remain, as theirs.
 func TestRedactContentRemains(t *testing.T) {
-	ctx := context.Background()
 	s := newTestStore(t)
 	leak := mustWrite(t, s, "/creds.md", "launch code ZEBRA-PLUTO-4471\n", apiActor)
 	mustWrite(t, s, "/copy.md", "launch code ZEBRA-PLUTO-4471\n", apiActor)
 	mustWrite(t, s, "/creds.md", "in the vault\n", apiActor)
-	res, err := s.Redact(ctx, RedactInput{VersionID: leak.Version.ID, Actor: apiActor})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !res.ContentRemains || !strings.Contains(allObjects(t, s.RepoPath()), "ZEBRA") {
+	if res := redactChecked(t, s, leak.Version.ID, "ZEBRA", true); !res.ContentRemains {
 		t.Errorf("content remains: %v", res.ContentRemains)
 	}
 }

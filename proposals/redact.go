@@ -182,6 +182,11 @@ func (m *Manager) redactForks(ctx context.Context, st *gitstore.Store, v gitstor
 			}
 			done = append(done, gitstore.ForkRedaction{ID: p.ID, Closed: true})
 		default:
+			if afterForkRedacted != nil {
+				if err := afterForkRedacted(p.ID); err != nil {
+					return done, err
+				}
+			}
 			base := p.Base
 			// Its base was rewritten with the same commits as the store's: approval takes it.
 			// Also when the fork was redacted before a crash that came before this update.
@@ -206,6 +211,11 @@ func (m *Manager) redactForks(ctx context.Context, st *gitstore.Store, v gitstor
 	}
 	return done, nil
 }
+
+// afterForkRedacted, set by tests only, runs when a fork has redacted the version (or held
+// it redacted already) and before its proposal's record is updated: an error stops the
+// redaction there, as a crash would.
+var afterForkRedacted func(proposalID string) error
 
 // redactFork redacts in.VersionID in the fork of proposal p, and reports whether it held
 // the version unredacted.

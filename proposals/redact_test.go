@@ -2,6 +2,7 @@ package proposals
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,11 +31,17 @@ func versionOf(t *testing.T, st *gitstore.Store, path string, op gitstore.Operat
 // forkObjects returns every object of the fork of proposal id, as git cat-file prints them.
 func forkObjects(t *testing.T, m *Manager, storeID, id string) string {
 	t.Helper()
+	return repoObjects(t, filepath.Join(m.data.Layout().ProposalFork(storeID, id), "repo.git"))
+}
+
+// repoObjects returns every object of the repository gitDir, loose and packed, reachable or
+// not, as git cat-file prints them.
+func repoObjects(t *testing.T, gitDir string) string {
+	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed")
 	}
-	out, err := exec.Command("git", "--git-dir", filepath.Join(m.data.Layout().ProposalFork(storeID, id), "repo.git"),
-		"cat-file", "--batch-all-objects", "--batch").CombinedOutput()
+	out, err := exec.Command("git", "--git-dir", gitDir, "cat-file", "--batch-all-objects", "--batch").CombinedOutput()
 	if err != nil {
 		t.Fatalf("git cat-file: %v\n%s", err, out)
 	}
@@ -157,6 +164,87 @@ func TestRedactFinishesForksAfterCrash(t *testing.T) {
 	}
 	if got := content(t, r, "/pw.md"); got != "[redacted]\n" {
 		t.Errorf("the proposer reads /pw.md as %q", got)
+	}
+}
+
+// TestRedactFinishesForkAfterCrashBeforeUpdate: a crash after a fork has redacted the
+// version and before its proposal's record moved to the rewritten base (afterForkRedacted
+// stops the redaction there). The process starts again; the first use of the store's
+// proposals finds that fork redacted already and moves the base all the same, and redacts
+// the fork it had not reached: the proposal is approved, and neither a fork nor main holds
+// the content.
+func TestRedactFinishesForkAfterCrashBeforeUpdate(t *testing.T) {
+	ctx := context.Background()
+	m, st, leaked, p, q := leakAndPropose(t)
+	crash := errors.New("crash between the fork's redaction and its proposal's update")
+	afterForkRedacted = func(id string) error {
+		if id == p.ID {
+			return crash
+		}
+		return nil
+	}
+	t.Cleanup(func() { afterForkRedacted = nil })
+	if _, err := st.Redact(ctx, gitstore.RedactInput{VersionID: leaked, Actor: person}); !errors.Is(err, crash) {
+		t.Fatalf("the redaction: %v, want it stopped by the crash", err)
+	}
+	afterForkRedacted = nil
+
+	// The state the crash leaves: p's fork redacted, its record on the old history, q's fork
+	// not reached, the version listed in .redacting.
+	rewritten, ok, err := st.RewrittenTo(ctx, p.Base)
+	if err != nil || !ok {
+		t.Fatalf("the base of %s was not rewritten by the redaction: %v", p.ID, err)
+	}
+	if got, err := m.Get(st.ID(), p.ID); err != nil || got.Base != p.Base {
+		t.Fatalf("before the restart the record of %s has base %s (%v), want the old %s: the test shows nothing", p.ID, got.Base, err, p.Base)
+	}
+	if strings.Contains(forkObjects(t, m, st.ID(), p.ID), "ZEBRA") || !strings.Contains(forkObjects(t, m, st.ID(), q.ID), "ZEBRA") {
+		t.Fatal("the crash did not come after the first fork's redaction and before the second's: the test shows nothing")
+	}
+	if _, err := os.Stat(m.redactingFile(st.ID())); err != nil {
+		t.Fatalf(".redacting after the crash: %v", err)
+	}
+
+	// The process after the crash: the data directory and the proposals opened again.
+	dir, id := m.data.Dir(), st.ID()
+	if err := errors.Join(m.Close(), m.data.Close()); err != nil {
+		t.Fatal(err)
+	}
+	d, err := gitstore.Open(ctx, dir, gitstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m2 := New(d)
+	t.Cleanup(func() { m2.Close(); d.Close() })
+	if st, err = d.Store(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	got, err := m2.Get(id, p.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Base != rewritten {
+		t.Errorf("the base of %s after the restart is %s, want the rewritten %s", p.ID, got.Base, rewritten)
+	}
+	if len(got.Comments) == 0 || !strings.Contains(got.Comments[len(got.Comments)-1].Body, leaked+" was redacted") {
+		t.Errorf("the thread of %s: %+v", p.ID, got.Comments)
+	}
+	for _, pid := range []string{p.ID, q.ID} {
+		if strings.Contains(forkObjects(t, m2, id, pid), "ZEBRA") {
+			t.Errorf("the fork of %s holds the content after the restart", pid)
+		}
+	}
+	if _, err := os.Stat(m2.redactingFile(id)); !os.IsNotExist(err) {
+		t.Errorf(".redacting after it was finished: %v", err)
+	}
+	if _, _, err := m2.Approve(ctx, st, p.ID, person, ApproveOptions{}); err != nil {
+		t.Fatalf("approve after the restart: %v", err)
+	}
+	if got := content(t, st, "/idea.md") + content(t, st, "/pw.md"); got != "idea\nlaunch code: in the vault\n" {
+		t.Errorf("main after the approval: %q", got)
+	}
+	if strings.Contains(repoObjects(t, st.RepoPath()), "ZEBRA") {
+		t.Error("main's repository holds the content after the approval")
 	}
 }
 

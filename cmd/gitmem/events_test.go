@@ -68,8 +68,7 @@ func TestEventsOfExpiryAndSync(t *testing.T) {
 	}
 	id := s.ID()
 	d.Close()
-	remote := filepath.Join(t.TempDir(), "team.git")
-	gitIn(t, filepath.Dir(remote), "init", "-q", "--bare", "-b", "main", remote)
+	remote := bareRemote(t)
 	c.ok("", "remote", "add", "team", "origin", remote)
 	c.ok("", "sync", "team")
 

@@ -3,12 +3,17 @@ package main
 import (
 	"encoding/json"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gitmem/gitmem/gitstore"
 )
 
 // TestRemoteAndSync: two data directories share a store through a bare repository with
@@ -16,9 +21,7 @@ import (
 // imports it, and edits on both sides merge (as text, and as a conflict memory), with what
 // happened printed; then snapshot and ids agree on both sides. Bad input changes nothing.
 func TestRemoteAndSync(t *testing.T) {
-	needGitCLI(t)
-	remote := filepath.Join(t.TempDir(), "team.git")
-	gitIn(t, filepath.Dir(remote), "init", "-q", "--bare", "-b", "main", remote)
+	remote := bareRemote(t)
 	a, b := newCLI(t), newCLI(t)
 	a.ok("", "stores", "create", "team")
 	a.ok("one\ntwo\nthree\n", "put", "team", "/style.md")
@@ -73,6 +76,15 @@ func TestRemoteAndSync(t *testing.T) {
 	mustContain(t, "remove again", a.fails("", "remote", "remove", "team", "gone"), "has no remote named \"gone\"")
 }
 
+// bareRemote makes an empty bare repository (its HEAD on main) to be a store's remote.
+func bareRemote(t *testing.T) string {
+	t.Helper()
+	needGitCLI(t)
+	remote := filepath.Join(t.TempDir(), "team.git")
+	gitIn(t, filepath.Dir(remote), "init", "-q", "--bare", "-b", "main", remote)
+	return remote
+}
+
 func sortedLines(s string) string {
 	lines := strings.Split(s, "\n")
 	sort.Strings(lines)
@@ -91,9 +103,7 @@ func storeOf(t *testing.T, c *cli) string {
 // TestServeSyncs: gitmem serve syncs a store with its remote after a write through the API,
 // and gitmem remote list shows it while the server runs.
 func TestServeSyncs(t *testing.T) {
-	needGitCLI(t)
-	remote := filepath.Join(t.TempDir(), "team.git")
-	gitIn(t, filepath.Dir(remote), "init", "-q", "--bare", "-b", "main", remote)
+	remote := bareRemote(t)
 	c := newCLI(t)
 	c.ok("", "stores", "create", "team")
 	id := storeOf(t, c)
@@ -130,4 +140,52 @@ func TestServeSyncs(t *testing.T) {
 	}
 	mustContain(t, "pushed file", gitIn(t, remote, "show", "main:served.md"), "written through the API")
 	mustContain(t, "remote list while serving, by name", c.ok("", "remote", "list", "team"), "team (memstore_", "last sync:")
+}
+
+// TestSyncRedactsForks: gitmem sync on a data directory, without a server, takes a
+// redaction that another replica made and pushed, and redacts it in the store's proposal
+// forks as well as in the store: afterwards no object of the fork, nor of the store's
+// repository, holds the content, and the proposal's thread says so.
+func TestSyncRedactsForks(t *testing.T) {
+	remote := bareRemote(t)
+	a, b := newCLI(t), newCLI(t)
+	a.ok("", "stores", "create", "team")
+	id := storeOf(t, a)
+	const secret = "db password: OCELOT-42\n"
+	leak := versionIDRe.FindString(a.ok(secret, "put", "team", "/creds.md"))
+	a.ok("ask the admin\n", "put", "team", "/creds.md")
+	a.ok("", "remote", "add", "team", "origin", remote)
+	a.ok("", "sync", "team")
+
+	// An agent's write through a's server opens a proposal, whose fork holds the history
+	// with the secret; then the server stops, and the rest is done on the data directory.
+	pk := regexp.MustCompile(`gitmem_[A-Za-z0-9_-]+`).FindString(a.ok("", "keys", "create", "--name", "agent", "--access", "propose"))
+	srv, _, _ := startServe(t, a)
+	if out, errOut, code := a.runEnv(append(os.Environ(), "GITMEM_API_KEY="+pk), "an idea\n", "put", "team", "/idea.md"); code != 0 {
+		t.Fatalf("the agent's put: exit %d\n%s%s", code, out, errOut)
+	}
+	srv.Process.Signal(syscall.SIGTERM)
+	srv.Wait()
+	prop := regexp.MustCompile(`prop_[0-9A-Z]+`).FindString(a.ok("", "proposals", "list", "team"))
+	if prop == "" {
+		t.Fatal("the agent's write opened no proposal")
+	}
+	fork := filepath.Join(gitstore.Layout{Root: a.data}.ProposalFork(id, prop), "repo.git")
+	if !strings.Contains(gitIn(t, fork, "log", "-p", "--all"), "OCELOT") {
+		t.Fatal("the fork does not hold the secret to begin with: the test shows nothing")
+	}
+
+	// Another replica redacts the version and pushes its rewritten history over the remote's.
+	b.ok("", "import", remote)
+	b.ok("", "remote", "add", "team", "origin", remote)
+	b.ok("", "redact", "team", leak)
+	mustContain(t, "b's sync", b.ok("", "sync", "team"), "origin: ")
+
+	mustContain(t, "a's sync", a.ok("", "sync", "team"), "redacted 1 version as the remote did ("+leak+")")
+	for what, repo := range map[string]string{"the fork": fork, "the store": gitstore.Layout{Root: a.data}.StoreRepo(id)} {
+		if strings.Contains(gitIn(t, repo, "cat-file", "--batch-all-objects", "--batch"), "OCELOT") {
+			t.Errorf("an object of %s holds the secret after the sync", what)
+		}
+	}
+	mustContain(t, "the proposal's thread", a.ok("", "proposals", "show", "team", prop), leak+" was redacted from the store")
 }
