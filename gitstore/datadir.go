@@ -297,6 +297,9 @@ func (d *DataDir) ListStores(ctx context.Context, opts StoreListOptions) (StoreP
 			continue
 		}
 		s, err := d.Store(ctx, id)
+		if IsKind(err, KindNotFound) {
+			continue // deleted since it was listed; its error would name it
+		}
 		if err != nil {
 			return StorePage{}, err
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -175,5 +177,33 @@ func TestReserveName(t *testing.T) {
 	wg.Wait()
 	if len(winners) != 1 {
 		t.Errorf("racing for one name, these won: %v", winners)
+	}
+}
+
+// TestNamesSkipStoreGone: a store deleted between the listing of the stores' directory and
+// its opening is left out of the list and of the name checks. Its not-found error would
+// name its id to a key limited to another store, and fail a create or rename that does not
+// concern it.
+func TestNamesSkipStoreGone(t *testing.T) {
+	ctx := context.Background()
+	d := newTestDataDir(t, Options{})
+	a, err := d.CreateStore(ctx, CreateStoreInput{Name: "a", Actor: apiActor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A name that the directory lists but that no longer opens, as after a deletion.
+	gone := a.ID()[:len(a.ID())-1] + map[bool]string{true: "1", false: "0"}[strings.HasSuffix(a.ID(), "0")]
+	if err := os.Symlink("missing", filepath.Join(d.Layout().StoresDir(), gone+".git")); err != nil {
+		t.Fatal(err)
+	}
+	page, err := d.ListStores(ctx, StoreListOptions{IncludeArchived: true})
+	if err != nil || len(page.Stores) != 1 || page.Stores[0].ID != a.ID() {
+		t.Fatalf("list with a store gone: %+v %v", page, err)
+	}
+	if _, err := d.CreateStore(ctx, CreateStoreInput{Name: "b", Actor: apiActor}); err != nil {
+		t.Fatalf("create with a store gone: %v", err)
+	}
+	if _, err := d.UpdateStore(ctx, a.ID(), StorePatch{Name: ptr("c"), Actor: apiActor}); err != nil {
+		t.Fatalf("rename with a store gone: %v", err)
 	}
 }

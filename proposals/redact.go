@@ -212,9 +212,9 @@ func (m *Manager) redactForks(ctx context.Context, st *gitstore.Store, v gitstor
 	return done, nil
 }
 
-// afterForkRedacted, set by tests only, runs when a fork has redacted the version (or held
-// it redacted already) and before its proposal's record is updated: an error stops the
-// redaction there, as a crash would.
+// afterForkRedacted, set by tests only, runs for each fork that the redaction did not remove,
+// once the version is redacted there if the fork held it, and before its proposal's record
+// is updated: an error stops the redaction there, as a crash would.
 var afterForkRedacted func(proposalID string) error
 
 // redactFork redacts in.VersionID in the fork of proposal p, and reports whether it held

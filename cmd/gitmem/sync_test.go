@@ -165,7 +165,9 @@ func TestSyncRedactsForks(t *testing.T) {
 		t.Fatalf("the agent's put: exit %d\n%s%s", code, out, errOut)
 	}
 	srv.Process.Signal(syscall.SIGTERM)
-	srv.Wait()
+	if err := srv.Wait(); err != nil {
+		t.Fatalf("gitmem serve, stopped: %v", err)
+	}
 	prop := regexp.MustCompile(`prop_[0-9A-Z]+`).FindString(a.ok("", "proposals", "list", "team"))
 	if prop == "" {
 		t.Fatal("the agent's write opened no proposal")
