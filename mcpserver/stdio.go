@@ -131,7 +131,8 @@ type drainReader struct {
 	ended bool
 	// noBatches says why batches are refused, once an initialize has asked for a protocol
 	// version in which the SDK refuses them.
-	noBatches string
+	noBatches   string
+	initialized bool // an initialize that sets the session's version was read
 }
 
 func (r *drainReader) Read(p []byte) (int, error) {
@@ -228,16 +229,24 @@ const batchesEnd = "2025-06-18"
 // It runs the lines in order, and checks a batch when it runs it: a batch is handed on only
 // if no initialize before it asks for a version without batches, so the SDK takes it, however
 // many of the lines before it it has run by then.
+//
+// Only the first initialize that the SDK can decode counts: it refuses any after it as a
+// duplicate, and fails one whose params or version are not what it decodes, leaving the
+// version to a later one.
 func (r *drainReader) initialize(m jsonrpc.Message) {
 	req, ok := m.(*jsonrpc.Request)
-	if !ok || req.Method != "initialize" || r.noBatches != "" {
+	if !ok || req.Method != "initialize" || r.initialized {
 		return
 	}
 	var params map[string]json.RawMessage // keys are matched as written, as the SDK does
-	var v string
-	if json.Unmarshal(req.Params, &params) != nil || json.Unmarshal(params["protocolVersion"], &v) != nil {
-		v = ""
+	if json.Unmarshal(req.Params, &params) != nil || params == nil {
+		return
 	}
+	var v string
+	if raw, ok := params["protocolVersion"]; ok && json.Unmarshal(raw, &v) != nil {
+		return
+	}
+	r.initialized = true
 	switch {
 	case !slices.Contains(mcp.SupportedProtocolVersions(), v):
 		r.noBatches = fmt.Sprintf("this session asked for version %q, which gitmem does not support, and so has a version from %s on", v, batchesEnd)
@@ -310,6 +319,9 @@ func decode(raw []byte) (jsonrpc.Message, *refusal) {
 	var version string
 	_ = json.Unmarshal(obj["jsonrpc"], &version)
 	method, hasMethod := obj["method"]
+	if !hasMethod {
+		bad.id = nil // an answer to one of the server's calls: its id is not one of the client's
+	}
 	m, err := jsonrpc.DecodeMessage(raw)
 	switch {
 	case version != "2.0":
