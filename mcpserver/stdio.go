@@ -25,10 +25,11 @@ const MaxMessageBytes = 1 << 20
 // A line that the SDK cannot take is answered here, and the session goes on: the SDK ends
 // the session at the first such line, with no answer, and leaves the calls sent after it
 // unanswered. A line that is not JSON is answered with a parse error (-32700), a JSON value
-// that is not a JSON-RPC 2.0 message with an invalid request (-32600, with its id if it has
-// one), a line longer than MaxMessageBytes with an invalid request too (the same bound as
-// /mcp over HTTP; the line is skipped as it is read, without keeping it), and a batch that
-// the SDK would refuse or not answer with an invalid request (see drainReader.batch).
+// that is not a JSON-RPC 2.0 message with an invalid request (-32600, with the call's id if it
+// has one, null for a malformed answer: JSON-RPC never answers an answer), a line longer than
+// MaxMessageBytes with an invalid request too (the same bound as /mcp over HTTP; the SDK's
+// own line limit was 16 MiB; the line is skipped as it is read, without keeping it), and a batch
+// that the SDK would refuse or not answer with an invalid request (see drainReader.batch).
 // Messages are cut at newlines, as MCP's stdio transport says ("messages are delimited by
 // newlines, and MUST NOT contain embedded newlines"): the next line is where a stream goes
 // on after a bad one. (The SDK's decoder also read a message spread over several lines; each
