@@ -129,7 +129,7 @@ func (c catTx) versionsDown(upTo uint64) iter.Seq2[verRec, error] {
 		var k, raw []byte
 		if upTo == everyVersion {
 			k, raw = cur.Last()
-		} else if k, raw = cur.Seek(seqKey(upTo + 1)); k == nil {
+		} else if k, _ = cur.Seek(seqKey(upTo + 1)); k == nil {
 			k, raw = cur.Last()
 		} else {
 			k, raw = cur.Prev()
@@ -211,7 +211,7 @@ func (c catTx) versionsBefore(mem string, before []byte) iter.Seq2[verRec, error
 		}
 		var k []byte
 		if before != nil {
-			k, _ = cur.Seek(append(append([]byte{}, prefix...), before...))
+			cur.Seek(append(append([]byte{}, prefix...), before...))
 			k, _ = cur.Prev()
 		} else if prefix != nil {
 			k, _ = cur.Seek(append(append([]byte{}, prefix...), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff))

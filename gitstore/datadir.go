@@ -44,6 +44,7 @@ func Open(ctx context.Context, dir string, opts Options) (_ *DataDir, err error)
 	opts.dataDir = dir
 	opts.redactWrap = new(atomic.Pointer[RedactWrapper])
 	l := Layout{Root: dir}
+	opts.forkMarks = &forkMarks{layout: l}
 	for _, sub := range []string{l.StoresDir(), l.CatalogDir()} {
 		if err := os.MkdirAll(sub, 0o755); err != nil {
 			return nil, fmt.Errorf("create data directory %s: %w", dir, err)

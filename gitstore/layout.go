@@ -25,6 +25,7 @@ import (
 //	.ready-probe           written and removed by each readiness check (health.go)
 //	proposals/<store>.json a store's proposals (package proposals)
 //	proposals/<store>/<prop_id>/ a proposal's fork: repo.git and catalog.db (fork.go)
+//	proposals/<store>/.redacting the versions whose redaction the forks may lack (forkmarks.go)
 type Layout struct{ Root string }
 
 // LockFile is the file whose lock the process that holds the directory has.
@@ -78,6 +79,12 @@ func (l Layout) ProposalForks(id string) string { return filepath.Join(l.Proposa
 
 // ProposalFork is the fork that holds the changes of proposal prop of store id.
 func (l Layout) ProposalFork(id, prop string) string { return filepath.Join(l.ProposalForks(id), prop) }
+
+// ForksRedacting lists the versions of store id that the store redacted, or began to, and
+// that its forks may not have redacted yet (forkmarks.go).
+func (l Layout) ForksRedacting(id string) string {
+	return filepath.Join(l.ProposalForks(id), ".redacting")
+}
 
 // CatalogDir holds the stores' catalogs.
 func (l Layout) CatalogDir() string { return filepath.Join(l.Root, "catalog") }

@@ -29,6 +29,9 @@ type Options struct {
 	checkpointBytes int64
 	// redactWrap holds the data directory's RedactWrapper (WrapRedact), shared by its stores.
 	redactWrap *atomic.Pointer[RedactWrapper]
+	// forkMarks keeps the list of redactions that the forks may lack (forkmarks.go); nil
+	// for a store opened outside a data directory.
+	forkMarks *forkMarks
 }
 
 func (o Options) withDefaults() Options {

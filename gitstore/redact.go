@@ -95,9 +95,23 @@ func (s *Store) Redact(ctx context.Context, in RedactInput) (RedactResult, error
 		return RedactResult{}, err
 	}
 	if w := s.redactWrapper(); w != nil && !s.fork {
-		return w(ctx, s, in, func(in RedactInput) (RedactResult, error) { return s.redactHere(ctx, in) })
+		return w(ctx, s, in, func(in RedactInput) (RedactResult, error) { return s.redactListed(ctx, in) })
 	}
-	return s.redactHere(ctx, in)
+	return s.redactListed(ctx, in)
+}
+
+// redactListed is redactHere, with the version listed for the store's forks first
+// (forkmarks.go).
+func (s *Store) redactListed(ctx context.Context, in RedactInput) (RedactResult, error) {
+	listed, err := s.listForks(in)
+	if err != nil {
+		return RedactResult{}, err
+	}
+	res, err := s.redactHere(ctx, in)
+	if listed && err != nil {
+		s.unlistRefused(ctx, in)
+	}
+	return res, err
 }
 
 // RedactWrapper wraps every redaction of a data directory's stores (DataDir.WrapRedact):

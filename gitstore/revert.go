@@ -114,7 +114,6 @@ type revertStep struct {
 	from     string // current path ("" if the memory is deleted now)
 	to       memState
 	prevVer  string
-	verID    string
 	moveOnly bool // to.path differs from from (a recreate counts as a move)
 }
 

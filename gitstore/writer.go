@@ -384,7 +384,7 @@ func (b *batch) checkPathFree(root plumbing.Hash, path string) error {
 	conflict := blocked
 	if found {
 		conflict = path
-		if e.Mode.IsFile() == false {
+		if !e.Mode.IsFile() {
 			if conflict, err = firstFile(b, e.Hash, path); err != nil {
 				return b.fail(err)
 			}

@@ -5,13 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/gitmem/gitmem/gitstore"
-	"github.com/gitmem/gitmem/internal/durable"
 )
 
 // A redaction reaches the proposals. A fork is a copy of the store's history, so a version
@@ -33,15 +30,11 @@ import (
 // whose redaction fails is closed instead (its changes removed, an open proposal rejected),
 // so that the content goes either way; the answer and the thread say which.
 //
-// Crash safety: the versions being redacted are listed in the store's forks directory
-// (.redacting) before the store's redaction starts and removed once every fork has it. A
-// crash in between leaves the list, and the first use of the store's proposals after it
-// (list) finishes the forks, from the redaction that the store recorded.
-
-// redactingFile lists the versions of store id whose redaction the forks may not have yet.
-func (m *Manager) redactingFile(storeID string) string {
-	return filepath.Join(m.data.Layout().ProposalForks(storeID), ".redacting")
-}
+// Crash safety: gitstore lists the version for the forks (DataDir.ForksRedacting) before
+// the store's redaction starts, whoever runs it, and the wrapper takes it off once every fork
+// has it. A crash in between, or a redaction in a process with no manager, leaves it
+// listed, and the first use of the store's proposals after it (list) finishes the forks,
+// from the redaction that the store recorded.
 
 // redact is the data directory's gitstore.RedactWrapper: the store's redaction, then its
 // forks'. m.mu is held throughout, so that no fork is made from the old history meanwhile.
@@ -49,17 +42,9 @@ func (m *Manager) redact(ctx context.Context, st *gitstore.Store, in gitstore.Re
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
-		return next(in)
+		return next(in) // the version stays listed; the next manager finishes the forks
 	}
-	if l, err := m.list(st.ID()); err != nil { // finishes an interrupted one first
-		return gitstore.RedactResult{}, err
-	} else if len(l) == 0 {
-		return next(in) // no forks; none is made meanwhile (m.mu)
-	}
-	if _, err := st.Version(ctx, in.VersionID, false); err != nil {
-		return next(in) // refused as the store refuses it; nothing to list
-	}
-	if err := m.markRedacting(st.ID(), in.VersionID, true); err != nil {
+	if _, err := m.list(st.ID()); err != nil { // finishes an interrupted one first
 		return gitstore.RedactResult{}, err
 	}
 	res, err := next(in)
@@ -69,12 +54,10 @@ func (m *Manager) redact(ctx context.Context, st *gitstore.Store, in gitstore.Re
 	v := res.Version
 	if err != nil {
 		// Refused, or failed: the forks get it all the same if the store has it (a pruning
-		// that failed once main had moved, say); if not, they have nothing to follow.
+		// that failed once main had moved, say); if not, they have nothing to follow, and
+		// gitstore took it off the list.
 		got, verr := st.Version(ctx, in.VersionID, false)
 		if verr != nil || got.RedactedAt == nil {
-			if verr == nil || gitstore.IsKind(verr, gitstore.KindNotFound) {
-				m.markRedacting(st.ID(), in.VersionID, false)
-			}
 			return res, err
 		}
 		v = got
@@ -84,57 +67,23 @@ func (m *Manager) redact(ctx context.Context, st *gitstore.Store, in gitstore.Re
 	if err := errors.Join(err, ferr); err != nil {
 		return res, err
 	}
-	return res, m.markRedacting(st.ID(), in.VersionID, false)
+	return res, m.data.ForksCaughtUp(st.ID(), in.VersionID)
 }
 
-// markRedacting adds version id to the store's .redacting list, or removes it.
-func (m *Manager) markRedacting(storeID, id string, add bool) error {
-	path := m.redactingFile(storeID)
-	b, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	ids := strings.Fields(string(b))
-	had := slices.Contains(ids, id)
-	switch {
-	case add && !had:
-		ids = append(ids, id)
-	case !add && had:
-		ids = slices.DeleteFunc(ids, func(s string) bool { return s == id })
-	default:
-		return nil
-	}
-	if len(ids) == 0 {
-		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
-		return durable.SyncDir(filepath.Dir(path))
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return gitstore.NoSpace(err, m.data.Dir())
-	}
-	if err := durable.WriteFile(path, []byte(strings.Join(ids, "\n")+"\n"), 0o600); err != nil {
-		return gitstore.NoSpace(err, m.data.Dir())
-	}
-	return nil
-}
-
-// finishRedactions redacts in the forks of store storeID the versions that its .redacting
-// list names: a crash came between the store's redaction and theirs. A version that the
-// store has not redacted (the crash came before) is dropped from the list. m.mu is held,
-// and the store's list is loaded.
+// finishRedactions redacts in the forks of store storeID the versions that its
+// ForksRedacting list names: a crash came between the store's redaction and theirs, or the
+// store was redacted where no manager was. A version that the store has not redacted (the
+// crash came before) is taken off the list. m.mu is held, and the store's list is loaded.
 func (m *Manager) finishRedactions(ctx context.Context, storeID string) error {
-	b, err := os.ReadFile(m.redactingFile(storeID))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	} else if err != nil {
+	ids, err := m.data.ForksRedacting(storeID)
+	if err != nil || len(ids) == 0 {
 		return err
 	}
 	st, err := m.data.Store(ctx, storeID)
 	if err != nil {
 		return err
 	}
-	for _, id := range strings.Fields(string(b)) {
+	for _, id := range ids {
 		v, err := st.Version(ctx, id, false)
 		if err != nil && !gitstore.IsKind(err, gitstore.KindNotFound) {
 			return err
@@ -145,7 +94,7 @@ func (m *Manager) finishRedactions(ctx context.Context, storeID string) error {
 				return err
 			}
 		}
-		if err := m.markRedacting(storeID, id, false); err != nil {
+		if err := m.data.ForksCaughtUp(storeID, id); err != nil {
 			return err
 		}
 	}

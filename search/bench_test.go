@@ -673,7 +673,7 @@ func BenchmarkWorstQuery(b *testing.B) {
 		{"words", frequent(MaxQueryWords)},
 		{"mixed", strings.Join(prefixes, " ") + " " + phrase + " " + long(MaxQueryWords-MaxPrefixes-MaxPhraseWords)},
 	}
-	type figures struct{ wall, cpu, alloc, heap, rss float64 }
+	type figures struct{ wall, cpu, heap, rss float64 }
 	got := map[string]figures{}
 	for _, s := range shapes {
 		req := Request{Query: s.q}

@@ -3,7 +3,6 @@ package tooladapter
 import (
 	"context"
 	"encoding/json"
-	"sort"
 	"testing"
 
 	"github.com/gitmem/gitmem/gitstore"
@@ -91,13 +90,4 @@ func files(t testing.TB, st *gitstore.Store) map[string]string {
 		}
 		opts.Cursor = page.NextCursor
 	}
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
