@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/gitmem/gitmem/proposals"
 )
 
 // Limits bound what clients can hold of a server: how long a request may take to arrive and
@@ -40,6 +42,10 @@ type Limits struct {
 	// open at once; a further one is answered 429. Every key's streams together are at most
 	// MaxStreams().
 	MaxStreamsPerKey int
+	// MaxOpenProposals and MaxOpenProposalsPerKey bound the open proposals of a store, and
+	// of one key in a store (proposals.Limits): each is a copy of the store on disk. They
+	// apply to the manager that New makes, not to one passed in Options.Proposals.
+	MaxOpenProposals, MaxOpenProposalsPerKey int
 }
 
 // MaxStreams is how many event streams are open at once, of every key: half of MaxConns,
@@ -58,7 +64,9 @@ var DefaultLimits = Limits{
 	// An agent watches a store with one stream (gitmem agent --watch, a UI tab, a webhook
 	// relay): 16 lets a key run that many at once, and 16 keys' worth fit in the 256 streams
 	// of MaxConns 512.
-	MaxStreamsPerKey: 16,
+	MaxStreamsPerKey:       16,
+	MaxOpenProposals:       proposals.DefaultLimits.Open,
+	MaxOpenProposalsPerKey: proposals.DefaultLimits.OpenPerKey,
 }
 
 // withDefaults fills the zero fields from DefaultLimits.
@@ -72,14 +80,13 @@ func (l Limits) withDefaults() Limits {
 			*f.v = *f.def
 		}
 	}
-	if l.MaxConns <= 0 {
-		l.MaxConns = d.MaxConns
-	}
-	if l.MaxRequests <= 0 {
-		l.MaxRequests = d.MaxRequests
-	}
-	if l.MaxStreamsPerKey <= 0 {
-		l.MaxStreamsPerKey = d.MaxStreamsPerKey
+	for _, f := range []struct{ v, def *int }{
+		{&l.MaxConns, &d.MaxConns}, {&l.MaxRequests, &d.MaxRequests}, {&l.MaxStreamsPerKey, &d.MaxStreamsPerKey},
+		{&l.MaxOpenProposals, &d.MaxOpenProposals}, {&l.MaxOpenProposalsPerKey, &d.MaxOpenProposalsPerKey},
+	} {
+		if *f.v <= 0 {
+			*f.v = *f.def
+		}
 	}
 	return l
 }

@@ -402,7 +402,7 @@ func TestApproveThousandOverHTTP(t *testing.T) {
 }
 
 // TestProposalsPerKey: each new session id of a propose key opens a proposal at its first
-// write; past proposals.MaxOpenPerKey of the key in the store, a new session's write is
+// write; past proposals.DefaultLimits.OpenPerKey of the key in the store, a new session's write is
 // refused (409, saying what to do), and the key's open sessions and other keys still write.
 func TestProposalsPerKey(t *testing.T) {
 	ts := startServer(t, Options{})
@@ -420,14 +420,14 @@ func TestProposalsPerKey(t *testing.T) {
 	_, body := rawRequest(t, "POST", ts.url+"/v1/memory_stores", `{"name":"team"}`, h(rw, ""))
 	json.Unmarshal([]byte(body), &store)
 	memories := ts.url + "/v1/memory_stores/" + store.ID + "/memories"
-	for i := range proposals.MaxOpenPerKey {
+	for i := range proposals.DefaultLimits.OpenPerKey {
 		if status, body := rawRequest(t, "POST", memories, fmt.Sprintf(`{"path":"/s%d.md","content":"x"}`, i), h(greedy, fmt.Sprintf("sesn_%d", i))); status != 200 {
 			t.Fatalf("session %d's write: %d %s", i, status, body)
 		}
 	}
 	status, body := rawRequest(t, "POST", memories, `{"path":"/more.md","content":"x"}`, h(greedy, "sesn_more"))
 	if status != http.StatusConflict || !strings.Contains(body, "conflict_error") ||
-		!strings.Contains(body, fmt.Sprintf("has %d open proposals", proposals.MaxOpenPerKey)) || !strings.Contains(body, "approve or reject") {
+		!strings.Contains(body, fmt.Sprintf("has %d open proposals", proposals.DefaultLimits.OpenPerKey)) || !strings.Contains(body, "approve or reject") {
 		t.Errorf("a new session past the key's bound: %d %s", status, body)
 	}
 	if status, body := rawRequest(t, "POST", memories, `{"path":"/s0.md","content":"again"}`, h(greedy, "sesn_0")); status != 200 {

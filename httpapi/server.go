@@ -91,7 +91,8 @@ func New(data *gitstore.DataDir, keys *apikeys.Keys, opts Options) *Server {
 		streams: streamCount{byKey: map[string]int{}}, closing: make(chan struct{})}
 	s.props = opts.Proposals
 	if s.props == nil {
-		s.props, s.ownsProps = proposals.New(data), true
+		l := proposals.Limits{Open: opts.Limits.MaxOpenProposals, OpenPerKey: opts.Limits.MaxOpenProposalsPerKey}
+		s.props, s.ownsProps = proposals.NewWithLimits(data, l), true
 	}
 	if anyKey, err := keys.AnyActive(); opts.RequireKeys || anyKey || err != nil {
 		// An unreadable key file fails closed: keys stay required, and requests fail

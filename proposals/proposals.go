@@ -46,8 +46,6 @@ const (
 
 // Limits of what a proposal holds.
 const (
-	// MaxOpen bounds the open proposals of a store: each is a fork, a copy of the store.
-	MaxOpen     = 64
 	MaxTitle    = 200
 	MaxComment  = 4_000
 	MaxComments = 100
@@ -59,11 +57,31 @@ const (
 	MaxDecided = 1000
 )
 
-// MaxOpenPerKey bounds the open proposals of one key in a store (its sessions' and its
-// pushed branches'), so that one key cannot take all MaxOpen: a session id is the client's
-// to choose, and each new one opens a proposal. 8 lets a key keep that many sessions waiting
-// for review at once, an eighth of the store's.
-const MaxOpenPerKey = 8
+// Limits bound the open proposals, each a fork: a copy of the store, on disk, that every
+// redaction of the store rewrites too.
+type Limits struct {
+	// Open bounds the open proposals of a store.
+	Open int
+	// OpenPerKey bounds the open proposals of one key in a store (its sessions' and its
+	// pushed branches'), so that one key cannot take all Open: a session id is the client's
+	// to choose, and each new one opens a proposal.
+	OpenPerKey int
+}
+
+// DefaultLimits are the limits of a zero Limits field. 8 lets a key keep that many sessions
+// waiting for review at once, an eighth of the store's.
+var DefaultLimits = Limits{Open: 64, OpenPerKey: 8}
+
+// withDefaults fills the zero (or negative) fields from DefaultLimits.
+func (l Limits) withDefaults() Limits {
+	if l.Open <= 0 {
+		l.Open = DefaultLimits.Open
+	}
+	if l.OpenPerKey <= 0 {
+		l.OpenPerKey = DefaultLimits.OpenPerKey
+	}
+	return l
+}
 
 // Actor is an actor as the proposals file keeps it.
 type Actor struct {
@@ -117,7 +135,8 @@ type Proposal struct {
 // Manager keeps the proposals of the stores of one data directory, and the forks of the
 // open ones. Its methods are safe for concurrent use.
 type Manager struct {
-	data *gitstore.DataDir
+	data   *gitstore.DataDir
+	limits Limits
 
 	mu     sync.Mutex
 	lists  map[string][]Proposal      // by store id, as its file holds them
@@ -125,11 +144,14 @@ type Manager struct {
 	closed bool
 }
 
-// New returns the manager of data's proposals. It wraps the redactions of data's stores
-// (redact.go), so that a version redacted in a store is redacted in its proposals too; make
-// one manager of a data directory at a time.
-func New(data *gitstore.DataDir) *Manager {
-	m := &Manager{data: data, lists: map[string][]Proposal{}, forks: map[string]*gitstore.Store{}}
+// New returns the manager of data's proposals, with DefaultLimits. It wraps the redactions
+// of data's stores (redact.go), so that a version redacted in a store is redacted in its
+// proposals too; make one manager of a data directory at a time.
+func New(data *gitstore.DataDir) *Manager { return NewWithLimits(data, DefaultLimits) }
+
+// NewWithLimits is New with the limits l (a zero field: DefaultLimits').
+func NewWithLimits(data *gitstore.DataDir, l Limits) *Manager {
+	m := &Manager{data: data, limits: l.withDefaults(), lists: map[string][]Proposal{}, forks: map[string]*gitstore.Store{}}
 	data.WrapRedact(m.redact)
 	return m
 }
@@ -345,7 +367,7 @@ func (m *Manager) Writes(ctx context.Context, st *gitstore.Store, author gitstor
 	if err != nil {
 		return nil, Proposal{}, err
 	}
-	if err := roomForOne(st.ID(), l, author); err != nil {
+	if err := m.roomForOne(st.ID(), l, author); err != nil {
 		return nil, Proposal{}, err
 	}
 	now := time.Now().UTC()
@@ -465,7 +487,7 @@ func (m *Manager) FromBranch(ctx context.Context, st *gitstore.Store, ref string
 			})
 		}
 	}
-	if err := roomForOne(st.ID(), l, author); err != nil {
+	if err := m.roomForOne(st.ID(), l, author); err != nil {
 		return Proposal{}, err
 	}
 	now := time.Now().UTC()
@@ -486,10 +508,10 @@ func (m *Manager) FromBranch(ctx context.Context, st *gitstore.Store, ref string
 	return p, nil
 }
 
-// roomForOne refuses a new proposal of author in a store that has MaxOpen open ones, or in
-// which author's key has MaxOpenPerKey (l is the store's list). An actor without a key (the
-// local user of a server without keys) has the store's bound only.
-func roomForOne(storeID string, l []Proposal, author gitstore.Actor) error {
+// roomForOne refuses a new proposal of author in a store that has m.limits.Open open ones,
+// or in which author's key has m.limits.OpenPerKey (l is the store's list). An actor without
+// a key (the local user of a server without keys) has the store's bound only.
+func (m *Manager) roomForOne(storeID string, l []Proposal, author gitstore.Actor) error {
 	open, mine := 0, 0
 	key := author.KeyID()
 	for _, p := range l {
@@ -500,12 +522,12 @@ func roomForOne(storeID string, l []Proposal, author gitstore.Actor) error {
 			}
 		}
 	}
-	if mine >= MaxOpenPerKey {
-		return &gitstore.Error{Kind: gitstore.KindConflict, Message: fmt.Sprintf("key %s has %d open proposals in memory store %s, the most one key may have: "+
+	if mine >= m.limits.OpenPerKey {
+		return &gitstore.Error{Kind: gitstore.KindConflict, Message: fmt.Sprintf("key %s has %d open proposals in memory store %s, the most one key may have (the server's --max-open-proposals-per-key): "+
 			"write in a session that has one open (the same x-gitmem-session-id), or ask a reviewer to approve or reject some first (gitmem proposals list %s --state open)", key, mine, storeID, storeID)}
 	}
-	if open >= MaxOpen {
-		return &gitstore.Error{Kind: gitstore.KindConflict, Message: fmt.Sprintf("memory store %s has %d open proposals, the most it may have: approve or reject some first", storeID, open)}
+	if open >= m.limits.Open {
+		return &gitstore.Error{Kind: gitstore.KindConflict, Message: fmt.Sprintf("memory store %s has %d open proposals, the most it may have (the server's --max-open-proposals): approve or reject some first", storeID, open)}
 	}
 	return nil
 }

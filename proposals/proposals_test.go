@@ -20,6 +20,12 @@ var (
 
 func newManager(t *testing.T) (*Manager, *gitstore.Store) {
 	t.Helper()
+	return newManagerWith(t, DefaultLimits)
+}
+
+// newManagerWith is newManager with the limits l.
+func newManagerWith(t *testing.T, l Limits) (*Manager, *gitstore.Store) {
+	t.Helper()
 	ctx := context.Background()
 	d, err := gitstore.Open(ctx, t.TempDir(), gitstore.Options{})
 	if err != nil {
@@ -29,7 +35,7 @@ func newManager(t *testing.T) (*Manager, *gitstore.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := New(d)
+	m := NewWithLimits(d, l)
 	t.Cleanup(func() {
 		if err := m.Close(); err != nil {
 			t.Error(err)
@@ -382,12 +388,12 @@ func TestApproveChecksTheStoreNow(t *testing.T) {
 	}
 }
 
-// TestOpenProposalsBounded: a store holds at most MaxOpen open proposals; each is a copy.
-// Each is of a key of its own here, as one key has at most MaxOpenPerKey.
+// TestOpenProposalsBounded: a store holds at most DefaultLimits.Open open proposals; each is a copy.
+// Each is of a key of its own here, as one key has at most DefaultLimits.OpenPerKey.
 func TestOpenProposalsBounded(t *testing.T) {
 	ctx := context.Background()
 	m, st := newManager(t)
-	for i := range MaxOpen {
+	for i := range DefaultLimits.Open {
 		a := gitstore.Actor{Type: gitstore.SessionActor, ID: fmt.Sprintf("sesn_%d", i), APIKeyID: fmt.Sprintf("apikey_%d", i)}
 		if _, _, err := m.Writes(ctx, st, a, ""); err != nil {
 			t.Fatal(err)
@@ -399,8 +405,44 @@ func TestOpenProposalsBounded(t *testing.T) {
 	}
 }
 
+// TestOpenProposalsLimits: the limits given to NewWithLimits bound the open proposals, of a
+// key and of the store, in place of the defaults; a decided proposal makes room again.
+func TestOpenProposalsLimits(t *testing.T) {
+	ctx := context.Background()
+	m, st := newManagerWith(t, Limits{Open: 3, OpenPerKey: 2})
+	session := func(key string, i int) gitstore.Actor {
+		return gitstore.Actor{Type: gitstore.SessionActor, ID: fmt.Sprintf("sesn_%s_%d", key, i), APIKeyID: key}
+	}
+	for i := range 2 {
+		if _, _, err := m.Writes(ctx, st, session("apikey_a", i), ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := m.Writes(ctx, st, session("apikey_a", 2), ""); !gitstore.IsKind(err, gitstore.KindConflict) ||
+		!strings.Contains(err.Error(), "key apikey_a has 2 open proposals") || !strings.Contains(err.Error(), "--max-open-proposals-per-key") {
+		t.Errorf("a key's third: %v", err)
+	}
+	if _, _, err := m.Writes(ctx, st, session("apikey_b", 0), ""); err != nil {
+		t.Fatalf("another key's first, the store's third: %v", err)
+	}
+	if _, _, err := m.Writes(ctx, st, session("apikey_c", 0), ""); !gitstore.IsKind(err, gitstore.KindConflict) ||
+		!strings.Contains(err.Error(), "has 3 open proposals, the most it may have") || !strings.Contains(err.Error(), "--max-open-proposals)") {
+		t.Errorf("the store's fourth: %v", err)
+	}
+	l, err := m.List(st.ID(), Filter{})
+	if err != nil || len(l) != 3 {
+		t.Fatalf("%d proposals, %v", len(l), err)
+	}
+	if _, err := m.Reject(ctx, st, l[0].ID, person); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := m.Writes(ctx, st, session("apikey_c", 0), ""); err != nil {
+		t.Errorf("once one was rejected: %v", err)
+	}
+}
+
 // TestOpenProposalsPerKey: one key's sessions (a session id is the client's to choose) open
-// at most MaxOpenPerKey proposals of a store, so that other keys can still propose; the
+// at most DefaultLimits.OpenPerKey proposals of a store, so that other keys can still propose; the
 // refusal says what to do, and the key's open sessions go on writing. A fork holds few
 // descriptors: its repository keeps no files ready for its writer.
 func TestOpenProposalsPerKey(t *testing.T) {
@@ -410,7 +452,7 @@ func TestOpenProposalsPerKey(t *testing.T) {
 	session := func(key string, i int) gitstore.Actor {
 		return gitstore.Actor{Type: gitstore.SessionActor, ID: fmt.Sprintf("sesn_%s_%d", key, i), APIKeyID: key}
 	}
-	for i := range MaxOpenPerKey {
+	for i := range DefaultLimits.OpenPerKey {
 		f, _, err := m.Writes(ctx, st, session("apikey_greedy", i), "")
 		if err != nil {
 			t.Fatal(err)
@@ -420,11 +462,11 @@ func TestOpenProposalsPerKey(t *testing.T) {
 	// Per fork, at most a few descriptors (its catalog, journals, packs); it held 55 when
 	// each kept 48 files ready. The files are made in the background: watched for a while.
 	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
-		if per := (openFiles(t) - before) / MaxOpenPerKey; per > 24 {
+		if per := (openFiles(t) - before) / DefaultLimits.OpenPerKey; per > 24 {
 			t.Fatalf("%d descriptors per open fork, want at most 24", per)
 		}
 	}
-	_, _, err := m.Writes(ctx, st, session("apikey_greedy", MaxOpenPerKey), "")
+	_, _, err := m.Writes(ctx, st, session("apikey_greedy", DefaultLimits.OpenPerKey), "")
 	if !gitstore.IsKind(err, gitstore.KindConflict) || !strings.Contains(err.Error(), "key apikey_greedy has 8 open proposals") ||
 		!strings.Contains(err.Error(), "approve or reject") || !strings.Contains(err.Error(), "x-gitmem-session-id") {
 		t.Errorf("one past the key's bound: %v", err)

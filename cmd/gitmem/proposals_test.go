@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -206,5 +208,50 @@ func TestProposalBranchPush(t *testing.T) {
 	mustContain(t, "each approved version names its approver", log, `"approved_by"`)
 	if strings.Count(log, `"approved_by"`) != 2 {
 		t.Errorf("want the 2 pushed changes approved:\n%s", log)
+	}
+}
+
+// TestServeProposalLimits: serve's --max-open-proposals-per-key and --max-open-proposals
+// bound the open proposals in place of the defaults: a key's new session past its bound, and
+// another key's past the store's, are refused (409, naming the flag), with nothing written.
+func TestServeProposalLimits(t *testing.T) {
+	c := newCLI(t)
+	id := storeIDRe.FindString(c.ok("", "stores", "create", "team"))
+	secret := regexp.MustCompile(`gitmem_[A-Za-z0-9_-]+`)
+	a := secret.FindString(c.ok("", "keys", "create", "--name", "agent a", "--access", "propose"))
+	b := secret.FindString(c.ok("", "keys", "create", "--name", "agent b", "--access", "propose"))
+	c3 := secret.FindString(c.ok("", "keys", "create", "--name", "agent c", "--access", "propose"))
+	rw := secret.FindString(c.ok("", "keys", "create", "--name", "person"))
+	_, _, url := startServe(t, c, "--max-open-proposals-per-key", "1", "--max-open-proposals", "2")
+	write := func(key, session, path string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", url+"/v1/memory_stores/"+id+"/memories", strings.NewReader(`{"path":"`+path+`","content":"x"}`))
+		req.Header.Set("x-api-key", key)
+		req.Header.Set("content-type", "application/json")
+		req.Header.Set("x-gitmem-session-id", session)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	if code, body := write(a, "sesn_a1", "/a1.md"); code != 200 {
+		t.Fatalf("a's first session: %d %s", code, body)
+	}
+	if code, body := write(a, "sesn_a2", "/a2.md"); code != http.StatusConflict || !strings.Contains(body, "--max-open-proposals-per-key") {
+		t.Errorf("a's second session past --max-open-proposals-per-key 1: %d %s", code, body)
+	}
+	if code, body := write(b, "sesn_b1", "/b1.md"); code != 200 {
+		t.Fatalf("b's first session: %d %s", code, body)
+	}
+	if code, body := write(c3, "sesn_c1", "/c1.md"); code != http.StatusConflict || !strings.Contains(body, "--max-open-proposals)") {
+		t.Errorf("a third key past --max-open-proposals 2: %d %s", code, body)
+	}
+	out, errOut, code := c.runEnv(append(os.Environ(), "GITMEM_API_KEY="+rw), "", "proposals", "list", "team", "--state", "open")
+	list := out + errOut
+	if n := strings.Count(list, "prop_"); code != 0 || n != 2 || strings.Contains(list, "agent c") {
+		t.Errorf("open proposals after the refusals (%d):\n%s", n, list)
 	}
 }

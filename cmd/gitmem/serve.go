@@ -81,6 +81,8 @@ Create a key with "gitmem keys create" to require keys and to serve on other add
 	cmd.Flags().IntVar(&f.limits.MaxConns, "max-conns", d.MaxConns, "connections served at once; a new one takes the place of the one idle longest, or waits while all are busy; half of them at most are event streams")
 	cmd.Flags().IntVar(&f.limits.MaxRequests, "max-requests", d.MaxRequests, "requests served at once; more are answered 503")
 	cmd.Flags().IntVar(&f.limits.MaxStreamsPerKey, "max-streams-per-key", d.MaxStreamsPerKey, "event streams one key (without keys: one client address) holds open at once; more are answered 429")
+	cmd.Flags().IntVar(&f.limits.MaxOpenProposals, "max-open-proposals", d.MaxOpenProposals, "open proposals a store holds at once, each a copy of the store on disk; past it a new one is refused (409)")
+	cmd.Flags().IntVar(&f.limits.MaxOpenProposalsPerKey, "max-open-proposals-per-key", d.MaxOpenProposalsPerKey, "open proposals one key (its sessions and pushed branches) holds in a store at once; past it a new one is refused (409)")
 	cmd.Flags().DurationVar(&f.expire, "expire-every", time.Hour, "how often to expire the memories of stores that have an expiry (gitmem expire); 0 turns it off")
 	cmd.Flags().StringVar(&f.tlsCert, "tls-cert", "", "serve HTTPS with this PEM certificate `file` (its chain after it); SIGHUP reads it again")
 	cmd.Flags().StringVar(&f.tlsKey, "tls-key", "", "the PEM private key `file` of --tls-cert")
