@@ -109,7 +109,7 @@ func (s *Store) redactListed(ctx context.Context, in RedactInput) (RedactResult,
 	}
 	res, err := s.redactHere(ctx, in)
 	if listed && err != nil {
-		s.unlistRefused(ctx, in)
+		s.unlistRefused(ctx, in, err)
 	}
 	return res, err
 }
