@@ -62,9 +62,16 @@ func (s *Store) listForks(in RedactInput) (bool, error) {
 	return true, nil
 }
 
-// unlistRefused takes the version of in off the list again when the store's redaction
-// failed without redacting it: the forks have nothing to follow.
-func (s *Store) unlistRefused(ctx context.Context, in RedactInput) {
+// unlistRefused takes the version of in off the list again when the store refused the
+// redaction (err): the forks have nothing to follow. Only a refusal, which comes before
+// anything is written: a failure after main moved can leave the catalog behind main (it
+// could not record the redaction), and the catalog would say the version is not redacted
+// while main's history is. Any other failure leaves the version listed, for the next use of
+// the store's proposals to redact it in the forks or take it off.
+func (s *Store) unlistRefused(ctx context.Context, in RedactInput, err error) {
+	if !IsKind(err, KindInvalid) && !IsKind(err, KindNotFound) {
+		return
+	}
 	v, err := s.Version(context.WithoutCancel(ctx), in.VersionID, false)
 	if IsKind(err, KindNotFound) || (err == nil && v.RedactedAt == nil) {
 		if err := s.opts.forkMarks.set(s.id, in.VersionID, false); err != nil {

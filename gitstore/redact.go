@@ -109,15 +109,17 @@ func (s *Store) redactListed(ctx context.Context, in RedactInput) (RedactResult,
 	}
 	res, err := s.redactHere(ctx, in)
 	if listed && err != nil {
-		s.unlistRefused(ctx, in)
+		s.unlistRefused(ctx, in, err)
 	}
 	return res, err
 }
 
 // RedactWrapper wraps every redaction of a data directory's stores (DataDir.WrapRedact):
-// redact does the store's own, with in as the wrapper passes it. Proposals use it to redact
-// the version in their forks, which hold copies of the store's history that the store's
-// redaction cannot reach. It runs outside the store's writer, before the redaction queues.
+// redact does the store's own, with in as the wrapper passes it, and lists the version for
+// the store's forks first (forkmarks.go). Proposals use it to redact the version in their
+// forks, which hold copies of the store's history that the store's redaction cannot reach,
+// and then call DataDir.ForksCaughtUp. It runs outside the store's writer, before the
+// redaction queues.
 type RedactWrapper func(ctx context.Context, s *Store, in RedactInput, redact func(RedactInput) (RedactResult, error)) (RedactResult, error)
 
 // WrapRedact makes w wrap every redaction of the data directory's stores, in place of the

@@ -54,8 +54,9 @@ func (m *Manager) redact(ctx context.Context, st *gitstore.Store, in gitstore.Re
 	v := res.Version
 	if err != nil {
 		// Refused, or failed: the forks get it all the same if the store has it (a pruning
-		// that failed once main had moved, say); if not, they have nothing to follow, and
-		// gitstore took it off the list.
+		// that failed once main had moved, say). If the catalog does not say so, gitstore
+		// took a refused one off the list, and left a failed one listed (main may have moved
+		// with the catalog behind it) for the next manager to finish or take off.
 		got, verr := st.Version(ctx, in.VersionID, false)
 		if verr != nil || got.RedactedAt == nil {
 			return res, err
@@ -64,10 +65,10 @@ func (m *Manager) redact(ctx context.Context, st *gitstore.Store, in gitstore.Re
 	}
 	forks, ferr := m.redactForks(ctx, st, v)
 	res.Forks = forks
-	if err := errors.Join(err, ferr); err != nil {
-		return res, err
+	if ferr == nil {
+		ferr = m.data.ForksCaughtUp(st.ID(), in.VersionID)
 	}
-	return res, m.data.ForksCaughtUp(st.ID(), in.VersionID)
+	return res, errors.Join(err, ferr)
 }
 
 // finishRedactions redacts in the forks of store storeID the versions that its
