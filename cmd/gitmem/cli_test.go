@@ -242,7 +242,8 @@ func TestUsageErrors(t *testing.T) {
 	if out, errOut, code := c.runEnv(append(os.Environ(), "GITMEM_SERVER=localhost:8080"), "", "version"); code != 0 || !strings.HasPrefix(out, "gitmem ") {
 		t.Errorf("version with a bad GITMEM_SERVER: exit %d, %q %q", code, out, errOut)
 	}
-	mustContain(t, "server no scheme", c.fails("", "--server", "localhost:8080", "stores", "list"), "give the server's address, like http://127.0.0.1:8080")
+	mustContain(t, "server no scheme", c.fails("", "--server", "localhost:8080", "stores", "list"), "give the server's address, like http://localhost:8080\n")
+	mustContain(t, "server IP without scheme", c.fails("", "--server", "127.0.0.1:7437", "stores", "list"), "like http://127.0.0.1:7437\n")
 	mustContain(t, "metadata", c.fails("", "stores", "create", "m", "--metadata", "novalue"), "want key=value")
 }
 
