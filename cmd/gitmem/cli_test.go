@@ -224,6 +224,11 @@ func TestUsageErrors(t *testing.T) {
 	mustContain(t, "bad path", c.fails("x", "put", "s", "notes.md"), "must start with /")
 	mustContain(t, "dot segment", c.fails("x", "put", "s", "/a/../b.md"), `".." segment`)
 	mustContain(t, "reserved", c.fails("x", "put", "s", "/.gitmem/x"), "reserved")
+	for _, args := range [][]string{{"put", "s", "/a.md", "--if-sha", "abc"}, {"rm", "s", "/a.md", "--if-sha", "abc"}, {"put", "s", "/a.md", "--if-absent", "--if-sha", "abc"}} {
+		if _, errOut, code := c.run("x", args...); code != exitUsage || !strings.Contains(errOut, "--if-") {
+			t.Errorf("gitmem %v: exit %d, %q; want exit %d naming the flag", args, code, errOut, exitUsage)
+		}
+	}
 	mustContain(t, "bad op", c.fails("", "log", "s", "--op", "renamed"), "operation must be created, modified or deleted")
 	big := strings.Repeat("x", gitstore.MaxContentBytes+1)
 	mustContain(t, "too big", c.fails(big, "put", "s", "/big.md"), "over the limit of 102400 bytes")
