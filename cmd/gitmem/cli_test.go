@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -235,6 +236,11 @@ func TestUsageErrors(t *testing.T) {
 	mustContain(t, "restore with a path", c.fails("", "restore", "s", "/a.md", "memver_x"), "restore takes no PATH: gitmem restore s memver_x")
 	mustContain(t, "restore with a path, a name with a space", c.fails("", "restore", "User prefs", "/a.md", "memver_x"), "gitmem restore 'User prefs' memver_x")
 	mustContain(t, "group typo", c.fails("", "stores", "craete", "x"), `unknown command "craete" for "gitmem stores"`, "did you mean create?")
+	mustContain(t, "another server's flag", c.fails("", "serve", "--port", "8000"), "unknown flag: --port; did you mean --addr?")
+	if ln, err := net.Listen("tcp", "127.0.0.1:0"); err == nil {
+		mustContain(t, "address in use", c.fails("", "serve", "--addr", ln.Addr().String()), "address already in use", "--addr 127.0.0.1:PORT")
+		ln.Close()
+	}
 	mustContain(t, "flag typo", c.fails("", "ls", "s", "--recurisve"), "unknown flag: --recurisve; did you mean --recursive?")
 	mustContain(t, "server route", c.fails("", "--server", "http://127.0.0.1:1/v1/memory_stores", "stores", "list"), "that is an API route, not the server's address")
 	mustContain(t, "server below a proxy's path", c.fails("", "--server", "http://127.0.0.1:1/api/v1/gitmem", "stores", "list"), "does not answer")
