@@ -163,28 +163,28 @@ gateway), and ANTHROPIC_AUTH_TOKEN, a bearer token used instead of a key.`)
 
 func runAgent(ctx context.Context, a *app, o agentOptions, task string, stdout, stderr io.Writer) (err error) {
 	if len(o.stores) == 0 {
-		return fmt.Errorf("attach a store with --store STORE (1 to %d; see \"gitmem agent --help\")", tooladapter.MaxStores)
+		return usageError{fmt.Errorf("attach a store with --store STORE (1 to %d; see \"gitmem agent --help\")", tooladapter.MaxStores)}
 	}
 	if len(o.stores) > tooladapter.MaxStores {
-		return fmt.Errorf("%d stores given; an agent can have at most %d", len(o.stores), tooladapter.MaxStores)
+		return usageError{fmt.Errorf("%d stores given; an agent can have at most %d", len(o.stores), tooladapter.MaxStores)}
 	}
 	specs := make([]storeSpec, len(o.stores))
 	for i, s := range o.stores {
 		if specs[i], err = parseStoreSpec(s); err != nil {
-			return err
+			return usageError{err}
 		}
 	}
 	if strings.TrimSpace(task) == "" {
-		return errors.New("the task is empty")
+		return usageError{errors.New("the task is empty")}
 	}
 	if o.maxTurns < 1 {
-		return fmt.Errorf("--max-turns must be at least 1, got %d", o.maxTurns)
+		return usageError{fmt.Errorf("--max-turns must be at least 1, got %d", o.maxTurns)}
 	}
 	if o.maxTokens < 1 {
-		return fmt.Errorf("--max-tokens must be at least 1, got %d", o.maxTokens)
+		return usageError{fmt.Errorf("--max-tokens must be at least 1, got %d", o.maxTokens)}
 	}
 	if o.watch && o.quiet < 0 {
-		return fmt.Errorf("--watch-quiet must not be negative, got %s", o.quiet)
+		return usageError{fmt.Errorf("--watch-quiet must not be negative, got %s", o.quiet)}
 	}
 	if err := checkAPICredentials(); err != nil {
 		return err

@@ -109,8 +109,13 @@ func TestServeRevokingTheLastKeyKeepsAuth(t *testing.T) {
 				t.Fatalf("create store: %d %s", status, body)
 			}
 			if !keyAtStart {
-				// A key created while the server runs turns keys on.
-				secret = createKey(t, c, "only")
+				// A key created while the server runs turns keys on, and the first key says so.
+				out, errOut, code := c.run("", "keys", "create", "--name", "only")
+				secret = regexp.MustCompile(`gitmem_[A-Za-z0-9_-]+`).FindString(out)
+				if code != 0 || secret == "" {
+					t.Fatalf("keys create while serving: exit %d\n%s%s", code, out, errOut)
+				}
+				mustContain(t, "the first key", errOut, "this is the first API key", "GITMEM_API_KEY")
 				if !tc.unused {
 					requireKeys(t, url, st.ID)
 				}

@@ -73,7 +73,10 @@ func (a *app) serverURL() (string, string) {
 // errors otherwise said that the server does not answer, or named a query parameter.
 func checkServerURL(raw, via string) error {
 	u, err := url.Parse(raw)
-	like := "http://127.0.0.1:8080"
+	like := "http://127.0.0.1:7437"
+	if g, gerr := url.Parse("http://" + raw); !strings.Contains(raw, "://") && gerr == nil && g.Host != "" {
+		like = g.String() // a host and port without the scheme: the same with http://
+	}
 	bad := func(why string) error {
 		return usageError{fmt.Errorf("%s %q: %s; give the server's address, like %s", via, raw, why, like)}
 	}

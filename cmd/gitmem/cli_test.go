@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -224,12 +225,22 @@ func TestUsageErrors(t *testing.T) {
 	mustContain(t, "bad path", c.fails("x", "put", "s", "notes.md"), "must start with /")
 	mustContain(t, "dot segment", c.fails("x", "put", "s", "/a/../b.md"), `".." segment`)
 	mustContain(t, "reserved", c.fails("x", "put", "s", "/.gitmem/x"), "reserved")
+	for _, args := range [][]string{{"put", "s", "/a.md", "--if-sha", "abc"}, {"rm", "s", "/a.md", "--if-sha", "abc"}, {"put", "s", "/a.md", "--if-absent", "--if-sha", "abc"}} {
+		if _, errOut, code := c.run("x", args...); code != exitUsage || !strings.Contains(errOut, "--if-") {
+			t.Errorf("gitmem %v: exit %d, %q; want exit %d naming the flag", args, code, errOut, exitUsage)
+		}
+	}
 	mustContain(t, "bad op", c.fails("", "log", "s", "--op", "renamed"), "operation must be created, modified or deleted")
 	big := strings.Repeat("x", gitstore.MaxContentBytes+1)
 	mustContain(t, "too big", c.fails(big, "put", "s", "/big.md"), "over the limit of 102400 bytes")
 	mustContain(t, "restore with a path", c.fails("", "restore", "s", "/a.md", "memver_x"), "restore takes no PATH: gitmem restore s memver_x")
 	mustContain(t, "restore with a path, a name with a space", c.fails("", "restore", "User prefs", "/a.md", "memver_x"), "gitmem restore 'User prefs' memver_x")
 	mustContain(t, "group typo", c.fails("", "stores", "craete", "x"), `unknown command "craete" for "gitmem stores"`, "did you mean create?")
+	mustContain(t, "another server's flag", c.fails("", "serve", "--port", "8000"), "unknown flag: --port; did you mean --addr?")
+	if ln, err := net.Listen("tcp", "127.0.0.1:0"); err == nil {
+		mustContain(t, "address in use", c.fails("", "serve", "--addr", ln.Addr().String()), "address already in use", "--addr 127.0.0.1:PORT")
+		ln.Close()
+	}
 	mustContain(t, "flag typo", c.fails("", "ls", "s", "--recurisve"), "unknown flag: --recurisve; did you mean --recursive?")
 	mustContain(t, "server route", c.fails("", "--server", "http://127.0.0.1:1/v1/memory_stores", "stores", "list"), "that is an API route, not the server's address")
 	mustContain(t, "server below a proxy's path", c.fails("", "--server", "http://127.0.0.1:1/api/v1/gitmem", "stores", "list"), "does not answer")
@@ -242,7 +253,8 @@ func TestUsageErrors(t *testing.T) {
 	if out, errOut, code := c.runEnv(append(os.Environ(), "GITMEM_SERVER=localhost:8080"), "", "version"); code != 0 || !strings.HasPrefix(out, "gitmem ") {
 		t.Errorf("version with a bad GITMEM_SERVER: exit %d, %q %q", code, out, errOut)
 	}
-	mustContain(t, "server no scheme", c.fails("", "--server", "localhost:8080", "stores", "list"), "give the server's address, like http://127.0.0.1:8080")
+	mustContain(t, "server no scheme", c.fails("", "--server", "localhost:8080", "stores", "list"), "give the server's address, like http://localhost:8080\n")
+	mustContain(t, "server IP without scheme", c.fails("", "--server", "127.0.0.1:7437", "stores", "list"), "like http://127.0.0.1:7437\n")
 	mustContain(t, "metadata", c.fails("", "stores", "create", "m", "--metadata", "novalue"), "want key=value")
 }
 

@@ -173,7 +173,17 @@ func setFromConfig(f *pflag.Flag, v any) error {
 func (cf *configFile) check(cmd *cobra.Command, key string) error {
 	for name := range cf.tables[key] {
 		if cmd.Flags().Lookup(name) == nil || notConfigurable[name] {
-			return usageError{fmt.Errorf("config file %s: [%s] %s is not a flag of gitmem %s", cf.path, key, name, key)}
+			err := fmt.Errorf("config file %s: [%s] %s is not a flag of gitmem %s", cf.path, key, name, key)
+			var like []string
+			for _, f := range flagSuggestions(cmd, name) {
+				if !notConfigurable[f] && f != name {
+					like = append(like, f)
+				}
+			}
+			if len(like) > 0 {
+				err = fmt.Errorf("%w; did you mean %s?", err, strings.Join(like, " or "))
+			}
+			return usageError{err}
 		}
 	}
 	for name := range cf.tables[""] {

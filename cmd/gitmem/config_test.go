@@ -81,7 +81,7 @@ trusted-proxies = ["10.0.0.0/8", "192.168.1.1"]
 	cmd.Wait()
 
 	for _, tc := range []struct{ body, want string }{
-		{"[serve]\naddres = \"x\"\n", "[serve] addres is not a flag of gitmem serve"},
+		{"[serve]\naddres = \"x\"\n", "[serve] addres is not a flag of gitmem serve; did you mean addr?"},
 		{"[srve]\naddr = \"x\"\n", "[srve] is not a gitmem command"},
 		{"addr = \"x\"\n", "addr is not a flag of every command"},
 		{"[serve]\nsync-interval = \"soon\"\n", "[serve] sync-interval"},

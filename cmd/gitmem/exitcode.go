@@ -103,12 +103,16 @@ func markUsage(cmd *cobra.Command) {
 func flagSuggestions(c *cobra.Command, name string) []string {
 	var out []string
 	c.Flags().VisitAll(func(f *pflag.Flag) {
-		if !f.Hidden && (editDistance(name, f.Name) <= 2 || strings.HasPrefix(f.Name, name)) {
+		if !f.Hidden && (editDistance(name, f.Name) <= 2 || strings.HasPrefix(f.Name, name) || flagAliases[name] == f.Name) {
 			out = append(out, f.Name)
 		}
 	})
 	return out
 }
+
+// flagAliases are the names that other servers and tools give to a flag of gitmem's.
+var flagAliases = map[string]string{"port": "addr", "host": "addr", "listen": "addr", "bind": "addr",
+	"data-dir": "data", "datadir": "data", "dir": "data"}
 
 // editDistance is the Levenshtein distance between a and b, in bytes.
 func editDistance(a, b string) int {

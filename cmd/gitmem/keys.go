@@ -52,9 +52,17 @@ func newKeysCreateCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			hadKey, err := keys.AnyActive()
+			if err != nil {
+				return err
+			}
 			key, secret, err := keys.Create(name, apikeys.Access(access), store)
 			if err != nil {
 				return err
+			}
+			if !hadKey && !a.quiet {
+				defer fmt.Fprint(cmd.ErrOrStderr(), "note: this is the first API key, so gitmem serve (a running one too) now wants a key on every request:\n"+
+					"x-api-key or Authorization: Bearer over HTTP, GITMEM_API_KEY for the CLI, the password for git, the UI's sign-in page.\n")
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {

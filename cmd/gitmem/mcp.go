@@ -47,19 +47,19 @@ server's /mcp endpoint, with GITMEM_API_KEY.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var level slog.Level
 			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-				return fmt.Errorf("--log-level: %w", err)
+				return usageError{fmt.Errorf("--log-level: %w", err)}
 			}
 			if len(stores) == 0 {
-				return fmt.Errorf("attach a store with --store STORE (by id or name; 1 to %d)", tooladapter.MaxStores)
+				return usageError{fmt.Errorf("attach a store with --store STORE (by id or name; 1 to %d)", tooladapter.MaxStores)}
 			}
 			if len(stores) > tooladapter.MaxStores {
-				return fmt.Errorf("%d stores given; a session can have at most %d", len(stores), tooladapter.MaxStores)
+				return usageError{fmt.Errorf("%d stores given; a session can have at most %d", len(stores), tooladapter.MaxStores)}
 			}
 			specs := make([]storeSpec, len(stores))
 			for i, s := range stores {
 				var err error
 				if specs[i], err = parseStoreSpec(s); err != nil {
-					return err
+					return usageError{err}
 				}
 			}
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))

@@ -174,24 +174,26 @@ func TestMCPStdio(t *testing.T) {
 	}
 }
 
-// TestMCPUsageErrors: a wrong store is refused before any MCP, and nothing reaches stdout.
+// TestMCPUsageErrors: a wrong store is refused before any MCP, and nothing reaches stdout;
+// a wrong command line exits 2, an unknown store 3 (docs/cli.md).
 func TestMCPUsageErrors(t *testing.T) {
 	c := newCLI(t)
 	c.ok("", "stores", "create", "s")
 	for _, tc := range []struct {
 		args []string
 		want string
+		code int
 	}{
-		{[]string{"mcp"}, "attach a store with --store"},
-		{[]string{"mcp", "--store", "s:ro"}, `access "ro" is unknown`},
-		{[]string{"mcp", "--store", "s", "--session", "x1"}, "must start with sesn_"},
-		{[]string{"mcp", "--store", "nope"}, `no store with id or name "nope"`},
-		{[]string{"mcp", "--store", "s", "--store", "s:read_only"}, "attached twice"},
-		{[]string{"mcp", "--store", "s", "--log-level", "loud"}, "--log-level"},
+		{[]string{"mcp"}, "attach a store with --store", exitUsage},
+		{[]string{"mcp", "--store", "s:ro"}, `access "ro" is unknown`, exitUsage},
+		{[]string{"mcp", "--store", "s", "--session", "x1"}, "must start with sesn_", exitUsage},
+		{[]string{"mcp", "--store", "nope"}, `no store with id or name "nope"`, exitNotFound},
+		{[]string{"mcp", "--store", "s", "--store", "s:read_only"}, "attached twice", exitUsage},
+		{[]string{"mcp", "--store", "s", "--log-level", "loud"}, "--log-level", exitUsage},
 	} {
 		out, errOut, code := c.run("", tc.args...)
-		if code == 0 || out != "" || !strings.Contains(errOut, tc.want) {
-			t.Errorf("gitmem %v: exit %d, stdout %q, stderr %q; want a failure, no stdout, %q", tc.args, code, out, errOut, tc.want)
+		if code != tc.code || out != "" || !strings.Contains(errOut, tc.want) {
+			t.Errorf("gitmem %v: exit %d, stdout %q, stderr %q; want exit %d, no stdout, %q", tc.args, code, out, errOut, tc.code, tc.want)
 		}
 	}
 }

@@ -35,7 +35,10 @@ creating it or replacing what is there. Each write that changes something is one
 		Args: rangeArgs([]string{"STORE", "PATH"}, "FILE|-"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if ifAbsent && ifSHA != "" {
-				return fmt.Errorf("--if-absent and --if-sha exclude each other")
+				return usageError{fmt.Errorf("--if-absent and --if-sha exclude each other")}
+			}
+			if err := checkIfSHA(ifSHA); err != nil {
+				return err
 			}
 			content, err := readContent(cmd, args[2:])
 			if err != nil {
@@ -74,6 +77,18 @@ creating it or replacing what is there. Each write that changes something is one
 	cmd.Flags().StringVar(&ifSHA, "if-sha", "", "replace only if the current content has this sha256")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the memory as JSON, as the HTTP API answers a write")
 	return cmd
+}
+
+// checkIfSHA refuses an --if-sha that is not a sha256 before anything is sent, with the
+// flag's name (the store's own check names the API's field, which the command line lacks).
+func checkIfSHA(h string) error {
+	if h == "" {
+		return nil
+	}
+	if err := gitstore.ValidateSHA256("--if-sha", h); err != nil {
+		return usageError{fmt.Errorf("%w (the sha256 of the current content: gitmem cat --json shows it as content_sha256)", err)}
+	}
+	return nil
 }
 
 func readContent(cmd *cobra.Command, args []string) (string, error) {
@@ -155,6 +170,9 @@ func newRmCmd(a *app) *cobra.Command {
 		Short: "Delete a memory (its history stays)",
 		Args:  exactArgs("STORE", "PATH"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkIfSHA(ifSHA); err != nil {
+				return err
+			}
 			return a.withStoreAPI(cmd.Context(), args[0], func(s storeAPI) error {
 				v, err := s.Delete(cmd.Context(), gitstore.DeleteInput{Path: args[1], ExpectedSHA256: ifSHA, Actor: cliActor()})
 				if err != nil {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -144,6 +145,9 @@ func serve(ctx context.Context, a *app, log *slog.Logger, f serveFlags, cmd *cob
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return fmt.Errorf("listen on %s: %w: another program (perhaps another gitmem serve) listens there; stop it, or serve on another port with --addr 127.0.0.1:PORT", addr, err)
+		}
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	if certs != nil {
