@@ -198,19 +198,19 @@ func (s *Store) UpdateMemory(ctx context.Context, in gitstore.UpdateInput) (gits
 	return s.writeResult(ctx, hdr, w)
 }
 
-// writeResult is the answer of a write from its reply: a proposal, the memory unchanged
-// (UnchangedHeader), or the memory and its new version.
+// writeResult is the answer of a write from its reply: the memory unchanged
+// (UnchangedHeader), or the memory and its new version; and the proposal it went to, if any
+// (ProposalHeader). A proposal's version is read only by a caller whose reads see the
+// proposal (a propose key): for another (the store reviews the path), Version stays nil.
 func (s *Store) writeResult(ctx context.Context, hdr http.Header, w wireMemory) (gitstore.WriteResult, error) {
-	res := gitstore.WriteResult{Memory: w.memory()}
-	if p := hdr.Get(ProposalHeader); p != "" {
-		res.Proposal = p
-		return res, nil
-	}
+	res := gitstore.WriteResult{Memory: w.memory(), Proposal: hdr.Get(ProposalHeader)}
 	if hdr.Get(UnchangedHeader) == "true" {
 		return res, nil
 	}
 	v, err := s.Version(ctx, w.MemoryVersionID)
-	if err != nil {
+	if res.Proposal != "" && gitstore.IsKind(err, gitstore.KindNotFound) {
+		return res, nil // the caller reads main, which the proposal's version is not in yet
+	} else if err != nil {
 		return res, err
 	}
 	res.Version = &v

@@ -61,7 +61,10 @@ func (s *Server) memStore(c echo.Context, write bool) (*gitstore.Store, caller, 
 		return nil, cl, err
 	}
 	if write {
-		f, _, err := s.props.Writes(c.Request().Context(), st, cl.actor, proposalTitle(cl))
+		f, p, err := s.props.Writes(c.Request().Context(), st, cl.actor, proposalTitle(cl))
+		if err == nil {
+			c.Response().Header().Set(ProposalHeader, p.ID)
+		}
 		return f, cl, err
 	}
 	f, err := s.props.Reads(st, cl.actor)
@@ -80,8 +83,8 @@ func proposalTitle(cl caller) string {
 	return "Changes by " + key
 }
 
-// ProposalHeader names, on the answer to a write that went to a proposal because the store
-// reviews its path, the proposal it went to.
+// ProposalHeader names, on the answer to a write that went to a proposal (a propose key's,
+// or one whose path the store reviews), the proposal it went to.
 const ProposalHeader = "x-gitmem-proposal"
 
 // proposeInstead takes err, the error of a memory write to st: if the store's review policy

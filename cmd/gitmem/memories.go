@@ -60,14 +60,13 @@ creating it or replacing what is there. Each write that changes something is one
 					return printJSON(cmd.OutOrStdout(), memoryJSON(res.Memory))
 				}
 				switch {
-				case res.Proposal != "":
-					fmt.Fprintf(cmd.OutOrStdout(), "proposed %s in %s: the store reviews this folder, and a person approves (gitmem proposals show %s %s)\n",
-						res.Memory.Path, res.Proposal, args[0], res.Proposal)
+				case res.Version == nil && res.Proposal != "":
+					fmt.Fprintf(cmd.OutOrStdout(), "proposed %s%s\n", res.Memory.Path, inProposal(args[0], res))
 				case res.Version == nil:
 					fmt.Fprintf(cmd.OutOrStdout(), "unchanged %s (%s)\n", res.Memory.Path, res.Memory.ID)
 				default:
-					fmt.Fprintf(cmd.OutOrStdout(), "%s %s (%s, %d bytes, version %s)\n", res.Version.Operation,
-						res.Memory.Path, res.Memory.ID, res.Memory.SizeBytes, res.Version.ID)
+					fmt.Fprintf(cmd.OutOrStdout(), "%s %s (%s, %d bytes, version %s)%s\n", res.Version.Operation,
+						res.Memory.Path, res.Memory.ID, res.Memory.SizeBytes, res.Version.ID, inProposal(args[0], res))
 				}
 				return nil
 			})
@@ -89,6 +88,15 @@ func checkIfSHA(h string) error {
 		return usageError{fmt.Errorf("%w (the sha256 of the current content: gitmem cat --json shows it as content_sha256)", err)}
 	}
 	return nil
+}
+
+// inProposal is what the line of a write that went to a proposal (res.Proposal) adds: where
+// it is, and how to see it; "" for a write to main.
+func inProposal(store string, res gitstore.WriteResult) string {
+	if res.Proposal == "" {
+		return ""
+	}
+	return fmt.Sprintf(" in proposal %s, not in main until a person approves it (gitmem proposals show %s %s)", res.Proposal, store, res.Proposal)
 }
 
 func readContent(cmd *cobra.Command, args []string) (string, error) {
@@ -208,11 +216,14 @@ func newMvCmd(a *app) *cobra.Command {
 				if asJSON {
 					return printJSON(cmd.OutOrStdout(), memoryJSON(res.Memory))
 				}
-				if res.Version == nil {
+				switch {
+				case res.Version == nil && res.Proposal != "":
+					fmt.Fprintf(cmd.OutOrStdout(), "proposed renaming %s to %s%s\n", args[1], to, inProposal(args[0], res))
+				case res.Version == nil:
 					fmt.Fprintf(cmd.OutOrStdout(), "unchanged %s (%s)\n", res.Memory.Path, res.Memory.ID)
-					return nil
+				default:
+					fmt.Fprintf(cmd.OutOrStdout(), "renamed %s to %s (%s)%s\n", args[1], res.Memory.Path, res.Memory.ID, inProposal(args[0], res))
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "renamed %s to %s (%s)\n", args[1], res.Memory.Path, res.Memory.ID)
 				return nil
 			})
 		},

@@ -29,7 +29,8 @@ func TestProposalsCLI(t *testing.T) {
 		return out + errOut
 	}
 	as(rw, 0, "Review every change.\n", "put", "team", "/rules.md")
-	as(pk, 0, "Ship on Fridays.\n", "put", "team", "/idea.md")
+	mustContain(t, "the agent's put", as(pk, 0, "Ship on Fridays.\n", "put", "team", "/idea.md"),
+		"created /idea.md (mem_", "version memver_", "in proposal prop_", "not in main until a person approves it")
 	if out := as(rw, 0, "", "ls", "team"); strings.Contains(out, "idea.md") {
 		t.Errorf("main lists the proposal's memory:\n%s", out)
 	}
@@ -117,9 +118,16 @@ func TestReviewPolicyCLI(t *testing.T) {
 	secret := regexp.MustCompile(`gitmem_[A-Za-z0-9_-]+`).FindString(c.ok("", "keys", "create", "--name", "agent"))
 	url, _ := serveForGit(t, c)
 	env := append(os.Environ(), "GITMEM_API_KEY="+secret)
-	if _, errOut, code := c.runEnv(env, "hi\n", "put", "team", "/team/b.md"); code != 0 {
+	out, errOut, code := c.runEnv(env, "hi\n", "put", "team", "/team/b.md")
+	if code != 0 {
 		t.Fatalf("the agent's put: %s", errOut)
 	}
+	mustContain(t, "the agent's put", out, "proposed /team/b.md in proposal prop_", "not in main until a person approves it", "gitmem proposals show team prop_")
+	out, errOut, code = c.runEnv(env, "", "mv", "team", "/elsewhere.md", "/team/c.md")
+	if code != 0 {
+		t.Fatalf("the agent's mv: %s", errOut)
+	}
+	mustContain(t, "the agent's mv", out, "proposed renaming /elsewhere.md to /team/c.md in proposal prop_")
 
 	// A git push that changes the reviewed folder is refused; one elsewhere goes through.
 	work := t.TempDir()
@@ -143,7 +151,7 @@ func TestReviewPolicyCLI(t *testing.T) {
 	if out, err := git(wt, "push", "-q", "origin", "main"); err != nil {
 		t.Errorf("a push elsewhere: %v\n%s", err, out)
 	}
-	out, _, _ := c.runEnv(env, "", "proposals", "list", "team")
+	out, _, _ = c.runEnv(env, "", "proposals", "list", "team")
 	mustContain(t, "proposals", out, `Changes by key "agent"`)
 	c.runEnv(env, "", "stores", "set", "team", "--review", "")
 	if out, _, _ := c.runEnv(env, "", "stores", "show", "team"); strings.Contains(out, "review ") {
