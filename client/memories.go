@@ -102,7 +102,11 @@ func (r reader) GetByPath(ctx context.Context, path string, withContent bool) (g
 			}
 		}
 		if cursor = page.NextCursor; cursor == "" {
-			return gitstore.Memory{}, &gitstore.Error{Kind: gitstore.KindNotFound, Message: "no memory at " + path}
+			msg := "no memory at " + path
+			if r.at != "" {
+				msg += " as of " + r.at
+			}
+			return gitstore.Memory{}, &gitstore.Error{Kind: gitstore.KindNotFound, Message: msg}
 		}
 	}
 }

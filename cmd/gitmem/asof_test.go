@@ -65,4 +65,7 @@ func TestAsOfCommands(t *testing.T) {
 	if got := c.ok("", "ls", "prefs", "-R", "--at", "2001-01-01"); got != "" {
 		t.Errorf("ls --at 2001-01-01: %q", got)
 	}
+	// Through a server the refusal says as of when, as it does on the data directory.
+	startServe(t, c)
+	mustContain(t, "cat before it existed, through the server", c.fails("", "cat", "prefs", "/drinks/tea.md", "--at", t1), "no memory at /drinks/tea.md as of "+t1)
 }

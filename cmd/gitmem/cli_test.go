@@ -239,9 +239,15 @@ func TestUsageErrors(t *testing.T) {
 	mustContain(t, "another server's flag", c.fails("", "serve", "--port", "8000"), "unknown flag: --port; did you mean --addr?")
 	if ln, err := net.Listen("tcp", "127.0.0.1:0"); err == nil {
 		mustContain(t, "address in use", c.fails("", "serve", "--addr", ln.Addr().String()), "address already in use", "--addr 127.0.0.1:PORT")
+		fresh := &cli{t: t, data: filepath.Join(t.TempDir(), "new")}
+		fresh.fails("", "serve", "--addr", ln.Addr().String())
+		if _, err := os.Stat(fresh.data); !os.IsNotExist(err) {
+			t.Errorf("serve on a taken address made its data directory: %v", err)
+		}
 		ln.Close()
 	}
 	mustContain(t, "flag typo", c.fails("", "ls", "s", "--recurisve"), "unknown flag: --recurisve; did you mean --recursive?")
+	mustContain(t, "shorthand in the other case", c.fails("", "ls", "s", "-r"), "unknown shorthand flag: 'r' in -r; did you mean -R (--recursive)?")
 	mustContain(t, "server route", c.fails("", "--server", "http://127.0.0.1:1/v1/memory_stores", "stores", "list"), "that is an API route, not the server's address")
 	mustContain(t, "server below a proxy's path", c.fails("", "--server", "http://127.0.0.1:1/api/v1/gitmem", "stores", "list"), "does not answer")
 	mustContain(t, "server MCP route", c.fails("", "--server", "http://127.0.0.1:1/mcp", "stores", "list"), "that is an API route", "like http://127.0.0.1:1\n")

@@ -73,6 +73,8 @@ func markUsage(cmd *cobra.Command) {
 			if s := flagSuggestions(c, name); len(s) > 0 {
 				err = fmt.Errorf("%w; did you mean --%s?", err, strings.Join(s, " or --"))
 			}
+		} else if s := shorthandSuggestion(c, err.Error()); s != "" {
+			err = fmt.Errorf("%w; did you mean %s?", err, s)
 		}
 		return usageError{err}
 	})
@@ -96,6 +98,23 @@ func markUsage(cmd *cobra.Command) {
 	for _, sub := range cmd.Commands() {
 		markUsage(sub)
 	}
+}
+
+// shorthandSuggestion is, for pflag's error about an unknown one-letter flag (-r), the flag
+// of c whose shorthand is the same letter in the other case (-R), if any.
+func shorthandSuggestion(c *cobra.Command, msg string) string {
+	rest, ok := strings.CutPrefix(msg, "unknown shorthand flag: '")
+	if !ok || len(rest) < 2 || rest[1] != '\'' {
+		return ""
+	}
+	other := strings.ToUpper(rest[:1])
+	if other == rest[:1] {
+		other = strings.ToLower(rest[:1])
+	}
+	if f := c.Flags().ShorthandLookup(other); f != nil && !f.Hidden {
+		return "-" + other + " (--" + f.Name + ")"
+	}
+	return ""
 }
 
 // flagSuggestions are the flags of c whose names are within two edits of name, or begin

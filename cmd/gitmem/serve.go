@@ -109,6 +109,16 @@ type serveFlags struct {
 func serve(ctx context.Context, a *app, log *slog.Logger, f serveFlags, cmd *cobra.Command) error {
 	addr, strict := f.addr, f.strict
 	log.Debug("go processors", "gomaxprocs", addSpareProcs())
+	// The address first: a port that is taken leaves no new data directory behind. Nothing is
+	// accepted on it before the checks below pass.
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return fmt.Errorf("listen on %s: %w: another program (perhaps another gitmem serve) listens there; stop it, or serve on another port with --addr 127.0.0.1:PORT", addr, err)
+		}
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	defer ln.Close()
 	keys, err := apikeys.Open(a.dataDir)
 	if err != nil {
 		return err
@@ -142,13 +152,6 @@ func serve(ctx context.Context, a *app, log *slog.Logger, f serveFlags, cmd *cob
 		}
 		certs.watch(ctx)
 		scheme = "https"
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		if errors.Is(err, syscall.EADDRINUSE) {
-			return fmt.Errorf("listen on %s: %w: another program (perhaps another gitmem serve) listens there; stop it, or serve on another port with --addr 127.0.0.1:PORT", addr, err)
-		}
-		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	if certs != nil {
 		ln = tls.NewListener(ln, certs.config())
