@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -91,10 +92,11 @@ keys, remotes and webhooks stay on the server.`,
 				what = fmt.Sprintf("%s (through %s: keys, remotes and webhooks stay on the server)", plural(len(m.Stores), "store"), src.(serverSource).c.URL())
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "backed up %s to %s in %s\n", what, dest, time.Since(start).Round(time.Millisecond))
+			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 			for _, e := range m.Stores {
-				fmt.Fprintf(cmd.OutOrStdout(), "  %s  %-20s main %s\n", e.ID, e.Name, shortHash(e.Commit))
+				fmt.Fprintf(w, "  %s\t%s\tmain %s\n", e.ID, e.Name, shortHash(e.Commit))
 			}
-			return nil
+			return w.Flush()
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the backup's manifest as JSON")
