@@ -355,7 +355,10 @@ func (d *DataDir) DeleteStore(ctx context.Context, id string) error {
 	if err := os.Remove(d.Layout().ProposalsFile(id)); err != nil && !os.IsNotExist(err) {
 		return fmt.Errorf("delete the proposals of %s: %w", id, err)
 	}
-	if err := os.RemoveAll(d.Layout().ProposalForks(id)); err != nil {
+	d.opts.forkMarks.mu.Lock() // not while a redaction lists its version for them (forkmarks.go)
+	err := os.RemoveAll(d.Layout().ProposalForks(id))
+	d.opts.forkMarks.mu.Unlock()
+	if err != nil {
 		return fmt.Errorf("delete the proposals of %s: %w", id, err)
 	}
 	return os.RemoveAll(trash)

@@ -47,7 +47,10 @@ func (s *Store) listForks(in RedactInput) (bool, error) {
 	if s.fork || s.opts.forkMarks == nil {
 		return false, nil
 	}
-	entries, err := os.ReadDir(s.opts.forkMarks.layout.ProposalForks(s.id))
+	m := s.opts.forkMarks
+	m.mu.Lock() // the forks are looked for and listed under it, as DeleteStore removes them
+	defer m.mu.Unlock()
+	entries, err := os.ReadDir(m.layout.ProposalForks(s.id))
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	} else if err != nil {
@@ -56,7 +59,7 @@ func (s *Store) listForks(in RedactInput) (bool, error) {
 	if !slices.ContainsFunc(entries, os.DirEntry.IsDir) {
 		return false, nil
 	}
-	if err := s.opts.forkMarks.set(s.id, in.VersionID, true); err != nil {
+	if err := m.setLocked(s.id, in.VersionID, true); err != nil {
 		return false, err
 	}
 	return true, nil
@@ -93,6 +96,11 @@ func (m *forkMarks) read(id string) ([]string, error) {
 func (m *forkMarks) set(id, version string, add bool) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.setLocked(id, version, add)
+}
+
+// setLocked is set with m.mu held.
+func (m *forkMarks) setLocked(id, version string, add bool) error {
 	ids, err := m.read(id)
 	if err != nil {
 		return err
