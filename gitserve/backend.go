@@ -119,6 +119,10 @@ type Request struct {
 	// Access is the caller's key's access (apikeys): a propose key's push may only update
 	// proposal branches (refs/heads/proposals/NAME), which the hook checks.
 	Access string
+	// HideRefs are refs that the caller may neither see nor update (git's
+	// transfer.hideRefs, each a ref or a folder of refs): other keys' proposal branches,
+	// for a propose key.
+	HideRefs []string
 	// Accept, if set, is asked to accept a push that passed the hook's checks, before git
 	// moves main: if it fails, the push is refused with its error's message. It runs on its
 	// own goroutine while Serve runs.
@@ -228,6 +232,9 @@ func (b *Backend) env(r *http.Request, req Request) []string {
 		env = append(env, "GIT_PROTOCOL="+p)
 	}
 	cfg := b.config(req.Push)
+	for _, ref := range req.HideRefs {
+		cfg = append(cfg, [2]string{"transfer.hideRefs", ref})
+	}
 	env = append(env, "GIT_CONFIG_COUNT="+strconv.Itoa(len(cfg)))
 	for i, kv := range cfg {
 		env = append(env, fmt.Sprintf("GIT_CONFIG_KEY_%d=%s", i, kv[0]), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", i, kv[1]))

@@ -78,6 +78,13 @@ func (s *Server) serveGit(c echo.Context, backend *gitserve.Backend) error {
 	if err != nil {
 		return err
 	}
+	if cl := callerOf(c); cl.proposes() {
+		// Other keys' proposals are not its to read (the API refuses them too), nor to
+		// push onto: git neither shows their branches to it nor lets it update them.
+		if req.HideRefs, err = s.props.HiddenFrom(st.ID(), cl.key.ID); err != nil {
+			return err
+		}
+	}
 	// Without this, net/http stops reading the request body once the response starts.
 	if err := http.NewResponseController(c.Response()).EnableFullDuplex(); err != nil {
 		s.log.Debug("git: full duplex", "err", err)

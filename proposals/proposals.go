@@ -351,6 +351,26 @@ func (m *Manager) fork(p Proposal) (*gitstore.Store, error) {
 	return f, nil
 }
 
+// HiddenFrom returns the branches of the store's repository (refs/heads/proposals/...) that
+// hold the open proposals of keys other than keyID: a propose key may neither fetch nor push
+// them with git, as it may not read another key's proposal through the API. A decided
+// proposal's branch is main's history (approved) or gone (rejected).
+func (m *Manager) HiddenFrom(storeID, keyID string) ([]string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l, err := m.list(storeID)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, p := range l {
+		if p.State == Open && p.Author.Store().KeyID() != keyID {
+			out = append(out, branchOf(p))
+		}
+	}
+	return out, nil
+}
+
 // Writes returns the store that author's writes to store st go to: the fork of its open
 // proposal, which is opened with title (or one that names the author) if it has none.
 func (m *Manager) Writes(ctx context.Context, st *gitstore.Store, author gitstore.Actor, title string) (*gitstore.Store, Proposal, error) {

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/gitmem/gitmem/apikeys"
 	"github.com/gitmem/gitmem/proposals"
 )
 
@@ -39,6 +40,9 @@ func (u *UI) proposalsQueue(w http.ResponseWriter, r *http.Request, q *request) 
 			return err
 		}
 		for _, p := range list {
+			if !mayRead(q, p) {
+				continue // a proposer sees its own proposals only, as in the API
+			}
 			if p.State == proposals.Open {
 				page.Open = append(page.Open, p)
 			} else {
@@ -55,7 +59,19 @@ func (u *UI) proposalOf(r *http.Request, q *request) (proposals.Proposal, error)
 	if u.opts.Proposals == nil {
 		return proposals.Proposal{}, notFound("this server keeps no proposals")
 	}
-	return u.opts.Proposals.Get(q.storeID, r.PathValue("prop"))
+	p, err := u.opts.Proposals.Get(q.storeID, r.PathValue("prop"))
+	if err == nil && !mayRead(q, p) {
+		return proposals.Proposal{}, forbidden("this API key (" + q.caller.Key.ID + ") may only read its own proposals")
+	}
+	return p, err
+}
+
+// mayRead tells whether the caller may see proposal p: a propose key sees the proposals of
+// its own key only (its sessions' too), as the API shows them to it; every other
+// caller that may read the store sees them all.
+func mayRead(q *request, p proposals.Proposal) bool {
+	k := q.caller.Key
+	return k == nil || k.Access != apikeys.Propose || p.Author.Store().KeyID() == k.ID
 }
 
 func (u *UI) proposal(w http.ResponseWriter, r *http.Request, q *request) error {

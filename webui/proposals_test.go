@@ -136,3 +136,35 @@ func TestProposalsApproveSome(t *testing.T) {
 		t.Errorf("the page does not say what was approved: %.3000s", p.body)
 	}
 }
+
+// TestProposalsProposerSeesOwnOnly: a propose key signed in to the UI sees its own proposals
+// in the queue and can open them, but not another key's, whose changes it may not read
+// through the API either.
+func TestProposalsProposerSeesOwnOnly(t *testing.T) {
+	e := start(t)
+	admin, _ := e.key("admin", apikeys.ReadWrite, "")
+	agentA, _ := e.key("agent-a", apikeys.Propose, "")
+	agentB, _ := e.key("agent-b", apikeys.Propose, "")
+	st := e.store(admin, "team")
+	e.write(agentA, st, "/a.md", "only for A's reviewer\n")
+	e.write(agentB, st, "/b.md", "B's own\n")
+
+	br := e.browser()
+	br.signIn(admin)
+	q := br.get("/ui/stores/" + st + "/proposals")
+	idA := regexpFind(t, `/proposals/(prop_[0-9A-Z]+)">Changes by key &#34;agent-a`, q.body)
+	idB := regexpFind(t, `/proposals/(prop_[0-9A-Z]+)">Changes by key &#34;agent-b`, q.body)
+
+	b := e.browser()
+	b.signIn(agentB)
+	q = b.get("/ui/stores/" + st + "/proposals")
+	if q.status != 200 || strings.Contains(q.body, idA) || !strings.Contains(q.body, idB) {
+		t.Errorf("B's queue (%d) should list B's proposal only: %.3000s", q.status, q.body)
+	}
+	if p := b.get("/ui/stores/" + st + "/proposals/" + idA); p.status != http.StatusForbidden || strings.Contains(p.body, "only for A") {
+		t.Errorf("B reads A's proposal: %d %.2000s", p.status, p.body)
+	}
+	if p := b.get("/ui/stores/" + st + "/proposals/" + idB); p.status != 200 || !strings.Contains(p.body, "B&#39;s own") {
+		t.Errorf("B's own proposal (%d): %.2000s", p.status, p.body)
+	}
+}
