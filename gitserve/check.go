@@ -61,8 +61,9 @@ type checker struct {
 	// rename is the store's name in main's .gitmem/store.json after the push, if the push
 	// changes it: the server checks that no other store has it (Push.Rename).
 	rename string
-	// proposed are the commits that the push adds to proposal branches (Push.Proposed).
-	proposed []string
+	// proposed are the commits that the push adds to proposal branches (Push.Proposed), and
+	// branches the branches it moves (Push.Branches).
+	proposed, branches []string
 }
 
 func (c *checker) fail(where, rule string) {
@@ -112,6 +113,7 @@ func (c *checker) check(updates []update) ([]string, error) {
 		if err := c.checkProposal(u); err != nil {
 			return nil, err
 		}
+		c.branches = append(c.branches, u.ref)
 	}
 	if main == nil {
 		if len(c.problems) > 0 {

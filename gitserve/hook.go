@@ -107,7 +107,7 @@ func runHook(name string, stdin io.Reader, stderr io.Writer) int {
 		return 1
 	}
 	if path := os.Getenv(acceptEnv); path != "" {
-		err := askAccept(path, Push{Commits: commits, Proposed: c.proposed, Rename: c.rename})
+		err := askAccept(path, Push{Commits: commits, Proposed: c.proposed, Branches: c.branches, Rename: c.rename})
 		var r Refusal
 		switch {
 		case errors.As(err, &r):

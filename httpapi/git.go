@@ -205,6 +205,13 @@ func (s *Server) proposeBranches(ctx context.Context, c echo.Context, st *gitsto
 		title := fmt.Sprintf("Branch %s pushed by %s", strings.TrimPrefix(ref, proposalBranches), who)
 		if _, err := s.props.FromBranch(ctx, st, ref, cl.actor, title); err != nil {
 			s.log.Error("git push: open the proposal of a branch", "store", st.ID(), "branch", ref, "err", err)
+			if before[ref] == "" {
+				// New, and no proposal holds it (pushes at once took the room): removed, so
+				// that no branch keeps commits that nothing reviews.
+				if err := st.SetBranch(ctx, ref, ""); err != nil {
+					s.log.Error("git push: remove a proposal branch that opened no proposal", "store", st.ID(), "branch", ref, "err", err)
+				}
+			}
 		}
 	}
 }
@@ -247,6 +254,13 @@ func (s *Server) servePush(c echo.Context, backend *gitserve.Backend, req gitser
 	req.Accept = func(ctx context.Context, p gitserve.Push) error {
 		if err := refuseRewritten(ctx, st, append(p.Commits, p.Proposed...)); err != nil {
 			return err
+		}
+		// A new proposal branch past the bounds of open proposals is refused before git
+		// makes it: one without a proposal would hold its commits with nothing to review.
+		if len(p.Branches) > 0 {
+			if err := s.props.RoomForBranches(st.ID(), callerOf(c).actor, p.Branches); err != nil {
+				return gitserve.Refusal(errorFor(err).message)
+			}
 		}
 		// The rules first, then the record of the key: a refused push records nothing.
 		if p.Rename != "" {

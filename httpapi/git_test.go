@@ -59,6 +59,12 @@ func startGitServer(t testing.TB) *gitSrv {
 
 func startGitServerWith(t testing.TB, opts GitOptions) *gitSrv {
 	t.Helper()
+	return startGitServerLimited(t, opts, Limits{})
+}
+
+// startGitServerLimited is startGitServerWith, the server with the limits l.
+func startGitServerLimited(t testing.TB, opts GitOptions, l Limits) *gitSrv {
+	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed")
 	}
@@ -67,7 +73,7 @@ func startGitServerWith(t testing.TB, opts GitOptions) *gitSrv {
 	if testing.Verbose() {
 		log = slog.Default()
 	}
-	srv := New(d, keys, Options{Logger: log})
+	srv := New(d, keys, Options{Logger: log, Limits: l})
 	idx := search.New(d, search.Options{Logger: log})
 	srv.EnableSearch(idx)
 	srv.EnableHealth(ReadyChecks(d, idx))

@@ -79,3 +79,40 @@ func TestGitProposalBranchesOfOthers(t *testing.T) {
 		t.Errorf("B's ls-remote after its own push:\n%s", out)
 	}
 }
+
+// TestGitProposalBranchesBounded: a propose key's push that would open more proposals than
+// its key has room for is refused before git makes its branches, so that none is left
+// holding commits that nothing reviews; a push to a branch whose proposal is open updates it.
+func TestGitProposalBranchesBounded(t *testing.T) {
+	g := startGitServerLimited(t, GitOptions{HookProgram: fastHook}, Limits{MaxOpenProposalsPerKey: 2})
+	_, rw, _ := g.keys.Create("person", apikeys.ReadWrite, "")
+	_, a, _ := g.keys.Create("agent", apikeys.Propose, "")
+	store := g.createStore(t, rw, "team")
+	g.write(t, rw, store, "/rules.md", "Review every change.\n")
+	wa := filepath.Join(t.TempDir(), "a")
+	gitOK(t, "", "clone", "-q", g.repoURL(a, store), wa)
+	commit := func(content string) {
+		put(t, filepath.Join(wa, "idea.md"), content)
+		gitOK(t, wa, "add", "-A")
+		gitOK(t, wa, "commit", "-qm", content)
+	}
+	commit("one\n")
+	gitOK(t, wa, "push", "-q", "origin", "HEAD:proposals/one")
+	if out := gitFails(t, wa, "push", "origin", "HEAD:proposals/two", "HEAD:proposals/three"); !strings.Contains(out, "open proposals") {
+		t.Errorf("a push of two new branches with room for one: %s", out)
+	}
+	gitOK(t, wa, "push", "-q", "origin", "HEAD:proposals/two")
+	if out := gitFails(t, wa, "push", "origin", "HEAD:proposals/three"); !strings.Contains(out, "has 2 open proposals") {
+		t.Errorf("a third branch past the key's 2: %s", out)
+	}
+	if out := gitOK(t, "", "ls-remote", g.repoURL(rw, store)); strings.Contains(out, "proposals/three") {
+		t.Errorf("a refused branch is in the repository:\n%s", out)
+	}
+	commit("one, again\n")
+	gitOK(t, wa, "push", "-q", "origin", "HEAD:proposals/one")
+	var list struct{ Data []struct{ ID string } }
+	g.api(t, "GET", "/v1/memory_stores/"+store+"/proposals?state=open", rw, "", &list)
+	if len(list.Data) != 2 {
+		t.Errorf("open proposals: %+v", list.Data)
+	}
+}

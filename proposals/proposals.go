@@ -387,7 +387,7 @@ func (m *Manager) Writes(ctx context.Context, st *gitstore.Store, author gitstor
 	if err != nil {
 		return nil, Proposal{}, err
 	}
-	if err := m.roomForOne(st.ID(), l, author); err != nil {
+	if err := m.roomFor(st.ID(), l, author, 1); err != nil {
 		return nil, Proposal{}, err
 	}
 	now := time.Now().UTC()
@@ -507,7 +507,7 @@ func (m *Manager) FromBranch(ctx context.Context, st *gitstore.Store, ref string
 			})
 		}
 	}
-	if err := m.roomForOne(st.ID(), l, author); err != nil {
+	if err := m.roomFor(st.ID(), l, author, 1); err != nil {
 		return Proposal{}, err
 	}
 	now := time.Now().UTC()
@@ -528,10 +528,35 @@ func (m *Manager) FromBranch(ctx context.Context, st *gitstore.Store, ref string
 	return p, nil
 }
 
-// roomForOne refuses a new proposal of author in a store that has m.limits.Open open ones,
-// or in which author's key has m.limits.OpenPerKey (l is the store's list). An actor without
-// a key (the local user of a server without keys) has the store's bound only.
-func (m *Manager) roomForOne(storeID string, l []Proposal, author gitstore.Actor) error {
+// RoomForBranches refuses a push of author that would open more proposals with branches refs
+// than the store and author's key have room for (a branch that already holds an open
+// proposal of author only updates it): checked before git creates the branches, so that a
+// push past the bounds leaves none behind. Pushes at once may pass it together; the
+// proposals then open as far as there is room, and the push's answer does not say which.
+func (m *Manager) RoomForBranches(storeID string, author gitstore.Actor, refs []string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l, err := m.list(storeID)
+	if err != nil {
+		return err
+	}
+	n := 0
+	for _, ref := range refs {
+		if !slices.ContainsFunc(l, func(p Proposal) bool { return p.State == Open && p.Branch == ref && SameAuthor(p.Author, author) }) {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	return m.roomFor(storeID, l, author, n)
+}
+
+// roomFor refuses n new proposals of author in a store that would have more than
+// m.limits.Open open ones, or in which author's key would have more than m.limits.OpenPerKey
+// (l is the store's list). An actor without a key (the local user of a server without keys)
+// has the store's bound only.
+func (m *Manager) roomFor(storeID string, l []Proposal, author gitstore.Actor, n int) error {
 	open, mine := 0, 0
 	key := author.KeyID()
 	for _, p := range l {
@@ -542,11 +567,11 @@ func (m *Manager) roomForOne(storeID string, l []Proposal, author gitstore.Actor
 			}
 		}
 	}
-	if mine >= m.limits.OpenPerKey {
+	if key != "" && mine+n > m.limits.OpenPerKey {
 		return &gitstore.Error{Kind: gitstore.KindConflict, Message: fmt.Sprintf("key %s has %d open proposals in memory store %s, the most one key may have (the server's --max-open-proposals-per-key): "+
 			"write in a session that has one open (the same x-gitmem-session-id), or ask a reviewer to approve or reject some first (gitmem proposals list %s --state open)", key, mine, storeID, storeID)}
 	}
-	if open >= m.limits.Open {
+	if open+n > m.limits.Open {
 		return &gitstore.Error{Kind: gitstore.KindConflict, Message: fmt.Sprintf("memory store %s has %d open proposals, the most it may have (the server's --max-open-proposals): approve or reject some first", storeID, open)}
 	}
 	return nil
