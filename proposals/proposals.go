@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -204,6 +205,7 @@ func (m *Manager) list(storeID string) ([]Proposal, error) {
 		}
 	}
 	m.lists[storeID] = l
+	m.removeOrphans(storeID, l)
 	// A redaction that a crash interrupted before it reached the forks: finished before
 	// anyone reads them.
 	if err := m.finishRedactions(context.Background(), storeID); err != nil {
@@ -211,6 +213,27 @@ func (m *Manager) list(storeID string) ([]Proposal, error) {
 		return nil, fmt.Errorf("finish redacting the proposals of %s (redact the version again): %w", storeID, err)
 	}
 	return m.lists[storeID], nil
+}
+
+// removeOrphans removes the fork directories of store storeID that no proposal of l names:
+// what a crash left between making a fork and saving its proposal, or a fork half made.
+// Nothing would read them, nor redact them: they may hold what the store has redacted since.
+// m.mu is held, so that no fork is being made.
+func (m *Manager) removeOrphans(storeID string, l []Proposal) {
+	dir := m.data.Layout().ProposalForks(storeID)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return // none; or unreadable, which the forks' own use will report
+	}
+	for _, e := range entries {
+		if !e.IsDir() || slices.ContainsFunc(l, func(p Proposal) bool { return p.ID == e.Name() }) {
+			continue
+		}
+		m.data.Logger().Warn("removing a proposal's fork that no proposal names (left by a crash)", "store", storeID, "dir", e.Name())
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			m.data.Logger().Error("remove a fork that no proposal names", "store", storeID, "dir", e.Name(), "err", err)
+		}
+	}
 }
 
 // save writes a store's proposals durably, keeping the newest MaxDecided decided ones and

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -402,6 +403,46 @@ func TestOpenProposalsBounded(t *testing.T) {
 	_, _, err := m.Writes(ctx, st, proposer, "")
 	if !gitstore.IsKind(err, gitstore.KindConflict) || !strings.Contains(err.Error(), "open proposals") {
 		t.Errorf("one past the bound: %v", err)
+	}
+}
+
+// TestOrphanForksRemoved: fork directories that no proposal names (a crash between making a
+// fork and saving its proposal, a fork half made) are removed at the first use of the store's
+// proposals; the proposals' own forks stay.
+func TestOrphanForksRemoved(t *testing.T) {
+	ctx := context.Background()
+	m, st := newManager(t)
+	f, p, err := m.Writes(ctx, st, proposer, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, f, "/kept.md", "proposed\n", proposer)
+	layout := m.data.Layout()
+	orphans := []string{layout.ProposalFork(st.ID(), "prop_01M8K80M4QWTX1WCH80FP39D8X"), layout.ProposalFork(st.ID(), p.ID+".tmp")}
+	for _, dir := range orphans {
+		if err := os.MkdirAll(filepath.Join(dir, "repo.git"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	m2 := New(m.data)
+	t.Cleanup(func() { m2.Close() })
+	if _, err := m2.List(st.ID(), Filter{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range orphans {
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Errorf("%s after the proposals were used: %v", filepath.Base(dir), err)
+		}
+	}
+	r, err := m2.Reads(st, proposer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := content(t, r, "/kept.md"); got != "proposed\n" {
+		t.Errorf("the proposal's own fork: %q", got)
 	}
 }
 
