@@ -135,8 +135,9 @@ type Push struct {
 	Commits []string `json:"commits"`
 	// Proposed are the commits that it adds to proposal branches.
 	Proposed []string `json:"proposed,omitempty"`
-	// Branches are the proposal branches that it creates or moves.
-	Branches []string `json:"branches,omitempty"`
+	// Branches are the proposal branches that it creates or moves, each with the commit it
+	// moves it to.
+	Branches map[string]string `json:"branches,omitempty"`
 	// Rename is the store's new name, if the push changes it in main's .gitmem/store.json:
 	// names are unique among the data directory's stores, which only the server knows.
 	Rename string `json:"rename,omitempty"`

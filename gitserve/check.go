@@ -61,9 +61,10 @@ type checker struct {
 	// rename is the store's name in main's .gitmem/store.json after the push, if the push
 	// changes it: the server checks that no other store has it (Push.Rename).
 	rename string
-	// proposed are the commits that the push adds to proposal branches (Push.Proposed), and
-	// branches the branches it moves (Push.Branches).
-	proposed, branches []string
+	// proposed are the commits that the push adds to proposal branches (Push.Proposed).
+	proposed []string
+	// branches are the proposal branches it moves, to their new commits (Push.Branches).
+	branches map[string]string
 }
 
 func (c *checker) fail(where, rule string) {
@@ -113,7 +114,10 @@ func (c *checker) check(updates []update) ([]string, error) {
 		if err := c.checkProposal(u); err != nil {
 			return nil, err
 		}
-		c.branches = append(c.branches, u.ref)
+		if c.branches == nil {
+			c.branches = map[string]string{}
+		}
+		c.branches[u.ref] = u.new
 	}
 	if main == nil {
 		if len(c.problems) > 0 {

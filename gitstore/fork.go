@@ -217,3 +217,13 @@ func (s *Store) SetBranch(ctx context.Context, ref, commit string) error {
 	_, err := gitexec.In(ctx, s.repo.Path(), args...)
 	return err
 }
+
+// DropBranch deletes the branch ref (refs/heads/proposals/...) if it is still at commit at:
+// a push that made it may have lost it to another meanwhile.
+func (s *Store) DropBranch(ctx context.Context, ref, at string) error {
+	if !strings.HasPrefix(ref, "refs/heads/proposals/") {
+		return invalidf("%s is not a proposal branch", ref)
+	}
+	_, err := gitexec.In(ctx, s.repo.Path(), "update-ref", "-d", ref, at)
+	return err
+}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -185,17 +187,19 @@ func (s *Server) authorizeGit(c echo.Context, req *gitserve.Request) (keyID stri
 // proposalBranches are the branches that a push opens proposals with.
 const proposalBranches = "refs/heads/proposals/"
 
-// proposeBranches opens (or updates) the proposal of each proposal branch that a push moved:
-// its commits, which the hook checked as it checks main's, are the proposal's changes.
-func (s *Server) proposeBranches(ctx context.Context, c echo.Context, st *gitstore.Store, before map[string]string) {
+// proposeBranches opens (or updates) the proposal of each proposal branch that this push
+// moved (pushed: each to its commit, as the hook accepted it): its commits, which the hook
+// checked as it checks main's, are the proposal's changes. A branch that is not at the
+// pushed commit now was moved by another push, or git did not move it: not this push's.
+func (s *Server) proposeBranches(ctx context.Context, c echo.Context, st *gitstore.Store, before, pushed map[string]string) {
 	after, err := st.Branches(ctx, proposalBranches)
 	if err != nil {
 		s.log.Error("git push: list the proposal branches", "store", st.ID(), "err", err)
 		return
 	}
 	cl := callerOf(c)
-	for ref, h := range after {
-		if before[ref] == h {
+	for ref, h := range pushed {
+		if after[ref] != h || before[ref] == h {
 			continue
 		}
 		who := "the local user"
@@ -208,7 +212,7 @@ func (s *Server) proposeBranches(ctx context.Context, c echo.Context, st *gitsto
 			if before[ref] == "" {
 				// New, and no proposal holds it (pushes at once took the room): removed, so
 				// that no branch keeps commits that nothing reviews.
-				if err := st.SetBranch(ctx, ref, ""); err != nil {
+				if err := st.DropBranch(ctx, ref, h); err != nil {
 					s.log.Error("git push: remove a proposal branch that opened no proposal", "store", st.ID(), "branch", ref, "err", err)
 				}
 			}
@@ -240,8 +244,9 @@ const killedPushHold = time.Minute
 // is done, the catalog and the search index catch up before the response ends, so that the
 // push returns when the API and search show it.
 func (s *Server) servePush(c echo.Context, backend *gitserve.Backend, req gitserve.Request, st *gitstore.Store, keyID string) error {
-	// hold is set by Accept, which has returned when Serve does.
+	// hold and pushed are set by Accept, which has returned when Serve does.
 	var hold *gitstore.NameHold
+	var pushed map[string]string
 	var served gitserve.Served
 	defer func() {
 		if served.Accepted && served.Killed {
@@ -258,10 +263,11 @@ func (s *Server) servePush(c echo.Context, backend *gitserve.Backend, req gitser
 		// A new proposal branch past the bounds of open proposals is refused before git
 		// makes it: one without a proposal would hold its commits with nothing to review.
 		if len(p.Branches) > 0 {
-			if err := s.props.RoomForBranches(st.ID(), callerOf(c).actor, p.Branches); err != nil {
+			if err := s.props.RoomForBranches(st.ID(), callerOf(c).actor, slices.Collect(maps.Keys(p.Branches))); err != nil {
 				return gitserve.Refusal(errorFor(err).message)
 			}
 		}
+		pushed = p.Branches
 		// The rules first, then the record of the key: a refused push records nothing.
 		if p.Rename != "" {
 			h, err := s.data.ReserveName(ctx, p.Rename, st.ID())
@@ -290,7 +296,7 @@ func (s *Server) servePush(c echo.Context, backend *gitserve.Backend, req gitser
 	if err != nil || !served.Accepted {
 		return err
 	}
-	s.proposeBranches(ctx0, c, st, before)
+	s.proposeBranches(ctx0, c, st, before, pushed)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), time.Minute)
 	defer cancel()
 	if err := st.Refresh(ctx); err != nil {

@@ -50,6 +50,7 @@ type gitSrv struct {
 	data *gitstore.DataDir
 	keys *apikeys.Keys
 	idx  *search.Service
+	srv  *Server
 }
 
 func startGitServer(t testing.TB) *gitSrv {
@@ -86,7 +87,7 @@ func startGitServerLimited(t testing.TB, opts GitOptions, l Limits) *gitSrv {
 		idx.Close()
 		d.Close()
 	})
-	return &gitSrv{url: hs.URL, data: d, keys: keys, idx: idx}
+	return &gitSrv{url: hs.URL, data: d, keys: keys, idx: idx, srv: srv}
 }
 
 // api sends a JSON request to the API and decodes the answer into out (if not nil).

@@ -1,9 +1,13 @@
 package httpapi
 
 import (
+	"context"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/labstack/echo/v4"
 
 	"github.com/gitmem/gitmem/apikeys"
 )
@@ -15,11 +19,7 @@ import (
 // proposer sees its own; a read_write key sees them all.
 func TestGitProposalBranchesOfOthers(t *testing.T) {
 	g := startGitServer(t)
-	_, rw, _ := g.keys.Create("person", apikeys.ReadWrite, "")
-	_, a, _ := g.keys.Create("agent-a", apikeys.Propose, "")
-	_, b, _ := g.keys.Create("agent-b", apikeys.Propose, "")
-	store := g.createStore(t, rw, "team")
-	g.write(t, rw, store, "/rules.md", "Review every change.\n")
+	rw, a, b, store := twoProposers(t, g)
 
 	// A proposes through the API; a reviewer's read makes its branch proposals/<prop_id>.
 	g.write(t, a, store, "/a.md", "for A's reviewer only\n")
@@ -98,7 +98,8 @@ func TestGitProposalBranchesBounded(t *testing.T) {
 	}
 	commit("one\n")
 	gitOK(t, wa, "push", "-q", "origin", "HEAD:proposals/one")
-	if out := gitFails(t, wa, "push", "origin", "HEAD:proposals/two", "HEAD:proposals/three"); !strings.Contains(out, "open proposals") {
+	if out := gitFails(t, wa, "push", "origin", "HEAD:proposals/two", "HEAD:proposals/three"); !strings.Contains(out, "has 1 open proposals in memory store "+store+" and this would open 2 more; 2 is the most one key may have") ||
+		!strings.Contains(out, "push to a branch whose proposal is open, or ask a reviewer") {
 		t.Errorf("a push of two new branches with room for one: %s", out)
 	}
 	gitOK(t, wa, "push", "-q", "origin", "HEAD:proposals/two")
@@ -115,4 +116,95 @@ func TestGitProposalBranchesBounded(t *testing.T) {
 	if len(list.Data) != 2 {
 		t.Errorf("open proposals: %+v", list.Data)
 	}
+}
+
+// TestGitPushTakesOnlyItsBranches: a push opens proposals of the branches it moved only, not
+// of one that another key's push made while it ran; and where it has no room, it removes
+// none of those. Key A's push is played by hand: its snapshot of the branches, then B's
+// push, then the end of A's push, which moved no branch.
+func TestGitPushTakesOnlyItsBranches(t *testing.T) {
+	for _, full := range []bool{false, true} {
+		lim := Limits{}
+		if full {
+			lim.MaxOpenProposalsPerKey = 1
+		}
+		g := startGitServerLimited(t, GitOptions{HookProgram: fastHook}, lim)
+		_, rw, _ := g.keys.Create("person", apikeys.ReadWrite, "")
+		ka, a, _ := g.keys.Create("agent-a", apikeys.Propose, "")
+		_, b, _ := g.keys.Create("agent-b", apikeys.Propose, "")
+		store := g.createStore(t, rw, "team")
+		g.write(t, rw, store, "/rules.md", "rules\n")
+		ctx := context.Background()
+		st, err := g.data.Store(ctx, store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if full {
+			g.write(t, a, store, "/a.md", "A's\n") // A's one proposal
+		}
+		before, err := st.Branches(ctx, proposalBranches)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wb := filepath.Join(t.TempDir(), "b")
+		gitOK(t, "", "clone", "-q", g.repoURL(b, store), wb)
+		put(t, filepath.Join(wb, "secret.md"), "B's secret\n")
+		gitOK(t, wb, "add", "-A")
+		gitOK(t, wb, "commit", "-qm", "B")
+		gitOK(t, wb, "push", "-q", "origin", "HEAD:proposals/b")
+		c := echo.New().NewContext(httptest.NewRequest("POST", "/", nil), httptest.NewRecorder())
+		c.Set(callerKey, caller{key: &ka, actor: keyActor(ka)})
+		g.srv.proposeBranches(ctx, c, st, before, nil)
+
+		after, err := st.Branches(ctx, proposalBranches)
+		if err != nil || after["refs/heads/proposals/b"] == "" {
+			t.Errorf("full=%v: B's branch after A's push ended: %v %v", full, after, err)
+		}
+		var list struct{ Data []struct{ ID, Title string } }
+		g.api(t, "GET", "/v1/memory_stores/"+store+"/proposals?state=open", a, "", &list)
+		for _, p := range list.Data {
+			if strings.Contains(p.Title, "Branch b") {
+				t.Errorf("full=%v: A holds a proposal of B's branch: %+v", full, p)
+			}
+		}
+	}
+}
+
+// TestGitPartialApprovalDropsBranch: a proposal approved in part no longer has a branch that
+// holds the changes the reviewer dropped.
+func TestGitPartialApprovalDropsBranch(t *testing.T) {
+	g := startGitServer(t)
+	rw, a, b, store := twoProposers(t, g)
+	g.write(t, a, store, "/ok.md", "fine\n")
+	g.write(t, a, store, "/dropped.md", "A's unapproved secret\n")
+	var list struct{ Data []struct{ ID string } }
+	g.api(t, "GET", "/v1/memory_stores/"+store+"/proposals?state=open", rw, "", &list)
+	if len(list.Data) != 1 {
+		t.Fatalf("open proposals: %+v", list.Data)
+	}
+	id := list.Data[0].ID
+	g.api(t, "GET", "/v1/memory_stores/"+store+"/proposals/"+id, rw, "", &struct{}{}) // makes its branch
+	if out := gitOK(t, "", "ls-remote", g.repoURL(rw, store)); !strings.Contains(out, "proposals/"+id) {
+		t.Fatalf("the branch of %s was not made by a reviewer's read: the test shows nothing\n%s", id, out)
+	}
+	if code := g.api(t, "POST", "/v1/memory_stores/"+store+"/proposals/"+id+"/approve", rw, `{"paths":["/ok.md"]}`, nil); code != 200 {
+		t.Fatalf("approve some: %d", code)
+	}
+	for _, key := range []string{rw, b} {
+		if out := gitOK(t, "", "ls-remote", g.repoURL(key, store)); strings.Contains(out, "proposals/"+id) {
+			t.Errorf("the branch of the partly approved %s is still there:\n%s", id, out)
+		}
+	}
+}
+
+// twoProposers makes a read_write key and two propose keys (agent-a, agent-b) on g, and a
+// store with one memory; it returns the keys' secrets and the store's id.
+func twoProposers(t *testing.T, g *gitSrv) (rw, a, b, store string) {
+	t.Helper()
+	_, rw, _ = g.keys.Create("person", apikeys.ReadWrite, "")
+	_, a, _ = g.keys.Create("agent-a", apikeys.Propose, "")
+	_, b, _ = g.keys.Create("agent-b", apikeys.Propose, "")
+	store = g.createStore(t, rw, "team")
+	g.write(t, rw, store, "/rules.md", "Review every change.\n")
+	return rw, a, b, store
 }

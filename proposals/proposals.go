@@ -410,7 +410,7 @@ func (m *Manager) Writes(ctx context.Context, st *gitstore.Store, author gitstor
 	if err != nil {
 		return nil, Proposal{}, err
 	}
-	if err := m.roomFor(st.ID(), l, author, 1); err != nil {
+	if err := m.roomFor(st.ID(), l, author, 1, sessionHint); err != nil {
 		return nil, Proposal{}, err
 	}
 	now := time.Now().UTC()
@@ -530,7 +530,7 @@ func (m *Manager) FromBranch(ctx context.Context, st *gitstore.Store, ref string
 			})
 		}
 	}
-	if err := m.roomFor(st.ID(), l, author, 1); err != nil {
+	if err := m.roomFor(st.ID(), l, author, 1, pushHint); err != nil {
 		return Proposal{}, err
 	}
 	now := time.Now().UTC()
@@ -550,6 +550,12 @@ func (m *Manager) FromBranch(ctx context.Context, st *gitstore.Store, ref string
 	}
 	return p, nil
 }
+
+// What a key at its bound of open proposals can do, besides having some decided.
+const (
+	sessionHint = "write in a session that has one open (the same x-gitmem-session-id), or ask"
+	pushHint    = "push to a branch whose proposal is open, or ask"
+)
 
 // RoomForBranches refuses a push of author that would open more proposals with branches refs
 // than the store and author's key have room for (a branch that already holds an open
@@ -572,14 +578,14 @@ func (m *Manager) RoomForBranches(storeID string, author gitstore.Actor, refs []
 	if n == 0 {
 		return nil
 	}
-	return m.roomFor(storeID, l, author, n)
+	return m.roomFor(storeID, l, author, n, pushHint)
 }
 
 // roomFor refuses n new proposals of author in a store that would have more than
 // m.limits.Open open ones, or in which author's key would have more than m.limits.OpenPerKey
 // (l is the store's list). An actor without a key (the local user of a server without keys)
 // has the store's bound only.
-func (m *Manager) roomFor(storeID string, l []Proposal, author gitstore.Actor, n int) error {
+func (m *Manager) roomFor(storeID string, l []Proposal, author gitstore.Actor, n int, hint string) error {
 	open, mine := 0, 0
 	key := author.KeyID()
 	for _, p := range l {
@@ -590,12 +596,16 @@ func (m *Manager) roomFor(storeID string, l []Proposal, author gitstore.Actor, n
 			}
 		}
 	}
+	more := ""
+	if n > 1 {
+		more = fmt.Sprintf(" and this would open %d more", n)
+	}
 	if key != "" && mine+n > m.limits.OpenPerKey {
-		return &gitstore.Error{Kind: gitstore.KindConflict, Message: fmt.Sprintf("key %s has %d open proposals in memory store %s, the most one key may have (the server's --max-open-proposals-per-key): "+
-			"write in a session that has one open (the same x-gitmem-session-id), or ask a reviewer to approve or reject some first (gitmem proposals list %s --state open)", key, mine, storeID, storeID)}
+		return &gitstore.Error{Kind: gitstore.KindConflict, Message: fmt.Sprintf("key %s has %d open proposals in memory store %s%s; %d is the most one key may have (the server's --max-open-proposals-per-key): "+
+			"%s a reviewer to approve or reject some first (gitmem proposals list %s --state open)", key, mine, storeID, more, m.limits.OpenPerKey, hint, storeID)}
 	}
 	if open+n > m.limits.Open {
-		return &gitstore.Error{Kind: gitstore.KindConflict, Message: fmt.Sprintf("memory store %s has %d open proposals, the most it may have (the server's --max-open-proposals): approve or reject some first", storeID, open)}
+		return &gitstore.Error{Kind: gitstore.KindConflict, Message: fmt.Sprintf("memory store %s has %d open proposals%s; %d is the most it may have (the server's --max-open-proposals): approve or reject some first", storeID, open, more, m.limits.Open)}
 	}
 	return nil
 }

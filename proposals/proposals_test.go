@@ -467,7 +467,7 @@ func TestOpenProposalsLimits(t *testing.T) {
 		t.Fatalf("another key's first, the store's third: %v", err)
 	}
 	if _, _, err := m.Writes(ctx, st, session("apikey_c", 0), ""); !gitstore.IsKind(err, gitstore.KindConflict) ||
-		!strings.Contains(err.Error(), "has 3 open proposals, the most it may have") || !strings.Contains(err.Error(), "--max-open-proposals)") {
+		!strings.Contains(err.Error(), "has 3 open proposals; 3 is the most it may have") || !strings.Contains(err.Error(), "--max-open-proposals)") {
 		t.Errorf("the store's fourth: %v", err)
 	}
 	l, err := m.List(st.ID(), Filter{})

@@ -431,6 +431,11 @@ func (m *Manager) approveSome(ctx context.Context, st *gitstore.Store, p Proposa
 	if err != nil {
 		return p, res, err
 	}
+	// Its branch still holds the changes that were dropped: it leaves the repository that
+	// clones see, as a rejected proposal's does (the approved ones are main's now).
+	if err := st.SetBranch(ctx, branchOf(p), ""); err != nil {
+		m.data.Logger().Error("remove the branch of a partly approved proposal", "store", st.ID(), "proposal", p.ID, "err", err)
+	}
 	err = os.RemoveAll(m.data.Layout().ProposalFork(st.ID(), p.ID))
 	m.supersede(ctx, st, p.ID, by)
 	return p, res, err
