@@ -430,6 +430,17 @@ func TestProposalsPerKey(t *testing.T) {
 		!strings.Contains(body, fmt.Sprintf("has %d open proposals", proposals.DefaultLimits.OpenPerKey)) || !strings.Contains(body, "approve or reject") {
 		t.Errorf("a new session past the key's bound: %d %s", status, body)
 	}
+	// Over the tools, a new session of the key still reads; its change is refused with why.
+	tools := ts.url + "/v1/memory_stores/" + store.ID + "/tools/"
+	rawRequest(t, "POST", memories, `{"path":"/main.md","content":"in main"}`, h(rw, ""))
+	if status, body := rawRequest(t, "POST", tools+"memory_read", `{"path":"/memories/main.md"}`, h(greedy, "sesn_more")); status != 200 ||
+		strings.Contains(body, `"is_error":true`) || !strings.Contains(body, "in main") {
+		t.Errorf("a new session's tool read past the key's bound: %d %s", status, body)
+	}
+	if status, body := rawRequest(t, "POST", tools+"memory_write", `{"path":"/memories/t.md","content":"t"}`, h(greedy, "sesn_more")); status != 200 ||
+		!strings.Contains(body, `"is_error":true`) || !strings.Contains(body, "may read but not change") || !strings.Contains(body, "open proposals") {
+		t.Errorf("a new session's tool write past the key's bound: %d %s", status, body)
+	}
 	if status, body := rawRequest(t, "POST", memories, `{"path":"/s0.md","content":"again"}`, h(greedy, "sesn_0")); status != 200 {
 		t.Errorf("an open session of the key: %d %s", status, body)
 	}

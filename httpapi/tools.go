@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/gitmem/gitmem/apikeys"
+	"github.com/gitmem/gitmem/gitstore"
 	"github.com/gitmem/gitmem/tooladapter"
 )
 
@@ -93,6 +94,16 @@ func (s *Server) toolSession(c echo.Context, cl caller, stores ...tooladapter.At
 				continue
 			}
 			f, _, err := s.props.Writes(c.Request().Context(), stores[i].Store, cl.actor, proposalTitle(cl))
+			if gitstore.IsKind(err, gitstore.KindConflict) {
+				// No room for its proposal (the bounds of open proposals): it still reads,
+				// and is told why when it tries to change something.
+				full := errorFor(err).message
+				if f, err = s.props.Reads(stores[i].Store, cl.actor); err != nil {
+					return nil, err
+				}
+				stores[i].Store, stores[i].Access, stores[i].ReadOnlyWhy = f, tooladapter.ReadOnly, full
+				continue
+			}
 			if err != nil {
 				return nil, err
 			}

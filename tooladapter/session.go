@@ -50,6 +50,9 @@ type Attachment struct {
 	// Prompt tells the model what the store is for in this session (at most 4,096
 	// characters); it goes into the system prompt with the store's name and description.
 	Prompt string
+	// ReadOnlyWhy, with Access ReadOnly, says why the store may not be changed in this
+	// session; the model is told it when it tries to.
+	ReadOnlyWhy string
 }
 
 // Options create a Session.
@@ -82,6 +85,7 @@ type mount struct {
 	info   gitstore.StoreInfo
 	slug   string // the folder below /memories, "" when it is the only store
 	access Access
+	why    string // Attachment.ReadOnlyWhy
 	prompt string
 }
 
@@ -141,6 +145,9 @@ func NewSession(ctx context.Context, opts Options) (*Session, error) {
 			return nil, err
 		}
 		m := mount{store: a.Store, reads: reads, info: info, access: a.Access, prompt: a.Prompt}
+		if a.Access == ReadOnly {
+			m.why = a.ReadOnlyWhy
+		}
 		if opts.At != "" {
 			m.at, m.access = opts.At, ReadOnly
 		}
@@ -224,6 +231,8 @@ func (m mount) writable(shown string) error {
 	switch {
 	case m.at != "":
 		return toolErrorf("%s cannot be changed: this session reads the memory store %q as it was at %s", shown, m.info.Name, m.at)
+	case m.access == ReadOnly && m.why != "":
+		return toolErrorf("%s is in the memory store %q, which this session may read but not change: %s", shown, m.info.Name, m.why)
 	case m.access == ReadOnly:
 		return toolErrorf("%s is in the memory store %q, which this session may read but not change", shown, m.info.Name)
 	}
