@@ -198,8 +198,8 @@ func (s *Server) proposal(c echo.Context, write bool) (*gitstore.Store, caller, 
 	return st, cl, p, err
 }
 
-// own tells whether the caller is the proposal's author.
-func own(cl caller, p proposals.Proposal) bool { return proposals.SameAuthor(p.Author, cl.actor) }
+// own tells whether the caller's key opened the proposal (proposals.Proposal.ByKey).
+func own(cl caller, p proposals.Proposal) bool { return p.ByKey(cl.actor.KeyID()) }
 
 func (s *Server) getProposal(c echo.Context) error {
 	st, cl, p, err := s.proposal(c, false)

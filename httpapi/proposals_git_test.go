@@ -23,13 +23,7 @@ func TestGitProposalBranchesOfOthers(t *testing.T) {
 
 	// A proposes through the API; a reviewer's read makes its branch proposals/<prop_id>.
 	g.write(t, a, store, "/a.md", "for A's reviewer only\n")
-	var list struct{ Data []struct{ ID string } }
-	g.api(t, "GET", "/v1/memory_stores/"+store+"/proposals?state=open", rw, "", &list)
-	if len(list.Data) != 1 {
-		t.Fatalf("open proposals: %+v", list.Data)
-	}
-	propA := list.Data[0].ID
-	g.api(t, "GET", "/v1/memory_stores/"+store+"/proposals/"+propA, rw, "", &struct{}{})
+	propA := onlyProposal(t, g, rw, store)
 	// A pushes a branch too.
 	wa := filepath.Join(t.TempDir(), "a")
 	gitOK(t, "", "clone", "-q", g.repoURL(a, store), wa)
@@ -177,13 +171,7 @@ func TestGitPartialApprovalDropsBranch(t *testing.T) {
 	rw, a, b, store := twoProposers(t, g)
 	g.write(t, a, store, "/ok.md", "fine\n")
 	g.write(t, a, store, "/dropped.md", "A's unapproved secret\n")
-	var list struct{ Data []struct{ ID string } }
-	g.api(t, "GET", "/v1/memory_stores/"+store+"/proposals?state=open", rw, "", &list)
-	if len(list.Data) != 1 {
-		t.Fatalf("open proposals: %+v", list.Data)
-	}
-	id := list.Data[0].ID
-	g.api(t, "GET", "/v1/memory_stores/"+store+"/proposals/"+id, rw, "", &struct{}{}) // makes its branch
+	id := onlyProposal(t, g, rw, store)
 	if out := gitOK(t, "", "ls-remote", g.repoURL(rw, store)); !strings.Contains(out, "proposals/"+id) {
 		t.Fatalf("the branch of %s was not made by a reviewer's read: the test shows nothing\n%s", id, out)
 	}
@@ -207,4 +195,17 @@ func twoProposers(t *testing.T, g *gitSrv) (rw, a, b, store string) {
 	store = g.createStore(t, rw, "team")
 	g.write(t, rw, store, "/rules.md", "Review every change.\n")
 	return rw, a, b, store
+}
+
+// onlyProposal returns the id of the store's one open proposal, read by the read_write key
+// rw, which makes its branch proposals/<prop_id>.
+func onlyProposal(t *testing.T, g *gitSrv, rw, store string) string {
+	t.Helper()
+	var list struct{ Data []struct{ ID string } }
+	g.api(t, "GET", "/v1/memory_stores/"+store+"/proposals?state=open", rw, "", &list)
+	if len(list.Data) != 1 {
+		t.Fatalf("open proposals: %+v", list.Data)
+	}
+	g.api(t, "GET", "/v1/memory_stores/"+store+"/proposals/"+list.Data[0].ID, rw, "", &struct{}{})
+	return list.Data[0].ID
 }

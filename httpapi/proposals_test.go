@@ -447,4 +447,22 @@ func TestProposalsPerKey(t *testing.T) {
 	if status, body := rawRequest(t, "POST", memories, `{"path":"/o.md","content":"x"}`, h(other, "sesn_0")); status != 200 {
 		t.Errorf("another key's proposal: %d %s", status, body)
 	}
+	// Proposals are the key's: it lists those of all its sessions, from any session or none;
+	// the other key lists its own only, and is refused the greedy key's.
+	list := ts.url + "/v1/memory_stores/" + store.ID + "/proposals?state=open"
+	var got struct{ Data []struct{ ID string } }
+	for _, session := range []string{"", "sesn_3", "sesn_new"} {
+		_, body := rawRequest(t, "GET", list, "", h(greedy, session))
+		if err := json.Unmarshal([]byte(body), &got); err != nil || len(got.Data) != proposals.DefaultLimits.OpenPerKey {
+			t.Errorf("the greedy key lists, session %q: %d proposals, %v: %s", session, len(got.Data), err, body)
+		}
+	}
+	greedyProp := got.Data[0].ID
+	_, body = rawRequest(t, "GET", list, "", h(other, ""))
+	if err := json.Unmarshal([]byte(body), &got); err != nil || len(got.Data) != 1 {
+		t.Errorf("the other key lists %d proposals, %v: %s", len(got.Data), err, body)
+	}
+	if status, body := rawRequest(t, "GET", ts.url+"/v1/memory_stores/"+store.ID+"/proposals/"+greedyProp, "", h(other, "sesn_0")); status != http.StatusForbidden {
+		t.Errorf("the other key reads the greedy key's proposal: %d %s", status, body)
+	}
 }

@@ -84,6 +84,14 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
+// ByKey tells whether p was opened by key keyID: by the key itself, one of its sessions, or
+// a branch it pushed. The key is who may read and discuss a proposal that a propose key made
+// (the API, the UI, git): a session id is the client's to choose, so sessions of one key are
+// not kept from each other.
+func (p Proposal) ByKey(keyID string) bool {
+	return keyID != "" && p.Author.Store().KeyID() == keyID
+}
+
 // Actor is an actor as the proposals file keeps it.
 type Actor struct {
 	Type     gitstore.ActorType `json:"type"`
@@ -340,10 +348,10 @@ func (m *Manager) get(storeID, id string) (Proposal, error) {
 	return Proposal{}, notFound(storeID, id)
 }
 
-// SameAuthor tells whether an actor is a proposal's author: the same key, or the same
-// session of the same key (a session id is the client's to choose, so it alone does not
-// make an author).
-func SameAuthor(a Actor, b gitstore.Actor) bool {
+// sameAuthor tells whether an actor is a proposal's author, whose writes and pushes go to
+// it: the same key, or the same session of the same key (a session id is the client's to
+// choose, so it alone does not make an author). Who may read it is wider: ByKey.
+func sameAuthor(a Actor, b gitstore.Actor) bool {
 	return a.Type == b.Type && a.ID == b.ID && a.APIKeyID == b.APIKeyID
 }
 
@@ -354,7 +362,7 @@ func (m *Manager) openOf(storeID string, author gitstore.Actor) (Proposal, bool,
 		return Proposal{}, false, err
 	}
 	for i := len(l) - 1; i >= 0; i-- {
-		if l[i].State == Open && l[i].Branch == "" && SameAuthor(l[i].Author, author) { // a pushed branch's is the branch's
+		if l[i].State == Open && l[i].Branch == "" && sameAuthor(l[i].Author, author) { // a pushed branch's is the branch's
 			return l[i], true, nil
 		}
 	}
@@ -387,7 +395,7 @@ func (m *Manager) HiddenFrom(storeID, keyID string) ([]string, error) {
 	}
 	var out []string
 	for _, p := range l {
-		if p.State == Open && p.Author.Store().KeyID() != keyID {
+		if p.State == Open && !p.ByKey(keyID) {
 			out = append(out, branchOf(p))
 		}
 	}
@@ -513,7 +521,7 @@ func (m *Manager) FromBranch(ctx context.Context, st *gitstore.Store, ref string
 		return Proposal{}, err
 	}
 	for _, p := range l {
-		if p.State == Open && p.Branch == ref && SameAuthor(p.Author, author) {
+		if p.State == Open && p.Branch == ref && sameAuthor(p.Author, author) {
 			if f, ok := m.forks[p.ID]; ok {
 				delete(m.forks, p.ID)
 				if err := f.CloseFork(); err != nil {
@@ -571,7 +579,7 @@ func (m *Manager) RoomForBranches(storeID string, author gitstore.Actor, refs []
 	}
 	n := 0
 	for _, ref := range refs {
-		if !slices.ContainsFunc(l, func(p Proposal) bool { return p.State == Open && p.Branch == ref && SameAuthor(p.Author, author) }) {
+		if !slices.ContainsFunc(l, func(p Proposal) bool { return p.State == Open && p.Branch == ref && sameAuthor(p.Author, author) }) {
 			n++
 		}
 	}
@@ -591,7 +599,7 @@ func (m *Manager) roomFor(storeID string, l []Proposal, author gitstore.Actor, n
 	for _, p := range l {
 		if p.State == Open {
 			open++
-			if key != "" && p.Author.Store().KeyID() == key {
+			if p.ByKey(key) {
 				mine++
 			}
 		}

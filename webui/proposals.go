@@ -66,12 +66,12 @@ func (u *UI) proposalOf(r *http.Request, q *request) (proposals.Proposal, error)
 	return p, err
 }
 
-// mayRead tells whether the caller may see proposal p: a propose key sees the proposals of
-// its own key only (its sessions' too), as the API shows them to it; every other
-// caller that may read the store sees them all.
+// mayRead tells whether the caller may see proposal p: a propose key sees its own key's
+// only (proposals.Proposal.ByKey), as in the API; every other caller that may read the
+// store sees them all.
 func mayRead(q *request, p proposals.Proposal) bool {
 	k := q.caller.Key
-	return k == nil || k.Access != apikeys.Propose || p.Author.Store().KeyID() == k.ID
+	return k == nil || k.Access != apikeys.Propose || p.ByKey(k.ID)
 }
 
 func (u *UI) proposal(w http.ResponseWriter, r *http.Request, q *request) error {
