@@ -401,6 +401,89 @@ func TestApproveThousandOverHTTP(t *testing.T) {
 	}
 }
 
+// TestProposalBoundsOverMCP: over /mcp, a new session of a propose key past a bound of open
+// proposals (one key's or the store's, each at its lowest, 1) still connects and reads the
+// store; its change is refused with the bound that stops it, and neither main nor the open
+// proposal changes.
+func TestProposalBoundsOverMCP(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		limits   Limits
+		otherKey bool   // the new session is another key's, not the first key's
+		why      string // in the refusal of its change, with the store's id
+	}{
+		{"one key's bound", Limits{MaxOpenProposalsPerKey: 1}, false,
+			"has 1 open proposals in memory store %s; 1 is the most one key may have (the server's --max-open-proposals-per-key)"},
+		{"the store's bound", Limits{MaxOpenProposals: 1}, true,
+			"memory store %s has 1 open proposals; 1 is the most it may have (the server's --max-open-proposals)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			ts := startServer(t, Options{Limits: tc.limits})
+			_, rw, _ := ts.keys.Create("person", apikeys.ReadWrite, "")
+			_, agent, _ := ts.keys.Create("agent", apikeys.Propose, "")
+			_, other, _ := ts.keys.Create("other agent", apikeys.Propose, "")
+			h := map[string]string{"x-api-key": rw, "content-type": "application/json"}
+			_, body := rawRequest(t, "POST", ts.url+"/v1/memory_stores", `{"name":"team"}`, h)
+			var store struct{ ID string }
+			if json.Unmarshal([]byte(body), &store); store.ID == "" {
+				t.Fatalf("store: %s", body)
+			}
+			if status, body := rawRequest(t, "POST", ts.url+"/v1/memory_stores/"+store.ID+"/memories", `{"path":"/main.md","content":"in main"}`, h); status != 200 {
+				t.Fatalf("a write to main: %d %s", status, body)
+			}
+			// The agent's first session takes the one open proposal that the bound allows.
+			first, err := mcpConnect(t, ctx, ts.url+MCPPath+"?store=team", map[string]string{"x-api-key": agent, SessionHeader: "sesn_first"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if text, isErr := mcpCall(t, ctx, first, "memory", map[string]any{"command": "create", "path": "/memories/draft.md", "file_text": "a draft\n"}); isErr {
+				t.Fatalf("the first session's create: %s", text)
+			}
+			// state is what a reviewer reads of main (its head) and of the proposals (each
+			// with its changes).
+			state := func() string {
+				t.Helper()
+				var b strings.Builder
+				_, body := rawRequest(t, "GET", ts.url+"/v1/memory_stores/"+store.ID, "", h)
+				b.WriteString(body)
+				_, body = rawRequest(t, "GET", ts.url+"/v1/memory_stores/"+store.ID+"/proposals", "", h)
+				b.WriteString(body)
+				var list struct{ Data []struct{ ID string } }
+				if err := json.Unmarshal([]byte(body), &list); err != nil || len(list.Data) != 1 {
+					t.Fatalf("proposals: %v %s", err, body)
+				}
+				_, body = rawRequest(t, "GET", ts.url+"/v1/memory_stores/"+store.ID+"/proposals/"+list.Data[0].ID, "", h)
+				b.WriteString(body)
+				return b.String()
+			}
+			before := state()
+
+			key := agent
+			if tc.otherKey {
+				key = other
+			}
+			cs, err := mcpConnect(t, ctx, ts.url+MCPPath+"?store=team", map[string]string{"x-api-key": key, SessionHeader: "sesn_new"})
+			if err != nil {
+				t.Fatalf("a new session past the bound connects: %v", err)
+			}
+			if got := cs.InitializeResult().Instructions; !strings.Contains(got, `holds the memory store "team" (read only: you cannot change it)`) {
+				t.Errorf("instructions: %s", got)
+			}
+			if text, isErr := mcpCall(t, ctx, cs, "memory", map[string]any{"command": "view", "path": "/memories/main.md"}); isErr || !strings.Contains(text, "in main") {
+				t.Errorf("a new session past the bound views main.md: %v %s", isErr, text)
+			}
+			text, isErr := mcpCall(t, ctx, cs, "memory", map[string]any{"command": "create", "path": "/memories/new.md", "file_text": "new\n"})
+			if why := fmt.Sprintf(tc.why, store.ID); !isErr || !strings.Contains(text, "may read but not change") || !strings.Contains(text, why) {
+				t.Errorf("a new session past the bound creates: %v %s; want refused with %q", isErr, text, why)
+			}
+			if after := state(); after != before {
+				t.Errorf("main or the proposal changed:\nbefore %s\nafter  %s", before, after)
+			}
+		})
+	}
+}
+
 // TestProposalsPerKey: each new session id of a propose key opens a proposal at its first
 // write; past proposals.DefaultLimits.OpenPerKey of the key in the store, a new session's write is
 // refused (409, saying what to do), and the key's open sessions and other keys still write.
