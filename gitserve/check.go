@@ -177,7 +177,7 @@ func (c *checker) check(updates []update) ([]string, error) {
 			return nil, err
 		}
 	}
-	if err := c.checkQuotas(main.old, main.new); err != nil {
+	if err := c.checkQuotas(mainRef, main.old, main.new); err != nil {
 		return nil, err
 	}
 	if err := c.checkRename(main.new); err != nil {
@@ -244,7 +244,7 @@ func (c *checker) checkProposal(u update) error {
 			return err
 		}
 	}
-	return nil
+	return c.checkQuotas(u.ref, cur, u.new)
 }
 
 // checkCommit checks the tree of one pushed commit. What is the same, at the same path, as

@@ -40,9 +40,11 @@ func (c *checker) secretRule(data []byte) (string, error) {
 		noun, secrets.Describe(fs), c.policy().Secrets.Effective()), nil
 }
 
-// checkQuotas refuses a push that takes main past a quota of the store's policy (and adds
-// to what is over it: a push that frees space passes).
-func (c *checker) checkQuotas(old, new string) error {
+// checkQuotas refuses a push that takes ref past a quota of the store's policy (and adds to
+// what is over it: a push that frees space passes). On a proposal branch it is the store the
+// branch would make once approved, as a write through the API to a proposal is checked: so
+// a propose key cannot park more than the quota on a branch, to wait for review.
+func (c *checker) checkQuotas(ref, old, new string) error {
 	p := c.policy()
 	if p.MaxMemories == 0 && p.MaxBytes == 0 {
 		return nil
@@ -55,11 +57,15 @@ func (c *checker) checkQuotas(old, new string) error {
 	if err != nil {
 		return err
 	}
+	what := "the push would make the store hold"
+	if ref != mainRef {
+		what = "the branch would make the store hold, once approved,"
+	}
 	if p.MaxMemories > 0 && after.Memories > p.MaxMemories && after.Memories > before.Memories {
-		c.fail(mainRef, fmt.Sprintf("the push would make the store hold %d memories, past its quota max_memories of %d", after.Memories, p.MaxMemories))
+		c.fail(ref, fmt.Sprintf("%s %d memories, past its quota max_memories of %d", what, after.Memories, p.MaxMemories))
 	}
 	if p.MaxBytes > 0 && after.Bytes > p.MaxBytes && after.Bytes > before.Bytes {
-		c.fail(mainRef, fmt.Sprintf("the push would make the store hold %d bytes, past its quota max_bytes of %d", after.Bytes, p.MaxBytes))
+		c.fail(ref, fmt.Sprintf("%s %d bytes, past its quota max_bytes of %d", what, after.Bytes, p.MaxBytes))
 	}
 	return nil
 }

@@ -209,3 +209,42 @@ func onlyProposal(t *testing.T, g *gitSrv, rw, store string) string {
 	g.api(t, "GET", "/v1/memory_stores/"+store+"/proposals/"+list.Data[0].ID, rw, "", &struct{}{})
 	return list.Data[0].ID
 }
+
+// TestGitProposalBranchQuota: a pushed proposal branch is held to the store's quotas as it
+// would be once approved, as a write through the API to a proposal is: a propose key cannot
+// park more than the quota on a branch to wait for review. A branch that frees space passes
+// even while main is over a lowered quota.
+func TestGitProposalBranchQuota(t *testing.T) {
+	g := startGitServerLimited(t, GitOptions{HookProgram: fastHook}, Limits{})
+	_, rw, _ := g.keys.Create("person", apikeys.ReadWrite, "")
+	_, a, _ := g.keys.Create("agent", apikeys.Propose, "")
+	store := g.createStore(t, rw, "team")
+	g.write(t, rw, store, "/rules.md", "rules\n") // 6 bytes
+	g.api(t, "POST", "/v1/memory_stores/"+store, rw, `{"policy":{"max_bytes":10}}`, &struct{}{})
+	wa := filepath.Join(t.TempDir(), "a")
+	gitOK(t, "", "clone", "-q", g.repoURL(a, store), wa)
+	put(t, filepath.Join(wa, "big.md"), strings.Repeat("x", 99)+"\n")
+	gitOK(t, wa, "add", "-A")
+	gitOK(t, wa, "commit", "-qm", "too much")
+	out := gitFails(t, wa, "push", "origin", "HEAD:proposals/big")
+	mustHave(t, "over quota", out, "refs/heads/proposals/big: the branch would make the store hold, once approved, 106 bytes, past its quota max_bytes of 10")
+	if out := gitOK(t, "", "ls-remote", g.repoURL(rw, store)); strings.Contains(out, "proposals/big") {
+		t.Errorf("a refused branch is in the repository:\n%s", out)
+	}
+	var list struct{ Data []struct{ ID string } }
+	g.api(t, "GET", "/v1/memory_stores/"+store+"/proposals", rw, "", &list)
+	if len(list.Data) != 0 {
+		t.Errorf("proposals after the refused push: %+v", list.Data)
+	}
+
+	// Within the quota, and then a branch that frees space under a lowered quota.
+	gitOK(t, wa, "reset", "-q", "--hard", "origin/main")
+	put(t, filepath.Join(wa, "ok.md"), "ok\n")
+	gitOK(t, wa, "add", "-A")
+	gitOK(t, wa, "commit", "-qm", "fits")
+	gitOK(t, wa, "push", "-q", "origin", "HEAD:proposals/fits")
+	g.api(t, "POST", "/v1/memory_stores/"+store, rw, `{"policy":{"max_bytes":4}}`, &struct{}{})
+	gitOK(t, wa, "rm", "-q", "rules.md", "ok.md")
+	gitOK(t, wa, "commit", "-qm", "frees space")
+	gitOK(t, wa, "push", "-q", "origin", "HEAD:proposals/fits")
+}

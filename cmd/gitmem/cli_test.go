@@ -54,7 +54,11 @@ func (c *cli) run(stdin string, args ...string) (string, string, int) {
 // and returns stdout, stderr and the exit code.
 func (c *cli) runEnv(env []string, stdin string, args ...string) (string, string, int) {
 	c.t.Helper()
-	cmd := exec.Command(binary, append([]string{"--data", c.data}, args...)...)
+	// A command that does not end (a serve that should have been refused) fails its test
+	// with what it printed, rather than hanging the package until go test's timeout.
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, append([]string{"--data", c.data}, args...)...)
 	cmd.Stdin = strings.NewReader(stdin)
 	cmd.Env = append(env, "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
 	var out, errOut bytes.Buffer
@@ -66,8 +70,14 @@ func (c *cli) runEnv(env []string, stdin string, args ...string) (string, string
 	} else if err != nil {
 		c.t.Fatalf("run gitmem %v: %v", args, err)
 	}
+	if ctx.Err() != nil {
+		c.t.Fatalf("gitmem %v still ran after %v; stdout: %s\nstderr: %s", args, runTimeout, out.String(), errOut.String())
+	}
 	return out.String(), errOut.String(), code
 }
+
+// runTimeout bounds one command that cli runs.
+const runTimeout = 3 * time.Minute
 
 // ok runs gitmem and fails the test unless it succeeds.
 func (c *cli) ok(stdin string, args ...string) string {

@@ -6,6 +6,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -55,6 +57,37 @@ func (c *rawConn) closedWithin(wait time.Duration) (bool, time.Duration) {
 		return false, time.Since(start)
 	}
 	return err != nil, time.Since(start)
+}
+
+// TestServeLimitsRefuseZero: a limit of the server set to 0 or less, from a flag, the
+// environment or the config file, is refused with exit 2 and where it was set, and no server
+// starts; before, it was taken silently as the default.
+func TestServeLimitsRefuseZero(t *testing.T) {
+	c := newCLI(t)
+	conf := filepath.Join(t.TempDir(), "gitmem.toml")
+	if err := os.WriteFile(conf, []byte("[serve]\nmax-open-proposals = 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		env  []string
+		args []string
+		want string
+	}{
+		{nil, []string{"serve", "--max-conns", "0"}, `invalid argument "0" for "--max-conns" flag: must be more than 0`},
+		{nil, []string{"serve", "--max-open-proposals-per-key=-1"}, `"--max-open-proposals-per-key" flag: must be more than 0`},
+		{nil, []string{"serve", "--idle-timeout", "0s"}, `"--idle-timeout" flag: must be more than 0`},
+		{nil, []string{"serve", "--git-timeout", "10"}, `"--git-timeout" flag: not a duration (like 30s, 2m or 1h)`},
+		{[]string{"GITMEM_MAX_REQUESTS=-2"}, []string{"serve"}, "GITMEM_MAX_REQUESTS: must be more than 0"},
+		{nil, []string{"--config", conf, "serve"}, "[serve] max-open-proposals: must be more than 0"},
+	} {
+		_, stderr, code := c.runEnv(append(os.Environ(), tc.env...), "", append(tc.args, "--addr", "127.0.0.1:0")...)
+		if code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v %v: exit %d, %s", tc.env, tc.args, code, stderr)
+		}
+	}
+	if _, err := os.Stat(c.data); !os.IsNotExist(err) {
+		t.Errorf("a refused serve made its data directory: %v", err)
+	}
 }
 
 // TestServeLimits: the timeouts and caps of gitmem serve, set short by its flags, cut off
