@@ -401,6 +401,83 @@ func TestApproveThousandOverHTTP(t *testing.T) {
 	}
 }
 
+// proposerAndStore makes a read_write key, a propose key ("agent") and a store "team" that
+// holds /main.md ("in main") on ts.
+func proposerAndStore(t *testing.T, ts *testServer) (rw, agent string, store struct{ ID string }) {
+	t.Helper()
+	_, rw, _ = ts.keys.Create("person", apikeys.ReadWrite, "")
+	_, agent, _ = ts.keys.Create("agent", apikeys.Propose, "")
+	h := map[string]string{"x-api-key": rw, "content-type": "application/json"}
+	_, body := rawRequest(t, "POST", ts.url+"/v1/memory_stores", `{"name":"team"}`, h)
+	if json.Unmarshal([]byte(body), &store); store.ID == "" {
+		t.Fatalf("store: %s", body)
+	}
+	if status, body := rawRequest(t, "POST", ts.url+"/v1/memory_stores/"+store.ID+"/memories", `{"path":"/main.md","content":"in main"}`, h); status != 200 {
+		t.Fatalf("a write to main: %d %s", status, body)
+	}
+	return rw, agent, store
+}
+
+// TestReadingSessionOpensNoProposal: a propose key's session over MCP and the HTTP tool
+// routes that only reads opens no proposal (nothing in main, nothing to review); its first
+// change opens one, and the session then reads its own change, in later requests too.
+func TestReadingSessionOpensNoProposal(t *testing.T) {
+	ctx := context.Background()
+	ts := startServer(t, Options{})
+	rw, agent, store := proposerAndStore(t, ts)
+	h := map[string]string{"x-api-key": rw, "content-type": "application/json"}
+	head := func() string {
+		_, body := rawRequest(t, "GET", ts.url+"/v1/memory_stores/"+store.ID, "", h)
+		return body
+	}
+	proposalsNow := func() int {
+		t.Helper()
+		_, body := rawRequest(t, "GET", ts.url+"/v1/memory_stores/"+store.ID+"/proposals", "", h)
+		var list struct{ Data []struct{ ID string } }
+		if err := json.Unmarshal([]byte(body), &list); err != nil {
+			t.Fatalf("proposals: %v %s", err, body)
+		}
+		return len(list.Data)
+	}
+	before := head()
+	ah := map[string]string{"x-api-key": agent, SessionHeader: "sesn_reader", "content-type": "application/json"}
+	cs, err := mcpConnect(t, ctx, ts.url+MCPPath+"?store=team", ah)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text, isErr := mcpCall(t, ctx, cs, "memory", map[string]any{"command": "view", "path": "/memories"}); isErr || !strings.Contains(text, "main.md") {
+		t.Errorf("view over MCP: %v %s", isErr, text)
+	}
+	tools := ts.url + "/v1/memory_stores/" + store.ID + "/tools/"
+	if status, body := rawRequest(t, "POST", tools+"memory_read", `{"path":"/memories/main.md"}`, ah); status != 200 || !strings.Contains(body, "in main") {
+		t.Errorf("memory_read: %d %s", status, body)
+	}
+	if n := proposalsNow(); n != 0 || head() != before {
+		t.Fatalf("a session that only read: %d proposals; main before %s\nafter %s", n, before, head())
+	}
+	if text, isErr := mcpCall(t, ctx, cs, "memory", map[string]any{"command": "create", "path": "/memories/idea.md", "file_text": "an idea\n"}); isErr {
+		t.Fatalf("create over MCP: %s", text)
+	}
+	if n := proposalsNow(); n != 1 {
+		t.Errorf("after the session's first change: %d proposals, want 1", n)
+	}
+	if text, isErr := mcpCall(t, ctx, cs, "memory", map[string]any{"command": "view", "path": "/memories/idea.md"}); isErr || !strings.Contains(text, "an idea") {
+		t.Errorf("the session reads its change over MCP: %v %s", isErr, text)
+	}
+	if status, body := rawRequest(t, "POST", tools+"memory_write", `{"path":"/memories/more.md","content":"more"}`, ah); status != 200 || strings.Contains(body, `"is_error":true`) {
+		t.Errorf("a second change over the tool route: %d %s", status, body)
+	}
+	if status, body := rawRequest(t, "POST", tools+"memory_list", `{"path_prefix":"/memories"}`, ah); !strings.Contains(body, "idea.md") || !strings.Contains(body, "more.md") {
+		t.Errorf("the session lists its changes: %d %s", status, body)
+	}
+	if n := proposalsNow(); n != 1 {
+		t.Errorf("after the session's second change: %d proposals, want 1", n)
+	}
+	if _, body := rawRequest(t, "GET", ts.url+"/v1/memory_stores/"+store.ID+"/memories?path_prefix=/", "", h); strings.Contains(body, "idea.md") {
+		t.Errorf("the proposal's change is in main: %s", body)
+	}
+}
+
 // TestProposalBoundsOverMCP: over /mcp, a new session of a propose key past a bound of open
 // proposals (one key's or the store's, each at its lowest, 1) still connects and reads the
 // store; its change is refused with the bound that stops it, and neither main nor the open
@@ -420,18 +497,9 @@ func TestProposalBoundsOverMCP(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			ts := startServer(t, Options{Limits: tc.limits})
-			_, rw, _ := ts.keys.Create("person", apikeys.ReadWrite, "")
-			_, agent, _ := ts.keys.Create("agent", apikeys.Propose, "")
+			rw, agent, store := proposerAndStore(t, ts)
 			_, other, _ := ts.keys.Create("other agent", apikeys.Propose, "")
 			h := map[string]string{"x-api-key": rw, "content-type": "application/json"}
-			_, body := rawRequest(t, "POST", ts.url+"/v1/memory_stores", `{"name":"team"}`, h)
-			var store struct{ ID string }
-			if json.Unmarshal([]byte(body), &store); store.ID == "" {
-				t.Fatalf("store: %s", body)
-			}
-			if status, body := rawRequest(t, "POST", ts.url+"/v1/memory_stores/"+store.ID+"/memories", `{"path":"/main.md","content":"in main"}`, h); status != 200 {
-				t.Fatalf("a write to main: %d %s", status, body)
-			}
 			// The agent's first session takes the one open proposal that the bound allows.
 			first, err := mcpConnect(t, ctx, ts.url+MCPPath+"?store=team", map[string]string{"x-api-key": agent, SessionHeader: "sesn_first"})
 			if err != nil {
@@ -467,14 +535,14 @@ func TestProposalBoundsOverMCP(t *testing.T) {
 			if err != nil {
 				t.Fatalf("a new session past the bound connects: %v", err)
 			}
-			if got := cs.InitializeResult().Instructions; !strings.Contains(got, `holds the memory store "team" (read only: you cannot change it)`) {
+			if got := cs.InitializeResult().Instructions; !strings.Contains(got, `holds the memory store "team" (read and write: your changes are proposed`) {
 				t.Errorf("instructions: %s", got)
 			}
 			if text, isErr := mcpCall(t, ctx, cs, "memory", map[string]any{"command": "view", "path": "/memories/main.md"}); isErr || !strings.Contains(text, "in main") {
 				t.Errorf("a new session past the bound views main.md: %v %s", isErr, text)
 			}
 			text, isErr := mcpCall(t, ctx, cs, "memory", map[string]any{"command": "create", "path": "/memories/new.md", "file_text": "new\n"})
-			if why := fmt.Sprintf(tc.why, store.ID); !isErr || !strings.Contains(text, "may read but not change") || !strings.Contains(text, why) {
+			if why := fmt.Sprintf(tc.why, store.ID); !isErr || !strings.Contains(text, "a proposal for them cannot open") || !strings.Contains(text, why) {
 				t.Errorf("a new session past the bound creates: %v %s; want refused with %q", isErr, text, why)
 			}
 			if after := state(); after != before {
@@ -521,7 +589,7 @@ func TestProposalsPerKey(t *testing.T) {
 		t.Errorf("a new session's tool read past the key's bound: %d %s", status, body)
 	}
 	if status, body := rawRequest(t, "POST", tools+"memory_write", `{"path":"/memories/t.md","content":"t"}`, h(greedy, "sesn_more")); status != 200 ||
-		!strings.Contains(body, `"is_error":true`) || !strings.Contains(body, "may read but not change") || !strings.Contains(body, "open proposals") {
+		!strings.Contains(body, `"is_error":true`) || !strings.Contains(body, "a proposal for them cannot open") || !strings.Contains(body, "open proposals") {
 		t.Errorf("a new session's tool write past the key's bound: %d %s", status, body)
 	}
 	if status, body := rawRequest(t, "POST", memories, `{"path":"/s0.md","content":"again"}`, h(greedy, "sesn_0")); status != 200 {

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -85,27 +86,23 @@ func (s *Server) toolSession(c echo.Context, cl caller, stores ...tooladapter.At
 			if err := cl.checkStore(stores[i].Store.ID()); err != nil {
 				return nil, err
 			}
+			f, err := s.props.Reads(stores[i].Store, cl.actor) // its own changes
+			if err != nil {
+				return nil, err
+			}
 			if stores[i].Access == tooladapter.ReadOnly {
-				f, err := s.props.Reads(stores[i].Store, cl.actor) // its own changes, read only
-				if err != nil {
-					return nil, err
-				}
 				stores[i].Store = f
 				continue
 			}
-			f, _, err := s.props.Writes(c.Request().Context(), stores[i].Store, cl.actor, proposalTitle(cl))
-			if gitstore.IsKind(err, gitstore.KindConflict) {
-				// No room for its proposal (the bounds of open proposals): it still reads,
-				// and is told why when it tries to change something.
-				full := errorFor(err).message
-				if f, err = s.props.Reads(stores[i].Store, cl.actor); err != nil {
-					return nil, err
+			if f == stores[i].Store {
+				// No proposal open yet: it opens at the session's first change, so that a
+				// session that only reads leaves nothing to review. Past the bounds of open
+				// proposals, the change is refused with the reason, and the session reads on.
+				st := f
+				stores[i].OpenProposal = func(ctx context.Context) (*gitstore.Store, error) {
+					f, _, err := s.props.Writes(ctx, st, cl.actor, proposalTitle(cl))
+					return f, err
 				}
-				stores[i].Store, stores[i].Access, stores[i].ReadOnlyWhy = f, tooladapter.ReadOnly, full
-				continue
-			}
-			if err != nil {
-				return nil, err
 			}
 			stores[i].Store, stores[i].Access = f, tooladapter.Propose
 		}

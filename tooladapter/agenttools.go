@@ -68,7 +68,7 @@ func (s *Session) list(ctx context.Context, raw []byte) (string, error) {
 			d = max(depth-1, 0)
 		}
 		// one more than is left, to tell whether there are more, within the store's maximum page
-		page, err := m.reads.List(ctx, gitstore.ListOptions{PathPrefix: t.prefix(), Depth: d, Limit: min(limit-len(lines)+1, maxListLimit)})
+		page, err := m.reads().List(ctx, gitstore.ListOptions{PathPrefix: t.prefix(), Depth: d, Limit: min(limit-len(lines)+1, maxListLimit)})
 		if err != nil {
 			return "", err
 		}
@@ -148,7 +148,7 @@ func (s *Session) searchTool(ctx context.Context, raw []byte) (string, error) {
 	var total uint64
 	for i := range mounts {
 		m := &mounts[i]
-		res, err := s.search.Search(ctx, m.store.ID(), search.Request{Query: query, PathPrefix: t.prefix(), Limit: limit})
+		res, err := s.search.Search(ctx, m.store().ID(), search.Request{Query: query, PathPrefix: t.prefix(), Limit: limit})
 		if err != nil {
 			return "", err
 		}
@@ -248,10 +248,11 @@ func (s *Session) write(ctx context.Context, raw []byte) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := t.mount.writable(t.shown); err != nil {
+	st, err := t.mount.writer(ctx, t.shown)
+	if err != nil {
 		return "", err
 	}
-	res, err := t.mount.store.Write(ctx, gitstore.WriteInput{Path: t.path, Content: content, Actor: s.actor})
+	res, err := st.Write(ctx, gitstore.WriteInput{Path: t.path, Content: content, Actor: s.actor})
 	switch gitstore.ErrorKind(err) {
 	case "":
 	case gitstore.KindPathConflict:
@@ -345,10 +346,11 @@ func (s *Session) deleteTool(ctx context.Context, raw []byte) (string, error) {
 	if err := s.removable(t, "delete"); err != nil {
 		return "", err
 	}
-	if err := t.mount.writable(t.shown); err != nil {
+	st, err := t.mount.writer(ctx, t.shown)
+	if err != nil {
 		return "", err
 	}
-	vs, err := t.mount.store.DeletePath(ctx, gitstore.DeletePathInput{Path: t.path, Actor: s.actor})
+	vs, err := st.DeletePath(ctx, gitstore.DeletePathInput{Path: t.path, Actor: s.actor})
 	if gitstore.IsKind(err, gitstore.KindNotFound) {
 		return "", toolErrorf("There is no memory or folder at %s", t.shown)
 	}

@@ -92,7 +92,7 @@ func (s *Session) changes(ctx context.Context, raw []byte) (string, error) {
 		// read and the wait still wakes the wait.
 		moved := make([]<-chan struct{}, len(s.mounts))
 		for i := range s.mounts {
-			moved[i] = s.mounts[i].store.Moved()
+			moved[i] = s.mounts[i].store().Moved()
 		}
 		chs, more, err := s.readChanges(ctx, cursors, limit)
 		if err != nil {
@@ -134,12 +134,12 @@ func (s *Session) changeCursors(ctx context.Context, since string) (map[string]s
 	}
 	m := map[string]string{}
 	for _, mt := range s.mounts {
-		c, err := mt.store.EventBefore(ctx, t)
+		c, err := mt.store().EventBefore(ctx, t)
 		if err != nil {
 			return nil, "", err
 		}
 		if c != "" {
-			m[mt.store.ID()] = c
+			m[mt.store().ID()] = c
 		}
 	}
 	return m, from, nil
@@ -153,7 +153,7 @@ func (s *Session) readChanges(ctx context.Context, cursors map[string]string, li
 	more := false
 	for i := range s.mounts {
 		m := &s.mounts[i]
-		evs, left, err := m.store.EventsAfter(ctx, cursors[m.store.ID()], limit)
+		evs, left, err := m.store().EventsAfter(ctx, cursors[m.store().ID()], limit)
 		if errors.Is(err, gitstore.ErrCursorGone) {
 			return nil, false, toolErrorf("The cursor's place in the memory store %s is no longer in its history (the history was rewritten); call memory_changes with since set to a time, such as 1h", m.describe())
 		}
@@ -178,7 +178,7 @@ func (s *Session) readChanges(ctx context.Context, cursors map[string]string, li
 		}
 		c := queues[next][0]
 		queues[next] = queues[next][1:]
-		cursors[c.mount.store.ID()] = c.ev.ID()
+		cursors[c.mount.store().ID()] = c.ev.ID()
 		out = append(out, c)
 	}
 	for _, q := range queues {

@@ -106,10 +106,11 @@ func (s *Session) create(ctx context.Context, in input) (string, error) {
 	if t.isSessionRoot() || t.isStoreRoot() {
 		return "", toolErrorf("File %s already exists", t.shown)
 	}
-	if err := t.mount.writable(t.shown); err != nil {
+	st, err := t.mount.writer(ctx, t.shown)
+	if err != nil {
 		return "", err
 	}
-	res, err := t.mount.store.Write(ctx, gitstore.WriteInput{Path: t.path, Content: text,
+	res, err := st.Write(ctx, gitstore.WriteInput{Path: t.path, Content: text,
 		Precondition: &gitstore.Precondition{Type: gitstore.NotExists}, Actor: s.actor})
 	switch gitstore.ErrorKind(err) {
 	case "":
@@ -259,11 +260,12 @@ func (s *Session) edit(ctx context.Context, t target, fn func(string) (string, e
 	if t.isSessionRoot() || t.isStoreRoot() {
 		return "", nil, toolErrorf("The path %s is not a file.", t.shown)
 	}
-	if err := t.mount.writable(t.shown); err != nil {
+	st, err := t.mount.writer(ctx, t.shown)
+	if err != nil {
 		return "", nil, err
 	}
 	var next string
-	res, err := t.mount.store.UpdateMemory(ctx, gitstore.UpdateInput{FromPath: t.path, Actor: s.actor,
+	res, err := st.UpdateMemory(ctx, gitstore.UpdateInput{FromPath: t.path, Actor: s.actor,
 		Edit: func(cur string) (string, error) {
 			out, err := fn(cur)
 			next = out
@@ -317,10 +319,11 @@ func (s *Session) delete(ctx context.Context, in input) (string, error) {
 	if err := s.removable(t, "delete"); err != nil {
 		return "", err
 	}
-	if err := t.mount.writable(t.shown); err != nil {
+	st, err := t.mount.writer(ctx, t.shown)
+	if err != nil {
 		return "", err
 	}
-	_, err = t.mount.store.DeletePath(ctx, gitstore.DeletePathInput{Path: t.path, Actor: s.actor})
+	_, err = st.DeletePath(ctx, gitstore.DeletePathInput{Path: t.path, Actor: s.actor})
 	if gitstore.IsKind(err, gitstore.KindNotFound) {
 		return "", toolErrorf("The path %s does not exist", t.shown)
 	}
@@ -360,10 +363,11 @@ func (s *Session) rename(ctx context.Context, in input) (string, error) {
 		return "", toolErrorf("Cannot rename %s to %s: they are in different memory stores (%s and %s); create it in the other store and delete it here",
 			from.shown, to.shown, from.mount.describe(), to.mount.describe())
 	}
-	if err := from.mount.writable(from.shown); err != nil {
+	st, err := from.mount.writer(ctx, from.shown)
+	if err != nil {
 		return "", err
 	}
-	_, err = from.mount.store.MovePath(ctx, gitstore.MovePathInput{From: from.path, To: to.path, Actor: s.actor})
+	_, err = st.MovePath(ctx, gitstore.MovePathInput{From: from.path, To: to.path, Actor: s.actor})
 	switch gitstore.ErrorKind(err) {
 	case "":
 		return fmt.Sprintf("Successfully renamed %s to %s", from.shown, to.shown), nil

@@ -14,6 +14,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -38,7 +40,8 @@ const (
 	ReadWrite Access = "read_write"
 	ReadOnly  Access = "read_only"
 	// Propose: the session's writes are proposed for review (package proposals). The
-	// attachment's store must be the fork of the session's proposal; the tools use it as
+	// attachment's store is the fork of the session's proposal, or main with
+	// Attachment.OpenProposal to open one at the first change; the tools use it as
 	// read_write, and the system prompt says that changes wait for review.
 	Propose Access = "propose"
 )
@@ -50,9 +53,11 @@ type Attachment struct {
 	// Prompt tells the model what the store is for in this session (at most 4,096
 	// characters); it goes into the system prompt with the store's name and description.
 	Prompt string
-	// ReadOnlyWhy, with Access ReadOnly, says why the store may not be changed in this
-	// session; the model is told it when it tries to.
-	ReadOnlyWhy string
+	// OpenProposal, with Access Propose, opens the session's proposal of Store at the
+	// session's first change and returns the proposal's fork, which the session reads and
+	// changes from then on; until then it reads Store. A session that only reads so opens
+	// no proposal for a person to review. Without it, Store is the fork already.
+	OpenProposal func(context.Context) (*gitstore.Store, error)
 }
 
 // Options create a Session.
@@ -79,14 +84,46 @@ type Options struct {
 
 // mount is an attached store as the tools see it.
 type mount struct {
-	store  *gitstore.Store
-	reads  gitstore.MemoryReader // the store, or its snapshot for a session with Options.At
-	at     string                // Options.At, for messages
-	info   gitstore.StoreInfo
-	slug   string // the folder below /memories, "" when it is the only store
-	access Access
-	why    string // Attachment.ReadOnlyWhy
-	prompt string
+	attached *gitstore.Store
+	// attachedReads is attached, or its snapshot for a session with Options.At.
+	attachedReads gitstore.MemoryReader
+	proposal      *lazyProposal // Attachment.OpenProposal, nil without it
+	at            string        // Options.At, for messages
+	info          gitstore.StoreInfo
+	slug          string // the folder below /memories, "" when it is the only store
+	access        Access
+	prompt        string
+}
+
+// lazyProposal opens a session's proposal at its first change, once.
+type lazyProposal struct {
+	mu   sync.Mutex
+	open func(context.Context) (*gitstore.Store, error)
+	fork atomic.Pointer[gitstore.Store] // set once open
+}
+
+// store is the store that the session reads and changes: the attached one, or the fork of
+// its proposal once that opened.
+func (m *mount) store() *gitstore.Store {
+	if f := m.fork(); f != nil {
+		return f
+	}
+	return m.attached
+}
+
+// reads is what the session reads of the store (see store).
+func (m *mount) reads() gitstore.MemoryReader {
+	if f := m.fork(); f != nil {
+		return f
+	}
+	return m.attachedReads
+}
+
+func (m *mount) fork() *gitstore.Store {
+	if m.proposal == nil {
+		return nil
+	}
+	return m.proposal.fork.Load()
 }
 
 // Session is the tools bound to a set of stores. Its methods are safe for concurrent use.
@@ -144,12 +181,12 @@ func NewSession(ctx context.Context, opts Options) (*Session, error) {
 		if err != nil {
 			return nil, err
 		}
-		m := mount{store: a.Store, reads: reads, info: info, access: a.Access, prompt: a.Prompt}
-		if a.Access == ReadOnly {
-			m.why = a.ReadOnlyWhy
-		}
+		m := mount{attached: a.Store, attachedReads: reads, info: info, access: a.Access, prompt: a.Prompt}
 		if opts.At != "" {
 			m.at, m.access = opts.At, ReadOnly
+		}
+		if m.access == Propose && a.OpenProposal != nil {
+			m.proposal = &lazyProposal{open: a.OpenProposal}
 		}
 		s.mounts = append(s.mounts, m)
 	}
@@ -212,7 +249,7 @@ func Slug(name string) string {
 // MountPath returns where a store of the session is seen: /memories, or /memories/<slug>.
 func (s *Session) MountPath(storeID string) (string, bool) {
 	for _, m := range s.mounts {
-		if m.store.ID() == storeID {
+		if m.attached.ID() == storeID {
 			return m.root(), true
 		}
 	}
@@ -226,17 +263,38 @@ func (m mount) root() string {
 	return memoriesRoot + "/" + m.slug
 }
 
-// writable refuses a change to a read-only store; shown is the path as the model gave it.
-func (m mount) writable(shown string) error {
+// writer returns the store that a change of the session goes to, and refuses a change to a
+// store that the session may only read; shown is the path as the model gave it. A proposal
+// that opens at the session's first change (Attachment.OpenProposal) opens here.
+func (m *mount) writer(ctx context.Context, shown string) (*gitstore.Store, error) {
 	switch {
 	case m.at != "":
-		return toolErrorf("%s cannot be changed: this session reads the memory store %q as it was at %s", shown, m.info.Name, m.at)
-	case m.access == ReadOnly && m.why != "":
-		return toolErrorf("%s is in the memory store %q, which this session may read but not change: %s", shown, m.info.Name, m.why)
+		return nil, toolErrorf("%s cannot be changed: this session reads the memory store %q as it was at %s", shown, m.info.Name, m.at)
 	case m.access == ReadOnly:
-		return toolErrorf("%s is in the memory store %q, which this session may read but not change", shown, m.info.Name)
+		return nil, toolErrorf("%s is in the memory store %q, which this session may read but not change", shown, m.info.Name)
+	case m.proposal == nil:
+		return m.attached, nil
 	}
-	return nil
+	p := m.proposal
+	if f := p.fork.Load(); f != nil {
+		return f, nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if f := p.fork.Load(); f != nil {
+		return f, nil
+	}
+	f, err := p.open(ctx)
+	if gitstore.IsKind(err, gitstore.KindConflict) {
+		// No room for another open proposal: the session still reads.
+		return nil, toolErrorf("%s cannot be changed now: this session proposes its changes to the memory store %q, and a proposal for them cannot open: %s",
+			shown, m.info.Name, storeMessage(err))
+	}
+	if err != nil {
+		return nil, err
+	}
+	p.fork.Store(f)
+	return f, nil
 }
 
 // toolError is an error that the model caused and should read: its message goes back as

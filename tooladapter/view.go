@@ -21,7 +21,7 @@ const maxLines = 999999
 
 // read returns the content of the memory at path, if there is one.
 func (m *mount) read(ctx context.Context, path string) (string, bool, error) {
-	mem, err := m.reads.GetByPath(ctx, path, true)
+	mem, err := m.reads().GetByPath(ctx, path, true)
 	if gitstore.IsKind(err, gitstore.KindNotFound) {
 		return "", false, nil
 	}
@@ -33,7 +33,7 @@ func (m *mount) read(ctx context.Context, path string) (string, bool, error) {
 
 // isFolder tells whether memories live below path.
 func (m *mount) isFolder(ctx context.Context, path string) (bool, error) {
-	page, err := m.reads.List(ctx, gitstore.ListOptions{PathPrefix: path + "/", Limit: 1})
+	page, err := m.reads().List(ctx, gitstore.ListOptions{PathPrefix: path + "/", Limit: 1})
 	if err != nil {
 		return false, err
 	}
@@ -45,7 +45,7 @@ func (m *mount) all(ctx context.Context, prefix string) ([]gitstore.Memory, erro
 	var out []gitstore.Memory
 	opts := gitstore.ListOptions{PathPrefix: prefix, Limit: 1000}
 	for {
-		page, err := m.reads.List(ctx, opts)
+		page, err := m.reads().List(ctx, opts)
 		if err != nil {
 			return nil, err
 		}

@@ -209,7 +209,7 @@ func runAgent(ctx context.Context, a *app, o agentOptions, task string, stdout, 
 		if opts.ID == "" {
 			opts.ID = gitstore.NewID(tooladapter.SessionPrefix, time.Now())
 		}
-		props, err := proposeTo(ctx, d, opts.Stores, opts.ID)
+		props, err := proposeTo(d, opts.Stores, opts.ID)
 		if err != nil {
 			return err
 		}

@@ -171,7 +171,7 @@ func (a *app) serveMCP(cmd *cobra.Command, log *slog.Logger, specs []storeSpec, 
 	if opts.ID == "" {
 		opts.ID = gitstore.NewID(tooladapter.SessionPrefix, time.Now())
 	}
-	props, err := proposeTo(ctx, d, opts.Stores, opts.ID)
+	props, err := proposeTo(d, opts.Stores, opts.ID)
 	if err != nil {
 		return err
 	}

@@ -472,3 +472,45 @@ func TestMCPStdioThroughServer(t *testing.T) {
 	errBytes, _ := exec.Command(binary, "--data", c.data, "mcp", "--store", "notes").CombinedOutput()
 	mustContain(t, "no key", string(errBytes), "GITMEM_API_KEY")
 }
+
+// TestMCPStdioPropose: "gitmem mcp --store team:propose" on the data directory opens no
+// proposal for a session that only reads; a session that changes something opens one at its
+// first change, reads its change back, and main does not have it.
+func TestMCPStdioPropose(t *testing.T) {
+	c := newCLI(t)
+	c.ok("", "stores", "create", "team")
+	c.ok("in main\n", "put", "team", "/main.md")
+	session := func(id string, calls func(ctx context.Context, cs *mcp.ClientSession)) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		cmd := exec.Command(binary, "--data", c.data, "mcp", "--store", "team:propose", "--session", id)
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+		client := mcp.NewClient(&mcp.Implementation{Name: "gitmem-test", Version: "1"}, nil)
+		cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cs.Close()
+		mustContain(t, "instructions", cs.InitializeResult().Instructions, "your changes are proposed")
+		calls(ctx, cs)
+	}
+	session("sesn_reader", func(ctx context.Context, cs *mcp.ClientSession) {
+		if text, isErr := mcpText(t, ctx, cs, "memory", map[string]any{"command": "view", "path": "/memories/main.md"}); isErr || !strings.Contains(text, "in main") {
+			t.Errorf("view: %v %s", isErr, text)
+		}
+	})
+	mustContain(t, "proposals after a session that read", c.ok("", "proposals", "list", "team"), "no proposals")
+	session("sesn_writer", func(ctx context.Context, cs *mcp.ClientSession) {
+		if text, isErr := mcpText(t, ctx, cs, "memory", map[string]any{"command": "create", "path": "/memories/idea.md", "file_text": "an idea\n"}); isErr {
+			t.Fatalf("create: %s", text)
+		}
+		if text, isErr := mcpText(t, ctx, cs, "memory", map[string]any{"command": "view", "path": "/memories/idea.md"}); isErr || !strings.Contains(text, "an idea") {
+			t.Errorf("the session reads its change: %v %s", isErr, text)
+		}
+	})
+	mustContain(t, "proposals after a session that wrote", c.ok("", "proposals", "list", "team"), "Changes by session sesn_writer")
+	if _, stderr, code := c.run("", "cat", "team", "/idea.md"); code == 0 {
+		t.Errorf("the proposed memory is in main (%s)", stderr)
+	}
+}

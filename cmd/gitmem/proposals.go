@@ -331,20 +331,27 @@ func newProposalsCommentCmd(a *app) *cobra.Command {
 	return cmd
 }
 
-// proposeTo gives each attachment that proposes the fork of the session's proposal of its
-// store, in the data directory d: what gitmem agent and gitmem mcp do without a server.
+// proposeTo makes each attachment that proposes work on the session's proposal of its
+// store, in the data directory d: what gitmem agent and gitmem mcp do without a server. The
+// session reads the proposal if one is open, else main, and opens one at its first change.
 // Close the manager it returns when the session ends.
-func proposeTo(ctx context.Context, d *gitstore.DataDir, atts []tooladapter.Attachment, sessionID string) (*proposals.Manager, error) {
+func proposeTo(d *gitstore.DataDir, atts []tooladapter.Attachment, sessionID string) (*proposals.Manager, error) {
 	m := proposals.New(d)
 	author := gitstore.Actor{Type: gitstore.SessionActor, ID: sessionID}
 	for i, a := range atts {
 		if a.Access != tooladapter.Propose {
 			continue
 		}
-		f, _, err := m.Writes(ctx, a.Store, author, "Changes by session "+sessionID)
+		f, err := m.Reads(a.Store, author)
 		if err != nil {
 			m.Close()
 			return nil, err
+		}
+		if f == a.Store {
+			atts[i].OpenProposal = func(ctx context.Context) (*gitstore.Store, error) {
+				f, _, err := m.Writes(ctx, a.Store, author, "Changes by session "+sessionID)
+				return f, err
+			}
 		}
 		atts[i].Store = f
 	}
