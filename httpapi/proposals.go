@@ -63,7 +63,7 @@ func (s *Server) memStore(c echo.Context, write bool) (*gitstore.Store, caller, 
 	if write {
 		f, p, err := s.props.Writes(c.Request().Context(), st, cl.actor, proposalTitle(cl))
 		if err == nil {
-			c.Response().Header().Set(ProposalHeader, p.ID)
+			nameProposal(c, p.ID)
 		}
 		return f, cl, err
 	}
@@ -98,8 +98,19 @@ func (s *Server) proposeInstead(c echo.Context, st *gitstore.Store, cl caller, e
 	if err != nil {
 		return nil, err
 	}
-	c.Response().Header().Set(ProposalHeader, p.ID)
+	nameProposal(c, p.ID)
 	return f, nil
+}
+
+// nameProposal names proposal id in the answer, if the write succeeds: a refused write went
+// nowhere.
+func nameProposal(c echo.Context, id string) {
+	res := c.Response()
+	res.Before(func() {
+		if res.Status < 300 {
+			res.Header().Set(ProposalHeader, id)
+		}
+	})
 }
 
 // memView is memStore, plus the request's view parameter (basic or full, else def).

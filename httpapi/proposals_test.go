@@ -260,6 +260,18 @@ func TestReviewPolicy(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.HasPrefix(prop, "prop_") {
 		t.Fatalf("the agent's write to /team/: %d, %s %q", resp.StatusCode, ProposalHeader, prop)
 	}
+	// A refused write went nowhere: its answer names no proposal.
+	req, _ = http.NewRequest("POST", mems, strings.NewReader(`{"path":"/team/x.md","content":"again","precondition":{"type":"not_exists"}}`))
+	for k, v := range h(agent) {
+		req.Header.Set(k, v)
+	}
+	if resp, err = http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode < 400 || resp.Header.Get(ProposalHeader) != "" {
+		t.Errorf("the agent's refused write: %d, %s %q", resp.StatusCode, ProposalHeader, resp.Header.Get(ProposalHeader))
+	}
 	if status, _ := rawRequest(t, "POST", mems, `{"path":"/notes/y.md","content":"y"}`, h(agent)); status != 200 {
 		t.Errorf("the agent's write elsewhere: %d", status)
 	}
