@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gitmem/gitmem/gitstore"
 	"github.com/gitmem/gitmem/internal/durable"
 	"github.com/gitmem/gitmem/internal/gitexec"
 )
@@ -119,14 +120,36 @@ type Request struct {
 	// Access is the caller's key's access (apikeys): a propose key's push may only update
 	// proposal branches (refs/heads/proposals/NAME), which the hook checks.
 	Access string
-	// HideRefs are refs that the caller may neither see nor update (git's
-	// transfer.hideRefs, each a ref or a folder of refs): other keys' proposal branches,
-	// for a propose key.
-	HideRefs []string
+	// Proposals, if set, limits the proposal branches that the caller sees: a propose key's.
+	Proposals *ProposalBranches
 	// Accept, if set, is asked to accept a push that passed the hook's checks, before git
 	// moves main: if it fails, the push is refused with its error's message. It runs on its
 	// own goroutine while Serve runs.
 	Accept func(ctx context.Context, p Push) error
+}
+
+// ProposalBranches are the proposal branches (refs/heads/proposals/...) of a caller's view.
+// Its fetches see its own and no others, also none that opens or is pushed while it runs
+// (uploadpack.hideRefs on the whole folder, then its own unhidden). Its pushes neither see
+// nor update Others (receive.hideRefs, by name: git refuses to create a ref under a hidden
+// folder, and a push may make a new branch).
+type ProposalBranches struct {
+	Own, Others []string
+}
+
+// config is the git configuration that shows the caller only these branches.
+func (p *ProposalBranches) config() [][2]string {
+	if p == nil {
+		return nil
+	}
+	cfg := [][2]string{{"uploadpack.hideRefs", gitstore.ProposalBranches}}
+	for _, ref := range p.Own {
+		cfg = append(cfg, [2]string{"uploadpack.hideRefs", "!" + ref})
+	}
+	for _, ref := range p.Others {
+		cfg = append(cfg, [2]string{"receive.hideRefs", ref})
+	}
+	return cfg
 }
 
 // Push is what a checked push does, as the hook tells the server.
@@ -234,10 +257,7 @@ func (b *Backend) env(r *http.Request, req Request) []string {
 	if p := r.Header.Get("Git-Protocol"); protocolHeader.MatchString(p) {
 		env = append(env, "GIT_PROTOCOL="+p)
 	}
-	cfg := b.config(req.Push)
-	for _, ref := range req.HideRefs {
-		cfg = append(cfg, [2]string{"transfer.hideRefs", ref})
-	}
+	cfg := append(b.config(req.Push), req.Proposals.config()...)
 	env = append(env, "GIT_CONFIG_COUNT="+strconv.Itoa(len(cfg)))
 	for i, kv := range cfg {
 		env = append(env, fmt.Sprintf("GIT_CONFIG_KEY_%d=%s", i, kv[0]), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", i, kv[1]))

@@ -88,7 +88,7 @@ func (c *checker) check(updates []update) ([]string, error) {
 		switch {
 		case proposalRef.MatchString(u.ref) && u.new == zeroHash:
 			c.fail(u.ref, "deleting a proposal's branch is refused: reject the proposal instead")
-		case proposalRef.MatchString(u.ref) && strings.HasPrefix(strings.ToLower(strings.TrimPrefix(u.ref, "refs/heads/proposals/")), "prop_"):
+		case proposalRef.MatchString(u.ref) && strings.HasPrefix(strings.ToLower(strings.TrimPrefix(u.ref, gitstore.ProposalBranches)), "prop_"):
 			// gitmem keeps the proposals made through the API there (proposals/<prop_id>):
 			// a push to one would show reviewers who fetch it what the proposal does not hold.
 			c.fail(u.ref, "proposals/prop_... are the branches gitmem keeps of proposals made through the API: push your proposal as another name (git push origin HEAD:proposals/NAME)")

@@ -204,10 +204,14 @@ func stampMessage(msg string, h plumbing.Hash, approver Actor) string {
 	return msg + "\n"
 }
 
+// ProposalBranches is the folder of a store's repository that holds the branches of its
+// proposals: pushed ones (proposals/NAME) and those of the API's (proposals/<prop_id>).
+const ProposalBranches = "refs/heads/proposals/"
+
 // SetBranch points the branch ref (refs/heads/proposals/...) of the store's repository at
 // commit, or deletes it if commit is "". Main is not a branch it sets.
 func (s *Store) SetBranch(ctx context.Context, ref, commit string) error {
-	if ref == odb.MainRef || !strings.HasPrefix(ref, "refs/heads/proposals/") {
+	if ref == odb.MainRef || !strings.HasPrefix(ref, ProposalBranches) {
 		return invalidf("%s is not a proposal branch", ref)
 	}
 	args := []string{"update-ref", ref, commit}
@@ -221,7 +225,7 @@ func (s *Store) SetBranch(ctx context.Context, ref, commit string) error {
 // DropBranch deletes the branch ref (refs/heads/proposals/...) if it is still at commit at:
 // a push that made it may have lost it to another meanwhile.
 func (s *Store) DropBranch(ctx context.Context, ref, at string) error {
-	if !strings.HasPrefix(ref, "refs/heads/proposals/") {
+	if !strings.HasPrefix(ref, ProposalBranches) {
 		return invalidf("%s is not a proposal branch", ref)
 	}
 	_, err := gitexec.In(ctx, s.repo.Path(), "update-ref", "-d", ref, at)

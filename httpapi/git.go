@@ -83,9 +83,11 @@ func (s *Server) serveGit(c echo.Context, backend *gitserve.Backend) error {
 	if cl := callerOf(c); cl.proposes() {
 		// Other keys' proposals are not its to read (the API refuses them too), nor to
 		// push onto: git neither shows their branches to it nor lets it update them.
-		if req.HideRefs, err = s.props.HiddenFrom(st.ID(), cl.key.ID); err != nil {
+		own, others, err := s.props.Branches(st.ID(), cl.key.ID)
+		if err != nil {
 			return err
 		}
+		req.Proposals = &gitserve.ProposalBranches{Own: own, Others: others}
 	}
 	// Without this, net/http stops reading the request body once the response starts.
 	if err := http.NewResponseController(c.Response()).EnableFullDuplex(); err != nil {
@@ -184,15 +186,12 @@ func (s *Server) authorizeGit(c echo.Context, req *gitserve.Request) (keyID stri
 	return keyID, nil
 }
 
-// proposalBranches are the branches that a push opens proposals with.
-const proposalBranches = "refs/heads/proposals/"
-
 // proposeBranches opens (or updates) the proposal of each proposal branch that this push
 // moved (pushed: each to its commit, as the hook accepted it): its commits, which the hook
 // checked as it checks main's, are the proposal's changes. A branch that is not at the
 // pushed commit now was moved by another push, or git did not move it: not this push's.
 func (s *Server) proposeBranches(ctx context.Context, c echo.Context, st *gitstore.Store, before, pushed map[string]string) {
-	after, err := st.Branches(ctx, proposalBranches)
+	after, err := st.Branches(ctx, gitstore.ProposalBranches)
 	if err != nil {
 		s.log.Error("git push: list the proposal branches", "store", st.ID(), "err", err)
 		return
@@ -206,7 +205,7 @@ func (s *Server) proposeBranches(ctx context.Context, c echo.Context, st *gitsto
 		if cl.key != nil {
 			who = fmt.Sprintf("key %q", cl.key.Name)
 		}
-		title := fmt.Sprintf("Branch %s pushed by %s", strings.TrimPrefix(ref, proposalBranches), who)
+		title := fmt.Sprintf("Branch %s pushed by %s", strings.TrimPrefix(ref, gitstore.ProposalBranches), who)
 		if _, err := s.props.FromBranch(ctx, st, ref, cl.actor, title); err != nil {
 			s.log.Error("git push: open the proposal of a branch", "store", st.ID(), "branch", ref, "err", err)
 			if before[ref] == "" {
@@ -288,7 +287,7 @@ func (s *Server) servePush(c echo.Context, backend *gitserve.Backend, req gitser
 		return errors.New(ae.message)
 	}
 	ctx0 := context.WithoutCancel(c.Request().Context())
-	before, err := st.Branches(ctx0, proposalBranches)
+	before, err := st.Branches(ctx0, gitstore.ProposalBranches)
 	if err != nil {
 		return err
 	}

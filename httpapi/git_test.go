@@ -84,6 +84,7 @@ func startGitServerLimited(t testing.TB, opts GitOptions, l Limits) *gitSrv {
 	hs := httptest.NewServer(srv)
 	t.Cleanup(func() {
 		hs.Close()
+		srv.Close() // the forks of open proposals, before their directories go
 		idx.Close()
 		d.Close()
 	})

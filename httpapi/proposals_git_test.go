@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/gitmem/gitmem/apikeys"
+	"github.com/gitmem/gitmem/gitstore"
 )
 
 // TestGitProposalBranchesOfOthers: a propose key's git sees neither another key's proposal
@@ -41,6 +42,21 @@ func TestGitProposalBranchesOfOthers(t *testing.T) {
 	}
 	if out := refs(b); strings.Contains(out, "proposals/") {
 		t.Errorf("B's ls-remote shows A's proposals' branches:\n%s", out)
+	}
+	// A branch that no open proposal holds yet (one pushed while B's fetch runs, say) is
+	// hidden from B's fetches too: they see the proposal branches of B's own proposals only.
+	st, err := g.data.Store(context.Background(), store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SetBranch(context.Background(), gitstore.ProposalBranches+"stray", st.Head()); err != nil {
+		t.Fatal(err)
+	}
+	if out := refs(b); strings.Contains(out, "proposals/") {
+		t.Errorf("B's ls-remote shows a branch of no open proposal:\n%s", out)
+	}
+	if out := refs(rw); !strings.Contains(out, "proposals/stray") {
+		t.Errorf("a read_write key's ls-remote lacks a branch:\n%s", out)
 	}
 	wb := filepath.Join(t.TempDir(), "b")
 	gitOK(t, "", "clone", "-q", g.repoURL(b, store), wb)
@@ -136,7 +152,7 @@ func TestGitPushTakesOnlyItsBranches(t *testing.T) {
 		if full {
 			g.write(t, a, store, "/a.md", "A's\n") // A's one proposal
 		}
-		before, err := st.Branches(ctx, proposalBranches)
+		before, err := st.Branches(ctx, gitstore.ProposalBranches)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,7 +166,7 @@ func TestGitPushTakesOnlyItsBranches(t *testing.T) {
 		c.Set(callerKey, caller{key: &ka, actor: keyActor(ka)})
 		g.srv.proposeBranches(ctx, c, st, before, nil)
 
-		after, err := st.Branches(ctx, proposalBranches)
+		after, err := st.Branches(ctx, gitstore.ProposalBranches)
 		if err != nil || after["refs/heads/proposals/b"] == "" {
 			t.Errorf("full=%v: B's branch after A's push ended: %v %v", full, after, err)
 		}

@@ -382,24 +382,27 @@ func (m *Manager) fork(p Proposal) (*gitstore.Store, error) {
 	return f, nil
 }
 
-// HiddenFrom returns the branches of the store's repository (refs/heads/proposals/...) that
-// hold the open proposals of keys other than keyID: a propose key may neither fetch nor push
-// them with git, as it may not read another key's proposal through the API. A decided
+// Branches returns the branches of the store's repository (refs/heads/proposals/...) that
+// hold open proposals: keyID's own, and other keys'. A propose key may neither fetch nor push
+// other keys' with git, as it may not read another key's proposal through the API. A decided
 // proposal's branch is main's history (approved) or gone (rejected).
-func (m *Manager) HiddenFrom(storeID, keyID string) ([]string, error) {
+func (m *Manager) Branches(storeID, keyID string) (own, others []string, err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	l, err := m.list(storeID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var out []string
 	for _, p := range l {
-		if p.State == Open && !p.ByKey(keyID) {
-			out = append(out, branchOf(p))
+		switch {
+		case p.State != Open:
+		case p.ByKey(keyID):
+			own = append(own, branchOf(p))
+		default:
+			others = append(others, branchOf(p))
 		}
 	}
-	return out, nil
+	return own, others, nil
 }
 
 // Writes returns the store that author's writes to store st go to: the fork of its open

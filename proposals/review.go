@@ -71,7 +71,7 @@ func branchOf(p Proposal) string {
 	if p.Branch != "" {
 		return p.Branch
 	}
-	return "refs/heads/proposals/" + p.ID
+	return gitstore.ProposalBranches + p.ID
 }
 
 // diff is Diff of proposal p, whose fork is f.
@@ -211,7 +211,7 @@ func (m *Manager) Approve(ctx context.Context, st *gitstore.Store, id string, by
 	if err != nil {
 		return Proposal{}, gitstore.MergeResult{}, err
 	}
-	head, err := st.TakeBranch(ctx, dir, "refs/heads/proposals/"+id)
+	head, err := st.TakeBranch(ctx, dir, gitstore.ProposalBranches+id)
 	if err != nil {
 		return Proposal{}, gitstore.MergeResult{}, err
 	}
@@ -228,7 +228,7 @@ func (m *Manager) Approve(ctx context.Context, st *gitstore.Store, id string, by
 	if err != nil {
 		return Proposal{}, gitstore.MergeResult{}, err
 	}
-	if err := st.SetBranch(ctx, "refs/heads/proposals/"+id, head); err != nil { // its commits as approved
+	if err := st.SetBranch(ctx, gitstore.ProposalBranches+id, head); err != nil { // its commits as approved
 		return Proposal{}, res, err
 	}
 	if err := st.RecordProposal(ctx, id, "approved", p.Title, by); err != nil {
