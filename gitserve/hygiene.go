@@ -41,9 +41,9 @@ func (c *checker) secretRule(data []byte) (string, error) {
 }
 
 // checkQuotas refuses a push that takes ref past a quota of the store's policy (and adds to
-// what is over it: a push that frees space passes). On a proposal branch it is the store the
-// branch would make once approved, as a write through the API to a proposal is checked: so
-// a propose key cannot park more than the quota on a branch, to wait for review.
+// what is over it: a push that frees space passes). On a proposal branch (old is main) it is
+// the store the branch would make once approved, as a write through the API to a proposal is
+// checked: so a propose key cannot park more than the quota on a branch, to wait for review.
 func (c *checker) checkQuotas(ref, old, new string) error {
 	p := c.policy()
 	if p.MaxMemories == 0 && p.MaxBytes == 0 {
@@ -53,7 +53,12 @@ func (c *checker) checkQuotas(ref, old, new string) error {
 	if err != nil {
 		return err
 	}
-	after, err := c.usage(new)
+	var after gitstore.Usage
+	if ref == mainRef {
+		after, err = c.usage(new)
+	} else {
+		after, err = c.approved(old, new)
+	}
 	if err != nil {
 		return err
 	}
@@ -72,13 +77,53 @@ func (c *checker) checkQuotas(ref, old, new string) error {
 
 // usage counts the memories of a commit and their bytes.
 func (c *checker) usage(commit string) (gitstore.Usage, error) {
-	var u gitstore.Usage
+	fs, err := c.memories(commit)
+	return count(fs), err
+}
+
+// approved counts the memories and bytes of main once branch is approved into it, as
+// approval counts them: main, with the changes of branch since it left main (their merge
+// base) applied.
+func (c *checker) approved(main, branch string) (gitstore.Usage, error) {
+	base, err := c.run("merge-base", main, branch)
+	if err != nil {
+		return gitstore.Usage{}, err // checkProposal refused a branch without one
+	}
+	var trees [3]map[string]memoryFile
+	for i, commit := range []string{main, base, branch} {
+		if trees[i], err = c.memories(commit); err != nil {
+			return gitstore.Usage{}, err
+		}
+	}
+	after, was, now := trees[0], trees[1], trees[2]
+	for path, f := range now {
+		if was[path] != f {
+			after[path] = f
+		}
+	}
+	for path := range was {
+		if _, ok := now[path]; !ok {
+			delete(after, path)
+		}
+	}
+	return count(after), nil
+}
+
+// memoryFile is a memory of a commit: its blob and size.
+type memoryFile struct {
+	blob string
+	size int64
+}
+
+// memories lists the memories of a commit by path.
+func (c *checker) memories(commit string) (map[string]memoryFile, error) {
+	fs := map[string]memoryFile{}
 	if commit == zeroHash {
-		return u, nil
+		return fs, nil
 	}
 	out, err := c.run("ls-tree", "-r", "-l", "-z", commit)
 	if err != nil {
-		return u, err
+		return nil, err
 	}
 	for _, line := range strings.Split(out, "\x00") {
 		meta, path, ok := strings.Cut(line, "\t")
@@ -88,10 +133,18 @@ func (c *checker) usage(commit string) (gitstore.Usage, error) {
 		}
 		n, err := strconv.ParseInt(f[3], 10, 64)
 		if err != nil {
-			return u, fmt.Errorf("ls-tree size %q: %w", f[3], err)
+			return nil, fmt.Errorf("ls-tree size %q: %w", f[3], err)
 		}
-		u.Memories++
-		u.Bytes += n
+		fs[path] = memoryFile{blob: f[2], size: n}
 	}
-	return u, nil
+	return fs, nil
+}
+
+func count(fs map[string]memoryFile) gitstore.Usage {
+	var u gitstore.Usage
+	for _, f := range fs {
+		u.Memories++
+		u.Bytes += f.size
+	}
+	return u
 }

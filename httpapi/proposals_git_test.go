@@ -264,3 +264,45 @@ func TestGitProposalBranchQuota(t *testing.T) {
 	gitOK(t, wa, "commit", "-qm", "frees space")
 	gitOK(t, wa, "push", "-q", "origin", "HEAD:proposals/fits")
 }
+
+// TestGitProposalBranchQuotaFromOldMain: a branch made from an older main is held to the
+// quota as approving it would make the store: main now, with the branch's changes since
+// it left main. Its tip alone is another store: one that a deletion in main since emptied
+// would refuse a branch that fits, and one made before main filled up would let in a
+// branch that does not.
+func TestGitProposalBranchQuotaFromOldMain(t *testing.T) {
+	g := startGitServerLimited(t, GitOptions{HookProgram: fastHook}, Limits{})
+	_, rw, _ := g.keys.Create("person", apikeys.ReadWrite, "")
+	_, a, _ := g.keys.Create("agent", apikeys.Propose, "")
+	store := g.createStore(t, rw, "team")
+	for _, p := range []string{"/a.md", "/b.md", "/c.md"} {
+		g.write(t, rw, store, p, "x\n")
+	}
+	g.api(t, "POST", "/v1/memory_stores/"+store, rw, `{"policy":{"max_memories":3}}`, &struct{}{})
+	wa := filepath.Join(t.TempDir(), "a")
+	gitOK(t, "", "clone", "-q", g.repoURL(a, store), wa) // main full: a, b, c
+
+	// main deletes two; the agent's branch from the full main adds one: 2 once approved.
+	wr := filepath.Join(t.TempDir(), "rw")
+	gitOK(t, "", "clone", "-q", g.repoURL(rw, store), wr)
+	gitOK(t, wr, "rm", "-q", "b.md", "c.md")
+	gitOK(t, wr, "commit", "-qm", "fewer")
+	gitOK(t, wr, "push", "-q", "origin", "HEAD:main")
+	roomy := g.head(t, store) // main with a only
+	put(t, filepath.Join(wa, "d.md"), "d\n")
+	gitOK(t, wa, "add", "-A")
+	gitOK(t, wa, "commit", "-qm", "one more")
+	gitOK(t, wa, "push", "-q", "origin", "HEAD:proposals/fits")
+
+	// main fills up again; a branch from the roomy main adds two: 5 once approved.
+	g.write(t, rw, store, "/e.md", "e\n")
+	g.write(t, rw, store, "/f.md", "f\n")
+	gitOK(t, wa, "fetch", "-q", "origin")
+	gitOK(t, wa, "checkout", "-q", "-b", "late", roomy)
+	put(t, filepath.Join(wa, "g.md"), "g\n")
+	put(t, filepath.Join(wa, "h.md"), "h\n")
+	gitOK(t, wa, "add", "-A")
+	gitOK(t, wa, "commit", "-qm", "two more")
+	out := gitFails(t, wa, "push", "origin", "HEAD:proposals/late")
+	mustHave(t, "over quota once approved", out, "refs/heads/proposals/late: the branch would make the store hold, once approved, 5 memories, past its quota max_memories of 3")
+}

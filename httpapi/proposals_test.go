@@ -490,6 +490,58 @@ func TestReadingSessionOpensNoProposal(t *testing.T) {
 	}
 }
 
+// TestRefusedChangeOpensNoProposal: a propose key's session whose change is refused (an
+// edit of text that is not there, a create of a memory that exists, a delete or rename of
+// nothing) changed nothing, so it opens no proposal: nothing in main, nothing to review,
+// nothing toward the key's bound. The session's first change that takes opens one.
+func TestRefusedChangeOpensNoProposal(t *testing.T) {
+	ctx := context.Background()
+	ts := startServer(t, Options{})
+	rw, agent, store := proposerAndStore(t, ts)
+	// What a reviewer reads: main (its head) and the store's proposals.
+	reviewed := func() string {
+		t.Helper()
+		h := map[string]string{"x-api-key": rw}
+		_, st := rawRequest(t, "GET", ts.url+"/v1/memory_stores/"+store.ID, "", h)
+		_, props := rawRequest(t, "GET", ts.url+"/v1/memory_stores/"+store.ID+"/proposals", "", h)
+		return st + "\n" + props
+	}
+	before := reviewed()
+	ah := map[string]string{"x-api-key": agent, SessionHeader: "sesn_clumsy", "content-type": "application/json"}
+	cs, err := mcpConnect(t, ctx, ts.url+MCPPath+"?store=team", ah)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, call := range []struct {
+		tool string
+		args map[string]any
+		want string
+	}{
+		{"memory", map[string]any{"command": "str_replace", "path": "/memories/main.md", "old_str": "absent", "new_str": "x"}, "did not appear verbatim"},
+		{"memory", map[string]any{"command": "insert", "path": "/memories/main.md", "insert_line": 9, "insert_text": "x"}, "Invalid `insert_line`"},
+		{"memory", map[string]any{"command": "str_replace", "path": "/memories/gone.md", "old_str": "a", "new_str": "b"}, "does not exist"},
+		{"memory", map[string]any{"command": "create", "path": "/memories/main.md", "file_text": "again"}, "already exists"},
+		{"memory", map[string]any{"command": "delete", "path": "/memories/gone.md"}, "does not exist"},
+		{"memory", map[string]any{"command": "rename", "old_path": "/memories/gone.md", "new_path": "/memories/here.md"}, "does not exist"},
+		{"memory", map[string]any{"command": "rename", "old_path": "/memories/main.md", "new_path": "/memories/main.md"}, "already exists"},
+		{"memory_delete", map[string]any{"path": "/memories/gone.md"}, "There is no memory or folder"},
+	} {
+		text, isErr := mcpCall(t, ctx, cs, call.tool, call.args)
+		if !isErr || !strings.Contains(text, call.want) {
+			t.Errorf("%s %v: %v %s", call.tool, call.args, isErr, text)
+		}
+		if after := reviewed(); after != before {
+			t.Fatalf("after the refused %s %v:\n%s\nbefore:\n%s", call.tool, call.args, after, before)
+		}
+	}
+	if text, isErr := mcpCall(t, ctx, cs, "memory", map[string]any{"command": "str_replace", "path": "/memories/main.md", "old_str": "in main", "new_str": "proposed"}); isErr {
+		t.Fatalf("an edit that takes: %s", text)
+	}
+	if !strings.Contains(reviewed(), `"state":"open"`) {
+		t.Errorf("the session's first change that takes opened no proposal")
+	}
+}
+
 // TestProposalBoundsOverMCP: over /mcp, a new session of a propose key past a bound of open
 // proposals (one key's or the store's, each at its lowest, 1) still connects and reads the
 // store; its change is refused with the bound that stops it, and neither main nor the open

@@ -248,7 +248,7 @@ func (s *Session) write(ctx context.Context, raw []byte) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	st, err := t.mount.writer(ctx, t.shown)
+	st, err := t.mount.writer(ctx, t.shown, nil)
 	if err != nil {
 		return "", err
 	}
@@ -346,7 +346,7 @@ func (s *Session) deleteTool(ctx context.Context, raw []byte) (string, error) {
 	if err := s.removable(t, "delete"); err != nil {
 		return "", err
 	}
-	st, err := t.mount.writer(ctx, t.shown)
+	st, err := t.mount.writer(ctx, t.shown, t.needs(true, toolErrorf("There is no memory or folder at %s", t.shown)))
 	if err != nil {
 		return "", err
 	}

@@ -106,7 +106,7 @@ func (s *Session) create(ctx context.Context, in input) (string, error) {
 	if t.isSessionRoot() || t.isStoreRoot() {
 		return "", toolErrorf("File %s already exists", t.shown)
 	}
-	st, err := t.mount.writer(ctx, t.shown)
+	st, err := t.mount.writer(ctx, t.shown, t.needs(false, toolErrorf("File %s already exists", t.shown)))
 	if err != nil {
 		return "", err
 	}
@@ -260,7 +260,17 @@ func (s *Session) edit(ctx context.Context, t target, fn func(string) (string, e
 	if t.isSessionRoot() || t.isStoreRoot() {
 		return "", nil, toolErrorf("The path %s is not a file.", t.shown)
 	}
-	st, err := t.mount.writer(ctx, t.shown)
+	st, err := t.mount.writer(ctx, t.shown, func(ctx context.Context) error {
+		cur, ok, err := t.mount.read(ctx, t.path)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return missing(ctx, t)
+		}
+		_, err = fn(cur)
+		return err
+	})
 	if err != nil {
 		return "", nil, err
 	}
@@ -319,7 +329,7 @@ func (s *Session) delete(ctx context.Context, in input) (string, error) {
 	if err := s.removable(t, "delete"); err != nil {
 		return "", err
 	}
-	st, err := t.mount.writer(ctx, t.shown)
+	st, err := t.mount.writer(ctx, t.shown, t.needs(true, toolErrorf("The path %s does not exist", t.shown)))
 	if err != nil {
 		return "", err
 	}
@@ -363,7 +373,13 @@ func (s *Session) rename(ctx context.Context, in input) (string, error) {
 		return "", toolErrorf("Cannot rename %s to %s: they are in different memory stores (%s and %s); create it in the other store and delete it here",
 			from.shown, to.shown, from.mount.describe(), to.mount.describe())
 	}
-	st, err := from.mount.writer(ctx, from.shown)
+	st, err := from.mount.writer(ctx, from.shown, func(ctx context.Context) error {
+		// In MovePath's order: a taken destination first.
+		if err := to.needs(false, toolErrorf("The destination %s already exists", to.shown))(ctx); err != nil {
+			return err
+		}
+		return from.needs(true, toolErrorf("The path %s does not exist", from.shown))(ctx)
+	})
 	if err != nil {
 		return "", err
 	}

@@ -265,8 +265,10 @@ func (m mount) root() string {
 
 // writer returns the store that a change of the session goes to, and refuses a change to a
 // store that the session may only read; shown is the path as the model gave it. A proposal
-// that opens at the session's first change (Attachment.OpenProposal) opens here.
-func (m *mount) writer(ctx context.Context, shown string) (*gitstore.Store, error) {
+// that opens at the session's first change (Attachment.OpenProposal) opens here, unless
+// refused (if not nil) says that the store as the session reads it now refuses the change:
+// a change that would change nothing opens nothing to review.
+func (m *mount) writer(ctx context.Context, shown string, refused func(context.Context) error) (*gitstore.Store, error) {
 	switch {
 	case m.at != "":
 		return nil, toolErrorf("%s cannot be changed: this session reads the memory store %q as it was at %s", shown, m.info.Name, m.at)
@@ -278,6 +280,11 @@ func (m *mount) writer(ctx context.Context, shown string) (*gitstore.Store, erro
 	p := m.proposal
 	if f := p.fork.Load(); f != nil {
 		return f, nil
+	}
+	if refused != nil {
+		if err := refused(ctx); err != nil {
+			return nil, err
+		}
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -295,6 +302,26 @@ func (m *mount) writer(ctx context.Context, shown string) (*gitstore.Store, erro
 	}
 	p.fork.Store(f)
 	return f, nil
+}
+
+// exists tells whether a memory, or a folder of them, is at t in what the session reads.
+func (t target) exists(ctx context.Context) (bool, error) {
+	if _, ok, err := t.mount.read(ctx, t.path); err != nil || ok {
+		return ok, err
+	}
+	return t.mount.isFolder(ctx, t.path)
+}
+
+// needs is a refusal for mount.writer: notThere if nothing is at t (want true), or if
+// something is (want false).
+func (t target) needs(want bool, notThere error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		ok, err := t.exists(ctx)
+		if err == nil && ok != want {
+			return notThere
+		}
+		return err
+	}
 }
 
 // toolError is an error that the model caused and should read: its message goes back as
