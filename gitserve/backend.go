@@ -158,12 +158,17 @@ type Push struct {
 	Commits []string `json:"commits"`
 	// Proposed are the commits that it adds to proposal branches.
 	Proposed []string `json:"proposed,omitempty"`
-	// Branches are the proposal branches that it creates or moves, each with the commit it
-	// moves it to.
-	Branches map[string]string `json:"branches,omitempty"`
+	// Branches are the proposal branches that it creates or moves, each with its move.
+	Branches map[string]Move `json:"branches,omitempty"`
 	// Rename is the store's new name, if the push changes it in main's .gitmem/store.json:
 	// names are unique among the data directory's stores, which only the server knows.
 	Rename string `json:"rename,omitempty"`
+}
+
+// Move is how a push moves a branch: from commit From ("" for a new branch) to commit To.
+type Move struct {
+	From string `json:"from,omitempty"`
+	To   string `json:"to"`
 }
 
 var protocolHeader = regexp.MustCompile(`^[A-Za-z0-9=:._,-]{1,256}$`)

@@ -64,7 +64,7 @@ type checker struct {
 	// proposed are the commits that the push adds to proposal branches (Push.Proposed).
 	proposed []string
 	// branches are the proposal branches it moves, to their new commits (Push.Branches).
-	branches map[string]string
+	branches map[string]Move
 }
 
 func (c *checker) fail(where, rule string) {
@@ -115,9 +115,13 @@ func (c *checker) check(updates []update) ([]string, error) {
 			return nil, err
 		}
 		if c.branches == nil {
-			c.branches = map[string]string{}
+			c.branches = map[string]Move{}
 		}
-		c.branches[u.ref] = u.new
+		m := Move{To: u.new}
+		if u.old != zeroHash {
+			m.From = u.old
+		}
+		c.branches[u.ref] = m
 	}
 	if main == nil {
 		if len(c.problems) > 0 {

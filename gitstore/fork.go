@@ -222,12 +222,17 @@ func (s *Store) SetBranch(ctx context.Context, ref, commit string) error {
 	return err
 }
 
-// DropBranch deletes the branch ref (refs/heads/proposals/...) if it is still at commit at:
-// a push that made it may have lost it to another meanwhile.
-func (s *Store) DropBranch(ctx context.Context, ref, at string) error {
+// UndoBranch moves the branch ref (refs/heads/proposals/...) back to commit was, or deletes it
+// if was is "", if it is still at commit at: a push that moved it may have lost it to another
+// meanwhile.
+func (s *Store) UndoBranch(ctx context.Context, ref, was, at string) error {
 	if !strings.HasPrefix(ref, ProposalBranches) {
 		return invalidf("%s is not a proposal branch", ref)
 	}
-	_, err := gitexec.In(ctx, s.repo.Path(), "update-ref", "-d", ref, at)
+	args := []string{"update-ref", ref, was, at}
+	if was == "" {
+		args = []string{"update-ref", "-d", ref, at}
+	}
+	_, err := gitexec.In(ctx, s.repo.Path(), args...)
 	return err
 }

@@ -187,18 +187,18 @@ func (s *Server) authorizeGit(c echo.Context, req *gitserve.Request) (keyID stri
 }
 
 // proposeBranches opens (or updates) the proposal of each proposal branch that this push
-// moved (pushed: each to its commit, as the hook accepted it): its commits, which the hook
+// moved (pushed: each with its move, as the hook accepted it): its commits, which the hook
 // checked as it checks main's, are the proposal's changes. A branch that is not at the
 // pushed commit now was moved by another push, or git did not move it: not this push's.
-func (s *Server) proposeBranches(ctx context.Context, c echo.Context, st *gitstore.Store, before, pushed map[string]string) {
+func (s *Server) proposeBranches(ctx context.Context, c echo.Context, st *gitstore.Store, pushed map[string]gitserve.Move) {
 	after, err := st.Branches(ctx, gitstore.ProposalBranches)
 	if err != nil {
 		s.log.Error("git push: list the proposal branches", "store", st.ID(), "err", err)
 		return
 	}
 	cl := callerOf(c)
-	for ref, h := range pushed {
-		if after[ref] != h || before[ref] == h {
+	for ref, m := range pushed {
+		if after[ref] != m.To || m.From == m.To {
 			continue
 		}
 		who := "the local user"
@@ -208,12 +208,11 @@ func (s *Server) proposeBranches(ctx context.Context, c echo.Context, st *gitsto
 		title := fmt.Sprintf("Branch %s pushed by %s", strings.TrimPrefix(ref, gitstore.ProposalBranches), who)
 		if _, err := s.props.FromBranch(ctx, st, ref, cl.actor, title); err != nil {
 			s.log.Error("git push: open the proposal of a branch", "store", st.ID(), "branch", ref, "err", err)
-			if before[ref] == "" {
-				// New, and no proposal holds it (pushes at once took the room): removed, so
-				// that no branch keeps commits that nothing reviews.
-				if err := st.DropBranch(ctx, ref, h); err != nil {
-					s.log.Error("git push: remove a proposal branch that opened no proposal", "store", st.ID(), "branch", ref, "err", err)
-				}
+			// No proposal holds what the push brought (pushes at once took the room): the
+			// branch goes back to where it was, or away if new, so that no branch keeps
+			// commits that nothing reviews.
+			if err := st.UndoBranch(ctx, ref, m.From, m.To); err != nil {
+				s.log.Error("git push: undo a proposal branch's push that opened no proposal", "store", st.ID(), "branch", ref, "err", err)
 			}
 		}
 	}
@@ -245,7 +244,7 @@ const killedPushHold = time.Minute
 func (s *Server) servePush(c echo.Context, backend *gitserve.Backend, req gitserve.Request, st *gitstore.Store, keyID string) error {
 	// hold and pushed are set by Accept, which has returned when Serve does.
 	var hold *gitstore.NameHold
-	var pushed map[string]string
+	var pushed map[string]gitserve.Move
 	var served gitserve.Served
 	defer func() {
 		if served.Accepted && served.Killed {
@@ -286,16 +285,11 @@ func (s *Server) servePush(c echo.Context, backend *gitserve.Backend, req gitser
 		}
 		return errors.New(ae.message)
 	}
-	ctx0 := context.WithoutCancel(c.Request().Context())
-	before, err := st.Branches(ctx0, gitstore.ProposalBranches)
-	if err != nil {
-		return err
-	}
-	served, err = backend.Serve(c.Response(), c.Request(), req)
+	served, err := backend.Serve(c.Response(), c.Request(), req)
 	if err != nil || !served.Accepted {
 		return err
 	}
-	s.proposeBranches(ctx0, c, st, before, pushed)
+	s.proposeBranches(context.WithoutCancel(c.Request().Context()), c, st, pushed)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), time.Minute)
 	defer cancel()
 	if err := st.Refresh(ctx); err != nil {

@@ -231,6 +231,14 @@ func gitFails(t testing.TB, dir string, args ...string) string {
 	return out
 }
 
+// commitFile writes name in the work tree wt and commits it with message msg.
+func commitFile(t testing.TB, wt, name, content, msg string) {
+	t.Helper()
+	put(t, filepath.Join(wt, name), content)
+	gitOK(t, wt, "add", "-A")
+	gitOK(t, wt, "commit", "-qm", msg)
+}
+
 func put(t testing.TB, path, content string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {

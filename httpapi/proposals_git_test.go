@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/gitmem/gitmem/apikeys"
+	"github.com/gitmem/gitmem/gitserve"
 	"github.com/gitmem/gitmem/gitstore"
 )
 
@@ -28,9 +29,7 @@ func TestGitProposalBranchesOfOthers(t *testing.T) {
 	// A pushes a branch too.
 	wa := filepath.Join(t.TempDir(), "a")
 	gitOK(t, "", "clone", "-q", g.repoURL(a, store), wa)
-	put(t, filepath.Join(wa, "vat.md"), "Prices include VAT.\n")
-	gitOK(t, wa, "add", "-A")
-	gitOK(t, wa, "commit", "-qm", "VAT")
+	commitFile(t, wa, "vat.md", "Prices include VAT.\n", "VAT")
 	gitOK(t, wa, "push", "-q", "origin", "HEAD:proposals/vat")
 
 	refs := func(key string) string { return gitOK(t, "", "ls-remote", g.repoURL(key, store)) }
@@ -95,12 +94,7 @@ func TestGitProposalBranchesOfOthers(t *testing.T) {
 // holding commits that nothing reviews; a push to a branch whose proposal is open updates it.
 func TestGitProposalBranchesBounded(t *testing.T) {
 	g := startGitServerLimited(t, GitOptions{HookProgram: fastHook}, Limits{MaxOpenProposalsPerKey: 2})
-	_, rw, _ := g.keys.Create("person", apikeys.ReadWrite, "")
-	_, a, _ := g.keys.Create("agent", apikeys.Propose, "")
-	store := g.createStore(t, rw, "team")
-	g.write(t, rw, store, "/rules.md", "Review every change.\n")
-	wa := filepath.Join(t.TempDir(), "a")
-	gitOK(t, "", "clone", "-q", g.repoURL(a, store), wa)
+	rw, _, _, store, wa := proposerClone(t, g)
 	commit := func(content string) {
 		put(t, filepath.Join(wa, "idea.md"), content)
 		gitOK(t, wa, "add", "-A")
@@ -152,19 +146,13 @@ func TestGitPushTakesOnlyItsBranches(t *testing.T) {
 		if full {
 			g.write(t, a, store, "/a.md", "A's\n") // A's one proposal
 		}
-		before, err := st.Branches(ctx, gitstore.ProposalBranches)
-		if err != nil {
-			t.Fatal(err)
-		}
 		wb := filepath.Join(t.TempDir(), "b")
 		gitOK(t, "", "clone", "-q", g.repoURL(b, store), wb)
-		put(t, filepath.Join(wb, "secret.md"), "B's secret\n")
-		gitOK(t, wb, "add", "-A")
-		gitOK(t, wb, "commit", "-qm", "B")
+		commitFile(t, wb, "secret.md", "B's secret\n", "B")
 		gitOK(t, wb, "push", "-q", "origin", "HEAD:proposals/b")
 		c := echo.New().NewContext(httptest.NewRequest("POST", "/", nil), httptest.NewRecorder())
 		c.Set(callerKey, caller{key: &ka, actor: keyActor(ka)})
-		g.srv.proposeBranches(ctx, c, st, before, nil)
+		g.srv.proposeBranches(ctx, c, st, nil)
 
 		after, err := st.Branches(ctx, gitstore.ProposalBranches)
 		if err != nil || after["refs/heads/proposals/b"] == "" {
@@ -177,6 +165,47 @@ func TestGitPushTakesOnlyItsBranches(t *testing.T) {
 				t.Errorf("full=%v: A holds a proposal of B's branch: %+v", full, p)
 			}
 		}
+	}
+}
+
+// TestGitPushUndoneWithoutRoom: where a push's branch can open no proposal after all (pushes
+// at once took the room that each was checked to have), the push's move of the branch is
+// undone, so that no branch holds commits that nothing reviews: an existing branch goes back
+// to its commit, a new one away. The race is played by hand: the branches moved as git would,
+// then the end of the push.
+func TestGitPushUndoneWithoutRoom(t *testing.T) {
+	g := startGitServerLimited(t, GitOptions{HookProgram: fastHook}, Limits{MaxOpenProposalsPerKey: 1})
+	rw, ka, a, store, wa := proposerClone(t, g)
+	commitFile(t, wa, "vat.md", "Prices include VAT.\n", "VAT")
+	gitOK(t, wa, "push", "-q", "origin", "HEAD:proposals/vat")
+	id := onlyProposal(t, g, rw, store)
+	if code := g.api(t, "POST", "/v1/memory_stores/"+store+"/proposals/"+id+"/approve", rw, "{}", nil); code != 200 {
+		t.Fatalf("approve: %d", code)
+	}
+	g.write(t, a, store, "/a.md", "A's\n") // the key's one open proposal
+	ctx := context.Background()
+	st, err := g.data.Store(ctx, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const vat, fresh = gitstore.ProposalBranches + "vat", gitstore.ProposalBranches + "fresh"
+	was, err := st.Branches(ctx, gitstore.ProposalBranches)
+	if err != nil || was[vat] == "" {
+		t.Fatalf("branches: %v %v", was, err)
+	}
+	// Git moved vat on, and made fresh, to a commit that no proposal reviews.
+	unreviewed := st.Head()
+	for _, ref := range []string{vat, fresh} {
+		if err := st.SetBranch(ctx, ref, unreviewed); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := echo.New().NewContext(httptest.NewRequest("POST", "/", nil), httptest.NewRecorder())
+	c.Set(callerKey, caller{key: &ka, actor: keyActor(ka)})
+	g.srv.proposeBranches(ctx, c, st, map[string]gitserve.Move{vat: {From: was[vat], To: unreviewed}, fresh: {To: unreviewed}})
+	now, err := st.Branches(ctx, gitstore.ProposalBranches)
+	if err != nil || now[vat] != was[vat] || now[fresh] != "" {
+		t.Errorf("branches after the push that opened no proposal: %v %v; want vat at %s and no fresh", now, err, was[vat])
 	}
 }
 
@@ -211,6 +240,19 @@ func twoProposers(t *testing.T, g *gitSrv) (rw, a, b, store string) {
 	store = g.createStore(t, rw, "team")
 	g.write(t, rw, store, "/rules.md", "Review every change.\n")
 	return rw, a, b, store
+}
+
+// proposerClone makes a read_write key rw, a propose key (ka, its secret a), a store that holds
+// /rules.md, and the propose key's clone of it, wa.
+func proposerClone(t *testing.T, g *gitSrv) (rw string, ka apikeys.Key, a, store, wa string) {
+	t.Helper()
+	_, rw, _ = g.keys.Create("person", apikeys.ReadWrite, "")
+	ka, a, _ = g.keys.Create("agent", apikeys.Propose, "")
+	store = g.createStore(t, rw, "team")
+	g.write(t, rw, store, "/rules.md", "Review every change.\n")
+	wa = filepath.Join(t.TempDir(), "a")
+	gitOK(t, "", "clone", "-q", g.repoURL(a, store), wa)
+	return rw, ka, a, store, wa
 }
 
 // onlyProposal returns the id of the store's one open proposal, read by the read_write key
@@ -255,9 +297,7 @@ func TestGitProposalBranchQuota(t *testing.T) {
 
 	// Within the quota, and then a branch that frees space under a lowered quota.
 	gitOK(t, wa, "reset", "-q", "--hard", "origin/main")
-	put(t, filepath.Join(wa, "ok.md"), "ok\n")
-	gitOK(t, wa, "add", "-A")
-	gitOK(t, wa, "commit", "-qm", "fits")
+	commitFile(t, wa, "ok.md", "ok\n", "fits")
 	gitOK(t, wa, "push", "-q", "origin", "HEAD:proposals/fits")
 	g.api(t, "POST", "/v1/memory_stores/"+store, rw, `{"policy":{"max_bytes":4}}`, &struct{}{})
 	gitOK(t, wa, "rm", "-q", "rules.md", "ok.md")
@@ -289,9 +329,7 @@ func TestGitProposalBranchQuotaFromOldMain(t *testing.T) {
 	gitOK(t, wr, "commit", "-qm", "fewer")
 	gitOK(t, wr, "push", "-q", "origin", "HEAD:main")
 	roomy := g.head(t, store) // main with a only
-	put(t, filepath.Join(wa, "d.md"), "d\n")
-	gitOK(t, wa, "add", "-A")
-	gitOK(t, wa, "commit", "-qm", "one more")
+	commitFile(t, wa, "d.md", "d\n", "one more")
 	gitOK(t, wa, "push", "-q", "origin", "HEAD:proposals/fits")
 
 	// main fills up again; a branch from the roomy main adds two: 5 once approved.
@@ -300,9 +338,7 @@ func TestGitProposalBranchQuotaFromOldMain(t *testing.T) {
 	gitOK(t, wa, "fetch", "-q", "origin")
 	gitOK(t, wa, "checkout", "-q", "-b", "late", roomy)
 	put(t, filepath.Join(wa, "g.md"), "g\n")
-	put(t, filepath.Join(wa, "h.md"), "h\n")
-	gitOK(t, wa, "add", "-A")
-	gitOK(t, wa, "commit", "-qm", "two more")
+	commitFile(t, wa, "h.md", "h\n", "two more")
 	out := gitFails(t, wa, "push", "origin", "HEAD:proposals/late")
 	mustHave(t, "over quota once approved", out, "refs/heads/proposals/late: the branch would make the store hold, once approved, 5 memories, past its quota max_memories of 3")
 }
