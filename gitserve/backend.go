@@ -259,7 +259,9 @@ func (b *Backend) env(r *http.Request, req Request) []string {
 		accessEnv + "=" + req.Access,
 		gitexec.PathEnv + "=" + b.git,
 	}
-	if p := r.Header.Get("Git-Protocol"); protocolHeader.MatchString(p) {
+	// A caller with a view of the proposal branches speaks git's protocol v0: v2's fetch
+	// serves any object by its hash, hidden or not, where v0 serves only what it advertised.
+	if p := r.Header.Get("Git-Protocol"); protocolHeader.MatchString(p) && req.Proposals == nil {
 		env = append(env, "GIT_PROTOCOL="+p)
 	}
 	cfg := append(b.config(req.Push), req.Proposals.config()...)
@@ -276,6 +278,10 @@ func (b *Backend) runCGI(w http.ResponseWriter, r *http.Request, req Request, en
 	r = r.Clone(r.Context())
 	r.Header.Del("Authorization")
 	r.Header.Del("X-Api-Key")
+	if req.Proposals != nil {
+		// http-backend takes the protocol from HTTP_GIT_PROTOCOL too: v0 (see env).
+		r.Header.Del("Git-Protocol")
+	}
 	// git sends a large push with a chunked body, which net/http/cgi refuses: hand the body
 	// over without a length instead, and http-backend reads it to the end.
 	if len(r.TransferEncoding) > 0 {

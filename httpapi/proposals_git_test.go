@@ -2,6 +2,9 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
@@ -61,6 +64,29 @@ func TestGitProposalBranchesOfOthers(t *testing.T) {
 	gitOK(t, "", "clone", "-q", g.repoURL(b, store), wb)
 	gitFails(t, wb, "fetch", "-q", "origin", "refs/heads/proposals/"+propA)
 	gitFails(t, wb, "fetch", "-q", "origin", "refs/heads/proposals/vat")
+	// Nor by its commit's hash, which protocol v2's fetch would serve: a propose key's git
+	// speaks v0, which serves only what it advertised. The raw request is what a client that
+	// skips git's own check of the hash would send.
+	vat := strings.TrimSpace(gitOK(t, wa, "rev-parse", "HEAD"))
+	for _, v := range []string{"0", "2"} {
+		if out := gitFails(t, wb, "-c", "protocol.version="+v, "fetch", "-q", "origin", vat); !strings.Contains(out, "unadvertised object") {
+			t.Errorf("B's fetch of A's commit by its hash, protocol v%s: %s", v, out)
+		}
+	}
+	want := fmt.Sprintf("want %s\n", vat)
+	req, _ := http.NewRequest("POST", g.url+"/git/"+store+".git/git-upload-pack", strings.NewReader(fmt.Sprintf("%04x%s00000009done\n", len(want)+4, want)))
+	req.SetBasicAuth("gitmem", b)
+	req.Header.Set("Content-Type", "application/x-git-upload-pack-request")
+	req.Header.Set("Git-Protocol", "version=2")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(raw), "not our ref") {
+		t.Errorf("B's raw upload-pack request for A's commit: %d %q", resp.StatusCode, raw[:min(len(raw), 300)])
+	}
 
 	// Onto A's branches: refused, to B for being A's, and to anyone for proposals/prop_...
 	put(t, filepath.Join(wb, "rules.md"), "Anything goes.\n")
