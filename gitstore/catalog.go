@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // The catalog is a bbolt file per store that answers reads without walking history: the
@@ -31,7 +32,7 @@ func openCatalog(path string, log *slog.Logger) (*catalogDB, error) {
 		InitialMmapSize: catalogMap}
 	db, err := bolt.Open(path, 0o644, opts)
 	skipFsyncs := err == nil
-	if err != nil && !damagedCatalog(err) && !errors.Is(err, bolt.ErrTimeout) {
+	if err != nil && !damagedCatalog(err) && !errors.Is(err, berrors.ErrTimeout) {
 		// The address space may be limited (ulimit -v): mapped as the file grows, the
 		// catalog fsyncs every commit (catalog_sync.go).
 		log.Warn("cannot map the catalog whole; its commits will be fsynced one by one", "path", path, "err", err)
@@ -68,7 +69,7 @@ func openCatalog(path string, log *slog.Logger) (*catalogDB, error) {
 // damagedCatalog tells whether bbolt refused to open a catalog for what its file holds: then
 // it is set aside and rebuilt from history (openStoreProgress).
 func damagedCatalog(err error) bool {
-	return errors.Is(err, bolt.ErrInvalid) || errors.Is(err, bolt.ErrChecksum) || errors.Is(err, bolt.ErrVersionMismatch)
+	return errors.Is(err, berrors.ErrInvalid) || errors.Is(err, berrors.ErrChecksum) || errors.Is(err, berrors.ErrVersionMismatch)
 }
 
 func ensureBuckets(tx *bolt.Tx) error {
