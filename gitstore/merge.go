@@ -14,6 +14,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
+	"github.com/gitmem/gitmem/internal/english"
 	"github.com/gitmem/gitmem/internal/gitexec"
 )
 
@@ -755,7 +756,7 @@ func (m *merger) lastChange(rev plumbing.Hash, path string) (mem, ver string, er
 func (m *merger) commit(theirsCommit *object.Commit) (*object.Commit, error) {
 	r := &m.res
 	subject := fmt.Sprintf("merge %s/main: %s changed on the remote, %d here", m.remote,
-		plural(r.FromRemote, "path", "paths"), r.FromHere)
+		english.Count(r.FromRemote, "path"), r.FromHere)
 	var body strings.Builder
 	for _, p := range r.TextMerged {
 		fmt.Fprintf(&body, "Merged as text: %s\n", p)
@@ -767,7 +768,7 @@ func (m *merger) commit(theirsCommit *object.Commit) (*object.Commit, error) {
 		fmt.Fprintf(&body, "Conflict: %s (the remote's content stays; ours is at %s)\n", c.Path, c.CopyPath)
 	}
 	if len(r.Conflicts) > 0 {
-		subject += fmt.Sprintf(", %s", plural(len(r.Conflicts), "conflict", "conflicts"))
+		subject += fmt.Sprintf(", %s", english.Count(len(r.Conflicts), "conflict"))
 	}
 	t := append(actorTrailers(SystemActor), mergeTrailers(m.live, m.gone, m.free)...)
 	msg := formatMessage(subject, t)
@@ -789,13 +790,6 @@ func (m *merger) commit(theirsCommit *object.Commit) (*object.Commit, error) {
 	c.Hash = o.Hash()
 	m.b.emit(o)
 	return c, nil
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }
 
 // applyMerge reads a merge commit that gitmem made into the catalog: its two sides are

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gitmem/gitmem/gitserve"
 	"github.com/gitmem/gitmem/gitstore"
+	"github.com/gitmem/gitmem/internal/english"
 	"github.com/gitmem/gitmem/internal/gitexec"
 )
 
@@ -49,13 +50,13 @@ func (r Result) Summary() string {
 		return "the remote had the history from before a redaction here; replaced it (force-push) with main " + short(r.RemoteHead)
 	}
 	if n := len(r.Redacted); n > 0 {
-		parts = append(parts, "redacted "+plural(n, "version", "versions")+" as the remote did ("+strings.Join(r.Redacted, ", ")+")")
+		parts = append(parts, "redacted "+english.Count(n, "version")+" as the remote did ("+strings.Join(r.Redacted, ", ")+")")
 	}
 	switch {
 	case r.Empty:
 		parts = append(parts, "the remote was empty")
 	case r.Fetched > 0:
-		parts = append(parts, fmt.Sprintf("fetched %s", plural(r.Fetched, "commit", "commits")))
+		parts = append(parts, fmt.Sprintf("fetched %s", english.Count(r.Fetched, "commit")))
 	default:
 		parts = append(parts, "fetched nothing new")
 	}
@@ -71,7 +72,7 @@ func (r Result) Summary() string {
 			m += fmt.Sprintf(", %d kept (deleted on one side, changed on the other)", n)
 		}
 		if n := len(r.Conflicts); n > 0 {
-			m += ", " + plural(n, "conflict", "conflicts")
+			m += ", " + english.Count(n, "conflict")
 		}
 		parts = append(parts, m)
 	}
@@ -88,13 +89,6 @@ func short(h string) string {
 		return h[:7]
 	}
 	return h
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }
 
 // Syncer syncs the stores of one data directory with their remotes.

@@ -128,7 +128,7 @@ func TestGitProposalBranchesBounded(t *testing.T) {
 	}
 	commit("one\n")
 	gitOK(t, wa, "push", "-q", "origin", "HEAD:proposals/one")
-	if out := gitFails(t, wa, "push", "origin", "HEAD:proposals/two", "HEAD:proposals/three"); !strings.Contains(out, "has 1 open proposals in memory store "+store+" and this would open 2 more; 2 is the most one key may have") ||
+	if out := gitFails(t, wa, "push", "origin", "HEAD:proposals/two", "HEAD:proposals/three"); !strings.Contains(out, "has 1 open proposal in memory store "+store+" and this would open 2 more; 2 is the most one key may have") ||
 		!strings.Contains(out, "push to a branch whose proposal is open, or ask a reviewer") {
 		t.Errorf("a push of two new branches with room for one: %s", out)
 	}

@@ -554,9 +554,9 @@ func TestProposalBoundsOverMCP(t *testing.T) {
 		why      string // in the refusal of its change, with the store's id
 	}{
 		{"one key's bound", Limits{MaxOpenProposalsPerKey: 1}, false,
-			"has 1 open proposals in memory store %s; 1 is the most one key may have (the server's --max-open-proposals-per-key)"},
+			"has 1 open proposal in memory store %s; 1 is the most one key may have (the server's --max-open-proposals-per-key)"},
 		{"the store's bound", Limits{MaxOpenProposals: 1}, true,
-			"memory store %s has 1 open proposals; 1 is the most it may have (the server's --max-open-proposals)"},
+			"memory store %s has 1 open proposal; 1 is the most it may have (the server's --max-open-proposals)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()

@@ -27,6 +27,7 @@ import (
 
 	"github.com/gitmem/gitmem/gitstore"
 	"github.com/gitmem/gitmem/internal/durable"
+	"github.com/gitmem/gitmem/internal/english"
 )
 
 // Prefix starts every proposal id.
@@ -612,11 +613,11 @@ func (m *Manager) roomFor(storeID string, l []Proposal, author gitstore.Actor, n
 		more = fmt.Sprintf(" and this would open %d more", n)
 	}
 	if key != "" && mine+n > m.limits.OpenPerKey {
-		return &gitstore.Error{Kind: gitstore.KindConflict, Message: fmt.Sprintf("key %s has %d open proposals in memory store %s%s; %d is the most one key may have (the server's --max-open-proposals-per-key): "+
-			"%s a reviewer to approve or reject some first (gitmem proposals list %s --state open)", key, mine, storeID, more, m.limits.OpenPerKey, hint, storeID)}
+		return &gitstore.Error{Kind: gitstore.KindConflict, Message: fmt.Sprintf("key %s has %s in memory store %s%s; %d is the most one key may have (the server's --max-open-proposals-per-key): "+
+			"%s a reviewer to approve or reject some first (gitmem proposals list %s --state open)", key, english.Count(mine, "open proposal"), storeID, more, m.limits.OpenPerKey, hint, storeID)}
 	}
 	if open+n > m.limits.Open {
-		return &gitstore.Error{Kind: gitstore.KindConflict, Message: fmt.Sprintf("memory store %s has %d open proposals%s; %d is the most it may have (the server's --max-open-proposals): approve or reject some first", storeID, open, more, m.limits.Open)}
+		return &gitstore.Error{Kind: gitstore.KindConflict, Message: fmt.Sprintf("memory store %s has %s%s; %d is the most it may have (the server's --max-open-proposals): approve or reject some first", storeID, english.Count(open, "open proposal"), more, m.limits.Open)}
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gitmem/gitmem/gitstore"
+	"github.com/gitmem/gitmem/internal/english"
 	"github.com/gitmem/gitmem/search"
 )
 
@@ -323,15 +324,8 @@ func (s *Session) editTool(ctx context.Context, raw []byte) (string, error) {
 	if all {
 		replaced = n
 	}
-	return fmt.Sprintf("Edited %s: replaced %d occurrence%s. The first change, with line numbers:\n%s", t.shown, replaced, plural(replaced),
+	return fmt.Sprintf("Edited %s: replaced %s. The first change, with line numbers:\n%s", t.shown, english.Count(replaced, "occurrence"),
 		numbered(splitLines(next), max(0, line-2), line+3+strings.Count(newStr, "\n"))) + redactionNote(red), nil
-}
-
-func plural(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
 }
 
 func (s *Session) deleteTool(ctx context.Context, raw []byte) (string, error) {

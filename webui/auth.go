@@ -2,11 +2,11 @@ package webui
 
 import (
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gitmem/gitmem/httpapi"
+	"github.com/gitmem/gitmem/internal/english"
 )
 
 func (u *UI) loginForm(w http.ResponseWriter, r *http.Request, q *request) error {
@@ -51,17 +51,10 @@ func safeNext(next string) string {
 func humanDuration(d time.Duration) string {
 	switch {
 	case d >= time.Hour && d%time.Hour == 0:
-		return plural(int(d/time.Hour), "hour")
+		return english.Count(int(d/time.Hour), "hour")
 	case d >= time.Minute && d%time.Minute == 0:
-		return plural(int(d/time.Minute), "minute")
+		return english.Count(int(d/time.Minute), "minute")
 	default:
 		return d.String()
 	}
-}
-
-func plural(n int, unit string) string {
-	if n == 1 {
-		return "1 " + unit
-	}
-	return strconv.Itoa(n) + " " + unit + "s"
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/gitmem/gitmem/client"
 	"github.com/gitmem/gitmem/gitstore"
 	"github.com/gitmem/gitmem/internal/buildinfo"
+	"github.com/gitmem/gitmem/internal/english"
 	"github.com/gitmem/gitmem/search"
 )
 
@@ -87,9 +88,9 @@ keys, remotes and webhooks stay on the server.`,
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), m)
 			}
-			what := plural(len(m.Stores), "store") + " and " + plural(len(m.Files), "file")
+			what := english.Count(len(m.Stores), "store") + " and " + english.Count(len(m.Files), "file")
 			if m.Partial {
-				what = fmt.Sprintf("%s (through %s: keys, remotes and webhooks stay on the server)", plural(len(m.Stores), "store"), src.(serverSource).c.URL())
+				what = fmt.Sprintf("%s (through %s: keys, remotes and webhooks stay on the server)", english.Count(len(m.Stores), "store"), src.(serverSource).c.URL())
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "backed up %s to %s in %s\n", what, dest, time.Since(start).Round(time.Millisecond))
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
@@ -229,7 +230,7 @@ func (a *app) restoreBackup(cmd *cobra.Command, src string, asJSON bool) error {
 		return printJSON(cmd.OutOrStdout(), m)
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "restored %s and %s from %s into %s (backed up %s)\n",
-		plural(len(m.Stores), "store"), plural(len(m.Files), "file"), src, a.dataDir, m.Created.Format(time.RFC3339))
+		english.Count(len(m.Stores), "store"), english.Count(len(m.Files), "file"), src, a.dataDir, m.Created.Format(time.RFC3339))
 	if m.Partial {
 		fmt.Fprintln(cmd.OutOrStdout(), "  the backup was made through a server: it holds no keys, remotes or webhooks")
 	}
@@ -296,11 +297,11 @@ Exits 0 when nothing is wrong, and 1 after listing what is.`,
 				}
 			}
 			if !rep.OK() {
-				return fmt.Errorf("the %s %s has %s", what, path, plural(len(rep.Problems), "problem"))
+				return fmt.Errorf("the %s %s has %s", what, path, english.Count(len(rep.Problems), "problem"))
 			}
 			if !asJSON {
 				fmt.Fprintf(cmd.OutOrStdout(), "verified the %s %s: %s, %s and %s read; git fsck clean; no problem found\n",
-					what, path, plural(rep.Stores, "store"), plural(rep.Versions, "version"), plural(rep.Memories, "memory"))
+					what, path, english.Count(rep.Stores, "store"), english.Count(rep.Versions, "version"), english.Count(rep.Memories, "memory"))
 			}
 			return nil
 		},
@@ -326,15 +327,4 @@ func (a *app) verifyData(ctx context.Context, path string) (backup.Report, error
 		return err
 	})
 	return rep, err
-}
-
-// plural is "1 store", "2 stores", "3 memories".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	if strings.HasSuffix(noun, "y") {
-		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(noun, "y"))
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }

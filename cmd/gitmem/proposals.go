@@ -13,6 +13,7 @@ import (
 
 	"github.com/gitmem/gitmem/gitstore"
 	"github.com/gitmem/gitmem/httpapi"
+	"github.com/gitmem/gitmem/internal/english"
 	"github.com/gitmem/gitmem/proposals"
 	"github.com/gitmem/gitmem/tooladapter"
 )
@@ -322,7 +323,7 @@ func newProposalsCommentCmd(a *app) *cobra.Command {
 		Args:    exactArgs("STORE", "PROPOSAL", "TEXT"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.propDo(cmd, args[0], http.MethodPost, args[1]+"/comments", "", map[string]any{"body": args[2]}, asJSON, func(p propOut) error {
-				fmt.Fprintf(cmd.OutOrStdout(), "commented on %s (%s)\n", p.ID, plural(len(p.Comments), "comment"))
+				fmt.Fprintf(cmd.OutOrStdout(), "commented on %s (%s)\n", p.ID, english.Count(len(p.Comments), "comment"))
 				return nil
 			})
 		},
