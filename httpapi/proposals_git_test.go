@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -367,4 +368,26 @@ func TestGitProposalBranchQuotaFromOldMain(t *testing.T) {
 	commitFile(t, wa, "h.md", "h\n", "two more")
 	out := gitFails(t, wa, "push", "origin", "HEAD:proposals/late")
 	mustHave(t, "over quota once approved", out, "refs/heads/proposals/late: the branch would make the store hold, once approved, 5 memories, past its quota max_memories of 3")
+}
+
+// TestGitProposeKeyPartialClone: a propose key's git speaks protocol v0, whose upload-pack
+// serves no object by its hash, so the blobs that a partial clone fetches later by their hash
+// could not come: its --filter is ignored, and it gets a whole clone that checks out, pulls
+// and pushes a branch.
+func TestGitProposeKeyPartialClone(t *testing.T) {
+	g := startGitServer(t)
+	rw, a, _, store := twoProposers(t, g)
+	wa := filepath.Join(t.TempDir(), "a")
+	gitOK(t, "", "clone", "-q", "--filter=blob:none", g.repoURL(a, store), wa)
+	if out := gitOK(t, wa, "status", "--porcelain"); out != "" {
+		t.Errorf("the partial clone's work tree is not main's:\n%s", out)
+	}
+	g.write(t, rw, store, "/later.md", "Written after the clone.\n")
+	gitOK(t, wa, "pull", "-q")
+	if b, err := os.ReadFile(filepath.Join(wa, "later.md")); err != nil || string(b) != "Written after the clone.\n" {
+		t.Errorf("pulled later.md: %q %v", b, err)
+	}
+	commitFile(t, wa, "vat.md", "Prices include VAT.\n", "VAT")
+	gitOK(t, wa, "push", "-q", "origin", "HEAD:proposals/vat")
+	onlyProposal(t, g, rw, store)
 }
