@@ -142,7 +142,9 @@ func (p *ProposalBranches) config() [][2]string {
 	if p == nil {
 		return nil
 	}
-	cfg := [][2]string{{"uploadpack.hideRefs", gitstore.ProposalBranches}}
+	// Protocol v0 (see Backend.env) serves no object by its hash, so a partial clone could
+	// not fetch the blobs it left out: the caller's --filter is ignored, and it gets them all.
+	cfg := [][2]string{{"uploadpack.allowFilter", "false"}, {"uploadpack.hideRefs", gitstore.ProposalBranches}}
 	for _, ref := range p.Own {
 		cfg = append(cfg, [2]string{"uploadpack.hideRefs", "!" + ref})
 	}

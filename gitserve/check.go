@@ -111,6 +111,20 @@ func (c *checker) check(updates []update) ([]string, error) {
 		return nil, nil
 	}
 	for _, u := range props {
+		// The branch where the push found it, as git's update of it will compare: a push made
+		// on another (another push's move, a client's own old value) is not the one whose move
+		// the branch shows once git is done, and no proposal of it may take the branch.
+		cur, err := c.run("rev-parse", "--verify", "-q", u.ref)
+		if err != nil && !isExit(err, 1) {
+			return nil, err
+		}
+		if cur == "" {
+			cur = zeroHash
+		}
+		if cur != u.old {
+			c.fail(u.ref, fmt.Sprintf("the branch moved while you pushed (it is %s now, your push found it %s): run git fetch, and push again", where(cur), where(u.old)))
+			continue
+		}
 		if err := c.checkProposal(u); err != nil {
 			return nil, err
 		}
@@ -605,6 +619,14 @@ func ruleOf(err error) string {
 		return ge.Message
 	}
 	return err.Error()
+}
+
+// where says where a branch is: at a commit, or not there (zeroHash).
+func where(h string) string {
+	if h == zeroHash {
+		return "not there"
+	}
+	return "at " + short(h)
 }
 
 func short(h string) string {

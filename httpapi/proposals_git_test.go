@@ -2,10 +2,12 @@ package httpapi
 
 import (
 	"context"
+	"crypto/sha1"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -74,18 +76,9 @@ func TestGitProposalBranchesOfOthers(t *testing.T) {
 		}
 	}
 	want := fmt.Sprintf("want %s\n", vat)
-	req, _ := http.NewRequest("POST", g.url+"/git/"+store+".git/git-upload-pack", strings.NewReader(fmt.Sprintf("%04x%s00000009done\n", len(want)+4, want)))
-	req.SetBasicAuth("gitmem", b)
-	req.Header.Set("Content-Type", "application/x-git-upload-pack-request")
-	req.Header.Set("Git-Protocol", "version=2")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if !strings.Contains(string(raw), "not our ref") {
-		t.Errorf("B's raw upload-pack request for A's commit: %d %q", resp.StatusCode, raw[:min(len(raw), 300)])
+	status, raw := g.rawGit(t, b, store, "upload-pack", fmt.Sprintf("%04x%s00000009done\n", len(want)+4, want), "version=2")
+	if !strings.Contains(raw, "not our ref") {
+		t.Errorf("B's raw upload-pack request for A's commit: %d %q", status, raw[:min(len(raw), 300)])
 	}
 
 	// Onto A's branches: refused, to B for being A's, and to anyone for proposals/prop_...
@@ -367,4 +360,86 @@ func TestGitProposalBranchQuotaFromOldMain(t *testing.T) {
 	commitFile(t, wa, "h.md", "h\n", "two more")
 	out := gitFails(t, wa, "push", "origin", "HEAD:proposals/late")
 	mustHave(t, "over quota once approved", out, "refs/heads/proposals/late: the branch would make the store hold, once approved, 5 memories, past its quota max_memories of 3")
+}
+
+// TestGitProposeKeyPartialClone: a propose key's git speaks protocol v0, whose upload-pack
+// serves no object by its hash, so the blobs that a partial clone fetches later by their hash
+// could not come: its --filter is ignored, and it gets a whole clone that checks out, pulls
+// and pushes a branch.
+func TestGitProposeKeyPartialClone(t *testing.T) {
+	g := startGitServer(t)
+	rw, a, _, store := twoProposers(t, g)
+	wa := filepath.Join(t.TempDir(), "a")
+	gitOK(t, "", "clone", "-q", "--filter=blob:none", g.repoURL(a, store), wa)
+	if out := gitOK(t, wa, "status", "--porcelain"); out != "" {
+		t.Errorf("the partial clone's work tree is not main's:\n%s", out)
+	}
+	g.write(t, rw, store, "/later.md", "Written after the clone.\n")
+	gitOK(t, wa, "pull", "-q")
+	if b, err := os.ReadFile(filepath.Join(wa, "later.md")); err != nil || string(b) != "Written after the clone.\n" {
+		t.Errorf("pulled later.md: %q %v", b, err)
+	}
+	commitFile(t, wa, "vat.md", "Prices include VAT.\n", "VAT")
+	gitOK(t, wa, "push", "-q", "origin", "HEAD:proposals/vat")
+	onlyProposal(t, g, rw, store)
+}
+
+// TestGitPushOfStaleBranchOpensNothing: a push whose update of a proposal branch says that
+// the branch is elsewhere than it is (here: makes it, though it is there, at the very commit
+// the push names) is not the push that put the branch where it is: git refuses the update,
+// and no proposal of the pusher's takes the branch (nor would its move be undone, were the
+// proposal to find no room). The request is raw, as a client of its own would send it: git
+// itself does not send an old value that the server did not advertise.
+func TestGitPushOfStaleBranchOpensNothing(t *testing.T) {
+	g := startGitServer(t)
+	rw, a, b, store := twoProposers(t, g)
+	wa := filepath.Join(t.TempDir(), "a")
+	gitOK(t, "", "clone", "-q", g.repoURL(a, store), wa)
+	commitFile(t, wa, "vat.md", "Prices include VAT.\n", "VAT")
+	gitOK(t, wa, "push", "-q", "origin", "HEAD:proposals/vat")
+	id := onlyProposal(t, g, rw, store)
+	if code := g.api(t, "POST", "/v1/memory_stores/"+store+"/proposals/"+id+"/approve", rw, "{}", nil); code != 200 {
+		t.Fatalf("approve: %d", code)
+	}
+	st, err := g.data.Store(context.Background(), store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const vat = gitstore.ProposalBranches + "vat"
+	was, err := st.Branches(context.Background(), gitstore.ProposalBranches)
+	if err != nil || was[vat] == "" {
+		t.Fatalf("branches: %v %v", was, err)
+	}
+	cmd := fmt.Sprintf("%s %s %s\x00report-status\n", strings.Repeat("0", 40), was[vat], vat)
+	pack := []byte("PACK\x00\x00\x00\x02\x00\x00\x00\x00")
+	sum := sha1.Sum(pack)
+	body := fmt.Sprintf("%04x%s0000%s%s", len(cmd)+4, cmd, pack, sum[:])
+	if _, raw := g.rawGit(t, b, store, "receive-pack", body, ""); strings.Contains(raw, "ok "+vat) {
+		t.Fatalf("git made %s, which is there: %q", vat, raw)
+	}
+	var list struct{ Data []struct{ ID, Title string } }
+	g.api(t, "GET", "/v1/memory_stores/"+store+"/proposals?state=open", rw, "", &list)
+	if len(list.Data) != 0 {
+		t.Errorf("B's refused push opened %+v", list.Data)
+	}
+}
+
+// rawGit sends body to the git service (upload-pack or receive-pack) of store with key, as a
+// client of its own would, with the Git-Protocol header protocol if not "", and returns the
+// answer's status and body.
+func (g *gitSrv) rawGit(t *testing.T, key, store, service, body, protocol string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", g.url+"/git/"+store+".git/git-"+service, strings.NewReader(body))
+	req.SetBasicAuth("gitmem", key)
+	req.Header.Set("Content-Type", "application/x-git-"+service+"-request")
+	if protocol != "" {
+		req.Header.Set("Git-Protocol", protocol)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, string(raw)
 }

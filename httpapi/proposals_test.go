@@ -493,7 +493,9 @@ func TestReadingSessionOpensNoProposal(t *testing.T) {
 // TestRefusedChangeOpensNoProposal: a propose key's session whose change is refused (an
 // edit of text that is not there, a create of a memory that exists, a delete or rename of
 // nothing) changed nothing, so it opens no proposal: nothing in main, nothing to review,
-// nothing toward the key's bound. The session's first change that takes opens one.
+// nothing toward the key's bound. Nor does a change that succeeds as it would on any store
+// but leaves the memory as it is (a write of the content it has, an edit of a text into
+// itself). The session's first change that takes opens one.
 func TestRefusedChangeOpensNoProposal(t *testing.T) {
 	ctx := context.Background()
 	ts := startServer(t, Options{})
@@ -516,22 +518,26 @@ func TestRefusedChangeOpensNoProposal(t *testing.T) {
 		tool string
 		args map[string]any
 		want string
+		done bool // succeeds, changing nothing
 	}{
-		{"memory", map[string]any{"command": "str_replace", "path": "/memories/main.md", "old_str": "absent", "new_str": "x"}, "did not appear verbatim"},
-		{"memory", map[string]any{"command": "insert", "path": "/memories/main.md", "insert_line": 9, "insert_text": "x"}, "Invalid `insert_line`"},
-		{"memory", map[string]any{"command": "str_replace", "path": "/memories/gone.md", "old_str": "a", "new_str": "b"}, "does not exist"},
-		{"memory", map[string]any{"command": "create", "path": "/memories/main.md", "file_text": "again"}, "already exists"},
-		{"memory", map[string]any{"command": "delete", "path": "/memories/gone.md"}, "does not exist"},
-		{"memory", map[string]any{"command": "rename", "old_path": "/memories/gone.md", "new_path": "/memories/here.md"}, "does not exist"},
-		{"memory", map[string]any{"command": "rename", "old_path": "/memories/main.md", "new_path": "/memories/main.md"}, "already exists"},
-		{"memory_delete", map[string]any{"path": "/memories/gone.md"}, "There is no memory or folder"},
+		{"memory", map[string]any{"command": "str_replace", "path": "/memories/main.md", "old_str": "absent", "new_str": "x"}, "did not appear verbatim", false},
+		{"memory", map[string]any{"command": "insert", "path": "/memories/main.md", "insert_line": 9, "insert_text": "x"}, "Invalid `insert_line`", false},
+		{"memory", map[string]any{"command": "str_replace", "path": "/memories/gone.md", "old_str": "a", "new_str": "b"}, "does not exist", false},
+		{"memory", map[string]any{"command": "create", "path": "/memories/main.md", "file_text": "again"}, "already exists", false},
+		{"memory", map[string]any{"command": "delete", "path": "/memories/gone.md"}, "does not exist", false},
+		{"memory", map[string]any{"command": "rename", "old_path": "/memories/gone.md", "new_path": "/memories/here.md"}, "does not exist", false},
+		{"memory", map[string]any{"command": "rename", "old_path": "/memories/main.md", "new_path": "/memories/main.md"}, "already exists", false},
+		{"memory_delete", map[string]any{"path": "/memories/gone.md"}, "There is no memory or folder", false},
+		{"memory_write", map[string]any{"path": "/memories/main.md", "content": "in main"}, "nothing changed", true},
+		{"memory", map[string]any{"command": "str_replace", "path": "/memories/main.md", "old_str": "main", "new_str": "main"}, "has been edited", true},
+		{"memory_edit", map[string]any{"path": "/memories/main.md", "old_string": "main", "new_string": "main"}, "replaced 1 occurrence", true},
 	} {
 		text, isErr := mcpCall(t, ctx, cs, call.tool, call.args)
-		if !isErr || !strings.Contains(text, call.want) {
+		if isErr == call.done || !strings.Contains(text, call.want) {
 			t.Errorf("%s %v: %v %s", call.tool, call.args, isErr, text)
 		}
 		if after := reviewed(); after != before {
-			t.Fatalf("after the refused %s %v:\n%s\nbefore:\n%s", call.tool, call.args, after, before)
+			t.Fatalf("after the refused or unchanging %s %v:\n%s\nbefore:\n%s", call.tool, call.args, after, before)
 		}
 	}
 	if text, isErr := mcpCall(t, ctx, cs, "memory", map[string]any{"command": "str_replace", "path": "/memories/main.md", "old_str": "in main", "new_str": "proposed"}); isErr {

@@ -249,7 +249,16 @@ func (s *Session) write(ctx context.Context, raw []byte) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	st, err := t.mount.writer(ctx, t.shown, nil)
+	st, err := t.mount.writer(ctx, t.shown, func(ctx context.Context) error {
+		cur, ok, err := t.mount.read(ctx, t.path)
+		if err == nil && ok && cur == content {
+			return errUnchanged
+		}
+		return err
+	})
+	if errors.Is(err, errUnchanged) {
+		return fmt.Sprintf("%s already has this content; nothing changed.", t.shown), nil
+	}
 	if err != nil {
 		return "", err
 	}

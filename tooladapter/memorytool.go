@@ -260,6 +260,7 @@ func (s *Session) edit(ctx context.Context, t target, fn func(string) (string, e
 	if t.isSessionRoot() || t.isStoreRoot() {
 		return "", nil, toolErrorf("The path %s is not a file.", t.shown)
 	}
+	var unchanged string
 	st, err := t.mount.writer(ctx, t.shown, func(ctx context.Context) error {
 		cur, ok, err := t.mount.read(ctx, t.path)
 		if err != nil {
@@ -268,9 +269,16 @@ func (s *Session) edit(ctx context.Context, t target, fn func(string) (string, e
 		if !ok {
 			return missing(ctx, t)
 		}
-		_, err = fn(cur)
+		out, err := fn(cur)
+		if err == nil && out == cur {
+			unchanged = cur
+			return errUnchanged
+		}
 		return err
 	})
+	if errors.Is(err, errUnchanged) {
+		return unchanged, nil, nil
+	}
 	if err != nil {
 		return "", nil, err
 	}

@@ -11,6 +11,7 @@ package tooladapter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -266,8 +267,9 @@ func (m mount) root() string {
 // writer returns the store that a change of the session goes to, and refuses a change to a
 // store that the session may only read; shown is the path as the model gave it. A proposal
 // that opens at the session's first change (Attachment.OpenProposal) opens here, unless
-// refused (if not nil) says that the store as the session reads it now refuses the change:
-// a change that would change nothing opens nothing to review.
+// refused (if not nil) says that the store as the session reads it now refuses the change,
+// or that it would leave it as it is (errUnchanged, returned as is): a change that would
+// change nothing opens nothing to review.
 func (m *mount) writer(ctx context.Context, shown string, refused func(context.Context) error) (*gitstore.Store, error) {
 	switch {
 	case m.at != "":
@@ -303,6 +305,10 @@ func (m *mount) writer(ctx context.Context, shown string, refused func(context.C
 	p.fork.Store(f)
 	return f, nil
 }
+
+// errUnchanged, from a refusal for mount.writer, says that the change would leave the store
+// as the session reads it: it succeeds without a store to write to, and opens no proposal.
+var errUnchanged = errors.New("the change leaves the store as it is")
 
 // exists tells whether a memory, or a folder of them, is at t in what the session reads.
 func (t target) exists(ctx context.Context) (bool, error) {
