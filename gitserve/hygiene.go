@@ -49,22 +49,19 @@ func (c *checker) checkQuotas(ref, old, new string) error {
 	if p.MaxMemories == 0 && p.MaxBytes == 0 {
 		return nil
 	}
-	before, err := c.usage(old)
-	if err != nil {
-		return err
-	}
-	var after gitstore.Usage
-	if ref == mainRef {
-		after, err = c.usage(new)
-	} else {
-		after, err = c.approved(old, new)
-	}
-	if err != nil {
-		return err
-	}
+	var before, after gitstore.Usage
+	var err error
 	what := "the push would make the store hold"
-	if ref != mainRef {
+	if ref == mainRef {
+		if before, err = c.usage(old); err == nil {
+			after, err = c.usage(new)
+		}
+	} else {
 		what = "the branch would make the store hold, once approved,"
+		before, after, err = c.approved(old, new)
+	}
+	if err != nil {
+		return err
 	}
 	if p.MaxMemories > 0 && after.Memories > p.MaxMemories && after.Memories > before.Memories {
 		c.fail(ref, fmt.Sprintf("%s %d memories, past its quota max_memories of %d", what, after.Memories, p.MaxMemories))
@@ -81,32 +78,33 @@ func (c *checker) usage(commit string) (gitstore.Usage, error) {
 	return count(fs), err
 }
 
-// approved counts the memories and bytes of main once branch is approved into it, as
-// approval counts them: main, with the changes of branch since it left main (their merge
-// base) applied.
-func (c *checker) approved(main, branch string) (gitstore.Usage, error) {
+// approved counts the memories and bytes of main (before) and of main once branch is
+// approved into it (after), as approval counts them: main, with the changes of branch since
+// it left main (their merge base) applied.
+func (c *checker) approved(main, branch string) (before, after gitstore.Usage, err error) {
 	base, err := c.run("merge-base", main, branch)
 	if err != nil {
-		return gitstore.Usage{}, err // checkProposal refused a branch without one
+		return before, after, err // checkProposal refused a branch without one
 	}
 	var trees [3]map[string]memoryFile
 	for i, commit := range []string{main, base, branch} {
 		if trees[i], err = c.memories(commit); err != nil {
-			return gitstore.Usage{}, err
+			return before, after, err
 		}
 	}
-	after, was, now := trees[0], trees[1], trees[2]
+	files, was, now := trees[0], trees[1], trees[2]
+	before = count(files)
 	for path, f := range now {
 		if was[path] != f {
-			after[path] = f
+			files[path] = f
 		}
 	}
 	for path := range was {
 		if _, ok := now[path]; !ok {
-			delete(after, path)
+			delete(files, path)
 		}
 	}
-	return count(after), nil
+	return before, count(files), nil
 }
 
 // memoryFile is a memory of a commit: its blob and size.

@@ -211,28 +211,26 @@ const ProposalBranches = "refs/heads/proposals/"
 // SetBranch points the branch ref (refs/heads/proposals/...) of the store's repository at
 // commit, or deletes it if commit is "". Main is not a branch it sets.
 func (s *Store) SetBranch(ctx context.Context, ref, commit string) error {
-	if ref == odb.MainRef || !strings.HasPrefix(ref, ProposalBranches) {
-		return invalidf("%s is not a proposal branch", ref)
-	}
-	args := []string{"update-ref", ref, commit}
-	if commit == "" {
-		args = []string{"update-ref", "-d", ref}
-	}
-	_, err := gitexec.In(ctx, s.repo.Path(), args...)
-	return err
+	return s.updateBranch(ctx, ref, commit)
 }
 
 // UndoBranch moves the branch ref (refs/heads/proposals/...) back to commit was, or deletes it
 // if was is "", if it is still at commit at: a push that moved it may have lost it to another
 // meanwhile.
 func (s *Store) UndoBranch(ctx context.Context, ref, was, at string) error {
+	return s.updateBranch(ctx, ref, was, at)
+}
+
+// updateBranch points proposal branch ref at commit ("" deletes it), if it is at old (git
+// update-ref's compare, when given).
+func (s *Store) updateBranch(ctx context.Context, ref, commit string, old ...string) error {
 	if !strings.HasPrefix(ref, ProposalBranches) {
 		return invalidf("%s is not a proposal branch", ref)
 	}
-	args := []string{"update-ref", ref, was, at}
-	if was == "" {
-		args = []string{"update-ref", "-d", ref, at}
+	args := []string{"update-ref", ref, commit}
+	if commit == "" {
+		args = []string{"update-ref", "-d", ref}
 	}
-	_, err := gitexec.In(ctx, s.repo.Path(), args...)
+	_, err := gitexec.In(ctx, s.repo.Path(), append(args, old...)...)
 	return err
 }

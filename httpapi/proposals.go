@@ -191,7 +191,7 @@ func (s *Server) listProposals(c echo.Context) error {
 	}
 	data := []proposalJSON{}
 	for _, p := range list {
-		if cl := callerOf(c); cl.proposes() && !own(cl, p) {
+		if !readable(callerOf(c), p) {
 			continue // a proposer sees its own proposals only
 		}
 		data = append(data, toProposal(p))
@@ -209,15 +209,18 @@ func (s *Server) proposal(c echo.Context, write bool) (*gitstore.Store, caller, 
 	return st, cl, p, err
 }
 
-// own tells whether the caller's key opened the proposal (proposals.Proposal.ByKey).
-func own(cl caller, p proposals.Proposal) bool { return p.ByKey(cl.actor.KeyID()) }
+// readable tells whether the caller may read and discuss the proposal
+// (proposals.Proposal.ReadableBy).
+func readable(cl caller, p proposals.Proposal) bool {
+	return p.ReadableBy(cl.actor.KeyID(), cl.proposes())
+}
 
 func (s *Server) getProposal(c echo.Context) error {
 	st, cl, p, err := s.proposal(c, false)
 	if err != nil {
 		return err
 	}
-	if cl.proposes() && !own(cl, p) {
+	if !readable(cl, p) {
 		return forbidden("this API key (%s) may only read its own proposals", cl.key.ID)
 	}
 	out := toProposal(p)
@@ -237,7 +240,7 @@ func (s *Server) renameProposal(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if cl.proposes() && !own(cl, p) {
+	if !readable(cl, p) {
 		return forbidden("this API key (%s) may only rename its own proposals", cl.key.ID)
 	}
 	b, err := readBody(c, "title")
@@ -324,7 +327,7 @@ func (s *Server) commentProposal(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if cl.proposes() && !own(cl, p) {
+	if !readable(cl, p) {
 		return forbidden("this API key (%s) may only comment on its own proposals", cl.key.ID)
 	}
 	b, err := readBody(c, "body")

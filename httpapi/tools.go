@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -9,7 +8,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/gitmem/gitmem/apikeys"
-	"github.com/gitmem/gitmem/gitstore"
 	"github.com/gitmem/gitmem/tooladapter"
 )
 
@@ -86,7 +84,9 @@ func (s *Server) toolSession(c echo.Context, cl caller, stores ...tooladapter.At
 			if err := cl.checkStore(stores[i].Store.ID()); err != nil {
 				return nil, err
 			}
-			f, err := s.props.Reads(stores[i].Store, cl.actor) // its own changes
+			// Its own changes, read; a proposal opens at the session's first change (past
+			// the bounds of open proposals, the change is refused with the reason).
+			f, open, err := s.props.Session(stores[i].Store, cl.actor, proposalTitle(cl))
 			if err != nil {
 				return nil, err
 			}
@@ -94,17 +94,7 @@ func (s *Server) toolSession(c echo.Context, cl caller, stores ...tooladapter.At
 				stores[i].Store = f
 				continue
 			}
-			if f == stores[i].Store {
-				// No proposal open yet: it opens at the session's first change, so that a
-				// session that only reads leaves nothing to review. Past the bounds of open
-				// proposals, the change is refused with the reason, and the session reads on.
-				st := f
-				stores[i].OpenProposal = func(ctx context.Context) (*gitstore.Store, error) {
-					f, _, err := s.props.Writes(ctx, st, cl.actor, proposalTitle(cl))
-					return f, err
-				}
-			}
-			stores[i].Store, stores[i].Access = f, tooladapter.Propose
+			stores[i].Store, stores[i].Access, stores[i].OpenProposal = f, tooladapter.Propose, open
 		}
 	}
 	opts := tooladapter.Options{Actor: &cl.actor, Search: s.search, ID: cl.actor.SessionID(), Stores: stores, At: c.QueryParam("at"), Stop: s.closing}

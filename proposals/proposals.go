@@ -93,6 +93,12 @@ func (p Proposal) ByKey(keyID string) bool {
 	return keyID != "" && p.Author.Store().KeyID() == keyID
 }
 
+// ReadableBy tells whether a caller with key keyID may read and discuss p: a propose key
+// (proposes) its own key's only (ByKey); any other caller that may read the store, all.
+func (p Proposal) ReadableBy(keyID string, proposes bool) bool {
+	return !proposes || p.ByKey(keyID)
+}
+
 // Actor is an actor as the proposals file keeps it.
 type Actor struct {
 	Type     gitstore.ActorType `json:"type"`
@@ -460,6 +466,21 @@ func (m *Manager) Reads(st *gitstore.Store, author gitstore.Actor) (*gitstore.St
 	return m.fork(p)
 }
 
+// Session is what a session of author's tools works on in store st: the store it reads, and,
+// while it has no open proposal, open, which opens one (titled title) at its first change
+// and returns its fork (nil once one is open: reads is that fork). A session that only reads
+// so opens nothing to review.
+func (m *Manager) Session(st *gitstore.Store, author gitstore.Actor, title string) (reads *gitstore.Store, open func(context.Context) (*gitstore.Store, error), err error) {
+	reads, err = m.Reads(st, author)
+	if err != nil || reads != st {
+		return reads, nil, err
+	}
+	return st, func(ctx context.Context) (*gitstore.Store, error) {
+		f, _, err := m.Writes(ctx, st, author, title)
+		return f, err
+	}, nil
+}
+
 // describe names an actor in a default title.
 func describe(a gitstore.Actor) string {
 	if a.Name != "" {
@@ -524,23 +545,21 @@ func (m *Manager) FromBranch(ctx context.Context, st *gitstore.Store, ref string
 	if err != nil {
 		return Proposal{}, err
 	}
-	for _, p := range l {
-		if p.State == Open && p.Branch == ref && sameAuthor(p.Author, author) {
-			if f, ok := m.forks[p.ID]; ok {
-				delete(m.forks, p.ID)
-				if err := f.CloseFork(); err != nil {
-					return Proposal{}, err
-				}
-			}
-			base, err := st.ForkBranch(ctx, m.data.Layout().ProposalFork(st.ID(), p.ID), ref)
-			if err != nil {
+	if p, ok := openBranch(l, ref, author); ok {
+		if f, ok := m.forks[p.ID]; ok {
+			delete(m.forks, p.ID)
+			if err := f.CloseFork(); err != nil {
 				return Proposal{}, err
 			}
-			return m.update(st.ID(), p.ID, func(p *Proposal) error {
-				p.Base = base
-				return nil
-			})
 		}
+		base, err := st.ForkBranch(ctx, m.data.Layout().ProposalFork(st.ID(), p.ID), ref)
+		if err != nil {
+			return Proposal{}, err
+		}
+		return m.update(st.ID(), p.ID, func(p *Proposal) error {
+			p.Base = base
+			return nil
+		})
 	}
 	if err := m.roomFor(st.ID(), l, author, 1, pushHint); err != nil {
 		return Proposal{}, err
@@ -563,6 +582,16 @@ func (m *Manager) FromBranch(ctx context.Context, st *gitstore.Store, ref string
 	return p, nil
 }
 
+// openBranch returns author's open proposal of the pushed branch ref in l, if any: a push
+// to it updates that proposal rather than opening one.
+func openBranch(l []Proposal, ref string, author gitstore.Actor) (Proposal, bool) {
+	i := slices.IndexFunc(l, func(p Proposal) bool { return p.State == Open && p.Branch == ref && sameAuthor(p.Author, author) })
+	if i < 0 {
+		return Proposal{}, false
+	}
+	return l[i], true
+}
+
 // What a key at its bound of open proposals can do, besides having some decided.
 const (
 	sessionHint = "write in a session that has one open (the same x-gitmem-session-id), or ask"
@@ -583,7 +612,7 @@ func (m *Manager) RoomForBranches(storeID string, author gitstore.Actor, refs []
 	}
 	n := 0
 	for _, ref := range refs {
-		if !slices.ContainsFunc(l, func(p Proposal) bool { return p.State == Open && p.Branch == ref && sameAuthor(p.Author, author) }) {
+		if _, ok := openBranch(l, ref, author); !ok {
 			n++
 		}
 	}

@@ -66,12 +66,11 @@ func (u *UI) proposalOf(r *http.Request, q *request) (proposals.Proposal, error)
 	return p, err
 }
 
-// mayRead tells whether the caller may see proposal p: a propose key sees its own key's
-// only (proposals.Proposal.ByKey), as in the API; every other caller that may read the
-// store sees them all.
+// mayRead tells whether the caller may see proposal p, by the API's rule
+// (proposals.Proposal.ReadableBy).
 func mayRead(q *request, p proposals.Proposal) bool {
 	k := q.caller.Key
-	return k == nil || k.Access != apikeys.Propose || p.ByKey(k.ID)
+	return k == nil || p.ReadableBy(k.ID, k.Access == apikeys.Propose)
 }
 
 func (u *UI) proposal(w http.ResponseWriter, r *http.Request, q *request) error {

@@ -2,68 +2,63 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/spf13/pflag"
 )
 
-// A limit of the server has no "off": 0 or a negative number is refused where it is set (a
-// flag, GITMEM_..., the config file), each of which names itself in the error, rather than
-// taken silently as the default.
-var errNotPositive = errors.New("must be more than 0 (leave it out for the default)")
-
-// positiveInt is an int flag that takes values of 1 and more.
-type positiveInt struct{ v *int }
-
-func (p positiveInt) String() string {
-	if p.v == nil {
-		return "0"
-	}
-	return strconv.Itoa(*p.v)
+// positive is a flag of a number that must be more than 0, an int or a duration: a limit of
+// the server has no "off", so 0 or a negative number is refused where it is set (a flag,
+// GITMEM_..., the config file), each of which names itself in the error, rather than taken
+// silently as the default.
+type positive[T int | time.Duration] struct {
+	v     *T
+	kind  string // what pflag's help calls it: int, duration
+	parse func(string) (T, error)
 }
-func (p positiveInt) Type() string { return "int" }
-func (p positiveInt) Set(s string) error {
-	n, err := strconv.ParseInt(s, 0, strconv.IntSize)
+
+func (p positive[T]) String() string {
+	if p.v == nil {
+		return fmt.Sprint(T(0))
+	}
+	return fmt.Sprint(*p.v)
+}
+
+func (p positive[T]) Type() string { return p.kind }
+
+func (p positive[T]) Set(s string) error {
+	n, err := p.parse(s)
 	if err != nil {
-		return errors.New("not a whole number")
+		return err
 	}
 	if n <= 0 {
-		return errNotPositive
+		return errors.New("must be more than 0 (leave it out for the default)")
 	}
-	*p.v = int(n)
-	return nil
-}
-
-// positiveDuration is a duration flag that takes values above 0.
-type positiveDuration struct{ v *time.Duration }
-
-func (p positiveDuration) String() string {
-	if p.v == nil {
-		return "0s"
-	}
-	return p.v.String()
-}
-func (p positiveDuration) Type() string { return "duration" }
-func (p positiveDuration) Set(s string) error {
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return errors.New("not a duration (like 30s, 2m or 1h)")
-	}
-	if d <= 0 {
-		return errNotPositive
-	}
-	*p.v = d
+	*p.v = n
 	return nil
 }
 
 // positiveIntVar and positiveDurationVar define such flags, with their defaults.
 func positiveIntVar(fs *pflag.FlagSet, v *int, name string, def int, usage string) {
 	*v = def
-	fs.Var(positiveInt{v}, name, usage)
+	fs.Var(positive[int]{v, "int", func(s string) (int, error) {
+		n, err := strconv.ParseInt(s, 0, strconv.IntSize)
+		if err != nil {
+			return 0, errors.New("not a whole number")
+		}
+		return int(n), nil
+	}}, name, usage)
 }
 
 func positiveDurationVar(fs *pflag.FlagSet, v *time.Duration, name string, def time.Duration, usage string) {
 	*v = def
-	fs.Var(positiveDuration{v}, name, usage)
+	fs.Var(positive[time.Duration]{v, "duration", func(s string) (time.Duration, error) {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return 0, errors.New("not a duration (like 30s, 2m or 1h)")
+		}
+		return d, nil
+	}}, name, usage)
 }

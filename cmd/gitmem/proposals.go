@@ -343,18 +343,12 @@ func proposeTo(d *gitstore.DataDir, atts []tooladapter.Attachment, sessionID str
 		if a.Access != tooladapter.Propose {
 			continue
 		}
-		f, err := m.Reads(a.Store, author)
+		f, open, err := m.Session(a.Store, author, "Changes by session "+sessionID)
 		if err != nil {
 			m.Close()
 			return nil, err
 		}
-		if f == a.Store {
-			atts[i].OpenProposal = func(ctx context.Context) (*gitstore.Store, error) {
-				f, _, err := m.Writes(ctx, a.Store, author, "Changes by session "+sessionID)
-				return f, err
-			}
-		}
-		atts[i].Store = f
+		atts[i].Store, atts[i].OpenProposal = f, open
 	}
 	return m, nil
 }
