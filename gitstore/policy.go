@@ -42,10 +42,11 @@ func (p Policy) Equal(q Policy) bool {
 func (p Policy) IsZero() bool { return p.Equal(Policy{}) }
 
 // review refuses a change of paths that the store's policy reviews, by an actor that may not
-// make it directly. A fork (a proposal) makes such changes: that is how they are reviewed;
-// reviewed says that a person approved the change; expiry is gitmem's own.
+// make it directly. A fork (a proposal) makes such changes: that is how they are reviewed
+// (and a trial write is checked as a fork would take it); reviewed says that a person
+// approved the change; expiry is gitmem's own.
 func (b *batch) review(p Policy, actor Actor, reviewed bool, paths ...string) error {
-	if b.s.fork || reviewed || actor.Type == SystemActor.Type && actor.ID == SystemActor.ID {
+	if b.s.fork || b.trial || reviewed || actor.Type == SystemActor.Type && actor.ID == SystemActor.ID {
 		return nil
 	}
 	for _, path := range paths {

@@ -23,7 +23,28 @@ type request struct {
 	ctx  context.Context
 	fn   func(b *batch) (any, error)
 	task func() error // instead of fn: work that runs alone, outside any batch (reindex)
-	done chan result
+	// trial, for a mutation made with a context from Trial, runs fn alone and makes nothing.
+	trial *TrialResult
+	done  chan result
+}
+
+// TrialResult is what a trial write found (Trial).
+type TrialResult struct {
+	// Changes tells whether the write would have made a commit: false for one that leaves
+	// the store as it is (the content it already has, say).
+	Changes bool
+}
+
+type trialKey struct{}
+
+// Trial returns a context whose writes are tried and not made: each is checked, against
+// the store as it is, by everything that checks a write (its preconditions, paths, policy,
+// quotas), as a proposal of the store would take it (the review policy, which sends a change
+// to a proposal, aside); it returns what it would return, and commits nothing. res says
+// whether the write would change the store. A propose key's first write tries it on main
+// before opening the proposal that it goes to, so that a refused write opens none.
+func Trial(ctx context.Context, res *TrialResult) context.Context {
+	return context.WithValue(ctx, trialKey{}, res)
 }
 
 type result struct {
@@ -35,7 +56,8 @@ type result struct {
 // request up it runs to the end, whatever happens to ctx, so that an answered write is never
 // half done.
 func (s *Store) submit(ctx context.Context, fn func(b *batch) (any, error)) (any, error) {
-	return s.enqueue(ctx, &request{ctx: ctx, fn: fn, done: make(chan result, 1)})
+	trial, _ := ctx.Value(trialKey{}).(*TrialResult)
+	return s.enqueue(ctx, &request{ctx: ctx, fn: fn, trial: trial, done: make(chan result, 1)})
 }
 
 // submitAs is submit for a mutation whose result has type T.
@@ -100,15 +122,19 @@ func (s *Store) run() {
 			}
 			for len(group) > 0 {
 				n := 0
-				for n < len(group) && group[n].task == nil {
+				for n < len(group) && group[n].task == nil && group[n].trial == nil {
 					n++
 				}
-				if n > 0 {
+				switch r := group[0]; {
+				case n > 0:
 					s.runGroup(group[:n])
 					group = group[n:]
 					continue
+				case r.trial != nil:
+					r.done <- s.runTrial(r)
+				default:
+					r.done <- result{err: s.runTaskNow(r.task)}
 				}
-				group[0].done <- result{err: s.runTaskNow(group[0].task)}
 				group = group[1:]
 			}
 			s.afterGroup()
@@ -201,6 +227,35 @@ func (s *Store) tryGroup(group []*request) ([]result, error) {
 	return results, nil
 }
 
+// runTrial runs a trial write (Trial) as a group of its own, and rolls back all it did.
+func (s *Store) runTrial(r *request) result {
+	if err := r.ctx.Err(); err != nil {
+		return result{err: err}
+	}
+	if err := s.catchUp(nil); err != nil {
+		return result{err: err}
+	}
+	tx, err := s.db.Begin(true)
+	if err != nil {
+		return result{err: fmt.Errorf("begin catalog update: %w", err)}
+	}
+	defer tx.Rollback()
+	b, err := s.newBatch(tx)
+	if err != nil {
+		return result{err: err}
+	}
+	b.trial = true
+	start := b.head
+	v, err := r.fn(b)
+	if b.broken != nil {
+		return result{err: b.broken}
+	}
+	// The trees it built stay in the cache: they are what their hashes say, and a later
+	// write that builds one again emits it again.
+	r.trial.Changes = b.head != start
+	return result{v: v, err: err}
+}
+
 // batch is the state that a group of mutations builds on: the head commit, its tree, the
 // objects made so far, and the catalog transaction that each commit is applied to.
 type batch struct {
@@ -219,6 +274,8 @@ type batch struct {
 	// approver, while a write that a person approved in review runs, is recorded in its
 	// commit (Gitmem-Approved-By).
 	approver *Actor
+	// trial: the batch is a trial write's (Trial), checked as a proposal would take it.
+	trial bool
 }
 
 func (s *Store) newBatch(tx *bolt.Tx) (*batch, error) {

@@ -55,7 +55,7 @@ type diffJSON struct {
 // diffMemory answers the unified diff between two versions of a memory: ?from= (default:
 // the version before to) and ?to= (default: the memory's head version).
 func (s *Server) diffMemory(c echo.Context) error {
-	st, _, err := s.memStore(c, false)
+	st, _, err := s.memStore(c)
 	if err != nil {
 		return err
 	}
@@ -88,7 +88,7 @@ type blameJSON struct {
 // blameMemory answers, for each line of the memory's current content, the version that last
 // changed it, with that version's actor, session and time.
 func (s *Server) blameMemory(c echo.Context) error {
-	st, _, err := s.memStore(c, false)
+	st, _, err := s.memStore(c)
 	if err != nil {
 		return err
 	}

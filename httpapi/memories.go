@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -46,7 +47,11 @@ func withContent(c echo.Context, st *gitstore.Store, m gitstore.Memory, full boo
 }
 
 func (s *Server) createMemory(c echo.Context) error {
-	st, cl, full, err := s.memView(c, true, "basic")
+	full, err := view(c, "basic")
+	if err != nil {
+		return err
+	}
+	st, cl, err := s.writeStore(c)
 	if err != nil {
 		return err
 	}
@@ -73,13 +78,11 @@ func (s *Server) createMemory(c echo.Context) error {
 	if strict {
 		in.Precondition = &gitstore.Precondition{Type: gitstore.NotExists}
 	}
-	res, err := st.Write(c.Request().Context(), in)
-	if f, perr := s.proposeInstead(c, st, cl, err); f != nil {
-		st = f
-		res, err = st.Write(c.Request().Context(), in)
-	} else {
-		err = perr
-	}
+	var res gitstore.WriteResult
+	st, err = s.memWrite(c, st, cl, func(ctx context.Context, st *gitstore.Store) (err error) {
+		res, err = st.Write(ctx, in)
+		return err
+	})
 	if err != nil {
 		if ge, ok := err.(*gitstore.Error); ok && strict && ge.Kind == gitstore.KindPreconditionFailed {
 			// The public beta's create: an occupied path is a path conflict.
@@ -97,7 +100,7 @@ func errorForPathConflict(path string, ge *gitstore.Error) error {
 }
 
 func (s *Server) listMemories(c echo.Context) error {
-	st, _, full, err := s.memView(c, false, "basic")
+	st, _, full, err := s.memView(c, "basic")
 	if err != nil {
 		return err
 	}
@@ -128,7 +131,7 @@ func (s *Server) listMemories(c echo.Context) error {
 }
 
 func (s *Server) getMemory(c echo.Context) error {
-	st, _, full, err := s.memView(c, false, "full")
+	st, _, full, err := s.memView(c, "full")
 	if err != nil {
 		return err
 	}
@@ -144,7 +147,11 @@ func (s *Server) getMemory(c echo.Context) error {
 }
 
 func (s *Server) updateMemory(c echo.Context) error {
-	st, cl, full, err := s.memView(c, true, "basic")
+	full, err := view(c, "basic")
+	if err != nil {
+		return err
+	}
+	st, cl, err := s.writeStore(c)
 	if err != nil {
 		return err
 	}
@@ -162,13 +169,11 @@ func (s *Server) updateMemory(c echo.Context) error {
 	if in.Precondition, err = precondition(b); err != nil {
 		return err
 	}
-	res, err := st.UpdateMemory(c.Request().Context(), in)
-	if f, perr := s.proposeInstead(c, st, cl, err); f != nil {
-		st = f
-		res, err = st.UpdateMemory(c.Request().Context(), in)
-	} else {
-		err = perr
-	}
+	var res gitstore.WriteResult
+	st, err = s.memWrite(c, st, cl, func(ctx context.Context, st *gitstore.Store) (err error) {
+		res, err = st.UpdateMemory(ctx, in)
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -176,17 +181,15 @@ func (s *Server) updateMemory(c echo.Context) error {
 }
 
 func (s *Server) deleteMemory(c echo.Context) error {
-	st, cl, err := s.memStore(c, true)
+	st, cl, err := s.writeStore(c)
 	if err != nil {
 		return err
 	}
 	in := gitstore.DeleteInput{ID: c.Param("memory"), ExpectedSHA256: c.QueryParam("expected_content_sha256"), Actor: cl.actor}
-	_, err = st.Delete(c.Request().Context(), in)
-	if f, perr := s.proposeInstead(c, st, cl, err); f != nil {
-		_, err = f.Delete(c.Request().Context(), in)
-	} else {
-		err = perr
-	}
+	_, err = s.memWrite(c, st, cl, func(ctx context.Context, st *gitstore.Store) error {
+		_, err := st.Delete(ctx, in)
+		return err
+	})
 	if err != nil {
 		return err
 	}

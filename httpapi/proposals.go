@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -48,27 +49,54 @@ func (s *Server) Close() error {
 	return nil
 }
 
-// memStore is store for the routes of memories, their versions and history, and the tools:
-// a propose key's writes go to its proposal (opened at its first write), and its reads see
-// that proposal applied.
-func (s *Server) memStore(c echo.Context, write bool) (*gitstore.Store, caller, error) {
+// memStore is store for the routes that read memories, their versions and history, and
+// for the tools: a propose key's reads see its open proposal applied. A write takes the
+// store from writeStore and goes through memWrite.
+func (s *Server) memStore(c echo.Context) (*gitstore.Store, caller, error) {
 	cl := callerOf(c)
 	if !cl.proposes() {
-		return s.store(c, write)
+		return s.store(c, false)
 	}
 	st, cl, err := s.store(c, false)
 	if err != nil {
 		return nil, cl, err
 	}
-	if write {
-		f, p, err := s.props.Writes(c.Request().Context(), st, cl.actor, proposalTitle(cl))
-		if err == nil {
-			nameProposal(c, p.ID)
-		}
-		return f, cl, err
-	}
 	f, err := s.props.Reads(st, cl.actor)
 	return f, cl, err
+}
+
+// writeStore is store for a memory write, which memWrite then makes: the store itself, for
+// a propose key too (its write goes to its proposal of the store).
+func (s *Server) writeStore(c echo.Context) (*gitstore.Store, caller, error) {
+	return s.store(c, !callerOf(c).proposes())
+}
+
+// memWrite makes write, one memory write of the caller's, on the store it goes to, and
+// returns that store: st itself, or the caller's proposal of st for a propose key or for a
+// write that st's review policy refuses. That proposal opens, if it is not open yet, only
+// for a write that would succeed and change something: the write is tried on st first
+// (gitstore.Trial), so that a refused write opens nothing for a person to review.
+func (s *Server) memWrite(c echo.Context, st *gitstore.Store, cl caller, write func(context.Context, *gitstore.Store) error) (*gitstore.Store, error) {
+	ctx := c.Request().Context()
+	if !cl.proposes() {
+		if err := write(ctx, st); gitstore.ErrorRule(err) != gitstore.RuleReview {
+			return st, err
+		}
+	}
+	if f, err := s.props.Reads(st, cl.actor); err != nil {
+		return nil, err
+	} else if f == st {
+		var tried gitstore.TrialResult
+		if err := write(gitstore.Trial(ctx, &tried), st); err != nil || !tried.Changes {
+			return st, err
+		}
+	}
+	f, p, err := s.props.Writes(ctx, st, cl.actor, proposalTitle(cl))
+	if err != nil {
+		return nil, err
+	}
+	nameProposal(c, p.ID)
+	return f, write(ctx, f)
 }
 
 // proposalTitle is the title of a proposal that a caller's first write opens.
@@ -87,21 +115,6 @@ func proposalTitle(cl caller) string {
 // or one whose path the store reviews), the proposal it went to.
 const ProposalHeader = "x-gitmem-proposal"
 
-// proposeInstead takes err, the error of a memory write to st: if the store's review policy
-// refused it, it returns the caller's proposal (opened if need be) for the write to be made
-// there instead, and names it in the answer's header; else it returns nil and err.
-func (s *Server) proposeInstead(c echo.Context, st *gitstore.Store, cl caller, err error) (*gitstore.Store, error) {
-	if err == nil || gitstore.ErrorRule(err) != gitstore.RuleReview {
-		return nil, err
-	}
-	f, p, err := s.props.Writes(c.Request().Context(), st, cl.actor, proposalTitle(cl))
-	if err != nil {
-		return nil, err
-	}
-	nameProposal(c, p.ID)
-	return f, nil
-}
-
 // nameProposal names proposal id in the answer, if the write succeeds: a refused write went
 // nowhere.
 func nameProposal(c echo.Context, id string) {
@@ -114,12 +127,12 @@ func nameProposal(c echo.Context, id string) {
 }
 
 // memView is memStore, plus the request's view parameter (basic or full, else def).
-func (s *Server) memView(c echo.Context, write bool, def string) (*gitstore.Store, caller, bool, error) {
+func (s *Server) memView(c echo.Context, def string) (*gitstore.Store, caller, bool, error) {
 	full, err := view(c, def)
 	if err != nil {
 		return nil, caller{}, false, err
 	}
-	st, cl, err := s.memStore(c, write)
+	st, cl, err := s.memStore(c)
 	return st, cl, full, err
 }
 

@@ -247,30 +247,15 @@ func TestReviewPolicy(t *testing.T) {
 		t.Fatalf("store: %d %s", status, body)
 	}
 	mems := ts.url + "/v1/memory_stores/" + store.ID + "/memories"
-	req, _ := http.NewRequest("POST", mems, strings.NewReader(`{"path":"/team/x.md","content":"x"}`))
-	for k, v := range h(agent) {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	prop := resp.Header.Get(ProposalHeader)
-	if resp.StatusCode != 200 || !strings.HasPrefix(prop, "prop_") {
-		t.Fatalf("the agent's write to /team/: %d, %s %q", resp.StatusCode, ProposalHeader, prop)
+	status, _, header := rawExchange(t, "POST", mems, `{"path":"/team/x.md","content":"x"}`, h(agent))
+	prop := header.Get(ProposalHeader)
+	if status != 200 || !strings.HasPrefix(prop, "prop_") {
+		t.Fatalf("the agent's write to /team/: %d, %s %q", status, ProposalHeader, prop)
 	}
 	// A refused write went nowhere: its answer names no proposal.
-	req, _ = http.NewRequest("POST", mems, strings.NewReader(`{"path":"/team/x.md","content":"again","precondition":{"type":"not_exists"}}`))
-	for k, v := range h(agent) {
-		req.Header.Set(k, v)
-	}
-	if resp, err = http.DefaultClient.Do(req); err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode < 400 || resp.Header.Get(ProposalHeader) != "" {
-		t.Errorf("the agent's refused write: %d, %s %q", resp.StatusCode, ProposalHeader, resp.Header.Get(ProposalHeader))
+	status, _, header = rawExchange(t, "POST", mems, `{"path":"/team/x.md","content":"again","precondition":{"type":"not_exists"}}`, h(agent))
+	if status < 400 || header.Get(ProposalHeader) != "" {
+		t.Errorf("the agent's refused write: %d, %s %q", status, ProposalHeader, header.Get(ProposalHeader))
 	}
 	if status, _ := rawRequest(t, "POST", mems, `{"path":"/notes/y.md","content":"y"}`, h(agent)); status != 200 {
 		t.Errorf("the agent's write elsewhere: %d", status)
@@ -500,14 +485,7 @@ func TestRefusedChangeOpensNoProposal(t *testing.T) {
 	ctx := context.Background()
 	ts := startServer(t, Options{})
 	rw, agent, store := proposerAndStore(t, ts)
-	// What a reviewer reads: main (its head) and the store's proposals.
-	reviewed := func() string {
-		t.Helper()
-		h := map[string]string{"x-api-key": rw}
-		_, st := rawRequest(t, "GET", ts.url+"/v1/memory_stores/"+store.ID, "", h)
-		_, props := rawRequest(t, "GET", ts.url+"/v1/memory_stores/"+store.ID+"/proposals", "", h)
-		return st + "\n" + props
-	}
+	reviewed := func() string { return reviewerView(t, ts, rw, store.ID) }
 	before := reviewed()
 	ah := map[string]string{"x-api-key": agent, SessionHeader: "sesn_clumsy", "content-type": "application/json"}
 	cs, err := mcpConnect(t, ctx, ts.url+MCPPath+"?store=team", ah)
@@ -528,6 +506,8 @@ func TestRefusedChangeOpensNoProposal(t *testing.T) {
 		{"memory", map[string]any{"command": "rename", "old_path": "/memories/gone.md", "new_path": "/memories/here.md"}, "does not exist", false},
 		{"memory", map[string]any{"command": "rename", "old_path": "/memories/main.md", "new_path": "/memories/main.md"}, "already exists", false},
 		{"memory_delete", map[string]any{"path": "/memories/gone.md"}, "There is no memory or folder", false},
+		{"memory", map[string]any{"command": "create", "path": "/memories/main.md/below.md", "file_text": "x"}, "is a file", false},
+		{"memory_write", map[string]any{"path": "/memories/main.md/below.md", "content": "x"}, "is a file", false},
 		{"memory_write", map[string]any{"path": "/memories/main.md", "content": "in main"}, "nothing changed", true},
 		{"memory", map[string]any{"command": "str_replace", "path": "/memories/main.md", "old_str": "main", "new_str": "main"}, "has been edited", true},
 		{"memory_edit", map[string]any{"path": "/memories/main.md", "old_string": "main", "new_string": "main"}, "replaced 1 occurrence", true},
@@ -545,6 +525,73 @@ func TestRefusedChangeOpensNoProposal(t *testing.T) {
 	}
 	if !strings.Contains(reviewed(), `"state":"open"`) {
 		t.Errorf("the session's first change that takes opened no proposal")
+	}
+}
+
+// reviewerView is what a reviewer with key rw reads of store id: main (its head) and the
+// store's proposals.
+func reviewerView(t *testing.T, ts *testServer, rw, id string) string {
+	t.Helper()
+	h := map[string]string{"x-api-key": rw}
+	_, st := rawRequest(t, "GET", ts.url+"/v1/memory_stores/"+id, "", h)
+	_, props := rawRequest(t, "GET", ts.url+"/v1/memory_stores/"+id+"/proposals", "", h)
+	return st + "\n" + props
+}
+
+// TestRefusedRESTWriteOpensNoProposal: over the REST routes too, a write that goes to a
+// proposal (a propose key's, or one to a folder that the store reviews) and is refused, or
+// leaves the store as it is, opens no proposal; the first write that takes opens one and
+// names it.
+func TestRefusedRESTWriteOpensNoProposal(t *testing.T) {
+	ts := startServer(t, Options{})
+	rw, agent, store := proposerAndStore(t, ts)
+	h := func(key string) map[string]string {
+		return map[string]string{"x-api-key": key, "content-type": "application/json"}
+	}
+	mems := ts.url + "/v1/memory_stores/" + store.ID + "/memories"
+	var list struct{ Data []struct{ ID string } }
+	if _, body := rawRequest(t, "GET", mems+"?path_prefix=/", "", h(rw)); json.Unmarshal([]byte(body), &list) != nil || len(list.Data) != 1 {
+		t.Fatalf("main.md: %s", body)
+	}
+	mainID := list.Data[0].ID
+	if status, body := rawRequest(t, "POST", ts.url+"/v1/memory_stores/"+store.ID, `{"policy":{"review_paths":["/team/"]}}`, h(rw)); status != 200 {
+		t.Fatalf("review /team/: %d %s", status, body)
+	}
+	before := reviewerView(t, ts, rw, store.ID)
+	sha := strings.Repeat("0", 64)
+	for _, w := range []struct {
+		key, method, url, body string
+		status                 int
+	}{
+		{agent, "POST", mems, `{"path":"/new.md"}`, 400},
+		{agent, "POST", mems, `{"path":"/main.md","content":"x","precondition":{"type":"not_exists"}}`, 409},
+		{agent, "POST", mems, `{"path":"/main.md/below.md","content":"x"}`, 409},
+		{agent, "POST", mems, `{"path":"/main.md","content":"x","precondition":{"type":"content_sha256","content_sha256":"` + sha + `"}}`, 409},
+		{agent, "POST", mems, `{"path":"/main.md","content":"in main"}`, 200},
+		{agent, "PATCH", mems + "/" + mainID, `{"content":"x","precondition":{"type":"content_sha256","content_sha256":"` + sha + `"}}`, 409},
+		{agent, "PATCH", mems + "/mem_nothing", `{"content":"x"}`, 404},
+		{agent, "PATCH", mems + "/" + mainID, `{"path":"/main.md"}`, 200},
+		{agent, "DELETE", mems + "/mem_nothing", "", 404},
+		{agent, "DELETE", mems + "/" + mainID + "?expected_content_sha256=" + sha, "", 409},
+		{rw, "POST", mems, `{"path":"/team/x.md","content":"x","precondition":{"type":"content_sha256","content_sha256":"` + sha + `"}}`, 409},
+		{rw, "PATCH", mems + "/" + mainID, `{"path":"/team/main.md","precondition":{"type":"content_sha256","content_sha256":"` + sha + `"}}`, 409},
+	} {
+		status, body, header := rawExchange(t, w.method, w.url, w.body, h(w.key))
+		if status != w.status || header.Get(ProposalHeader) != "" {
+			t.Errorf("%s %s %s: %d %s %q, want %d\n%s", w.method, w.url, w.body, status, ProposalHeader, header.Get(ProposalHeader), w.status, body)
+		}
+		if after := reviewerView(t, ts, rw, store.ID); after != before {
+			t.Fatalf("after %s %s %s:\n%s\nbefore:\n%s", w.method, w.url, w.body, after, before)
+		}
+	}
+	for _, key := range []string{agent, rw} {
+		status, body, header := rawExchange(t, "POST", mems, `{"path":"/team/`+key[len(key)-4:]+`.md","content":"x"}`, h(key))
+		if prop := header.Get(ProposalHeader); status != 200 || !strings.HasPrefix(prop, "prop_") {
+			t.Errorf("a write that takes: %d %s %q\n%s", status, ProposalHeader, prop, body)
+		}
+	}
+	if view := reviewerView(t, ts, rw, store.ID); strings.Count(view, `"state":"open"`) != 2 {
+		t.Errorf("two writes that take, two callers: want two open proposals in\n%s", view)
 	}
 }
 

@@ -14,6 +14,13 @@ import (
 // application/json unless header says otherwise.
 func rawRequest(t *testing.T, method, url, body string, header map[string]string) (int, string) {
 	t.Helper()
+	status, b, _ := rawExchange(t, method, url, body, header)
+	return status, b
+}
+
+// rawExchange is rawRequest, with the answer's header too.
+func rawExchange(t *testing.T, method, url, body string, header map[string]string) (int, string, http.Header) {
+	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -33,7 +40,7 @@ func rawRequest(t *testing.T, method, url, body string, header map[string]string
 	if resp.Header.Get("request-id") == "" {
 		t.Errorf("%s %s: no request-id header", method, url)
 	}
-	return resp.StatusCode, string(b)
+	return resp.StatusCode, string(b), resp.Header
 }
 
 func keysOf(t *testing.T, body string) []string {

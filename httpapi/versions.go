@@ -10,7 +10,7 @@ import (
 )
 
 func (s *Server) listVersions(c echo.Context) error {
-	st, _, full, err := s.memView(c, false, "basic")
+	st, _, full, err := s.memView(c, "basic")
 	if err != nil {
 		return err
 	}
@@ -42,7 +42,7 @@ func (s *Server) listVersions(c echo.Context) error {
 }
 
 func (s *Server) getVersion(c echo.Context) error {
-	st, _, full, err := s.memView(c, false, "full")
+	st, _, full, err := s.memView(c, "full")
 	if err != nil {
 		return err
 	}

@@ -249,20 +249,11 @@ func (s *Session) write(ctx context.Context, raw []byte) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	st, err := t.mount.writer(ctx, t.shown, func(ctx context.Context) error {
-		cur, ok, err := t.mount.read(ctx, t.path)
-		if err == nil && ok && cur == content {
-			return errUnchanged
-		}
+	var res gitstore.WriteResult
+	err = t.mount.change(ctx, t.shown, func(ctx context.Context, st *gitstore.Store) (err error) {
+		res, err = st.Write(ctx, gitstore.WriteInput{Path: t.path, Content: content, Actor: s.actor})
 		return err
 	})
-	if errors.Is(err, errUnchanged) {
-		return fmt.Sprintf("%s already has this content; nothing changed.", t.shown), nil
-	}
-	if err != nil {
-		return "", err
-	}
-	res, err := st.Write(ctx, gitstore.WriteInput{Path: t.path, Content: content, Actor: s.actor})
 	switch gitstore.ErrorKind(err) {
 	case "":
 	case gitstore.KindPathConflict:
@@ -349,11 +340,11 @@ func (s *Session) deleteTool(ctx context.Context, raw []byte) (string, error) {
 	if err := s.removable(t, "delete"); err != nil {
 		return "", err
 	}
-	st, err := t.mount.writer(ctx, t.shown, t.needs(true, toolErrorf("There is no memory or folder at %s", t.shown)))
-	if err != nil {
-		return "", err
-	}
-	vs, err := st.DeletePath(ctx, gitstore.DeletePathInput{Path: t.path, Actor: s.actor})
+	var vs []gitstore.Version
+	err = t.mount.change(ctx, t.shown, func(ctx context.Context, st *gitstore.Store) (err error) {
+		vs, err = st.DeletePath(ctx, gitstore.DeletePathInput{Path: t.path, Actor: s.actor})
+		return err
+	})
 	if gitstore.IsKind(err, gitstore.KindNotFound) {
 		return "", toolErrorf("There is no memory or folder at %s", t.shown)
 	}

@@ -106,12 +106,12 @@ func (s *Session) create(ctx context.Context, in input) (string, error) {
 	if t.isSessionRoot() || t.isStoreRoot() {
 		return "", toolErrorf("File %s already exists", t.shown)
 	}
-	st, err := t.mount.writer(ctx, t.shown, t.needs(false, toolErrorf("File %s already exists", t.shown)))
-	if err != nil {
-		return "", err
-	}
-	res, err := st.Write(ctx, gitstore.WriteInput{Path: t.path, Content: text,
-		Precondition: &gitstore.Precondition{Type: gitstore.NotExists}, Actor: s.actor})
+	var res gitstore.WriteResult
+	err = t.mount.change(ctx, t.shown, func(ctx context.Context, st *gitstore.Store) (err error) {
+		res, err = st.Write(ctx, gitstore.WriteInput{Path: t.path, Content: text,
+			Precondition: &gitstore.Precondition{Type: gitstore.NotExists}, Actor: s.actor})
+		return err
+	})
 	switch gitstore.ErrorKind(err) {
 	case "":
 		return "File created successfully at: " + t.shown + redactionNote(res.Redacted), nil
@@ -260,35 +260,17 @@ func (s *Session) edit(ctx context.Context, t target, fn func(string) (string, e
 	if t.isSessionRoot() || t.isStoreRoot() {
 		return "", nil, toolErrorf("The path %s is not a file.", t.shown)
 	}
-	var unchanged string
-	st, err := t.mount.writer(ctx, t.shown, func(ctx context.Context) error {
-		cur, ok, err := t.mount.read(ctx, t.path)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return missing(ctx, t)
-		}
-		out, err := fn(cur)
-		if err == nil && out == cur {
-			unchanged = cur
-			return errUnchanged
-		}
+	var next string
+	var res gitstore.WriteResult
+	err := t.mount.change(ctx, t.shown, func(ctx context.Context, st *gitstore.Store) (err error) {
+		res, err = st.UpdateMemory(ctx, gitstore.UpdateInput{FromPath: t.path, Actor: s.actor,
+			Edit: func(cur string) (string, error) {
+				out, err := fn(cur)
+				next = out
+				return out, err
+			}})
 		return err
 	})
-	if errors.Is(err, errUnchanged) {
-		return unchanged, nil, nil
-	}
-	if err != nil {
-		return "", nil, err
-	}
-	var next string
-	res, err := st.UpdateMemory(ctx, gitstore.UpdateInput{FromPath: t.path, Actor: s.actor,
-		Edit: func(cur string) (string, error) {
-			out, err := fn(cur)
-			next = out
-			return out, err
-		}})
 	switch gitstore.ErrorKind(err) {
 	case "":
 		if len(res.Redacted) > 0 {
@@ -337,11 +319,10 @@ func (s *Session) delete(ctx context.Context, in input) (string, error) {
 	if err := s.removable(t, "delete"); err != nil {
 		return "", err
 	}
-	st, err := t.mount.writer(ctx, t.shown, t.needs(true, toolErrorf("The path %s does not exist", t.shown)))
-	if err != nil {
-		return "", err
-	}
-	_, err = st.DeletePath(ctx, gitstore.DeletePathInput{Path: t.path, Actor: s.actor})
+	err = t.mount.change(ctx, t.shown, func(ctx context.Context, st *gitstore.Store) error {
+		_, err := st.DeletePath(ctx, gitstore.DeletePathInput{Path: t.path, Actor: s.actor})
+		return err
+	})
 	if gitstore.IsKind(err, gitstore.KindNotFound) {
 		return "", toolErrorf("The path %s does not exist", t.shown)
 	}
@@ -381,17 +362,10 @@ func (s *Session) rename(ctx context.Context, in input) (string, error) {
 		return "", toolErrorf("Cannot rename %s to %s: they are in different memory stores (%s and %s); create it in the other store and delete it here",
 			from.shown, to.shown, from.mount.describe(), to.mount.describe())
 	}
-	st, err := from.mount.writer(ctx, from.shown, func(ctx context.Context) error {
-		// In MovePath's order: a taken destination first.
-		if err := to.needs(false, toolErrorf("The destination %s already exists", to.shown))(ctx); err != nil {
-			return err
-		}
-		return from.needs(true, toolErrorf("The path %s does not exist", from.shown))(ctx)
+	err = from.mount.change(ctx, from.shown, func(ctx context.Context, st *gitstore.Store) error {
+		_, err := st.MovePath(ctx, gitstore.MovePathInput{From: from.path, To: to.path, Actor: s.actor})
+		return err
 	})
-	if err != nil {
-		return "", err
-	}
-	_, err = st.MovePath(ctx, gitstore.MovePathInput{From: from.path, To: to.path, Actor: s.actor})
 	switch gitstore.ErrorKind(err) {
 	case "":
 		return fmt.Sprintf("Successfully renamed %s to %s", from.shown, to.shown), nil

@@ -11,7 +11,6 @@ package tooladapter
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -264,70 +263,55 @@ func (m mount) root() string {
 	return memoriesRoot + "/" + m.slug
 }
 
-// writer returns the store that a change of the session goes to, and refuses a change to a
-// store that the session may only read; shown is the path as the model gave it. A proposal
-// that opens at the session's first change (Attachment.OpenProposal) opens here, unless
-// refused (if not nil) says that the store as the session reads it now refuses the change,
-// or that it would leave it as it is (errUnchanged, returned as is): a change that would
-// change nothing opens nothing to review.
-func (m *mount) writer(ctx context.Context, shown string, refused func(context.Context) error) (*gitstore.Store, error) {
+// change makes change, a change of the session's (shown is the path as the model gave
+// it), on the store that it goes to, and refuses a change to a store that the session may
+// only read. A proposal that opens at the session's first change (Attachment.OpenProposal)
+// opens here, and only for a change that would succeed and change something: change is
+// tried first on the store that the session reads (gitstore.Trial), and a refused change,
+// or one that leaves the store as it is, opens nothing to review. change may so run twice;
+// what it keeps of the second run is the answer.
+func (m *mount) change(ctx context.Context, shown string, change func(context.Context, *gitstore.Store) error) error {
 	switch {
 	case m.at != "":
-		return nil, toolErrorf("%s cannot be changed: this session reads the memory store %q as it was at %s", shown, m.info.Name, m.at)
+		return toolErrorf("%s cannot be changed: this session reads the memory store %q as it was at %s", shown, m.info.Name, m.at)
 	case m.access == ReadOnly:
-		return nil, toolErrorf("%s is in the memory store %q, which this session may read but not change", shown, m.info.Name)
+		return toolErrorf("%s is in the memory store %q, which this session may read but not change", shown, m.info.Name)
 	case m.proposal == nil:
-		return m.attached, nil
+		return change(ctx, m.attached)
 	}
 	p := m.proposal
 	if f := p.fork.Load(); f != nil {
-		return f, nil
+		return change(ctx, f)
 	}
-	if refused != nil {
-		if err := refused(ctx); err != nil {
-			return nil, err
-		}
+	var tried gitstore.TrialResult
+	if err := change(gitstore.Trial(ctx, &tried), m.attached); err != nil || !tried.Changes {
+		return err
 	}
+	f, err := p.openOnce(ctx)
+	if gitstore.IsKind(err, gitstore.KindConflict) {
+		// No room for another open proposal: the session still reads.
+		return toolErrorf("%s cannot be changed now: this session proposes its changes to the memory store %q, and a proposal for them cannot open: %s",
+			shown, m.info.Name, storeMessage(err))
+	}
+	if err != nil {
+		return err
+	}
+	return change(ctx, f)
+}
+
+// openOnce opens the proposal, or returns it if it is open.
+func (p *lazyProposal) openOnce(ctx context.Context) (*gitstore.Store, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if f := p.fork.Load(); f != nil {
 		return f, nil
 	}
 	f, err := p.open(ctx)
-	if gitstore.IsKind(err, gitstore.KindConflict) {
-		// No room for another open proposal: the session still reads.
-		return nil, toolErrorf("%s cannot be changed now: this session proposes its changes to the memory store %q, and a proposal for them cannot open: %s",
-			shown, m.info.Name, storeMessage(err))
-	}
 	if err != nil {
 		return nil, err
 	}
 	p.fork.Store(f)
 	return f, nil
-}
-
-// errUnchanged, from a refusal for mount.writer, says that the change would leave the store
-// as the session reads it: it succeeds without a store to write to, and opens no proposal.
-var errUnchanged = errors.New("the change leaves the store as it is")
-
-// exists tells whether a memory, or a folder of them, is at t in what the session reads.
-func (t target) exists(ctx context.Context) (bool, error) {
-	if _, ok, err := t.mount.read(ctx, t.path); err != nil || ok {
-		return ok, err
-	}
-	return t.mount.isFolder(ctx, t.path)
-}
-
-// needs is a refusal for mount.writer: notThere if nothing is at t (want true), or if
-// something is (want false).
-func (t target) needs(want bool, notThere error) func(context.Context) error {
-	return func(ctx context.Context) error {
-		ok, err := t.exists(ctx)
-		if err == nil && ok != want {
-			return notThere
-		}
-		return err
-	}
 }
 
 // toolError is an error that the model caused and should read: its message goes back as
