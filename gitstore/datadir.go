@@ -148,6 +148,9 @@ func (d *DataDir) Close() error {
 // .gitmem/store.json. The repository is built under a temporary name and renamed into place,
 // so that a crash never leaves half a store.
 func (d *DataDir) CreateStore(ctx context.Context, in CreateStoreInput) (_ *Store, err error) {
+	if err := refuseTrial(ctx, "a store's creation"); err != nil {
+		return nil, err
+	}
 	defer func() { err = NoSpace(err, d.dir) }()
 	if err := validateStoreName(in.Name); err != nil {
 		return nil, err
@@ -324,6 +327,9 @@ func (d *DataDir) ListStores(ctx context.Context, opts StoreListOptions) (StoreP
 
 // DeleteStore deletes a store with all its memories and versions, for good.
 func (d *DataDir) DeleteStore(ctx context.Context, id string) error {
+	if err := refuseTrial(ctx, "a store's deletion"); err != nil {
+		return err
+	}
 	if _, err := d.Store(ctx, id); err != nil {
 		return err
 	}

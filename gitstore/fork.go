@@ -26,6 +26,9 @@ import (
 // from the store's, dir/catalog.db a copy of its catalog (caught up with that main when the
 // fork is opened). It needs the git program.
 func (s *Store) Fork(ctx context.Context, dir string) error {
+	if err := refuseTrial(ctx, "a fork"); err != nil {
+		return err
+	}
 	if err := needGit("a fork"); err != nil {
 		return err
 	}
@@ -86,6 +89,9 @@ func (s *Store) CloseFork() error { return s.close() }
 // repository as ref (refs/heads/...), and returns the commit: Integrate then brings it into
 // main.
 func (s *Store) TakeBranch(ctx context.Context, dir, ref string) (string, error) {
+	if err := refuseTrial(ctx, "taking a branch"); err != nil {
+		return "", err
+	}
 	if err := needGit("taking a branch"); err != nil {
 		return "", err
 	}
@@ -103,6 +109,9 @@ func (s *Store) TakeBranch(ctx context.Context, dir, ref string) (string, error)
 // the store's repository (refs/heads/proposals/..., pushed with git) as its main, and returns
 // the commit where the branch leaves main: the fork's base. The fork must not be open.
 func (s *Store) ForkBranch(ctx context.Context, dir, ref string) (base string, err error) {
+	if err := refuseTrial(ctx, "a fork of a branch"); err != nil {
+		return "", err
+	}
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		if err := s.Fork(ctx, dir); err != nil {
 			return "", err
@@ -224,6 +233,9 @@ func (s *Store) UndoBranch(ctx context.Context, ref, was, at string) error {
 // updateBranch points proposal branch ref at commit ("" deletes it), if it is at old (git
 // update-ref's compare, when given).
 func (s *Store) updateBranch(ctx context.Context, ref, commit string, old ...string) error {
+	if err := refuseTrial(ctx, "a branch's update"); err != nil {
+		return err
+	}
 	if !strings.HasPrefix(ref, ProposalBranches) {
 		return invalidf("%s is not a proposal branch", ref)
 	}

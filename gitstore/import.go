@@ -39,6 +39,9 @@ func (d *DataDir) PrepareImport() (string, error) {
 // version ids that the catalog derives from them are the ones the source had. It does not
 // check the files of the history: do that first (gitserve.CheckImport).
 func (d *DataDir) ImportStore(ctx context.Context, repoDir string, progress Progress) (*Store, error) {
+	if err := refuseTrial(ctx, "an import"); err != nil {
+		return nil, err
+	}
 	if filepath.Dir(repoDir) != d.Layout().StoresDir() || !strings.HasPrefix(filepath.Base(repoDir), ".import-") {
 		return nil, fmt.Errorf("import store: %s was not made by PrepareImport", repoDir)
 	}

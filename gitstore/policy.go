@@ -272,7 +272,9 @@ func (b *batch) admit(p Policy, content string, pre *scanned) (string, []secrets
 	if len(sc.findings) == 0 {
 		return content, nil, nil
 	}
-	b.s.opts.Observer.SecretsRefused(b.s.id, mode != SecretsReject)
+	if !b.trial || mode == SecretsReject { // a tried redaction is counted by the write after it
+		b.s.opts.Observer.SecretsRefused(b.s.id, mode != SecretsReject)
+	}
 	if mode == SecretsReject {
 		return "", nil, secretsError(sc.findings)
 	}

@@ -50,6 +50,9 @@ func ParseStoreFile(raw []byte) (StoreInfo, error) {
 // is nothing to record. It runs beside the writer, not in it: one catalog transaction, which
 // waits for the writer's current group at most.
 func (s *Store) ReceivePush(ctx context.Context, commits []string, keyID string) error {
+	if err := refuseTrial(ctx, "a push"); err != nil {
+		return err
+	}
 	hs := make([]plumbing.Hash, 0, len(commits))
 	for _, c := range commits {
 		h, ok := parseHash(c)

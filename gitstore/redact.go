@@ -82,6 +82,9 @@ type ForkRedaction struct {
 // redacted version changes nothing and answers the same; it also finishes a pruning that a
 // crash interrupted. It runs in the store's writer, alone; reads go on meanwhile.
 func (s *Store) Redact(ctx context.Context, in RedactInput) (RedactResult, error) {
+	if err := refuseTrial(ctx, "a redaction"); err != nil { // before the forks' (RedactWrapper)
+		return RedactResult{}, err
+	}
 	if in.VersionID == "" {
 		return RedactResult{}, invalidf("redact needs the id of the version to redact")
 	}

@@ -2,9 +2,19 @@ package gitstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/gitmem/gitmem/secrets/secrettest"
 )
 
 // A trial write answers as the write would, and leaves the store as it was: main, the
@@ -163,4 +173,221 @@ func TestTrialsAmongWrites(t *testing.T) {
 	}
 	// The trees that the trials built are not in main's history (git fsck finds main whole).
 	fsck(t, s)
+}
+
+// groupCounter counts the groups that reach main.
+type groupCounter struct {
+	nopObserver
+	groups            atomic.Int64
+	redacted, refused atomic.Int64
+}
+
+func (g *groupCounter) GroupCommitted(string, int, time.Duration, time.Duration) { g.groups.Add(1) }
+func (g *groupCounter) SecretsRefused(_ string, redacted bool) {
+	if redacted {
+		g.redacted.Add(1)
+	} else {
+		g.refused.Add(1)
+	}
+}
+
+// Trials queued among writes do not split the writes into groups of their own: a client
+// whose writes are all tried (a propose key) would otherwise cost everyone else's writes a
+// journal sync each.
+func TestTrialsDoNotSplitGroups(t *testing.T) {
+	ctx := context.Background()
+	obs := &groupCounter{}
+	d := newTestDataDir(t, Options{Observer: obs})
+	s, err := d.CreateStore(ctx, CreateStoreInput{Name: "groups", Actor: apiActor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Hold the writer, queue real writes and trials in turn, then let it go.
+	running, release := make(chan struct{}), make(chan struct{})
+	held := make(chan error, 1)
+	go func() { held <- s.runTask(ctx, func() error { close(running); <-release; return nil }) }()
+	<-running
+	var wg sync.WaitGroup
+	errs := make(chan error, 20)
+	queued := func(n int) {
+		for len(s.reqs) < n {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	for i := range 10 {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			_, err := s.Write(ctx, WriteInput{Path: fmt.Sprintf("/real/%d.md", i), Content: "real", Actor: apiActor})
+			errs <- err
+		}()
+		queued(2*i + 1)
+		go func() {
+			defer wg.Done()
+			var res TrialResult
+			_, err := s.Write(Trial(ctx, &res), WriteInput{Path: fmt.Sprintf("/tried/%d.md", i), Content: "tried", Actor: apiActor})
+			errs <- err
+		}()
+		queued(2*i + 2)
+	}
+	before := obs.groups.Load()
+	close(release)
+	wg.Wait()
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := obs.groups.Load() - before; n != 1 {
+		t.Fatalf("10 writes queued among 10 trials reached main in %d groups, want 1", n)
+	}
+}
+
+// A trial leaves the writer's clock as it was: a version made after it is not dated by it.
+func TestTrialLeavesTheClock(t *testing.T) {
+	ctx := context.Background()
+	var now atomic.Int64
+	clock := func() time.Time { return time.UnixMilli(now.Load()).UTC() }
+	d := newTestDataDir(t, Options{Clock: clock})
+	now.Store(1_000_000)
+	s, err := d.CreateStore(ctx, CreateStoreInput{Name: "clock", Actor: apiActor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now.Store(3_000_000) // the clock, later stepped back
+	var res TrialResult
+	if _, err := s.Write(Trial(ctx, &res), WriteInput{Path: "/a.md", Content: "a", Actor: apiActor}); err != nil || !res.Changes {
+		t.Fatalf("trial: %+v, %v", res, err)
+	}
+	now.Store(2_000_000)
+	w, err := s.Write(ctx, WriteInput{Path: "/a.md", Content: "a", Actor: apiActor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := w.Version.CreatedAt.UnixMilli(); got != 2_000_000 {
+		t.Fatalf("the version is dated %d, want 2000000: the trial moved the writer's clock", got)
+	}
+}
+
+// A trial leaves no tree in the writer's cache that main does not hold.
+func TestTrialLeavesNoTrees(t *testing.T) {
+	ctx := context.Background()
+	s := newTestStore(t)
+	if _, err := s.Write(ctx, WriteInput{Path: "/x/a.md", Content: "a", Actor: apiActor}); err != nil {
+		t.Fatal(err)
+	}
+	cached := func() (map[plumbing.Hash]bool, int) {
+		keys := map[plumbing.Hash]bool{}
+		var entries int
+		if err := s.runTask(ctx, func() error {
+			for h := range s.trees {
+				keys[h] = true
+			}
+			entries = s.treeEntries
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return keys, entries
+	}
+	before, entries := cached()
+	var res TrialResult
+	if _, err := s.Write(Trial(ctx, &res), WriteInput{Path: "/x/y/b.md", Content: "b", Actor: apiActor}); err != nil || !res.Changes {
+		t.Fatalf("trial: %+v, %v", res, err)
+	}
+	after, n := cached()
+	for h := range after {
+		if !before[h] {
+			t.Errorf("tree %s, which the trial built, is in the cache", h)
+		}
+	}
+	if n > entries {
+		t.Errorf("the cache holds %d entries after the trial, %d before", n, entries)
+	}
+}
+
+// A trial counts a refusal for secrets (the write goes no further), not a redaction, which
+// the write that follows it counts.
+func TestTrialSecretsMetric(t *testing.T) {
+	ctx := context.Background()
+	sample := secrettest.Samples()[0]
+	for _, mode := range []SecretsPolicy{SecretsReject, SecretsRedact} {
+		obs := &groupCounter{}
+		_, s := newPolicyStore(t, Options{Observer: obs}, Policy{Secrets: mode})
+		var res TrialResult
+		_, err := s.Write(Trial(ctx, &res), WriteInput{Path: "/s.md", Content: sample.Content, Actor: apiActor})
+		if (err == nil) != (mode == SecretsRedact) {
+			t.Fatalf("%s: trial: %v", mode, err)
+		}
+		want := [2]int64{1, 0} // refused, redacted
+		if mode == SecretsRedact {
+			want = [2]int64{0, 0}
+		}
+		if got := [2]int64{obs.refused.Load(), obs.redacted.Load()}; got != want {
+			t.Fatalf("%s: a trial counted %d refused and %d redacted, want %v", mode, got[0], got[1], want)
+		}
+	}
+}
+
+// What does not go through the writer's groups cannot be tried: given a trial's context,
+// it refuses and does nothing, rather than doing it for real.
+func TestTrialRefusedOutsideTheWriter(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	ctx := context.Background()
+	d := newTestDataDir(t, Options{})
+	s, err := d.CreateStore(ctx, CreateStoreInput{Name: "plain", Actor: apiActor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.Write(ctx, WriteInput{Path: "/a.md", Content: "a", Actor: apiActor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Write(ctx, WriteInput{Path: "/a.md", Content: "b", Actor: apiActor}); err != nil {
+		t.Fatal(err)
+	}
+	var res TrialResult
+	tctx := Trial(ctx, &res)
+	dir := filepath.Join(t.TempDir(), "fork")
+	head := s.Head()
+	for _, c := range []struct {
+		name string
+		do   func() error
+	}{
+		{"Fork", func() error { return s.Fork(tctx, dir) }},
+		{"SetBranch", func() error { return s.SetBranch(tctx, ProposalBranches+"x", head) }},
+		{"ReceivePush", func() error { return s.ReceivePush(tctx, []string{head}, "key_x") }},
+		{"GC", func() error { _, err := s.GC(tctx); return err }},
+		{"Reindex", func() error { return d.Reindex(tctx, s.ID(), nil) }},
+		{"CreateStore", func() error {
+			_, err := d.CreateStore(tctx, CreateStoreInput{Name: "tried", Actor: apiActor})
+			return err
+		}},
+		{"Redact", func() error {
+			_, err := s.Redact(tctx, RedactInput{VersionID: w.Version.ID, Actor: apiActor})
+			return err
+		}},
+	} {
+		if err := c.do(); err == nil {
+			t.Errorf("%s with a trial's context: no error", c.name)
+		}
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the tried fork is there: %v", err)
+	}
+	if b, err := s.Branches(ctx, ProposalBranches); err != nil || len(b) != 0 {
+		t.Errorf("branches %v, %v; want none", b, err)
+	}
+	if v, err := s.Version(ctx, w.Version.ID, true); err != nil || v.RedactedAt != nil {
+		t.Errorf("the version after a tried redaction: %+v, %v", v, err)
+	}
+	if l, err := d.ListStores(ctx, StoreListOptions{}); err != nil || len(l.Stores) != 1 {
+		t.Errorf("stores %+v, %v; want the one", l, err)
+	}
 }

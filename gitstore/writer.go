@@ -43,8 +43,23 @@ type trialKey struct{}
 // to a proposal, aside); it returns what it would return, and commits nothing. res says
 // whether the write would change the store. A propose key's first write tries it on main
 // before opening the proposal that it goes to, so that a refused write opens none.
+//
+// The writes that can be tried are those that the writer makes in its groups (Write,
+// UpdateMemory, Delete, DeletePath, MovePath, Restore, Revert, Expire, UpdateInfo, Archive,
+// RecordProposal). What runs outside them (git, files, the writer's tasks: Fork, ForkBranch,
+// TakeBranch, SetBranch, UndoBranch, ReceivePush, StampApproval, Integrate, Redact, GC,
+// Reindex, CreateStore, ImportStore, DeleteStore) refuses a trial's context rather than act.
 func Trial(ctx context.Context, res *TrialResult) context.Context {
 	return context.WithValue(ctx, trialKey{}, res)
+}
+
+// refuseTrial refuses ctx if it is a trial's (Trial): what cannot be tried must not be done
+// for real by a caller that meant to try it.
+func refuseTrial(ctx context.Context, what string) error {
+	if ctx.Value(trialKey{}) == nil {
+		return nil
+	}
+	return fmt.Errorf("%s cannot be tried (gitstore.Trial): only the writer's own writes can", what)
 }
 
 type result struct {
@@ -70,8 +85,12 @@ func submitAs[T any](ctx context.Context, s *Store, fn func(b *batch) (T, error)
 	return v.(T), nil
 }
 
-// runTask runs task in the writer goroutine, alone.
+// runTask runs task in the writer goroutine, alone. A trial's context is refused: a task
+// does what it does.
 func (s *Store) runTask(ctx context.Context, task func() error) error {
+	if err := refuseTrial(ctx, "a task of the writer"); err != nil {
+		return err
+	}
 	_, err := s.enqueue(ctx, &request{ctx: ctx, task: task, done: make(chan result, 1)})
 	return err
 }
@@ -120,22 +139,33 @@ func (s *Store) run() {
 					break drain
 				}
 			}
-			for len(group) > 0 {
+			// Trials run after the rest, each alone: taken in turn, each would end the group
+			// of the writes queued before it, and a client whose writes are all tried (a
+			// propose key's first ones) would cost the others' writes a journal sync each.
+			var trials []*request
+			rest := group[:0]
+			for _, r := range group {
+				if r.trial != nil {
+					trials = append(trials, r)
+				} else {
+					rest = append(rest, r)
+				}
+			}
+			for group = rest; len(group) > 0; {
 				n := 0
-				for n < len(group) && group[n].task == nil && group[n].trial == nil {
+				for n < len(group) && group[n].task == nil {
 					n++
 				}
-				switch r := group[0]; {
-				case n > 0:
+				if n > 0 {
 					s.runGroup(group[:n])
 					group = group[n:]
 					continue
-				case r.trial != nil:
-					r.done <- s.runTrial(r)
-				default:
-					r.done <- result{err: s.runTaskNow(r.task)}
 				}
+				group[0].done <- result{err: s.runTaskNow(group[0].task)}
 				group = group[1:]
+			}
+			for _, r := range trials {
+				r.done <- s.runTrial(r)
 			}
 			s.afterGroup()
 			idle.Reset(s.opts.IdlePack)
@@ -245,13 +275,20 @@ func (s *Store) runTrial(r *request) result {
 		return result{err: err}
 	}
 	b.trial = true
-	start := b.head
+	start, last := b.head, s.lastTime
 	v, err := r.fn(b)
+	// Nothing of it stays: the writer's clock, which dates the next versions, and the trees
+	// it built, which main does not hold.
+	s.lastTime = last
+	for h := range b.edits {
+		if e, ok := s.trees[h]; ok {
+			s.treeEntries -= len(e)
+			delete(s.trees, h)
+		}
+	}
 	if b.broken != nil {
 		return result{err: b.broken}
 	}
-	// The trees it built stay in the cache: they are what their hashes say, and a later
-	// write that builds one again emits it again.
 	r.trial.Changes = b.head != start
 	return result{v: v, err: err}
 }

@@ -75,7 +75,8 @@ func (s *Server) writeStore(c echo.Context) (*gitstore.Store, caller, error) {
 // returns that store: st itself, or the caller's proposal of st for a propose key or for a
 // write that st's review policy refuses. That proposal opens, if it is not open yet, only
 // for a write that would succeed and change something: the write is tried on st first
-// (gitstore.Trial), so that a refused write opens nothing for a person to review.
+// (gitstore.Trial), so that a refused write opens nothing for a person to review; and only
+// if there is room for it (the bounds of open proposals), checked before the trial.
 func (s *Server) memWrite(c echo.Context, st *gitstore.Store, cl caller, write func(context.Context, *gitstore.Store) error) (*gitstore.Store, error) {
 	ctx := c.Request().Context()
 	if !cl.proposes() {
@@ -86,6 +87,9 @@ func (s *Server) memWrite(c echo.Context, st *gitstore.Store, cl caller, write f
 	if f, err := s.props.Reads(st, cl.actor); err != nil {
 		return nil, err
 	} else if f == st {
+		if err := s.props.Room(st.ID(), cl.actor); err != nil {
+			return nil, err // before the trial: a key at its bound costs the writer nothing
+		}
 		var tried gitstore.TrialResult
 		if err := write(gitstore.Trial(ctx, &tried), st); err != nil || !tried.Changes {
 			return st, err

@@ -734,3 +734,42 @@ func TestProposalsPerKey(t *testing.T) {
 		t.Errorf("the other key reads the greedy key's proposal: %d %s", status, body)
 	}
 }
+
+// TestBoundBeforeTrial: past a key's bound of open proposals, a new session's write is refused
+// for the bound before it is tried on main (which takes the store's writer: a key at its
+// bound may send new sessions' writes without end), over the REST routes and the tools: a
+// write that main would refuse too gets the bound's 409, not its own refusal.
+func TestBoundBeforeTrial(t *testing.T) {
+	ts := startServer(t, Options{Limits: Limits{MaxOpenProposalsPerKey: 1}})
+	_, rw, _ := ts.keys.Create("person", apikeys.ReadWrite, "")
+	_, agent, _ := ts.keys.Create("agent", apikeys.Propose, "")
+	h := func(key, session string) map[string]string {
+		return map[string]string{"x-api-key": key, "content-type": "application/json", SessionHeader: session}
+	}
+	var store struct{ ID string }
+	_, body := rawRequest(t, "POST", ts.url+"/v1/memory_stores", `{"name":"team"}`, h(rw, ""))
+	json.Unmarshal([]byte(body), &store)
+	memories := ts.url + "/v1/memory_stores/" + store.ID + "/memories"
+	if status, body := rawRequest(t, "POST", memories, `{"path":"/first.md","content":"x"}`, h(agent, "sesn_first")); status != 200 {
+		t.Fatalf("the first session's write: %d %s", status, body)
+	}
+	for _, w := range []struct{ method, url, body string }{
+		{"POST", memories, `{"path":"/more.md","content":"x"}`},
+		{"DELETE", memories + "/mem_nothing", ""},
+		{"POST", memories, `{"path":"/new.md"}`}, // no content: checked before the bound, as ever
+	} {
+		status, body := rawRequest(t, w.method, w.url, w.body, h(agent, "sesn_more"))
+		want := http.StatusConflict
+		if w.body == `{"path":"/new.md"}` {
+			want = http.StatusBadRequest
+		}
+		if status != want || want == http.StatusConflict && !strings.Contains(body, "has 1 open proposal") {
+			t.Errorf("%s %s %s past the key's bound: %d %s, want %d", w.method, w.url, w.body, status, body, want)
+		}
+	}
+	tools := ts.url + "/v1/memory_stores/" + store.ID + "/tools/"
+	if status, body := rawRequest(t, "POST", tools+"memory_delete", `{"path":"/memories/gone.md"}`, h(agent, "sesn_more")); status != 200 ||
+		!strings.Contains(body, `"is_error":true`) || !strings.Contains(body, "a proposal for them cannot open") {
+		t.Errorf("a tool's delete of nothing past the key's bound: %d %s", status, body)
+	}
+}

@@ -95,6 +95,10 @@ func (s *Server) toolSession(c echo.Context, cl caller, stores ...tooladapter.At
 				continue
 			}
 			stores[i].Store, stores[i].Access, stores[i].OpenProposal = f, tooladapter.Propose, open
+			if open != nil {
+				id, actor := stores[i].Store.ID(), cl.actor
+				stores[i].ProposalRoom = func() error { return s.props.Room(id, actor) }
+			}
 		}
 	}
 	opts := tooladapter.Options{Actor: &cl.actor, Search: s.search, ID: cl.actor.SessionID(), Stores: stores, At: c.QueryParam("at"), Stop: s.closing}

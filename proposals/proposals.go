@@ -454,6 +454,24 @@ func (m *Manager) Writes(ctx context.Context, st *gitstore.Store, author gitstor
 	return f, p, err
 }
 
+// Room refuses a write of author's to store storeID that would open a proposal, when the
+// store or author's key has no room for another (the conflict that Writes would answer);
+// nil if author has one open there. A write that would open one is tried on main first
+// (gitstore.Trial), in the store's writer: checked before that, a key at its bound, which
+// may send new sessions' writes without end, costs the writer nothing. Writes checks again.
+func (m *Manager) Room(storeID string, author gitstore.Actor) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok, err := m.openOf(storeID, author); err != nil || ok {
+		return err
+	}
+	l, err := m.list(storeID)
+	if err != nil {
+		return err
+	}
+	return m.roomFor(storeID, l, author, 1, sessionHint)
+}
+
 // Reads returns the store that author's reads of store st see: the fork of its open
 // proposal (its own writes applied), or st if it has none.
 func (m *Manager) Reads(st *gitstore.Store, author gitstore.Actor) (*gitstore.Store, error) {

@@ -58,6 +58,10 @@ type Attachment struct {
 	// changes from then on; until then it reads Store. A session that only reads so opens
 	// no proposal for a person to review. Without it, Store is the fork already.
 	OpenProposal func(context.Context) (*gitstore.Store, error)
+	// ProposalRoom, with OpenProposal, refuses (a KindConflict error) while no proposal could
+	// open, past the bounds of open proposals: a change is then refused without being tried
+	// on Store. Optional.
+	ProposalRoom func() error
 }
 
 // Options create a Session.
@@ -99,6 +103,7 @@ type mount struct {
 type lazyProposal struct {
 	mu   sync.Mutex
 	open func(context.Context) (*gitstore.Store, error)
+	room func() error                   // Attachment.ProposalRoom, or nil
 	fork atomic.Pointer[gitstore.Store] // set once open
 }
 
@@ -186,7 +191,7 @@ func NewSession(ctx context.Context, opts Options) (*Session, error) {
 			m.at, m.access = opts.At, ReadOnly
 		}
 		if m.access == Propose && a.OpenProposal != nil {
-			m.proposal = &lazyProposal{open: a.OpenProposal}
+			m.proposal = &lazyProposal{open: a.OpenProposal, room: a.ProposalRoom}
 		}
 		s.mounts = append(s.mounts, m)
 	}
@@ -283,18 +288,26 @@ func (m *mount) change(ctx context.Context, shown string, change func(context.Co
 	if f := p.fork.Load(); f != nil {
 		return change(ctx, f)
 	}
+	noRoom := func(err error) error {
+		if gitstore.IsKind(err, gitstore.KindConflict) {
+			// No room for another open proposal: the session still reads.
+			return toolErrorf("%s cannot be changed now: this session proposes its changes to the memory store %q, and a proposal for them cannot open: %s",
+				shown, m.info.Name, storeMessage(err))
+		}
+		return err
+	}
+	if p.room != nil {
+		if err := p.room(); err != nil {
+			return noRoom(err) // before the trial, which takes the store's writer
+		}
+	}
 	var tried gitstore.TrialResult
 	if err := change(gitstore.Trial(ctx, &tried), m.attached); err != nil || !tried.Changes {
 		return err
 	}
 	f, err := p.openOnce(ctx)
-	if gitstore.IsKind(err, gitstore.KindConflict) {
-		// No room for another open proposal: the session still reads.
-		return toolErrorf("%s cannot be changed now: this session proposes its changes to the memory store %q, and a proposal for them cannot open: %s",
-			shown, m.info.Name, storeMessage(err))
-	}
 	if err != nil {
-		return err
+		return noRoom(err)
 	}
 	return change(ctx, f)
 }

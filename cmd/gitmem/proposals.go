@@ -349,6 +349,10 @@ func proposeTo(d *gitstore.DataDir, atts []tooladapter.Attachment, sessionID str
 			return nil, err
 		}
 		atts[i].Store, atts[i].OpenProposal = f, open
+		if open != nil {
+			id := a.Store.ID()
+			atts[i].ProposalRoom = func() error { return m.Room(id, author) }
+		}
 	}
 	return m, nil
 }
