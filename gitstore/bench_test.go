@@ -631,3 +631,59 @@ func procStatusKB(field string) int {
 	}
 	return 0
 }
+
+// BenchmarkCatalogRebuild is the opening of a store of n memories whose catalog must be
+// read again from the whole history: gone (rebuilt, as after a catalog format change or a
+// damaged catalog), or at a commit that main's history does not hold (rewound: main set
+// back by one commit, as after a forced push that rewrote main, and as in a proposal's fork
+// of a pushed branch, which starts from a copy of the store's catalog). It reports the
+// microseconds a commit of history.
+func BenchmarkCatalogRebuild(b *testing.B) {
+	for _, n := range benchSizes()[1:] {
+		for _, how := range []string{"gone", "rewound"} {
+			b.Run(fmt.Sprintf("memories=%d/catalog=%s", n, how), func(b *testing.B) {
+				dir := b.TempDir()
+				d := openDir(b, dir)
+				s := mustCreate(b, d, "bench")
+				fill(b, s, n, benchPath)
+				id, repo := s.ID(), s.RepoPath()
+				if err := d.Close(); err != nil {
+					b.Fatal(err)
+				}
+				catalog := d.Layout().CatalogFile(id)
+				saved := filepath.Join(b.TempDir(), "catalog.db")
+				if err := exec.Command("cp", catalog, saved).Run(); err != nil {
+					b.Fatal(err)
+				}
+				if how == "rewound" {
+					if out, err := exec.Command("git", "-C", repo, "update-ref", odb.MainRef, odb.MainRef+"~1").CombinedOutput(); err != nil {
+						b.Fatalf("%v: %s", err, out)
+					}
+				}
+				b.ResetTimer()
+				for range b.N {
+					b.StopTimer()
+					if err := os.Remove(catalog); err != nil {
+						b.Fatal(err)
+					}
+					if how == "rewound" {
+						if err := exec.Command("cp", saved, catalog).Run(); err != nil {
+							b.Fatal(err)
+						}
+					}
+					b.StartTimer()
+					d := openDir(b, dir) // it may open its stores at once
+					if _, err := d.Store(context.Background(), id); err != nil {
+						b.Fatal(err)
+					}
+					b.StopTimer()
+					if err := d.Close(); err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+				}
+				b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/float64(n+1), "us/commit")
+			})
+		}
+	}
+}

@@ -1,6 +1,8 @@
 package gitstore
 
 import (
+	"slices"
+
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 )
@@ -16,10 +18,7 @@ import (
 func (r *repo) newCommits(head, applied plumbing.Hash) (chain []*object.Commit, found bool, err error) {
 	for h := head; !h.IsZero(); {
 		if h == applied {
-			// Reverse: parents first.
-			for i, j := 0, len(chain)-1; i < j; i, j = i+1, j-1 {
-				chain[i], chain[j] = chain[j], chain[i]
-			}
+			slices.Reverse(chain) // parents first
 			return chain, true, nil
 		}
 		c, err := r.commit(h)
@@ -33,7 +32,12 @@ func (r *repo) newCommits(head, applied plumbing.Hash) (chain []*object.Commit, 
 		h = plumbing.ZeroHash
 		if len(c.ParentHashes) == 1 {
 			h = c.ParentHashes[0]
+			continue
 		}
+		// The first commit, and no merge on the way: chain is all of head's history, which
+		// the walks below would only read again (a rebuild, or applied rewritten away).
+		slices.Reverse(chain)
+		return chain, applied.IsZero(), nil
 	}
 	if applied.IsZero() {
 		chain, _, err = r.topoOrder(head, nil, applied)
@@ -127,17 +131,58 @@ func (r *repo) topoOrder(head plumbing.Hash, skip map[plumbing.Hash]bool, target
 // applyAny applies one commit of main's history to the catalog: a commit against its
 // parent, a merge that gitmem made as the resolutions its trailers record (merge.go), and a
 // merge made with plain git as its change against its first parent.
-func (c catTx) applyAny(r *repo, commit *object.Commit) error {
+func (c catTx) applyAny(or objectReader, commit *object.Commit) error {
+	return c.applyAfter(or, commit, nil)
+}
+
+// applyAfter is applyAny, where prev, if not nil, is the commit applied just before: when
+// it is commit's parent, its tree is not read again.
+func (c catTx) applyAfter(or objectReader, commit, prev *object.Commit) error {
 	if len(commit.ParentHashes) > 1 && isGitmemMerge(commit.Message) {
-		return c.applyMerge(r, commit)
+		return c.applyMerge(or, commit)
 	}
 	var parentTree plumbing.Hash
-	if len(commit.ParentHashes) > 0 {
-		p, err := r.commit(commit.ParentHashes[0])
+	switch {
+	case len(commit.ParentHashes) == 0:
+	case prev != nil && prev.Hash == commit.ParentHashes[0]:
+		parentTree = prev.TreeHash
+	default:
+		p, err := readCommit(or, commit.ParentHashes[0])
 		if err != nil {
 			return err
 		}
 		parentTree = p.TreeHash
 	}
-	return c.applyCommit(r, commit, parentTree)
+	return c.applyCommit(or, commit, parentTree)
 }
+
+// treeReader is an objectReader that keeps the trees it decoded, for a walk through
+// history such as a catch-up: the trees of a commit's parent are those that the commit
+// before made, and the wide folders near the root are decoded once, not for every commit.
+// It holds at most maxCachedTrees trees and maxCachedEntries entries, as the writer's
+// cache does.
+type treeReader struct {
+	objectReader
+	trees   map[plumbing.Hash][]object.TreeEntry
+	entries int
+}
+
+func newTreeReader(or objectReader) *treeReader {
+	return &treeReader{objectReader: or, trees: map[plumbing.Hash][]object.TreeEntry{}}
+}
+
+func (t *treeReader) tree(h plumbing.Hash) ([]object.TreeEntry, bool) {
+	e, ok := t.trees[h]
+	return e, ok
+}
+
+func (t *treeReader) keepTree(h plumbing.Hash, entries []object.TreeEntry) {
+	if len(t.trees) >= maxCachedTrees || t.entries+len(entries) > maxCachedEntries {
+		clear(t.trees)
+		t.entries = 0
+	}
+	t.trees[h] = entries
+	t.entries += len(entries)
+}
+
+func (t *treeReader) replacedTree(plumbing.Hash) {}

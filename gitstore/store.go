@@ -165,6 +165,7 @@ func (s *Store) catchUp(progress Progress) error {
 		s.log.Warn("history no longer contains the catalog's commit; rebuilding the catalog", "store", s.id, "applied", applied)
 	}
 	const perTx = 1000
+	trees := newTreeReader(s.repo)
 	for done := 0; done < len(chain) || reset; {
 		err := s.updateCatalog(func(ct catTx) error {
 			if reset {
@@ -174,7 +175,11 @@ func (s *Store) catchUp(progress Progress) error {
 				}
 			}
 			for n := 0; n < perTx && done < len(chain); n++ {
-				if err := ct.applyAny(s.repo, chain[done]); err != nil {
+				var prev *object.Commit
+				if done > 0 {
+					prev = chain[done-1]
+				}
+				if err := ct.applyAfter(trees, chain[done], prev); err != nil {
 					return err
 				}
 				done++

@@ -1,0 +1,76 @@
+package gitstore
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// decodeTree reads what encodeTree writes, and what go-git's decoder reads, the same.
+func TestDecodeTree(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	modes := []filemode.FileMode{filemode.Regular, filemode.Dir, filemode.Executable, filemode.Symlink, filemode.Submodule, 0o100664}
+	for n := range 50 {
+		var entries []object.TreeEntry
+		for i := range n * 3 {
+			e := object.TreeEntry{Name: fmt.Sprintf("%s-%d.md", strings.Repeat("x", rng.IntN(40)+1), i), Mode: modes[rng.IntN(len(modes))]}
+			for j := range e.Hash {
+				e.Hash[j] = byte(rng.IntN(256)) // zero bytes and spaces too
+			}
+			entries = append(entries, e)
+		}
+		slices.SortFunc(entries, func(a, b object.TreeEntry) int {
+			if gitLess(a, b) {
+				return -1
+			}
+			return 1
+		})
+		o, err := encodeTree(entries)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := readEncoded(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := decodeTree(raw)
+		if err != nil {
+			t.Fatalf("%d entries: %v", len(entries), err)
+		}
+		var theirs object.Tree
+		if err := theirs.Decode(o); err != nil {
+			t.Fatal(err)
+		}
+		if len(entries) == 0 {
+			entries = []object.TreeEntry{}
+		}
+		for i := range entries {
+			entries[i].Mode = canonicalMode(entries[i].Mode)
+		}
+		if !reflect.DeepEqual(got, entries) || !reflect.DeepEqual(got, append([]object.TreeEntry{}, theirs.Entries...)) {
+			t.Fatalf("%d entries: decoded\n%v\nwant\n%v\ngo-git\n%v", len(entries), got, entries, theirs.Entries)
+		}
+	}
+	hash := strings.Repeat("h", len(plumbing.ZeroHash))
+	for _, bad := range []string{
+		"100644 a.md",                     // no end of name
+		"100644 a.md\x00" + hash[:19],     // a hash cut short
+		"10a644 a.md\x00" + hash,          // a mode that is not octal
+		"100648 a.md\x00" + hash,          // nor this
+		" a.md\x00" + hash,                // no mode
+		"123456701234 a.md\x00" + hash,    // a mode past 32 bits
+		"100644 \x00" + hash,              // no name
+		"100644 a.md\x00" + hash + "4000", // a second entry cut short
+	} {
+		if _, err := decodeTree([]byte(bad)); err == nil {
+			t.Errorf("%q decoded", bad)
+		}
+	}
+}
