@@ -86,7 +86,7 @@ func (s *Server) toolSession(c echo.Context, cl caller, stores ...tooladapter.At
 			}
 			// Its own changes, read; a proposal opens at the session's first change (past
 			// the bounds of open proposals, the change is refused with the reason).
-			f, open, err := s.props.Session(stores[i].Store, cl.actor, proposalTitle(cl))
+			f, opening, err := s.props.Session(stores[i].Store, cl.actor, proposalTitle(cl))
 			if err != nil {
 				return nil, err
 			}
@@ -94,10 +94,9 @@ func (s *Server) toolSession(c echo.Context, cl caller, stores ...tooladapter.At
 				stores[i].Store = f
 				continue
 			}
-			stores[i].Store, stores[i].Access, stores[i].OpenProposal = f, tooladapter.Propose, open
-			if open != nil {
-				id, actor := stores[i].Store.ID(), cl.actor
-				stores[i].ProposalRoom = func() error { return s.props.Room(id, actor) }
+			stores[i].Store, stores[i].Access = f, tooladapter.Propose
+			if opening != nil { // not a nil *Opening in the interface
+				stores[i].Proposal = opening
 			}
 		}
 	}

@@ -485,18 +485,34 @@ func (m *Manager) Reads(st *gitstore.Store, author gitstore.Actor) (*gitstore.St
 }
 
 // Session is what a session of author's tools works on in store st: the store it reads, and,
-// while it has no open proposal, open, which opens one (titled title) at its first change
-// and returns its fork (nil once one is open: reads is that fork). A session that only reads
-// so opens nothing to review.
-func (m *Manager) Session(st *gitstore.Store, author gitstore.Actor, title string) (reads *gitstore.Store, open func(context.Context) (*gitstore.Store, error), err error) {
+// while it has no open proposal, the opening of one (titled title) at its first change (nil
+// once one is open: reads is its fork). A session that only reads so opens nothing to
+// review.
+func (m *Manager) Session(st *gitstore.Store, author gitstore.Actor, title string) (reads *gitstore.Store, opening *Opening, err error) {
 	reads, err = m.Reads(st, author)
 	if err != nil || reads != st {
 		return reads, nil, err
 	}
-	return st, func(ctx context.Context) (*gitstore.Store, error) {
-		f, _, err := m.Writes(ctx, st, author, title)
-		return f, err
-	}, nil
+	return st, &Opening{m: m, st: st, author: author, title: title}, nil
+}
+
+// Opening opens a session's proposal of a store at the session's first change
+// (Manager.Session).
+type Opening struct {
+	m      *Manager
+	st     *gitstore.Store
+	author gitstore.Actor
+	title  string
+}
+
+// Room refuses, with the conflict that Open would answer, while no proposal could open (the
+// bounds of open proposals).
+func (o *Opening) Room() error { return o.m.Room(o.st.ID(), o.author) }
+
+// Open opens the proposal, or finds it open, and returns its fork.
+func (o *Opening) Open(ctx context.Context) (*gitstore.Store, error) {
+	f, _, err := o.m.Writes(ctx, o.st, o.author, o.title)
+	return f, err
 }
 
 // describe names an actor in a default title.

@@ -41,7 +41,7 @@ const (
 	ReadOnly  Access = "read_only"
 	// Propose: the session's writes are proposed for review (package proposals). The
 	// attachment's store is the fork of the session's proposal, or main with
-	// Attachment.OpenProposal to open one at the first change; the tools use it as
+	// Attachment.Proposal to open one at the first change; the tools use it as
 	// read_write, and the system prompt says that changes wait for review.
 	Propose Access = "propose"
 )
@@ -53,15 +53,20 @@ type Attachment struct {
 	// Prompt tells the model what the store is for in this session (at most 4,096
 	// characters); it goes into the system prompt with the store's name and description.
 	Prompt string
-	// OpenProposal, with Access Propose, opens the session's proposal of Store at the
-	// session's first change and returns the proposal's fork, which the session reads and
-	// changes from then on; until then it reads Store. A session that only reads so opens
-	// no proposal for a person to review. Without it, Store is the fork already.
-	OpenProposal func(context.Context) (*gitstore.Store, error)
-	// ProposalRoom, with OpenProposal, refuses (a KindConflict error) while no proposal could
-	// open, past the bounds of open proposals: a change is then refused without being tried
-	// on Store. Optional.
-	ProposalRoom func() error
+	// Proposal, with Access Propose, opens the session's proposal of Store at the session's
+	// first change; the session reads and changes the proposal's fork from then on, and
+	// until then it reads Store. A session that only reads so opens no proposal for a
+	// person to review. Without it, Store is the fork already.
+	Proposal ProposalOpener
+}
+
+// ProposalOpener opens a session's proposal of a store (proposals.Opening is one).
+type ProposalOpener interface {
+	// Room refuses (a KindConflict error) while no proposal could open, past the bounds of
+	// open proposals: a change is then refused before it is tried.
+	Room() error
+	// Open opens the proposal and returns its fork.
+	Open(context.Context) (*gitstore.Store, error)
 }
 
 // Options create a Session.
@@ -91,7 +96,7 @@ type mount struct {
 	attached *gitstore.Store
 	// attachedReads is attached, or its snapshot for a session with Options.At.
 	attachedReads gitstore.MemoryReader
-	proposal      *lazyProposal // Attachment.OpenProposal, nil without it
+	proposal      *lazyProposal // Attachment.Proposal, nil without it
 	at            string        // Options.At, for messages
 	info          gitstore.StoreInfo
 	slug          string // the folder below /memories, "" when it is the only store
@@ -101,10 +106,9 @@ type mount struct {
 
 // lazyProposal opens a session's proposal at its first change, once.
 type lazyProposal struct {
-	mu   sync.Mutex
-	open func(context.Context) (*gitstore.Store, error)
-	room func() error                   // Attachment.ProposalRoom, or nil
-	fork atomic.Pointer[gitstore.Store] // set once open
+	mu     sync.Mutex
+	opener ProposalOpener
+	fork   atomic.Pointer[gitstore.Store] // set once open
 }
 
 // store is the store that the session reads and changes: the attached one, or the fork of
@@ -190,8 +194,8 @@ func NewSession(ctx context.Context, opts Options) (*Session, error) {
 		if opts.At != "" {
 			m.at, m.access = opts.At, ReadOnly
 		}
-		if m.access == Propose && a.OpenProposal != nil {
-			m.proposal = &lazyProposal{open: a.OpenProposal, room: a.ProposalRoom}
+		if m.access == Propose && a.Proposal != nil {
+			m.proposal = &lazyProposal{opener: a.Proposal}
 		}
 		s.mounts = append(s.mounts, m)
 	}
@@ -270,7 +274,7 @@ func (m mount) root() string {
 
 // change makes change, a change of the session's (shown is the path as the model gave
 // it), on the store that it goes to, and refuses a change to a store that the session may
-// only read. A proposal that opens at the session's first change (Attachment.OpenProposal)
+// only read. A proposal that opens at the session's first change (Attachment.Proposal)
 // opens here, and only for a change that would succeed and change something: change is
 // tried first on the store that the session reads (gitstore.Trial), and a refused change,
 // or one that leaves the store as it is, opens nothing to review. change may so run twice;
@@ -296,10 +300,8 @@ func (m *mount) change(ctx context.Context, shown string, change func(context.Co
 		}
 		return err
 	}
-	if p.room != nil {
-		if err := p.room(); err != nil {
-			return noRoom(err) // before the trial, which takes the store's writer
-		}
+	if err := p.opener.Room(); err != nil {
+		return noRoom(err) // before the trial, which takes the store's writer
 	}
 	var tried gitstore.TrialResult
 	if err := change(gitstore.Trial(ctx, &tried), m.attached); err != nil || !tried.Changes {
@@ -319,7 +321,7 @@ func (p *lazyProposal) openOnce(ctx context.Context) (*gitstore.Store, error) {
 	if f := p.fork.Load(); f != nil {
 		return f, nil
 	}
-	f, err := p.open(ctx)
+	f, err := p.opener.Open(ctx)
 	if err != nil {
 		return nil, err
 	}

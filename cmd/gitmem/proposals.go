@@ -343,15 +343,14 @@ func proposeTo(d *gitstore.DataDir, atts []tooladapter.Attachment, sessionID str
 		if a.Access != tooladapter.Propose {
 			continue
 		}
-		f, open, err := m.Session(a.Store, author, "Changes by session "+sessionID)
+		f, opening, err := m.Session(a.Store, author, "Changes by session "+sessionID)
 		if err != nil {
 			m.Close()
 			return nil, err
 		}
-		atts[i].Store, atts[i].OpenProposal = f, open
-		if open != nil {
-			id := a.Store.ID()
-			atts[i].ProposalRoom = func() error { return m.Room(id, author) }
+		atts[i].Store = f
+		if opening != nil { // not a nil *Opening in the interface
+			atts[i].Proposal = opening
 		}
 	}
 	return m, nil
