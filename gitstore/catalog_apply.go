@@ -233,6 +233,27 @@ func (c catTx) memoryBefore(or objectReader, commit *object.Commit, path string)
 	return id, id != "", err
 }
 
+// after is the state in which version v leaves a memory that was in state r (existed: the
+// memory had a state; else v makes it).
+func (r memRec) after(v verRec, existed bool) memRec {
+	if !existed {
+		r = memRec{Created: v.At}
+	}
+	if v.Op == OpDeleted {
+		r.Deleted = true
+		if r.Path == "" {
+			r.Path = v.Path
+		}
+	} else {
+		r.Path, r.Blob, r.SHA, r.Size, r.Deleted = v.Path, v.Blob, v.SHA, v.Size, false
+	}
+	r.Version = v.ID
+	if v.At > r.Updated { // a git commit time has whole seconds: never move backwards
+		r.Updated = v.At
+	}
+	return r
+}
+
 // record adds a version and moves its memory to the state it leaves.
 func (c catTx) record(or objectReader, commit *object.Commit, v verRec, blob plumbing.Hash) error {
 	v.Commit = commit.Hash.String()
@@ -259,31 +280,18 @@ func (c catTx) record(or objectReader, commit *object.Commit, v verRec, blob plu
 			return err
 		}
 	}
-	if !existed {
-		rec = memRec{Created: v.At}
-	}
 	if v.Op == OpDeleted {
 		if err := c.freePath(v.Path, v.Memory); err != nil {
 			return err
 		}
-		rec.Deleted = true
-		if rec.Path == "" {
-			rec.Path = v.Path
-		}
-	} else {
+	} else if id, _ := c.pathID(v.Path); id != v.Memory {
 		// An update in place finds the entry as it must be, and a Put of the same would still
 		// rewrite its page and the pages above it (3 of a write's 21 at 100,000 memories).
-		if id, _ := c.pathID(v.Path); id != v.Memory {
-			if err := c.setPath(v.Path, v.Memory); err != nil {
-				return err
-			}
+		if err := c.setPath(v.Path, v.Memory); err != nil {
+			return err
 		}
-		rec.Path, rec.Blob, rec.SHA, rec.Size, rec.Deleted = v.Path, v.Blob, v.SHA, v.Size, false
 	}
-	rec.Version = v.ID
-	if v.At > rec.Updated { // a git commit time has whole seconds: never move backwards
-		rec.Updated = v.At
-	}
+	rec = rec.after(v, existed)
 	if err := c.putMemory(v.Memory, rec); err != nil {
 		return err
 	}

@@ -29,7 +29,6 @@ func (r *repo) newCommits(head, applied plumbing.Hash) (chain []*object.Commit, 
 			break
 		}
 		chain = append(chain, c)
-		h = plumbing.ZeroHash
 		if len(c.ParentHashes) == 1 {
 			h = c.ParentHashes[0]
 			continue

@@ -156,6 +156,11 @@ func (s *Store) catchUp(progress Progress) error {
 	// main moved without our writer: a git process may have added packs that go-git's
 	// storage does not know of yet (go-git#2242: it does not rescan the pack directory).
 	s.repo.Reload()
+	if !applied.IsZero() && s.parted(applied, head) {
+		if base, ok := s.rewindTo(applied, head); ok {
+			applied = base
+		}
+	}
 	chain, found, err := s.repo.newCommits(head, applied)
 	if err != nil {
 		return err

@@ -233,7 +233,17 @@ func In(ctx context.Context, gitDir string, args ...string) (string, error) {
 		if msg == "" {
 			msg = err.Error()
 		}
-		return "", fmt.Errorf("git %s: %s", Subcommand(args), msg)
+		return "", &runError{msg: fmt.Sprintf("git %s: %s", Subcommand(args), msg), err: err}
 	}
 	return strings.TrimSpace(out.String()), nil
 }
+
+// runError is a git command's failure as In reports it: what git said, and the error of
+// its run (an *exec.ExitError for ExitCode).
+type runError struct {
+	msg string
+	err error
+}
+
+func (e *runError) Error() string { return e.msg }
+func (e *runError) Unwrap() error { return e.err }
