@@ -846,6 +846,15 @@ func (c catTx) applyMerge(or objectReader, commit *object.Commit) error {
 		if !ok {
 			return fmt.Errorf("merge %s: bad %s trailer %q", commit.Hash, trailerMergeLive, kv.Value)
 		}
+		if l.path == redactedPath {
+			// A redaction of this version scrubbed the path from the trailer (before it
+			// left merge trailers alone): the memory's path as the sides left it.
+			if rec, ok, err := c.memory(l.mem); err != nil {
+				return err
+			} else if ok {
+				l.path = rec.Path
+			}
+		}
 		blob, err := fileAt(or, commit.TreeHash, l.path)
 		if err != nil {
 			return err

@@ -583,7 +583,15 @@ func (rw *rewriter) rewrite(c *object.Commit) error {
 // redaction in it.
 func (rw *rewriter) scrubMessage(msg string) string {
 	if p := rw.t.v.Path; p != "" {
-		msg = scrubPath(msg, p)
+		// Not in a merge's trailers: they tell which memory lives at which path, which a
+		// rebuild of the catalog reads, and the merge's tree holds the path anyway.
+		lines := strings.SplitAfter(msg, "\n")
+		for i, l := range lines {
+			if !strings.HasPrefix(strings.ToLower(l), strings.ToLower(mergeTrailerPrefix)) {
+				lines[i] = scrubPath(l, p)
+			}
+		}
+		msg = strings.Join(lines, "")
 	}
 	return addTrailers(msg, trailers{{trailerRedacted, redactedValue(rw.t.v.ID, rw.red)}})
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -617,4 +618,62 @@ func TestRedactContentRemains(t *testing.T) {
 	if res := redactChecked(t, s, leak.Version.ID, "ZEBRA", true); !res.ContentRemains {
 		t.Errorf("content remains: %v", res.ContentRemains)
 	}
+}
+
+// TestRedactMergeVersion redacts a version that a merge made (both sides changed the memory,
+// and the merge joined the texts): its commit is the merge, whose Gitmem-Merge-Live trailer
+// names the memory's path. The trailer keeps it, so that a rebuild reads the merge again.
+func TestRedactMergeVersion(t *testing.T) {
+	ctx := context.Background()
+	d, s, dir := forkedStore(t)
+	mustWrite(t, s, "/shared.md", "one\ntwo\nthree\nfour\nfive\n", apiActor)
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Fork(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	f, err := d.OpenFork(s.ID(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, f, "/shared.md", "one WOMBAT-5\ntwo\nthree\nfour\nfive\n", apiActor)
+	if err := f.CloseFork(); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, s, "/shared.md", "one\ntwo\nthree\nfour\nfive, here\n", apiActor)
+	head, err := s.TakeBranch(ctx, dir, "refs/heads/side")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Integrate(ctx, "side", head)
+	if err != nil || len(res.TextMerged) != 1 {
+		t.Fatalf("merge: %+v %v; want /shared.md merged as text", res, err)
+	}
+	merged, err := s.GetByPath(ctx, "/shared.md", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := s.Version(ctx, merged.VersionID, false); err != nil || v.Commit != res.After {
+		t.Fatalf("the merged version %+v (%v) is not the merge's %s", v, err, res.After)
+	}
+	mustWrite(t, s, "/shared.md", "one\ntwo\nthree\nfour\nfive, here\n", apiActor)
+	before := versionsOf(t, s)
+	red := redactChecked(t, s, merged.VersionID, "WOMBAT", true) // the side's own version holds it still
+	after := versionsOf(t, s)
+	sameHistory(t, "versions after the redaction", after, redactedHistory(before, red.Version))
+	if err := reindexStore(ctx, s); err != nil {
+		t.Fatalf("rebuild the redacted history: %v", err)
+	}
+	// In another order: a rebuild reads the merge's first parent (the side) first, where the
+	// catalog had read main's commits as they came.
+	rebuilt := versionsOf(t, s)
+	slices.Sort(rebuilt)
+	slices.Sort(after)
+	sameHistory(t, "versions after a rebuild", rebuilt, after)
+	msg := gitIn(t, s.RepoPath(), "log", "-1", "--format=%B", "--merges", "main")
+	if !strings.Contains(msg, "Gitmem-Merge-Live: ") || !strings.Contains(msg, " /shared.md") {
+		t.Errorf("the merge's message:\n%s", msg)
+	}
+	fsck(t, s)
 }
