@@ -625,11 +625,12 @@ func TestRedactContentRemains(t *testing.T) {
 // names the memory's path. The trailer keeps it, so that a rebuild reads the merge again.
 func TestRedactMergeVersion(t *testing.T) {
 	ctx := context.Background()
-	d, s, dir := forkedStore(t)
+	data := t.TempDir()
+	d := openDir(t, data)
+	defer func() { d.Close() }()
+	s := mustCreate(t, d, "test")
 	mustWrite(t, s, "/shared.md", "one\ntwo\nthree\nfour\nfive\n", apiActor)
-	if err := os.RemoveAll(dir); err != nil {
-		t.Fatal(err)
-	}
+	dir := filepath.Join(t.TempDir(), "fork")
 	if err := s.Fork(ctx, dir); err != nil {
 		t.Fatal(err)
 	}
@@ -671,9 +672,43 @@ func TestRedactMergeVersion(t *testing.T) {
 	slices.Sort(rebuilt)
 	slices.Sort(after)
 	sameHistory(t, "versions after a rebuild", rebuilt, after)
-	msg := gitIn(t, s.RepoPath(), "log", "-1", "--format=%B", "--merges", "main")
+	repo := s.RepoPath()
+	msg := gitIn(t, repo, "log", "-1", "--format=%B", "main^")
 	if !strings.Contains(msg, "Gitmem-Merge-Live: ") || !strings.Contains(msg, " /shared.md") {
 		t.Errorf("the merge's message:\n%s", msg)
 	}
 	fsck(t, s)
+
+	// A history that a redaction scrubbed before it left merge trailers alone: the rebuild
+	// (at open, the catalog gone) takes the memory's path as the merge's sides left it.
+	id := s.ID()
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	parents := strings.Fields(gitIn(t, repo, "log", "-1", "--format=%P", "main^"))
+	scrubbed := strings.TrimSpace(gitIn(t, repo, "commit-tree", "main^^{tree}", "-p", parents[0], "-p", parents[1],
+		"-m", strings.ReplaceAll(msg, " /shared.md", " "+redactedPath)))
+	last := strings.TrimSpace(gitIn(t, repo, "commit-tree", "main^{tree}", "-p", scrubbed, "-m", gitIn(t, repo, "log", "-1", "--format=%B", "main")))
+	gitIn(t, repo, "update-ref", "refs/heads/main", last)
+	if err := os.Remove(d.Layout().CatalogFile(id)); err != nil {
+		t.Fatal(err)
+	}
+	if d, err = Open(ctx, data, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = d.Store(ctx, id); err != nil {
+		t.Fatalf("rebuild a history whose merge trailer names %s: %v", redactedPath, err)
+	}
+	// Without the authors' names and emails: commit-tree made the commits anew as Ann.
+	anonymous := func(lines []string) []string {
+		out := make([]string, len(lines))
+		for i, l := range lines {
+			f := strings.Split(l, "|")
+			f[9], f[10] = "", ""
+			out[i] = strings.Join(f, "|")
+		}
+		slices.Sort(out)
+		return out
+	}
+	sameHistory(t, "versions after a rebuild of the scrubbed trailer", anonymous(versionsOf(t, s)), anonymous(after))
 }
