@@ -712,3 +712,38 @@ func TestRedactMergeVersion(t *testing.T) {
 	}
 	sameHistory(t, "versions after a rebuild of the scrubbed trailer", anonymous(versionsOf(t, s)), anonymous(after))
 }
+
+// A commit made with git that changes several memories makes several versions, numbered in
+// path order. Redacting one that is not the commit's first rewrites the commit: every version
+// of it, the ones numbered before too, then names the new commit, as a rebuild has it.
+func TestRedactPlainCommitOfSeveralVersions(t *testing.T) {
+	ctx := context.Background()
+	s := newTestStore(t)
+	wt := filepath.Join(t.TempDir(), "clone")
+	gitIn(t, ".", "clone", "-q", s.RepoPath(), wt)
+	writeFile(t, filepath.Join(wt, "a.md"), "alpha\n")
+	writeFile(t, filepath.Join(wt, "b.md"), "a secret\n")
+	writeFile(t, filepath.Join(wt, ".gitmem/store.json"), strings.Replace(gitIn(t, wt, "show", "HEAD:.gitmem/store.json"), `"description": ""`, `"description": "d"`, 1))
+	pushAll(t, wt, "two memories")
+	if err := s.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Write(ctx, WriteInput{Path: "/b.md", Content: "no secret\n", Actor: apiActor}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.Versions(ctx, VersionFilter{PathPrefix: "/b.md", Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := p.Versions[len(p.Versions)-1]
+	if _, err := s.Redact(ctx, RedactInput{VersionID: first.ID, Actor: apiActor}); err != nil {
+		t.Fatal(err)
+	}
+	got := dumpCatalog(t, s)
+	if err := reindexStore(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if want := dumpCatalog(t, s); got != want {
+		t.Fatalf("the catalog after the redaction differs from one rebuilt from history:\n%s", linesApart(got, want))
+	}
+}
