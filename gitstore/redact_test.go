@@ -747,3 +747,83 @@ func TestRedactPlainCommitOfSeveralVersions(t *testing.T) {
 		t.Fatalf("the catalog after the redaction differs from one rebuilt from history:\n%s", linesApart(got, want))
 	}
 }
+
+// A merge-made version of a memory that the merged side moved while main changed it (the
+// change followed the move), redacted before redactions left merge trailers alone: a rebuild
+// reads the side (the merge's first parent) first, then main's change at the old path, so
+// the memory's path "as the sides left it" is the old one, which the merge freed. The
+// rebuild must still take the path that the merge's tree holds the marker at.
+func TestRedactMergeVersionMoved(t *testing.T) {
+	ctx := context.Background()
+	data := t.TempDir()
+	d := openDir(t, data)
+	defer func() { d.Close() }()
+	s := mustCreate(t, d, "test")
+	mustWrite(t, s, "/shared.md", "one\ntwo\nthree\nfour\nfive\n", apiActor)
+	dir := filepath.Join(t.TempDir(), "fork")
+	if err := s.Fork(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	f, err := d.OpenFork(s.ID(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.MovePath(ctx, MovePathInput{From: "/shared.md", To: "/moved.md", Actor: apiActor}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.CloseFork(); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, s, "/shared.md", "one WOMBAT-5\ntwo\nthree\nfour\nfive\n", apiActor)
+	head, err := s.TakeBranch(ctx, dir, "refs/heads/side")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Integrate(ctx, "side", head)
+	if err != nil || len(res.TextMerged) != 1 {
+		t.Fatalf("merge: %+v %v; want /moved.md merged as text", res, err)
+	}
+	merged, err := s.GetByPath(ctx, "/moved.md", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, s, "/moved.md", "one\ntwo\nthree\nfour\nfive\n", apiActor)
+	if _, err := s.Redact(ctx, RedactInput{VersionID: merged.VersionID, Actor: apiActor}); err != nil {
+		t.Fatal(err)
+	}
+	after := versionsOf(t, s)
+	repo := s.RepoPath()
+	msg := gitIn(t, repo, "log", "-1", "--format=%B", "main^")
+	if !strings.Contains(msg, "Gitmem-Merge-Live: ") || !strings.Contains(msg, " /moved.md") {
+		t.Fatalf("the merge's message:\n%s", msg)
+	}
+	id := s.ID()
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	parents := strings.Fields(gitIn(t, repo, "log", "-1", "--format=%P", "main^"))
+	scrubbed := strings.TrimSpace(gitIn(t, repo, "commit-tree", "main^^{tree}", "-p", parents[0], "-p", parents[1],
+		"-m", strings.ReplaceAll(msg, " /moved.md", " "+redactedPath)))
+	last := strings.TrimSpace(gitIn(t, repo, "commit-tree", "main^{tree}", "-p", scrubbed, "-m", gitIn(t, repo, "log", "-1", "--format=%B", "main")))
+	gitIn(t, repo, "update-ref", "refs/heads/main", last)
+	if err := os.Remove(d.Layout().CatalogFile(id)); err != nil {
+		t.Fatal(err)
+	}
+	if d, err = Open(ctx, data, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = d.Store(ctx, id); err != nil {
+		t.Fatalf("rebuild a history whose merge trailer names %s: %v", redactedPath, err)
+	}
+	anonymous := func(lines []string) []string {
+		out := make([]string, len(lines))
+		for i, l := range lines {
+			f := strings.Split(l, "|")
+			f[9], f[10] = "", ""
+			out[i] = strings.Join(f, "|")
+		}
+		slices.Sort(out)
+		return out
+	}
+	sameHistory(t, "versions after a rebuild of the scrubbed trailer", anonymous(versionsOf(t, s)), anonymous(after))
+}
