@@ -827,3 +827,73 @@ func TestRedactMergeVersionMoved(t *testing.T) {
 	}
 	sameHistory(t, "versions after a rebuild of the scrubbed trailer", anonymous(versionsOf(t, s)), anonymous(after))
 }
+
+// A version whose next version is a rename made with plain git (git mv: the same blob at
+// another path) is redacted: the rename's parent then holds the marker at the old path, and
+// a rebuild no longer pairs the removal with the addition (plainRenames pairs equal blobs),
+// so it reads a deletion and a new memory where the catalog, updated in place, keeps the
+// memory renamed. Not fixed: the rewritten commit would have to say which addition the
+// marker's removal pairs with.
+func TestRedactBeforePlainRename(t *testing.T) {
+	t.Skip("known: a rebuild reads a plain rename of a redacted version as a deletion and a new memory")
+	ctx := context.Background()
+	s := newTestStore(t)
+	first := mustWrite(t, s, "/d/c.md", "a secret\n", apiActor)
+	wt := filepath.Join(t.TempDir(), "clone")
+	gitIn(t, ".", "clone", "-q", s.RepoPath(), wt)
+	gitIn(t, wt, "mv", "d/c.md", "a.md")
+	gitIn(t, wt, "commit", "-qm", "renamed")
+	gitIn(t, wt, "push", "-q", "origin", "main")
+	if err := s.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Redact(ctx, RedactInput{VersionID: first.Version.ID, Actor: apiActor}); err != nil {
+		t.Fatal(err)
+	}
+	got := dumpCatalog(t, s)
+	if err := reindexStore(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if want := dumpCatalog(t, s); got != want {
+		t.Fatalf("the catalog after the redaction differs from one rebuilt from history:\n%s", linesApart(got, want))
+	}
+}
+
+// Two versions of a memory, one after the other at one path, both redacted: the second's
+// commit then holds the marker where its parent holds it too, and changes nothing there.
+// A rebuild must still read the version that the commit made, of a commit of gitmem's and of
+// one made with git alike.
+func TestRedactConsecutiveVersions(t *testing.T) {
+	ctx := context.Background()
+	s := newTestStore(t)
+	one := mustWrite(t, s, "/a.md", "secret one\n", apiActor)
+	two := mustWrite(t, s, "/a.md", "secret two\n", apiActor)
+	mustWrite(t, s, "/a.md", "no secret\n", apiActor)
+	// And two made with git, in commits that change another file too.
+	wt := filepath.Join(t.TempDir(), "clone")
+	gitIn(t, ".", "clone", "-q", s.RepoPath(), wt)
+	for i, content := range []string{"secret three\n", "secret four\n", "fine\n"} {
+		writeFile(t, filepath.Join(wt, "a.md"), content)
+		writeFile(t, filepath.Join(wt, "b.md"), fmt.Sprint(i))
+		pushAll(t, wt, "with git")
+	}
+	if err := s.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.Versions(ctx, VersionFilter{PathPrefix: "/a.md", Limit: 10})
+	if err != nil || len(p.Versions) != 6 {
+		t.Fatalf("versions of /a.md: %+v %v", p, err)
+	}
+	for _, v := range []string{one.Version.ID, two.Version.ID, p.Versions[2].ID, p.Versions[1].ID} {
+		if _, err := s.Redact(ctx, RedactInput{VersionID: v, Actor: apiActor}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := dumpCatalog(t, s)
+	if err := reindexStore(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if want := dumpCatalog(t, s); got != want {
+		t.Fatalf("the catalog after the redactions differs from one rebuilt from history:\n%s", linesApart(got, want))
+	}
+}
