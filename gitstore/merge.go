@@ -776,12 +776,16 @@ func (m *merger) commit(theirsCommit *object.Commit) (*object.Commit, error) {
 	if body.Len() > 0 {
 		msg = subject + "\n\n" + body.String() + "\n" + strings.TrimPrefix(msg, subject+"\n\n")
 	}
+	tree, err := m.b.gitTree(m.result)
+	if err != nil {
+		return nil, m.b.fail(err)
+	}
 	name, email := authorOf(SystemActor)
 	c := &object.Commit{
 		Author:       object.Signature{Name: name, Email: email, When: m.when},
 		Committer:    object.Signature{Name: "gitmem", Email: "gitmem@localhost", When: m.when},
 		Message:      msg,
-		TreeHash:     m.result,
+		TreeHash:     tree,
 		ParentHashes: []plumbing.Hash{m.theirs, m.ours},
 	}
 	o := &plumbing.MemoryObject{}
