@@ -60,6 +60,8 @@ func (s *Store) rewindTo(applied, head plumbing.Hash) (plumbing.Hash, bool) {
 	for h := applied; h != base; {
 		c, err := s.repo.commit(h)
 		if err != nil || len(c.ParentHashes) != 1 {
+			s.log.Info("the catalog cannot be set back: the commits since the parting point are not one line",
+				"store", s.id, "commit", base, "at", h, "err", err)
 			return plumbing.ZeroHash, false
 		}
 		undone[h.String()] = true
@@ -77,6 +79,8 @@ func (s *Store) rewindTo(applied, head plumbing.Hash) (plumbing.Hash, bool) {
 	if err != nil {
 		if !errors.Is(err, errNoRewind) {
 			s.log.Warn("set the catalog back", "store", s.id, "err", err)
+		} else {
+			s.log.Info("the catalog cannot be set back", "store", s.id, "commit", base, "reason", err)
 		}
 		return plumbing.ZeroHash, false
 	}
