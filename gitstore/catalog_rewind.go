@@ -75,7 +75,12 @@ func (s *Store) rewindTo(applied, head plumbing.Hash) (plumbing.Hash, bool) {
 		s.log.Warn("read the merges of history", "store", s.id, "err", err)
 		return plumbing.ZeroHash, false
 	}
-	err = s.updateCatalog(func(ct catTx) error { return ct.rewind(s.repo, base, undone, reused, touched) })
+	err = s.updateCatalog(func(ct catTx) error {
+		if ct.applied() != applied {
+			return fmt.Errorf("%w: the catalog moved to %s meanwhile", errNoRewind, ct.applied())
+		}
+		return ct.rewind(s.repo, base, undone, reused, touched)
+	})
 	if err != nil {
 		if !errors.Is(err, errNoRewind) {
 			s.log.Warn("set the catalog back", "store", s.id, "err", err)
