@@ -242,6 +242,10 @@ func (c catTx) rewind(or objectReader, base plumbing.Hash, undone, reused, touch
 		}
 		var rec memRec
 		for i, v := range vs {
+			if undone[commitOf(v.Commit)] {
+				// Older than a record that stays: not the newest, as the undoing needs.
+				return fmt.Errorf("%w: version %s of %s is numbered before a record that stays", errNoRewind, v.ID, v.Commit)
+			}
 			rec = rec.after(v, i > 0)
 			if lost[v.ID] {
 				if err := c.tx.Bucket(bVerID).Put([]byte(v.ID), seqKey(v.seq)); err != nil {
