@@ -51,7 +51,71 @@ func (c catTx) applyCommit(or objectReader, commit *object.Commit, parentTree pl
 			return err
 		}
 	}
+	if strings.Contains(commit.Message, trailerRedacted) {
+		if err := c.applyRedactedInPlace(or, commit, changes); err != nil {
+			return err
+		}
+	}
 	return c.setApplied(commit.Hash)
+}
+
+// applyRedactedInPlace records a redacted version of commit that its change no longer shows:
+// a version that changed its memory in place, after a version that is redacted too, holds
+// the marker where the parent holds it, so the commit changes nothing there. The version
+// is its memory's, at the path where the commit holds the marker: for a commit of gitmem's
+// the memory its trailers name, for one made with git the path its version id derives from.
+func (c catTx) applyRedactedInPlace(or objectReader, commit *object.Commit, changes []fileChange) error {
+	mark := blobObject([]byte(redactedContent)).Hash()
+	t := parseTrailers(commit.Message)
+	var files []fileChange // the commit's files, read once if needed
+	for _, kv := range t {
+		if !strings.EqualFold(kv.Key, trailerRedacted) {
+			continue
+		}
+		f := strings.Fields(kv.Value)
+		if len(f) == 0 {
+			continue
+		}
+		id := f[0]
+		if v, ok, err := c.version(id); err != nil {
+			return err
+		} else if ok && v.Commit == commit.Hash.String() {
+			continue // the commit's change made it
+		}
+		if memID, verID, ok := t.version(); ok {
+			if verID != id || len(onlyMemories(changes)) > 0 {
+				continue
+			}
+			rec, ok, err := c.memory(memID)
+			if err != nil || !ok || rec.Deleted {
+				return err
+			}
+			if h, err := fileAt(or, commit.TreeHash, rec.Path); err != nil {
+				return err
+			} else if h == mark {
+				if err := c.applyGitmemCommit(or, commit, t, []fileChange{{Path: rec.Path, From: mark, To: mark, ToMode: filemode.Regular}}); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		if files == nil {
+			all, err := diffTrees(or, plumbing.ZeroHash, commit.TreeHash, "", nil)
+			if err != nil {
+				return err
+			}
+			files = onlyMemories(all)
+		}
+		for _, ch := range files {
+			if ch.To == mark && plainVersionID(commit, ch.Path) == id {
+				if err := c.applyPlainCommit(or, commit, []fileChange{{Path: ch.Path, From: mark, To: mark, ToMode: ch.ToMode}}); err != nil {
+					return err
+				}
+				break
+			}
+		}
+	}
+	return nil
 }
 
 // onlyMemories keeps the changes of a commit that are changes of memories: none under

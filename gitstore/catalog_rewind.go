@@ -56,12 +56,18 @@ func (s *Store) rewindTo(applied, head plumbing.Hash) (plumbing.Hash, bool) {
 		return plumbing.ZeroHash, false // no common history: rebuilt
 	}
 	undone := map[string]bool{}
+	reused := map[string]bool{} // commits made with git whose ids derive from another hash
 	for h := applied; h != base; {
 		c, err := s.repo.commit(h)
 		if err != nil || len(c.ParentHashes) != 1 {
+			s.log.Info("the catalog cannot be set back: the commits since the parting point are not one line",
+				"store", s.id, "commit", base, "at", h, "err", err)
 			return plumbing.ZeroHash, false
 		}
 		undone[h.String()] = true
+		if parseTrailers(c.Message).get(trailerDerivedFrom) != "" {
+			reused[h.String()] = true
+		}
 		h = c.ParentHashes[0]
 	}
 	touched, err := s.mergesSetting(ctx, base)
@@ -69,10 +75,17 @@ func (s *Store) rewindTo(applied, head plumbing.Hash) (plumbing.Hash, bool) {
 		s.log.Warn("read the merges of history", "store", s.id, "err", err)
 		return plumbing.ZeroHash, false
 	}
-	err = s.updateCatalog(func(ct catTx) error { return ct.rewind(s.repo, base, undone, touched) })
+	err = s.updateCatalog(func(ct catTx) error {
+		if ct.applied() != applied {
+			return fmt.Errorf("%w: the catalog moved to %s meanwhile", errNoRewind, ct.applied())
+		}
+		return ct.rewind(s.repo, base, undone, reused, touched)
+	})
 	if err != nil {
 		if !errors.Is(err, errNoRewind) {
 			s.log.Warn("set the catalog back", "store", s.id, "err", err)
+		} else {
+			s.log.Info("the catalog cannot be set back", "store", s.id, "commit", base, "reason", err)
 		}
 		return plumbing.ZeroHash, false
 	}
@@ -105,12 +118,23 @@ func (s *Store) mergesSetting(ctx context.Context, base plumbing.Hash) (map[stri
 
 // rewind sets the catalog back to base: it undoes the records of the commits undone (the
 // commits after base up to the catalog's, by hash), which must be the newest of the catalog.
-// touched are memory ids and paths that it must leave alone (mergesSetting). It returns
-// errNoRewind, having changed nothing that the transaction keeps, when that cannot be done.
-func (c catTx) rewind(or objectReader, base plumbing.Hash, undone, touched map[string]bool) error {
+// reused are the undone commits made with git whose version ids derive from the hash of
+// another commit (Gitmem-Derived-From), which history may hold too. touched are memory ids
+// and paths that it must leave alone (mergesSetting). It returns errNoRewind, having changed
+// nothing that the transaction keeps, when that cannot be done.
+func (c catTx) rewind(or objectReader, base plumbing.Hash, undone, reused, touched map[string]bool) error {
 	if c.rewritesStaged() {
 		return errNoRewind // a redaction in the middle: its staged records concern the commits
 	}
+	// A live memory without a path entry: a commit named a memory other than the one at its
+	// path (one pushed with another commit's trailers), whose record took the path from the
+	// memory there. Its undoing cannot tell which memory to give the path back to.
+	if live, paths := c.usage().Memories, c.tx.Bucket(bPath).Stats().KeyN; live != paths {
+		return fmt.Errorf("%w: %d memories live, %d paths", errNoRewind, live, paths)
+	}
+	// The commit a record names as main has it: a record that a redaction left naming the
+	// commit it replaced (before firstRecordOf) names the new one.
+	commitOf := func(h string) string { return c.rewrittenTo(plumbing.NewHash(h)).String() }
 	// The records to undo: the newest versions and store changes, down to the first of a
 	// commit that stays.
 	var gone []verRec
@@ -119,19 +143,21 @@ func (c catTx) rewind(or objectReader, base plumbing.Hash, undone, touched map[s
 		if err != nil {
 			return err
 		}
-		if !undone[v.Commit] {
+		if !undone[commitOf(v.Commit)] {
 			kept = v.seq
 			break
 		}
 		gone = append(gone, v)
 	}
 	var goneChanges []storeChgRec
+	storeChanged := false
 	for ch, err := range c.storeChangesFrom(0) {
 		if err != nil {
 			return err
 		}
-		if undone[ch.Commit] {
+		if undone[commitOf(ch.Commit)] {
 			goneChanges = append(goneChanges, ch)
+			storeChanged = storeChanged || ch.Prop == ""
 		} else {
 			kept = max(kept, ch.seq)
 		}
@@ -166,6 +192,11 @@ func (c catTx) rewind(or objectReader, base plumbing.Hash, undone, touched map[s
 			memories, bytes = memories-1, bytes-int64(rec.Size)
 		}
 	}
+	// lost are the version ids whose verid entry names a record undone: a version of the
+	// same id that stays (history may hold an id twice: a commit that reuses another's
+	// trailers) gets it back, as a rebuild, which numbers the newest, has it.
+	lost := map[string]bool{}
+	var lostElsewhere []string
 	for _, v := range gone {
 		k := seqKey(v.seq)
 		if err := c.tx.Bucket(bVer).Delete(k); err != nil {
@@ -174,6 +205,10 @@ func (c catTx) rewind(or objectReader, base plumbing.Hash, undone, touched map[s
 		if string(c.versionKey(v.ID)) == string(k) {
 			if err := c.tx.Bucket(bVerID).Delete([]byte(v.ID)); err != nil {
 				return err
+			}
+			lost[v.ID] = true
+			if reused[commitOf(v.Commit)] {
+				lostElsewhere = append(lostElsewhere, v.ID)
 			}
 		}
 		if err := c.tx.Bucket(bMemVer).Delete(append([]byte(v.Memory), k...)); err != nil {
@@ -186,7 +221,14 @@ func (c catTx) rewind(or objectReader, base plumbing.Hash, undone, touched map[s
 		}
 	}
 
-	// Each memory as its versions before leave it.
+	// Each memory as its versions before leave it, live where base's tree holds its content:
+	// a catalog where a memory lives at a path that base does not hold it at (a commit that
+	// named another memory took the path, and left) is not one the undoing can give again.
+	commit, err := readCommit(or, base)
+	if err != nil {
+		return err
+	}
+	trees := newTreeReader(or)
 	for id := range affected {
 		vs, err := c.memoryVersions(id)
 		if err != nil {
@@ -200,11 +242,25 @@ func (c catTx) rewind(or objectReader, base plumbing.Hash, undone, touched map[s
 		}
 		var rec memRec
 		for i, v := range vs {
+			if undone[commitOf(v.Commit)] {
+				// Older than a record that stays: not the newest, as the undoing needs.
+				return fmt.Errorf("%w: version %s of %s is numbered before a record that stays", errNoRewind, v.ID, v.Commit)
+			}
 			rec = rec.after(v, i > 0)
+			if lost[v.ID] {
+				if err := c.tx.Bucket(bVerID).Put([]byte(v.ID), seqKey(v.seq)); err != nil {
+					return err
+				}
+			}
 		}
 		if !rec.Deleted {
 			if touched[rec.Path] {
 				return errNoRewind
+			}
+			if e, found, _, err := entryAt(trees, commit.TreeHash, treePath(rec.Path)); err != nil {
+				return err
+			} else if !found || !isMemoryFile(e.Mode) || e.Hash.String() != rec.Blob {
+				return fmt.Errorf("%w: %s does not hold memory %s as its versions leave it", errNoRewind, rec.Path, id)
 			}
 			if other, ok := c.pathID(rec.Path); ok && other != id {
 				return fmt.Errorf("%w: %s would hold memories %s and %s", errNoRewind, rec.Path, other, id)
@@ -221,16 +277,51 @@ func (c catTx) rewind(or objectReader, base plumbing.Hash, undone, touched map[s
 	if err := c.addUsage(int(memories), bytes); err != nil {
 		return err
 	}
-
-	// The store's metadata as base has it.
-	commit, err := readCommit(or, base)
-	if err != nil {
+	if err := c.findLostVersions(lostElsewhere); err != nil {
 		return err
 	}
-	if h, err := fileAt(or, commit.TreeHash, "/"+storeFile); err != nil {
-		return err
-	} else if err := c.applyStoreFile(or, h, nil); err != nil {
-		return err
+	// The store's metadata as base has it, if an undone commit changed it; a commit without
+	// store.json keeps the metadata before it, which only a rebuild finds.
+	if storeChanged {
+		h, err := fileAt(or, commit.TreeHash, "/"+storeFile)
+		if err != nil {
+			return err
+		}
+		if h.IsZero() {
+			return fmt.Errorf("%w: %s has no %s", errNoRewind, base, storeFile)
+		}
+		if err := c.applyStoreFile(or, h, nil); err != nil {
+			return err
+		}
 	}
 	return c.setApplied(base)
+}
+
+// findLostVersions gives each version id of ids the newest record of that id that the
+// catalog holds, if any: a commit made with git that reuses another's ids
+// (Gitmem-Derived-From: a cherry-pick of an approved or redacted one) may have made it for
+// another memory than the undone one, which the memory's own versions do not show. It reads
+// every version's id.
+func (c catTx) findLostVersions(ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	want := map[string]bool{}
+	for _, id := range ids {
+		want[id] = true
+	}
+	found := map[string][]byte{}
+	cur := c.tx.Bucket(bVer).Cursor()
+	for k, raw := cur.First(); k != nil; k, raw = cur.Next() {
+		r := recReader{b: raw}
+		if id := r.str(); r.err == nil && want[id] {
+			found[id] = append([]byte(nil), k...)
+		}
+	}
+	for id, k := range found {
+		if err := c.tx.Bucket(bVerID).Put([]byte(id), k); err != nil {
+			return err
+		}
+	}
+	return nil
 }

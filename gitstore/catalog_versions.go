@@ -58,6 +58,33 @@ func (c catTx) storeChangesFrom(from uint64) iter.Seq2[storeChgRec, error] {
 	}
 }
 
+// firstRecordOf returns the number of the first record (a version or a store change) of the
+// run of records of commit that ends at number seq: a commit's records are numbered in one
+// run as it is applied (its store.json change first, then its versions in path order).
+func (c catTx) firstRecordOf(commit string, seq uint64) (uint64, error) {
+	for ; seq > 1; seq-- {
+		k := seqKey(seq - 1)
+		var of string
+		if raw := c.tx.Bucket(bVer).Get(k); raw != nil {
+			v, err := decodeVersion(k, raw)
+			if err != nil {
+				return 0, err
+			}
+			of = v.Commit
+		} else if raw := c.tx.Bucket(bStore).Get(k); raw != nil {
+			var ch storeChgRec
+			if err := json.Unmarshal(raw, &ch); err != nil {
+				return 0, fmt.Errorf("decode catalog store change %x: %w", k, err)
+			}
+			of = ch.Commit
+		}
+		if of != commit {
+			break
+		}
+	}
+	return seq, nil
+}
+
 // storeChangeKey returns the number of the store change with id id, nil if there is none.
 // Store changes are few (a store's settings), so a walk finds it.
 func (c catTx) storeChangeKey(id string) []byte {

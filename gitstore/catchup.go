@@ -185,3 +185,13 @@ func (t *treeReader) keepTree(h plumbing.Hash, entries []object.TreeEntry) {
 }
 
 func (t *treeReader) replacedTree(plumbing.Hash) {}
+
+// lastTouch asks the objectReader under it (touchFinder): embedded as an objectReader, the
+// repository's lastTouch is not the treeReader's, and memoryAt (memoryBefore, for a commit
+// made with git on a merge's second side) walked long unchanged stretches commit by commit.
+func (t *treeReader) lastTouch(rev plumbing.Hash, path string) (plumbing.Hash, bool) {
+	if f, ok := t.objectReader.(touchFinder); ok {
+		return f.lastTouch(rev, path)
+	}
+	return plumbing.ZeroHash, false
+}

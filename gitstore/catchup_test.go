@@ -35,3 +35,12 @@ func TestForcedRewriteRebuildsCatalog(t *testing.T) {
 		}
 	}
 }
+
+// The catch-up reads trees through a treeReader: memoryAt must still reach git's log
+// through it (touchFinder) rather than walk a long unchanged stretch commit by commit.
+func TestTreeReaderFindsTouches(t *testing.T) {
+	s := newTestStore(t)
+	if _, ok := objectReader(newTreeReader(s.repo)).(touchFinder); !ok {
+		t.Error("a treeReader over the repository is no touchFinder")
+	}
+}

@@ -353,3 +353,24 @@ func TestStoreRepoIsBareForGit(t *testing.T) {
 		t.Errorf("/a.md after the fix: %+v %v", m, err)
 	}
 }
+
+// A store whose store.json a push removed, and whose last memory is then deleted: the
+// commit's tree is empty, and must be git's empty tree, not the zero hash (which git cannot
+// read: a clone or fetch of main failed with "bad tree object 0000000...").
+func TestDeleteLastFileWithoutStoreFile(t *testing.T) {
+	ctx := context.Background()
+	s := newTestStore(t)
+	mustWrite(t, s, "/a.md", "one\n", apiActor)
+	wt := filepath.Join(t.TempDir(), "clone")
+	gitIn(t, ".", "clone", "-q", s.RepoPath(), wt)
+	gitIn(t, wt, "rm", "-q", ".gitmem/store.json")
+	gitIn(t, wt, "commit", "-qm", "no store.json")
+	gitIn(t, wt, "push", "-q", "origin", "main")
+	if _, err := s.DeletePath(ctx, DeletePathInput{Path: "/a.md", Actor: apiActor}); err != nil {
+		t.Fatal(err)
+	}
+	fsck(t, s)
+	gitIn(t, wt, "pull", "-q")
+	mustWrite(t, s, "/b.md", "two\n", apiActor)
+	fsck(t, s)
+}

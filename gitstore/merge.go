@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -775,12 +776,16 @@ func (m *merger) commit(theirsCommit *object.Commit) (*object.Commit, error) {
 	if body.Len() > 0 {
 		msg = subject + "\n\n" + body.String() + "\n" + strings.TrimPrefix(msg, subject+"\n\n")
 	}
+	tree, err := m.b.gitTree(m.result)
+	if err != nil {
+		return nil, m.b.fail(err)
+	}
 	name, email := authorOf(SystemActor)
 	c := &object.Commit{
 		Author:       object.Signature{Name: name, Email: email, When: m.when},
 		Committer:    object.Signature{Name: "gitmem", Email: "gitmem@localhost", When: m.when},
 		Message:      msg,
-		TreeHash:     m.result,
+		TreeHash:     tree,
 		ParentHashes: []plumbing.Hash{m.theirs, m.ours},
 	}
 	o := &plumbing.MemoryObject{}
@@ -848,12 +853,12 @@ func (c catTx) applyMerge(or objectReader, commit *object.Commit) error {
 		}
 		if l.path == redactedPath {
 			// A redaction of this version scrubbed the path from the trailer (before it
-			// left merge trailers alone): the memory's path as the sides left it.
-			if rec, ok, err := c.memory(l.mem); err != nil {
+			// left merge trailers alone).
+			p, err := c.scrubbedLivePath(or, commit, t, l.mem)
+			if err != nil {
 				return err
-			} else if ok {
-				l.path = rec.Path
 			}
+			l.path = p
 		}
 		blob, err := fileAt(or, commit.TreeHash, l.path)
 		if err != nil {
@@ -873,6 +878,53 @@ func (c catTx) applyMerge(or objectReader, commit *object.Commit) error {
 		}
 	}
 	return c.setApplied(commit.Hash)
+}
+
+// scrubbedLivePath finds the path of merge commit's Gitmem-Merge-Live trailer of memory mem
+// that a redaction scrubbed: the version is redacted, so the merge's tree holds the marker
+// there. The memory's path as the sides left it is tried first; but a rebuild reads the
+// merge's first parent first, and the other side's change of a memory that the first one
+// moved leaves it at the path the merge freed. Then it is the one path that the merge
+// changes from a parent to the marker and that no other trailer of the merge names.
+func (c catTx) scrubbedLivePath(or objectReader, commit *object.Commit, t trailers, mem string) (string, error) {
+	mark := blobObject([]byte(redactedContent)).Hash()
+	if rec, ok, err := c.memory(mem); err != nil {
+		return "", err
+	} else if ok {
+		if h, err := fileAt(or, commit.TreeHash, rec.Path); err != nil {
+			return "", err
+		} else if h == mark {
+			return rec.Path, nil
+		}
+	}
+	named := map[string]bool{}
+	for _, kv := range t {
+		if strings.EqualFold(kv.Key, trailerMergeLive) {
+			if l, ok := parseMergeLive(kv.Value); ok {
+				named[l.path] = true
+			}
+		}
+	}
+	var found []string
+	for _, p := range commit.ParentHashes {
+		pc, err := readCommit(or, p)
+		if err != nil {
+			return "", err
+		}
+		changes, err := diffTrees(or, pc.TreeHash, commit.TreeHash, "", nil)
+		if err != nil {
+			return "", err
+		}
+		for _, ch := range onlyMemories(changes) {
+			if ch.To == mark && !named[ch.Path] && !slices.Contains(found, ch.Path) {
+				found = append(found, ch.Path)
+			}
+		}
+	}
+	if len(found) != 1 {
+		return "", fmt.Errorf("merge %s: the %s trailer of memory %s names %s, and %d paths of its tree may be it", commit.Hash, trailerMergeLive, mem, redactedPath, len(found))
+	}
+	return found[0], nil
 }
 
 // fileAt returns the blob at path in tree root, or the zero hash.

@@ -669,9 +669,16 @@ func (ct catTx) applyRedaction(t redactTarget, newOf map[plumbing.Hash]plumbing.
 		sum := sha256.Sum256([]byte(redactedContent))
 		markSHA, markBlob = hex.EncodeToString(sum[:]), blobObject([]byte(redactedContent)).Hash().String()
 	}
+	// The redacted version's commit may have made records before it (numbered in one run: its
+	// store.json change, the versions of paths before its path in a commit made with git),
+	// which name the commit that is rewritten too.
+	from, err := ct.firstRecordOf(t.v.Commit, t.v.seq)
+	if err != nil {
+		return verRec{}, err
+	}
 	var redacted verRec
 	var updates []verRec
-	for v, err := range ct.versionsFrom(t.v.seq) {
+	for v, err := range ct.versionsFrom(from) {
 		if err != nil {
 			return v, err
 		}
@@ -696,7 +703,7 @@ func (ct catTx) applyRedaction(t redactTarget, newOf map[plumbing.Hash]plumbing.
 		}
 	}
 	var moved []storeChgRec
-	for ch, err := range ct.storeChangesFrom(t.v.seq) {
+	for ch, err := range ct.storeChangesFrom(from) {
 		if err != nil {
 			return redacted, err
 		}

@@ -712,3 +712,188 @@ func TestRedactMergeVersion(t *testing.T) {
 	}
 	sameHistory(t, "versions after a rebuild of the scrubbed trailer", anonymous(versionsOf(t, s)), anonymous(after))
 }
+
+// A commit made with git that changes several memories makes several versions, numbered in
+// path order. Redacting one that is not the commit's first rewrites the commit: every version
+// of it, the ones numbered before too, then names the new commit, as a rebuild has it.
+func TestRedactPlainCommitOfSeveralVersions(t *testing.T) {
+	ctx := context.Background()
+	s := newTestStore(t)
+	wt := filepath.Join(t.TempDir(), "clone")
+	gitIn(t, ".", "clone", "-q", s.RepoPath(), wt)
+	writeFile(t, filepath.Join(wt, "a.md"), "alpha\n")
+	writeFile(t, filepath.Join(wt, "b.md"), "a secret\n")
+	writeFile(t, filepath.Join(wt, ".gitmem/store.json"), strings.Replace(gitIn(t, wt, "show", "HEAD:.gitmem/store.json"), `"description": ""`, `"description": "d"`, 1))
+	pushAll(t, wt, "two memories")
+	if err := s.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Write(ctx, WriteInput{Path: "/b.md", Content: "no secret\n", Actor: apiActor}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.Versions(ctx, VersionFilter{PathPrefix: "/b.md", Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := p.Versions[len(p.Versions)-1]
+	if _, err := s.Redact(ctx, RedactInput{VersionID: first.ID, Actor: apiActor}); err != nil {
+		t.Fatal(err)
+	}
+	got := dumpCatalog(t, s)
+	if err := reindexStore(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if want := dumpCatalog(t, s); got != want {
+		t.Fatalf("the catalog after the redaction differs from one rebuilt from history:\n%s", linesApart(got, want))
+	}
+}
+
+// A merge-made version of a memory that the merged side moved while main changed it (the
+// change followed the move), redacted before redactions left merge trailers alone: a rebuild
+// reads the side (the merge's first parent) first, then main's change at the old path, so
+// the memory's path "as the sides left it" is the old one, which the merge freed. The
+// rebuild must still take the path that the merge's tree holds the marker at.
+func TestRedactMergeVersionMoved(t *testing.T) {
+	ctx := context.Background()
+	data := t.TempDir()
+	d := openDir(t, data)
+	defer func() { d.Close() }()
+	s := mustCreate(t, d, "test")
+	mustWrite(t, s, "/shared.md", "one\ntwo\nthree\nfour\nfive\n", apiActor)
+	dir := filepath.Join(t.TempDir(), "fork")
+	if err := s.Fork(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	f, err := d.OpenFork(s.ID(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.MovePath(ctx, MovePathInput{From: "/shared.md", To: "/moved.md", Actor: apiActor}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.CloseFork(); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, s, "/shared.md", "one WOMBAT-5\ntwo\nthree\nfour\nfive\n", apiActor)
+	head, err := s.TakeBranch(ctx, dir, "refs/heads/side")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Integrate(ctx, "side", head)
+	if err != nil || len(res.TextMerged) != 1 {
+		t.Fatalf("merge: %+v %v; want /moved.md merged as text", res, err)
+	}
+	merged, err := s.GetByPath(ctx, "/moved.md", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, s, "/moved.md", "one\ntwo\nthree\nfour\nfive\n", apiActor)
+	if _, err := s.Redact(ctx, RedactInput{VersionID: merged.VersionID, Actor: apiActor}); err != nil {
+		t.Fatal(err)
+	}
+	after := versionsOf(t, s)
+	repo := s.RepoPath()
+	msg := gitIn(t, repo, "log", "-1", "--format=%B", "main^")
+	if !strings.Contains(msg, "Gitmem-Merge-Live: ") || !strings.Contains(msg, " /moved.md") {
+		t.Fatalf("the merge's message:\n%s", msg)
+	}
+	id := s.ID()
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	parents := strings.Fields(gitIn(t, repo, "log", "-1", "--format=%P", "main^"))
+	scrubbed := strings.TrimSpace(gitIn(t, repo, "commit-tree", "main^^{tree}", "-p", parents[0], "-p", parents[1],
+		"-m", strings.ReplaceAll(msg, " /moved.md", " "+redactedPath)))
+	last := strings.TrimSpace(gitIn(t, repo, "commit-tree", "main^{tree}", "-p", scrubbed, "-m", gitIn(t, repo, "log", "-1", "--format=%B", "main")))
+	gitIn(t, repo, "update-ref", "refs/heads/main", last)
+	if err := os.Remove(d.Layout().CatalogFile(id)); err != nil {
+		t.Fatal(err)
+	}
+	if d, err = Open(ctx, data, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = d.Store(ctx, id); err != nil {
+		t.Fatalf("rebuild a history whose merge trailer names %s: %v", redactedPath, err)
+	}
+	anonymous := func(lines []string) []string {
+		out := make([]string, len(lines))
+		for i, l := range lines {
+			f := strings.Split(l, "|")
+			f[9], f[10] = "", ""
+			out[i] = strings.Join(f, "|")
+		}
+		slices.Sort(out)
+		return out
+	}
+	sameHistory(t, "versions after a rebuild of the scrubbed trailer", anonymous(versionsOf(t, s)), anonymous(after))
+}
+
+// A version whose next version is a rename made with plain git (git mv: the same blob at
+// another path) is redacted: the rename's parent then holds the marker at the old path, and
+// a rebuild no longer pairs the removal with the addition (plainRenames pairs equal blobs),
+// so it reads a deletion and a new memory where the catalog, updated in place, keeps the
+// memory renamed. Not fixed: the rewritten commit would have to say which addition the
+// marker's removal pairs with.
+func TestRedactBeforePlainRename(t *testing.T) {
+	t.Skip("known: a rebuild reads a plain rename of a redacted version as a deletion and a new memory")
+	ctx := context.Background()
+	s := newTestStore(t)
+	first := mustWrite(t, s, "/d/c.md", "a secret\n", apiActor)
+	wt := filepath.Join(t.TempDir(), "clone")
+	gitIn(t, ".", "clone", "-q", s.RepoPath(), wt)
+	gitIn(t, wt, "mv", "d/c.md", "a.md")
+	gitIn(t, wt, "commit", "-qm", "renamed")
+	gitIn(t, wt, "push", "-q", "origin", "main")
+	if err := s.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Redact(ctx, RedactInput{VersionID: first.Version.ID, Actor: apiActor}); err != nil {
+		t.Fatal(err)
+	}
+	got := dumpCatalog(t, s)
+	if err := reindexStore(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if want := dumpCatalog(t, s); got != want {
+		t.Fatalf("the catalog after the redaction differs from one rebuilt from history:\n%s", linesApart(got, want))
+	}
+}
+
+// Two versions of a memory, one after the other at one path, both redacted: the second's
+// commit then holds the marker where its parent holds it too, and changes nothing there.
+// A rebuild must still read the version that the commit made, of a commit of gitmem's and of
+// one made with git alike.
+func TestRedactConsecutiveVersions(t *testing.T) {
+	ctx := context.Background()
+	s := newTestStore(t)
+	one := mustWrite(t, s, "/a.md", "secret one\n", apiActor)
+	two := mustWrite(t, s, "/a.md", "secret two\n", apiActor)
+	mustWrite(t, s, "/a.md", "no secret\n", apiActor)
+	// And two made with git, in commits that change another file too.
+	wt := filepath.Join(t.TempDir(), "clone")
+	gitIn(t, ".", "clone", "-q", s.RepoPath(), wt)
+	for i, content := range []string{"secret three\n", "secret four\n", "fine\n"} {
+		writeFile(t, filepath.Join(wt, "a.md"), content)
+		writeFile(t, filepath.Join(wt, "b.md"), fmt.Sprint(i))
+		pushAll(t, wt, "with git")
+	}
+	if err := s.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.Versions(ctx, VersionFilter{PathPrefix: "/a.md", Limit: 10})
+	if err != nil || len(p.Versions) != 6 {
+		t.Fatalf("versions of /a.md: %+v %v", p, err)
+	}
+	for _, v := range []string{one.Version.ID, two.Version.ID, p.Versions[2].ID, p.Versions[1].ID} {
+		if _, err := s.Redact(ctx, RedactInput{VersionID: v, Actor: apiActor}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := dumpCatalog(t, s)
+	if err := reindexStore(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if want := dumpCatalog(t, s); got != want {
+		t.Fatalf("the catalog after the redactions differs from one rebuilt from history:\n%s", linesApart(got, want))
+	}
+}

@@ -74,3 +74,53 @@ func TestDecodeTree(t *testing.T) {
 		}
 	}
 }
+
+// decodeTree accepts and refuses what go-git's decoder does, trees damaged at random too
+// (objects pushed with git are not checked): bytes changed, cut off, or added.
+func TestDecodeTreeDamaged(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	modes := []filemode.FileMode{filemode.Regular, filemode.Dir, filemode.Executable, filemode.Symlink}
+	for n := range 3000 {
+		var entries []object.TreeEntry
+		for i := range 1 + n%5 {
+			e := object.TreeEntry{Name: fmt.Sprintf("n%d.md", i), Mode: modes[rng.IntN(len(modes))]}
+			for j := range e.Hash {
+				e.Hash[j] = byte(rng.IntN(256))
+			}
+			entries = append(entries, e)
+		}
+		o, err := encodeTree(entries)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := readEncoded(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 1 + rng.IntN(3) {
+			switch i := rng.IntN(len(raw)); rng.IntN(3) {
+			case 0:
+				raw[i] = []byte{' ', 0, '0', '7', '8', 'a', '/', 0xff}[rng.IntN(8)]
+			case 1:
+				raw = raw[:i]
+			default:
+				raw = append(raw[:i:i], append([]byte{[]byte{' ', 0, '4'}[rng.IntN(3)]}, raw[i:]...)...)
+			}
+			if len(raw) == 0 {
+				break
+			}
+		}
+		got, err := decodeTree(raw)
+		mo := &plumbing.MemoryObject{}
+		mo.SetType(plumbing.TreeObject)
+		mo.Write(raw)
+		var theirs object.Tree
+		theirErr := theirs.Decode(mo)
+		if (err == nil) != (theirErr == nil) {
+			t.Fatalf("%q: decodeTree %v, go-git %v", raw, err, theirErr)
+		}
+		if err == nil && len(got)+len(theirs.Entries) > 0 && !reflect.DeepEqual(got, theirs.Entries) {
+			t.Fatalf("%q: decoded\n%v\ngo-git\n%v", raw, got, theirs.Entries)
+		}
+	}
+}

@@ -429,6 +429,10 @@ func (b *batch) fail(err error) error {
 
 // commit makes one commit of tree on top of the batch's head and applies it to the catalog.
 func (b *batch) commit(tree plumbing.Hash, subject string, t trailers, actor Actor, when time.Time) error {
+	tree, err := b.gitTree(tree)
+	if err != nil {
+		return b.fail(err)
+	}
 	name, email := authorOf(actor)
 	c := &object.Commit{
 		Author:    object.Signature{Name: name, Email: email, When: when},
@@ -450,6 +454,21 @@ func (b *batch) commit(tree plumbing.Hash, subject string, t trailers, actor Act
 	}
 	b.head, b.root = c.Hash, tree
 	return nil
+}
+
+// gitTree is tree as a commit can name it: setEntry gives the zero hash for a tree left
+// empty (the last file of a store whose store.json a push removed), and git reads no such
+// tree; the commit names git's empty tree, emitted.
+func (b *batch) gitTree(tree plumbing.Hash) (plumbing.Hash, error) {
+	if !tree.IsZero() {
+		return tree, nil
+	}
+	o, err := encodeTree(nil)
+	if err != nil {
+		return tree, err
+	}
+	b.emit(o)
+	return o.Hash(), nil
 }
 
 // setFile returns the batch's tree with the file at path set to content (or removed, if
