@@ -53,13 +53,9 @@ func (s *Server) Close() error {
 // for the tools: a propose key's reads see its open proposal applied. A write takes the
 // store from writeStore and goes through memWrite.
 func (s *Server) memStore(c echo.Context) (*gitstore.Store, caller, error) {
-	cl := callerOf(c)
-	if !cl.proposes() {
-		return s.store(c, false)
-	}
 	st, cl, err := s.store(c, false)
-	if err != nil {
-		return nil, cl, err
+	if err != nil || !cl.proposes() {
+		return st, cl, err
 	}
 	f, err := s.props.Reads(st, cl.actor)
 	return f, cl, err
