@@ -315,14 +315,7 @@ func TestCatalogSetBackPathless(t *testing.T) {
 	d := newTestDataDir(t, Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	s := mustCreate(t, d, "rewind")
 	mustWrite(t, s, "/b.md", "one\ntwo\nthree\n", apiActor)
-	dir := filepath.Join(t.TempDir(), "side")
-	if err := s.Fork(ctx, dir); err != nil {
-		t.Fatal(err)
-	}
-	f, err := d.OpenFork(s.ID(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, dir := openedFork(t, d, s)
 	if _, err := f.DeletePath(ctx, DeletePathInput{Path: "/b.md", Actor: apiActor}); err != nil {
 		t.Fatal(err)
 	}

@@ -193,14 +193,7 @@ func redactOne(t *testing.T, rng *rand.Rand, s *Store) {
 func forkAndMerge(t *testing.T, rng *rand.Rand, d *DataDir, s *Store, paths []string) {
 	t.Helper()
 	ctx := context.Background()
-	dir := filepath.Join(t.TempDir(), "side")
-	if err := s.Fork(ctx, dir); err != nil {
-		t.Fatal(err)
-	}
-	f, err := d.OpenFork(s.ID(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, dir := openedFork(t, d, s)
 	randomHistory(t, rng, nil, f, 1+rng.IntN(4))
 	if err := f.CloseFork(); err != nil {
 		t.Fatal(err)

@@ -20,6 +20,20 @@ func forkedStore(t *testing.T) (*DataDir, *Store, string) {
 	return d, s, dir
 }
 
+// openedFork forks s into a new folder and opens the fork there; the caller closes it.
+func openedFork(t *testing.T, d *DataDir, s *Store) (f *Store, dir string) {
+	t.Helper()
+	dir = filepath.Join(t.TempDir(), "fork")
+	if err := s.Fork(context.Background(), dir); err != nil {
+		t.Fatal(err)
+	}
+	f, err := d.OpenFork(s.ID(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, dir
+}
+
 // TestForkIntegrate: writes to a fork stay out of main; taken in, they are the versions they
 // were in the fork (ids, actors), and main's writes made meanwhile stay.
 func TestForkIntegrate(t *testing.T) {

@@ -630,14 +630,7 @@ func TestRedactMergeVersion(t *testing.T) {
 	defer func() { d.Close() }()
 	s := mustCreate(t, d, "test")
 	mustWrite(t, s, "/shared.md", "one\ntwo\nthree\nfour\nfive\n", apiActor)
-	dir := filepath.Join(t.TempDir(), "fork")
-	if err := s.Fork(ctx, dir); err != nil {
-		t.Fatal(err)
-	}
-	f, err := d.OpenFork(s.ID(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, dir := openedFork(t, d, s)
 	mustWrite(t, f, "/shared.md", "one WOMBAT-5\ntwo\nthree\nfour\nfive\n", apiActor)
 	if err := f.CloseFork(); err != nil {
 		t.Fatal(err)
@@ -681,36 +674,50 @@ func TestRedactMergeVersion(t *testing.T) {
 
 	// A history that a redaction scrubbed before it left merge trailers alone: the rebuild
 	// (at open, the catalog gone) takes the memory's path as the merge's sides left it.
-	id := s.ID()
+	d, s = rebuildScrubbedMerge(t, data, d, s, msg, "/shared.md")
+	sameHistory(t, "versions after a rebuild of the scrubbed trailer", anonymousHistory(versionsOf(t, s)), anonymousHistory(after))
+}
+
+// rebuildScrubbedMerge makes the history of s what a redaction made of it before it left merge
+// trailers alone: in the merge before main's last commit (message msg), path is replaced in the
+// trailers too. It closes d, rewrites the two commits with git, and opens the data directory
+// data again without the catalog, which is rebuilt from that history.
+func rebuildScrubbedMerge(t *testing.T, data string, d *DataDir, s *Store, msg, path string) (*DataDir, *Store) {
+	t.Helper()
+	ctx := context.Background()
+	repo, id := s.RepoPath(), s.ID()
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
 	parents := strings.Fields(gitIn(t, repo, "log", "-1", "--format=%P", "main^"))
 	scrubbed := strings.TrimSpace(gitIn(t, repo, "commit-tree", "main^^{tree}", "-p", parents[0], "-p", parents[1],
-		"-m", strings.ReplaceAll(msg, " /shared.md", " "+redactedPath)))
+		"-m", strings.ReplaceAll(msg, " "+path, " "+redactedPath)))
 	last := strings.TrimSpace(gitIn(t, repo, "commit-tree", "main^{tree}", "-p", scrubbed, "-m", gitIn(t, repo, "log", "-1", "--format=%B", "main")))
 	gitIn(t, repo, "update-ref", "refs/heads/main", last)
 	if err := os.Remove(d.Layout().CatalogFile(id)); err != nil {
 		t.Fatal(err)
 	}
-	if d, err = Open(ctx, data, Options{}); err != nil {
+	d, err := Open(ctx, data, Options{})
+	if err != nil {
 		t.Fatal(err)
 	}
 	if s, err = d.Store(ctx, id); err != nil {
 		t.Fatalf("rebuild a history whose merge trailer names %s: %v", redactedPath, err)
 	}
-	// Without the authors' names and emails: commit-tree made the commits anew as Ann.
-	anonymous := func(lines []string) []string {
-		out := make([]string, len(lines))
-		for i, l := range lines {
-			f := strings.Split(l, "|")
-			f[9], f[10] = "", ""
-			out[i] = strings.Join(f, "|")
-		}
-		slices.Sort(out)
-		return out
+	return d, s
+}
+
+// anonymousHistory is versionsOf's lines without the authors' names and emails (commits made
+// anew with git are Ann's), in sorted order.
+func anonymousHistory(lines []string) []string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		f := strings.Split(l, "|")
+		f[9], f[10] = "", ""
+		out[i] = strings.Join(f, "|")
 	}
-	sameHistory(t, "versions after a rebuild of the scrubbed trailer", anonymous(versionsOf(t, s)), anonymous(after))
+	slices.Sort(out)
+	return out
 }
 
 // A commit made with git that changes several memories makes several versions, numbered in
@@ -760,14 +767,7 @@ func TestRedactMergeVersionMoved(t *testing.T) {
 	defer func() { d.Close() }()
 	s := mustCreate(t, d, "test")
 	mustWrite(t, s, "/shared.md", "one\ntwo\nthree\nfour\nfive\n", apiActor)
-	dir := filepath.Join(t.TempDir(), "fork")
-	if err := s.Fork(ctx, dir); err != nil {
-		t.Fatal(err)
-	}
-	f, err := d.OpenFork(s.ID(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, dir := openedFork(t, d, s)
 	if _, err := f.MovePath(ctx, MovePathInput{From: "/shared.md", To: "/moved.md", Actor: apiActor}); err != nil {
 		t.Fatal(err)
 	}
@@ -797,35 +797,8 @@ func TestRedactMergeVersionMoved(t *testing.T) {
 	if !strings.Contains(msg, "Gitmem-Merge-Live: ") || !strings.Contains(msg, " /moved.md") {
 		t.Fatalf("the merge's message:\n%s", msg)
 	}
-	id := s.ID()
-	if err := d.Close(); err != nil {
-		t.Fatal(err)
-	}
-	parents := strings.Fields(gitIn(t, repo, "log", "-1", "--format=%P", "main^"))
-	scrubbed := strings.TrimSpace(gitIn(t, repo, "commit-tree", "main^^{tree}", "-p", parents[0], "-p", parents[1],
-		"-m", strings.ReplaceAll(msg, " /moved.md", " "+redactedPath)))
-	last := strings.TrimSpace(gitIn(t, repo, "commit-tree", "main^{tree}", "-p", scrubbed, "-m", gitIn(t, repo, "log", "-1", "--format=%B", "main")))
-	gitIn(t, repo, "update-ref", "refs/heads/main", last)
-	if err := os.Remove(d.Layout().CatalogFile(id)); err != nil {
-		t.Fatal(err)
-	}
-	if d, err = Open(ctx, data, Options{}); err != nil {
-		t.Fatal(err)
-	}
-	if s, err = d.Store(ctx, id); err != nil {
-		t.Fatalf("rebuild a history whose merge trailer names %s: %v", redactedPath, err)
-	}
-	anonymous := func(lines []string) []string {
-		out := make([]string, len(lines))
-		for i, l := range lines {
-			f := strings.Split(l, "|")
-			f[9], f[10] = "", ""
-			out[i] = strings.Join(f, "|")
-		}
-		slices.Sort(out)
-		return out
-	}
-	sameHistory(t, "versions after a rebuild of the scrubbed trailer", anonymous(versionsOf(t, s)), anonymous(after))
+	d, s = rebuildScrubbedMerge(t, data, d, s, msg, "/moved.md")
+	sameHistory(t, "versions after a rebuild of the scrubbed trailer", anonymousHistory(versionsOf(t, s)), anonymousHistory(after))
 }
 
 // A version whose next version is a rename made with plain git (git mv: the same blob at

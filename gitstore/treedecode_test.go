@@ -32,14 +32,7 @@ func TestDecodeTree(t *testing.T) {
 			}
 			return 1
 		})
-		o, err := encodeTree(entries)
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw, err := readEncoded(o)
-		if err != nil {
-			t.Fatal(err)
-		}
+		o, raw := encodedTree(t, entries)
 		got, err := decodeTree(raw)
 		if err != nil {
 			t.Fatalf("%d entries: %v", len(entries), err)
@@ -89,14 +82,7 @@ func TestDecodeTreeDamaged(t *testing.T) {
 			}
 			entries = append(entries, e)
 		}
-		o, err := encodeTree(entries)
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw, err := readEncoded(o)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, raw := encodedTree(t, entries)
 		for range 1 + rng.IntN(3) {
 			switch i := rng.IntN(len(raw)); rng.IntN(3) {
 			case 0:
@@ -123,4 +109,18 @@ func TestDecodeTreeDamaged(t *testing.T) {
 			t.Fatalf("%q: decoded\n%v\ngo-git\n%v", raw, got, theirs.Entries)
 		}
 	}
+}
+
+// encodedTree is the object of a tree of entries, and its content.
+func encodedTree(t *testing.T, entries []object.TreeEntry) (plumbing.EncodedObject, []byte) {
+	t.Helper()
+	o, err := encodeTree(entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := readEncoded(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o, raw
 }
