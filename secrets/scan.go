@@ -53,12 +53,31 @@ var detectors = sync.OnceValues(func() (detectorSet, error) {
 	if err != nil {
 		return detectorSet{}, err
 	}
-	named, entropy := cfg, cfg
+	var ds detectorSet
+	named := cfg
 	named.Rules = maps.Clone(cfg.Rules)
-	delete(named.Rules, entropyRule)
-	entropy.Rules = map[string]config.Rule{entropyRule: cfg.Rules[entropyRule]}
-	entropy.Keywords = nil
-	return detectorSet{named: detect.NewDetector(named), entropy: detect.NewDetector(entropy)}, nil
+	for _, g := range gates {
+		r, ok := cfg.Rules[g.rule]
+		if !ok || r.Regex == nil || r.Regex.String() != g.regex {
+			continue // not the expression the gate was read from: the rule runs on every text
+		}
+		delete(named.Rules, g.rule)
+		one := cfg
+		one.Rules = map[string]config.Rule{g.rule: r}
+		one.Keywords = map[string]struct{}{}
+		for _, k := range r.Keywords {
+			one.Keywords[strings.ToLower(k)] = struct{}{}
+		}
+		ds.gated = append(ds.gated, gatedDetector{gate: g, d: detect.NewDetector(one)})
+	}
+	named.Keywords = map[string]struct{}{}
+	for _, r := range named.Rules {
+		for _, k := range r.Keywords {
+			named.Keywords[strings.ToLower(k)] = struct{}{}
+		}
+	}
+	ds.named = detect.NewDetector(named)
+	return ds, nil
 })
 
 // rules reads gitleaks' default rules and gitmem's own.
@@ -82,32 +101,19 @@ func rules() (config.Config, error) {
 	return cfg, nil
 }
 
-// detectorSet is entropyRule in a detector of its own, and every other rule. entropyRule has
-// no keywords, so gitleaks runs it on every text, and its regular expression was half the
-// time of a scan (31 of 59 µs for a note of 1 KB); it cannot match a text without a run of
-// tokenRun token characters, which hasTokenRun looks for in one pass, so only texts with one
-// run it.
-type detectorSet struct{ named, entropy *detect.Detector }
+// detectorSet is the gated rules, each in a detector of its own, and every other rule.
+type detectorSet struct {
+	named *detect.Detector
+	gated []gatedDetector
+}
+
+type gatedDetector struct {
+	gate
+	d *detect.Detector
+}
 
 // tokenRun is the shortest token that entropyRule finds (rules.toml).
 const tokenRun = 32
-
-// hasTokenRun reports whether s has tokenRun characters in a row of those that entropyRule's
-// tokens are made of (A-Z, a-z, 0-9, - and _).
-func hasTokenRun(s string) bool {
-	n := 0
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_':
-			if n++; n >= tokenRun {
-				return true
-			}
-		default:
-			n = 0
-		}
-	}
-	return false
-}
 
 // Scan returns the secrets in content, in order of position. The error is only ever a
 // failure to build the rules, never about content.
@@ -117,29 +123,36 @@ func Scan(content string) ([]Finding, error) {
 		return nil, err
 	}
 	found := ds.named.DetectString(content)
-	if hasTokenRun(content) {
-		found = withEntropyFindings(found, ds.entropy.DetectString(content))
+	gated := false
+	for _, g := range ds.gated {
+		if g.open(content) {
+			found = append(found, g.d.DetectString(content)...)
+			gated = true
+		}
+	}
+	if gated {
+		found = withoutCoveredGeneric(found)
 	}
 	return findings(content, found), nil
 }
 
-// withEntropyFindings adds es, entropyRule's findings, to fs, and drops from fs the findings
-// of gitleaks' generic rules whose secret one of es on the same line holds: gitleaks does so
-// among the findings of one detector (its filter, in detect/utils.go), and entropyRule is in
-// one of its own.
-func withEntropyFindings(fs, es []report.Finding) []report.Finding {
-	out := make([]report.Finding, 0, len(fs)+len(es))
+// withoutCoveredGeneric drops the findings of gitleaks' generic rules whose secret another
+// rule's finding on the same line holds, as gitleaks does among the findings of one detector
+// (its filter, in detect/utils.go): Scan's come from several.
+func withoutCoveredGeneric(fs []report.Finding) []report.Finding {
+	generic := func(f report.Finding) bool { return strings.Contains(strings.ToLower(f.RuleID), "generic") }
+	out := fs[:0:0]
 	for _, f := range fs {
 		covered := false
-		for _, e := range es {
-			covered = covered || strings.Contains(strings.ToLower(f.RuleID), "generic") &&
-				e.StartLine == f.StartLine && strings.Contains(e.Secret, f.Secret)
+		for _, g := range fs {
+			covered = covered || generic(f) && !generic(g) && g.RuleID != f.RuleID &&
+				g.StartLine == f.StartLine && strings.Contains(g.Secret, f.Secret)
 		}
 		if !covered {
 			out = append(out, f)
 		}
 	}
-	return append(out, es...)
+	return out
 }
 
 // findings turns gitleaks' findings in content into Scan's.

@@ -87,13 +87,22 @@ func TestRedactEverySecretOfAText(t *testing.T) {
 	}
 }
 
+// BenchmarkScan scans notes of about 1 KB: one that names no keyword of any rule, and prose
+// that names several that are common in English ("s." after a plural, "ey", "sk", "api").
 func BenchmarkScan(b *testing.B) {
-	note := strings.Repeat("The user prefers short answers, tabs, and dark mode; deploys go out on Tuesdays.\n", 12)
-	if _, err := secrets.Scan(note); err != nil {
-		b.Fatal(err)
-	}
-	b.SetBytes(int64(len(note)))
-	for b.Loop() {
-		secrets.Scan(note)
+	for _, c := range []struct{ name, note string }{
+		{"plain", strings.Repeat("The user prefers short answers, tabs, and dark mode; deploys go out on Tuesdays.\n", 12)},
+		{"prose", strings.Repeat("They asked for the API docs. The key points: tests run in CI, the task list is in the tracker, "+
+			"and Sam keeps the release notes. ", 8)},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			if _, err := secrets.Scan(c.note); err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(len(c.note)))
+			for b.Loop() {
+				secrets.Scan(c.note)
+			}
+		})
 	}
 }
