@@ -238,7 +238,7 @@ func (c catTx) applyGitmemCommit(or objectReader, commit *object.Commit, t trail
 // content in one commit are a rename of one memory.
 func (c catTx) applyPlainCommit(or objectReader, commit *object.Commit, changes []fileChange) error {
 	actor := userActor(commit.Author.Name, commit.Author.Email)
-	renamedFrom := plainRenames(changes)
+	renamedFrom := plainRenames(changes, parseTrailers(commit.Message))
 	paired := map[int]bool{}
 	for _, r := range renamedFrom {
 		paired[r] = true

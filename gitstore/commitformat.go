@@ -2,6 +2,7 @@ package gitstore
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -48,6 +49,11 @@ const (
 	// The hash that a commit made with plain git had before a redaction rewrote it: its ids
 	// derive from it (derivationSource in plain.go).
 	trailerDerivedFrom = "Gitmem-Derived-From"
+	// A rename that a commit made with plain git made, recorded when a redaction rewrote the
+	// commit: "<from path> <to path>", each quoted as Go quotes a string (renamedValue).
+	// plainRenames pairs a removed file with an added one by their content, and the marker
+	// that a redaction puts on one side leaves the other side's content unmatched.
+	trailerRenamed = "Gitmem-Renamed"
 )
 
 // TrailerRedacted is the trailer in which a rewritten commit records a redaction.
@@ -66,6 +72,23 @@ const (
 	trailerMergeFree = "Gitmem-Merge-Free"
 	mergeFreeNone    = "-"
 )
+
+// renamedValue is the value of a Gitmem-Renamed trailer.
+func renamedValue(from, to string) string { return strconv.Quote(from) + " " + strconv.Quote(to) }
+
+// parseRenamed reads the value of a Gitmem-Renamed trailer.
+func parseRenamed(v string) (from, to string, ok bool) {
+	q, err := strconv.QuotedPrefix(v)
+	if err != nil || len(v) < len(q)+1 || v[len(q)] != ' ' {
+		return "", "", false
+	}
+	from, err = strconv.Unquote(q)
+	if err != nil {
+		return "", "", false
+	}
+	to, err = strconv.Unquote(v[len(q)+1:])
+	return from, to, err == nil
+}
 
 // trailers is the parsed trailer block of a commit message, in order.
 type trailers []struct{ Key, Value string }

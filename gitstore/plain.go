@@ -3,6 +3,7 @@ package gitstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -20,17 +21,30 @@ import (
 // plainRenames pairs the files that a commit made with plain git adds with files that it
 // removes with the same content: each pair is a rename of one memory. It maps the index (in
 // changes, as onlyMemories leaves them) of the addition to that of the removal; additions
-// take the removals of their content in order.
-func plainRenames(changes []fileChange) map[int]int {
+// take the removals of their content in order. The renames that the commit's trailers t
+// record (Gitmem-Renamed, where a redaction changed one side's content) are paired first.
+func plainRenames(changes []fileChange, t trailers) map[int]int {
+	renamedFrom := map[int]int{}
+	paired := map[int]bool{}
+	for _, kv := range t {
+		from, to, ok := parseRenamed(kv.Value)
+		if !ok || !strings.EqualFold(kv.Key, trailerRenamed) {
+			continue
+		}
+		a := slices.IndexFunc(changes, func(ch fileChange) bool { return ch.Path == to && ch.From.IsZero() && !ch.To.IsZero() })
+		r := slices.IndexFunc(changes, func(ch fileChange) bool { return ch.Path == from && !ch.From.IsZero() && ch.To.IsZero() })
+		if a >= 0 && r >= 0 && !paired[a] && !paired[r] {
+			renamedFrom[a], paired[a], paired[r] = r, true, true
+		}
+	}
 	removed := map[plumbing.Hash][]int{}
 	for i, ch := range changes {
-		if ch.To.IsZero() {
+		if ch.To.IsZero() && !paired[i] {
 			removed[ch.From] = append(removed[ch.From], i)
 		}
 	}
-	renamedFrom := map[int]int{}
 	for i, ch := range changes {
-		if ch.From.IsZero() && !ch.To.IsZero() {
+		if ch.From.IsZero() && !ch.To.IsZero() && !paired[i] {
 			if rs := removed[ch.To]; len(rs) > 0 {
 				renamedFrom[i] = rs[0]
 				removed[ch.To] = rs[1:]
@@ -207,7 +221,7 @@ func plainChangeAt(or objectReader, c *object.Commit, parentTree plumbing.Hash, 
 		return "", "", err
 	}
 	changes = onlyMemories(changes)
-	renamedFrom := plainRenames(changes)
+	renamedFrom := plainRenames(changes, parseTrailers(c.Message))
 	src, made := path, false
 	for i, ch := range changes {
 		if ch.Path != path {

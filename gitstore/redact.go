@@ -536,6 +536,10 @@ func (rw *rewriter) run(ctx context.Context, from, head plumbing.Hash) error {
 // rewrite makes the new commit of c, if anything of it changes.
 func (rw *rewriter) rewrite(c *object.Commit) error {
 	old := c.Hash
+	renamed, err := rw.renameAtPath(c)
+	if err != nil {
+		return err
+	}
 	changed := false
 	parentInRange := false
 	for i, p := range c.ParentHashes {
@@ -567,6 +571,9 @@ func (rw *rewriter) rewrite(c *object.Commit) error {
 		// The ids of a commit made with plain git derive from its hash: keep the original.
 		c.Message = addTrailers(c.Message, trailers{{trailerDerivedFrom, old.String()}})
 	}
+	if renamed != nil {
+		c.Message = addTrailers(c.Message, renamed)
+	}
 	// A signature cannot hold for the new content; the commit keeps its author and times.
 	c.PGPSignature = ""
 	o := &plumbing.MemoryObject{}
@@ -577,6 +584,42 @@ func (rw *rewriter) rewrite(c *object.Commit) error {
 	rw.newOf[old] = o.Hash()
 	rw.old = append(rw.old, old)
 	return nil
+}
+
+// renameAtPath returns, for c, a commit made with plain git, the rename to or from the
+// redacted path that it made, as a Gitmem-Renamed trailer, if no trailer records it yet.
+// Such a rename is read by content (plainRenames), and the marker takes the place of the
+// content on one side only: without the trailer, a rebuild of the catalog would read a
+// deletion and a new memory where the catalog read one memory moved.
+func (rw *rewriter) renameAtPath(c *object.Commit) (trailers, error) {
+	isVersion := c.Hash.String() == rw.t.v.Commit
+	if rw.t.blob.IsZero() || len(c.ParentHashes) == 0 || !isVersion && !rw.inRange[c.ParentHashes[0]] {
+		return nil, nil // the marker is on neither side of its change
+	}
+	t := parseTrailers(c.Message)
+	if t.get(trailerVersion) != "" {
+		return nil, nil // gitmem's: its trailers name the memory
+	}
+	parent, err := rw.s.repo.commit(c.ParentHashes[0])
+	if err != nil {
+		return nil, err
+	}
+	changes, err := diffTrees(rw.s.repo, parent.TreeHash, c.TreeHash, "", nil)
+	if err != nil {
+		return nil, err
+	}
+	changes = onlyMemories(changes)
+	for a, r := range plainRenames(changes, t) {
+		from, to := changes[r].Path, changes[a].Path
+		v := renamedValue(from, to)
+		if from != rw.t.v.Path && to != rw.t.v.Path || slices.ContainsFunc(t, func(kv struct{ Key, Value string }) bool {
+			return strings.EqualFold(kv.Key, trailerRenamed) && kv.Value == v
+		}) {
+			continue
+		}
+		return trailers{{trailerRenamed, v}}, nil
+	}
+	return nil, nil
 }
 
 // scrubMessage removes the version's path from its commit message and records the
