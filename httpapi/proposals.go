@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 
 	"github.com/labstack/echo/v4"
 
@@ -95,7 +96,7 @@ func (s *Server) memWrite(c echo.Context, st *gitstore.Store, cl caller, write f
 	if err != nil {
 		return nil, err
 	}
-	nameProposal(c, p.ID)
+	nameProposal(c, p.ID, cl.proposes()) // as memStore: only a proposer's reads see its proposal
 	return f, write(ctx, f)
 }
 
@@ -115,13 +116,21 @@ func proposalTitle(cl caller) string {
 // or one whose path the store reviews), the proposal it went to.
 const ProposalHeader = "x-gitmem-proposal"
 
-// nameProposal names proposal id in the answer, if the write succeeds: a refused write went
-// nowhere.
-func nameProposal(c echo.Context, id string) {
+// ProposalReadsHeader, beside ProposalHeader, says whether the caller's reads see the
+// proposal ("true": a propose key's reads are its proposal applied) or main ("false": a
+// write that the review policy sent to the caller's proposal). A client that would read the
+// version it just made (the Go client's writes do) so knows not to ask where the answer can
+// only be a 404.
+const ProposalReadsHeader = "x-gitmem-proposal-reads"
+
+// nameProposal names proposal id in the answer, if the write succeeds (a refused write went
+// nowhere), and whether the caller's reads see it.
+func nameProposal(c echo.Context, id string, reads bool) {
 	res := c.Response()
 	res.Before(func() {
 		if res.Status < 300 {
 			res.Header().Set(ProposalHeader, id)
+			res.Header().Set(ProposalReadsHeader, strconv.FormatBool(reads))
 		}
 	})
 }

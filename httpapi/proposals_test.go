@@ -584,10 +584,10 @@ func TestRefusedRESTWriteOpensNoProposal(t *testing.T) {
 			t.Fatalf("after %s %s %s:\n%s\nbefore:\n%s", w.method, w.url, w.body, after, before)
 		}
 	}
-	for _, key := range []string{agent, rw} {
+	for key, reads := range map[string]string{agent: "true", rw: "false"} { // a proposer's reads see its proposal
 		status, body, header := rawExchange(t, "POST", mems, `{"path":"/team/`+key[len(key)-4:]+`.md","content":"x"}`, h(key))
-		if prop := header.Get(ProposalHeader); status != 200 || !strings.HasPrefix(prop, "prop_") {
-			t.Errorf("a write that takes: %d %s %q\n%s", status, ProposalHeader, prop, body)
+		if prop := header.Get(ProposalHeader); status != 200 || !strings.HasPrefix(prop, "prop_") || header.Get(ProposalReadsHeader) != reads {
+			t.Errorf("a write that takes: %d %s %q %s %q, want %q\n%s", status, ProposalHeader, prop, ProposalReadsHeader, header.Get(ProposalReadsHeader), reads, body)
 		}
 	}
 	if view := reviewerView(t, ts, rw, store.ID); strings.Count(view, `"state":"open"`) != 2 {
