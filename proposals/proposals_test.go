@@ -604,3 +604,37 @@ func TestFromBranchOtherAuthor(t *testing.T) {
 		t.Errorf("the first author's next push: %+v %v, want %s", again, err, mine.ID)
 	}
 }
+
+// TestCloseRecordsLastWrite: closing the manager saves in each open proposal's UpdatedAt the
+// last write to its fork (the versions' clock runs an hour ahead, so that the write is
+// later), so that the next manager answers it without opening the fork.
+func TestCloseRecordsLastWrite(t *testing.T) {
+	ctx := context.Background()
+	d, err := gitstore.Open(ctx, t.TempDir(), gitstore.Options{Clock: func() time.Time { return time.Now().Add(time.Hour) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	st, err := d.CreateStore(ctx, gitstore.CreateStoreInput{Name: "team", Actor: person})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := New(d)
+	f, p, err := m.Writes(ctx, st, proposer, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := write(t, f, "/a.md", "a", proposer).Version.CreatedAt
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	next := New(d)
+	defer next.Close()
+	got, err := next.Get(st.ID(), p.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Writing || got.UpdatedAt.Before(last) || len(next.forks) != 0 {
+		t.Errorf("after Close: updated_at %s, writing %v, %d forks opened; the last write was at %s", got.UpdatedAt, got.Writing, len(next.forks), last)
+	}
+}
