@@ -773,3 +773,41 @@ func TestBoundBeforeTrial(t *testing.T) {
 		t.Errorf("a tool's delete of nothing past the key's bound: %d %s", status, body)
 	}
 }
+
+// TestProposalOpensWhereTheTrialRan: a propose key's first write, an update of a memory of
+// main, passes its trial; before its proposal opens another writer deletes the memory from
+// main (afterTrial). The proposal starts from the commit the trial ran on, so the update
+// takes there, and the proposal holds it (before, the update met the delete: a 404, and an
+// open proposal of nothing).
+func TestProposalOpensWhereTheTrialRan(t *testing.T) {
+	ctx := context.Background()
+	ts := startServer(t, Options{})
+	rw, agent, store := proposerAndStore(t, ts)
+	st, err := ts.data.Store(ctx, store.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := st.GetByPath(ctx, "/main.md", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	afterTrial = func() {
+		if _, err := st.Delete(ctx, gitstore.DeleteInput{ID: m.ID, Actor: LocalUser}); err != nil {
+			t.Error(err)
+		}
+	}
+	defer func() { afterTrial = nil }()
+	mems := ts.url + "/v1/memory_stores/" + store.ID + "/memories/"
+	status, body, header := rawExchange(t, "POST", mems+m.ID, `{"content":"changed"}`, map[string]string{"x-api-key": agent})
+	prop := header.Get(ProposalHeader)
+	if status != 200 || prop == "" {
+		t.Fatalf("the agent's update: %d %s %q\n%s", status, ProposalHeader, prop, body)
+	}
+	var got struct {
+		Changes []proposals.Change `json:"changes"`
+	}
+	status, body = rawRequest(t, "GET", ts.url+"/v1/memory_stores/"+store.ID+"/proposals/"+prop, "", map[string]string{"x-api-key": rw})
+	if json.Unmarshal([]byte(body), &got); status != 200 || len(got.Changes) != 1 || got.Changes[0].Path != "/main.md" || got.Changes[0].After == nil || *got.Changes[0].After != "changed" {
+		t.Errorf("the proposal: %d %s", status, body)
+	}
+}

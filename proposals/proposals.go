@@ -505,6 +505,15 @@ func (m *Manager) Branches(storeID, keyID string) (own, others []string, err err
 // Writes returns the store that author's writes to store st go to: the fork of its open
 // proposal, which is opened with title (or one that names the author) if it has none.
 func (m *Manager) Writes(ctx context.Context, st *gitstore.Store, author gitstore.Actor, title string) (*gitstore.Store, Proposal, error) {
+	return m.WritesTried(ctx, st, author, title, "")
+}
+
+// WritesTried is Writes for a write that was tried on st first (gitstore.Trial), on main's
+// commit tried (TrialResult.Head): a proposal that it opens starts from that commit if main
+// moved since (gitstore.Store.RecordOpening), so that the write meets on the fork the store
+// that its trial saw, and is not refused there, or left with nothing to change, by what
+// came to main in between (which would leave an open proposal of nothing).
+func (m *Manager) WritesTried(ctx context.Context, st *gitstore.Store, author gitstore.Actor, title, tried string) (*gitstore.Store, Proposal, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if p, ok, err := m.openOf(st.ID(), author); err != nil || ok {
@@ -523,21 +532,28 @@ func (m *Manager) Writes(ctx context.Context, st *gitstore.Store, author gitstor
 	}
 	now := time.Now().UTC()
 	p := Proposal{ID: gitstore.NewID(Prefix, now), StoreID: st.ID(), Author: ActorOf(author), State: Open,
-		Base: st.Head(), CreatedAt: now, UpdatedAt: now, Comments: []Comment{},
-		Title: title, Writing: true} // its fork opens below
+		CreatedAt: now, UpdatedAt: now, Comments: []Comment{}, Title: title, Writing: true} // its fork opens below
 	if p.Title == "" {
 		p.Title = "Changes by " + describe(author)
 	}
-	// Recorded in main first, so that the fork has the step and approval can fast-forward.
-	if err := st.RecordProposal(ctx, p.ID, "opened", p.Title, author); err != nil {
+	// Recorded in main first, so that the fork has the step and approval can fast-forward
+	// (unless main moved since the trial: then the fork starts where the trial ran).
+	if p.Base, err = st.RecordOpening(ctx, p.ID, p.Title, author, tried); err != nil {
 		return nil, Proposal{}, err
 	}
-	p.Base = st.Head()
-	if err := st.Fork(ctx, m.data.Layout().ProposalFork(p.StoreID, p.ID)); err != nil {
+	dir := m.data.Layout().ProposalFork(p.StoreID, p.ID)
+	err = st.ForkAt(ctx, dir, p.Base)
+	if gitstore.IsKind(err, gitstore.KindConflict) && p.Base == tried {
+		// A redaction rewrote the history that the trial ran on (it holds m.mu, but the
+		// trial does not): the fork starts from main as it is.
+		p.Base = st.Head()
+		err = st.ForkAt(ctx, dir, p.Base)
+	}
+	if err != nil {
 		return nil, Proposal{}, err
 	}
 	if err := m.save(st.ID(), append(slices.Clone(l), p)); err != nil {
-		os.RemoveAll(m.data.Layout().ProposalFork(p.StoreID, p.ID))
+		os.RemoveAll(dir)
 		return nil, Proposal{}, err
 	}
 	f, err := m.fork(p)
@@ -599,9 +615,10 @@ type Opening struct {
 // bounds of open proposals).
 func (o *Opening) Room() error { return o.m.Room(o.st.ID(), o.author) }
 
-// Open opens the proposal, or finds it open, and returns its fork.
-func (o *Opening) Open(ctx context.Context) (*gitstore.Store, error) {
-	f, _, err := o.m.Writes(ctx, o.st, o.author, o.title)
+// Open opens the proposal, or finds it open, and returns its fork. tried is the commit that
+// the trial of the change that opens it ran on (Manager.WritesTried).
+func (o *Opening) Open(ctx context.Context, tried string) (*gitstore.Store, error) {
+	f, _, err := o.m.WritesTried(ctx, o.st, o.author, o.title, tried)
 	return f, err
 }
 
