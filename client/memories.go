@@ -205,20 +205,27 @@ func (s *Store) UpdateMemory(ctx context.Context, in gitstore.UpdateInput) (gits
 // writeResult is the answer of a write from its reply: the memory unchanged
 // (UnchangedHeader), or the memory and its new version; and the proposal it went to, if any
 // (ProposalHeader). A proposal's version is read only by a caller whose reads see the
-// proposal (a propose key): for another (the store reviews the path), Version stays nil.
+// proposal (a propose key): for another (the store reviews the path), Version stays nil,
+// and the server says so (ProposalReadsHeader), so that it is not asked for.
 func (s *Store) writeResult(ctx context.Context, hdr http.Header, w wireMemory) (gitstore.WriteResult, error) {
 	res := gitstore.WriteResult{Memory: w.memory(), Proposal: hdr.Get(ProposalHeader)}
-	if hdr.Get(UnchangedHeader) == "true" {
+	if hdr.Get(UnchangedHeader) == "true" || readsMain(hdr) {
 		return res, nil
 	}
 	v, err := s.Version(ctx, w.MemoryVersionID)
 	if res.Proposal != "" && gitstore.IsKind(err, gitstore.KindNotFound) {
-		return res, nil // the caller reads main, which the proposal's version is not in yet
+		return res, nil // the caller reads main (a server that does not send ProposalReadsHeader)
 	} else if err != nil {
 		return res, err
 	}
 	res.Version = &v
 	return res, nil
+}
+
+// readsMain tells from a write's answer that the write went to a proposal that the caller's
+// reads do not see: its version is not to be read.
+func readsMain(hdr http.Header) bool {
+	return hdr.Get(ProposalHeader) != "" && hdr.Get(ProposalReadsHeader) == "false"
 }
 
 // Delete deletes a memory, by id or path, and returns its deleting version.
@@ -235,8 +242,12 @@ func (s *Store) Delete(ctx context.Context, in gitstore.DeleteInput) (gitstore.V
 	if in.ExpectedSHA256 != "" {
 		q = url.Values{"expected_content_sha256": {in.ExpectedSHA256}}
 	}
-	if err := s.c.do(ctx, http.MethodDelete, s.path("memories", id), q, nil, nil); err != nil {
+	hdr, err := s.c.doHeader(ctx, http.MethodDelete, s.path("memories", id), q, nil, nil)
+	if err != nil {
 		return gitstore.Version{}, err
+	}
+	if readsMain(hdr) {
+		return gitstore.Version{MemoryID: id, Operation: gitstore.OpDeleted}, nil // main does not have it
 	}
 	page, err := s.Versions(ctx, gitstore.VersionFilter{MemoryID: id, Operation: gitstore.OpDeleted, Limit: 1})
 	if err != nil || len(page.Versions) == 0 {

@@ -22,6 +22,10 @@ const SessionHeader = "x-gitmem-session-id"
 // ProposalHeader names the proposal that a write went to (httpapi.ProposalHeader).
 const ProposalHeader = "x-gitmem-proposal"
 
+// ProposalReadsHeader says whether the caller's reads see the proposal that a write went to
+// (httpapi.ProposalReadsHeader).
+const ProposalReadsHeader = "x-gitmem-proposal-reads"
+
 // UnchangedHeader says that a memory write made no version (httpapi.UnchangedHeader).
 const UnchangedHeader = "x-gitmem-unchanged"
 

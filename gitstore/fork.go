@@ -25,7 +25,15 @@ import (
 // Fork copies the store into dir, which must not exist: dir/repo.git holds main fetched
 // from the store's, dir/catalog.db a copy of its catalog (caught up with that main when the
 // fork is opened). It needs the git program.
-func (s *Store) Fork(ctx context.Context, dir string) error {
+func (s *Store) Fork(ctx context.Context, dir string) error { return s.ForkAt(ctx, dir, "") }
+
+// ForkAt is Fork with the fork's main at commit, main's head or a commit of its history
+// before it ("" for main as it is). A commit that main's history does not hold (a
+// redaction rewrote it since) is refused (KindConflict). The catalog is copied as it is,
+// at main's head: the fork's opening sets it back to commit (a rebuild of it if a merge
+// came to main since commit). The commits after commit stay in the fork's repository,
+// unreachable, as main's after a branch's base do in ForkBranch's.
+func (s *Store) ForkAt(ctx context.Context, dir, commit string) error {
 	if err := refuseTrial(ctx, "a fork"); err != nil {
 		return err
 	}
@@ -56,6 +64,20 @@ func (s *Store) Fork(ctx context.Context, dir string) error {
 	}
 	if _, err := gitexec.In(ctx, repo, "fetch", "--quiet", "--no-tags", s.repo.Path(), "+"+odb.MainRef+":"+odb.MainRef); err != nil {
 		return NoSpace(fmt.Errorf("fork %s: %w", s.id, err), s.opts.dataDir)
+	}
+	if commit != "" {
+		// All of main is fetched, and main set back: the commits after commit are what the
+		// catalog's copy is set back over, which reads them.
+		h, ok := parseHash(commit)
+		if !ok {
+			return invalidf("%q is not a commit", commit)
+		}
+		if _, err := gitexec.In(ctx, repo, "merge-base", "--is-ancestor", h.String(), odb.MainRef); err != nil {
+			return &Error{Kind: KindConflict, Message: fmt.Sprintf("main's history does not hold commit %s", h), Err: err}
+		}
+		if _, err := gitexec.In(ctx, repo, "update-ref", odb.MainRef, h.String()); err != nil {
+			return NoSpace(fmt.Errorf("fork %s at %s: %w", s.id, h, err), s.opts.dataDir)
+		}
 	}
 	if err := durable.SyncDir(tmp); err != nil {
 		return err

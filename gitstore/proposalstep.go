@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
 )
 
 // RecordProposal records a step of a proposal's review in main (package proposals): a commit
@@ -11,26 +13,52 @@ import (
 // step. The history stays the one log of what happened to the store: the step is an event
 // of the store's feed (and its webhooks), on every replica, in order with the versions.
 func (s *Store) RecordProposal(ctx context.Context, id, state, title string, actor Actor) error {
+	_, _, err := s.recordProposal(ctx, id, state, title, actor)
+	return err
+}
+
+// RecordOpening records the opening of proposal id in main (RecordProposal's step
+// "opened"), and returns the commit of main that the proposal's fork starts from (ForkAt):
+// that step, if main was at tried when it was recorded (or tried is ""); else tried. tried
+// is the commit that a trial of the write that opens the proposal ran on
+// (TrialResult.Head): a change that main took between the trial and the opening (another
+// writer's delete of the memory that the write changes) then does not meet the write on
+// the fork, which meets the store that its trial saw, and the approval merges the two.
+func (s *Store) RecordOpening(ctx context.Context, id, title string, actor Actor, tried string) (string, error) {
+	before, step, err := s.recordProposal(ctx, id, "opened", title, actor)
+	if err != nil {
+		return "", err
+	}
+	if tried != "" && tried != before.String() {
+		return tried, nil
+	}
+	return step.String(), nil
+}
+
+// recordProposal is RecordProposal; it returns main's commit before the step, and the step.
+func (s *Store) recordProposal(ctx context.Context, id, state, title string, actor Actor) (before, step plumbing.Hash, err error) {
 	if !strings.HasPrefix(id, "prop_") || strings.ContainsAny(id, "\n\r ") || len(id) > 64 {
-		return invalidf("%q is not a proposal id", id)
+		return before, step, invalidf("%q is not a proposal id", id)
 	}
 	switch state {
 	case "opened", "approved", "rejected", "superseded":
 	default:
-		return invalidf("%q is not a step of a proposal's review", state)
+		return before, step, invalidf("%q is not a step of a proposal's review", state)
 	}
 	if err := validateActor(actor); err != nil {
-		return err
+		return before, step, err
 	}
 	subject := fmt.Sprintf("proposal %s %s: %s", id, state, oneLine(title, 60))
-	_, err := s.submit(ctx, func(b *batch) (any, error) {
+	heads, err := submitAs(ctx, s, func(b *batch) ([2]plumbing.Hash, error) {
 		if _, err := b.writableStore(); err != nil {
-			return nil, err
+			return [2]plumbing.Hash{}, err
 		}
+		before := b.head
 		t := trailers{{trailerProposal, id}, {trailerProposalState, state}}
-		return nil, b.commit(b.root, subject, append(t, actorTrailers(actor)...), actor, b.now())
+		err := b.commit(b.root, subject, append(t, actorTrailers(actor)...), actor, b.now())
+		return [2]plumbing.Hash{before, b.head}, err
 	})
-	return err
+	return heads[0], heads[1], err
 }
 
 // oneLine is s on one line, cut to at most n runes.

@@ -33,6 +33,10 @@ type TrialResult struct {
 	// Changes tells whether the write would have made a commit: false for one that leaves
 	// the store as it is (the content it already has, say).
 	Changes bool
+	// Head is main's commit that the trial ran on. A proposal that the write opens starts
+	// from it if main moves before the proposal opens (Store.RecordOpening), so that the
+	// write meets on the proposal's fork the store that the trial saw.
+	Head string
 }
 
 type trialKey struct{}
@@ -289,7 +293,7 @@ func (s *Store) runTrial(r *request) result {
 	if b.broken != nil {
 		return result{err: b.broken}
 	}
-	r.trial.Changes = b.head != start
+	r.trial.Changes, r.trial.Head = b.head != start, start.String()
 	return result{v: v, err: err}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 
 	"github.com/labstack/echo/v4"
 
@@ -71,8 +72,10 @@ func (s *Server) writeStore(c echo.Context) (*gitstore.Store, caller, error) {
 // returns that store: st itself, or the caller's proposal of st for a propose key or for a
 // write that st's review policy refuses. That proposal opens, if it is not open yet, only
 // for a write that would succeed and change something: the write is tried on st first
-// (gitstore.Trial), so that a refused write opens nothing for a person to review; and only
-// if there is room for it (the bounds of open proposals), checked before the trial.
+// (gitstore.Trial), so that a refused write opens nothing for a person to review, and the
+// proposal starts from the commit the trial ran on, so that the write meets the store that
+// the trial saw; and only if there is room for it (the bounds of open proposals), checked
+// before the trial.
 func (s *Server) memWrite(c echo.Context, st *gitstore.Store, cl caller, write func(context.Context, *gitstore.Store) error) (*gitstore.Store, error) {
 	ctx := c.Request().Context()
 	if !cl.proposes() {
@@ -80,24 +83,32 @@ func (s *Server) memWrite(c echo.Context, st *gitstore.Store, cl caller, write f
 			return st, err
 		}
 	}
+	var tried gitstore.TrialResult
 	if f, err := s.props.Reads(st, cl.actor); err != nil {
 		return nil, err
 	} else if f == st {
 		if err := s.props.Room(st.ID(), cl.actor); err != nil {
 			return nil, err // before the trial: a key at its bound costs the writer nothing
 		}
-		var tried gitstore.TrialResult
 		if err := write(gitstore.Trial(ctx, &tried), st); err != nil || !tried.Changes {
 			return st, err
 		}
+		if afterTrial != nil {
+			afterTrial()
+		}
 	}
-	f, p, err := s.props.Writes(ctx, st, cl.actor, proposalTitle(cl))
+	// The proposal, if it opens now, starts where the trial ran (tried.Head).
+	f, p, err := s.props.WritesTried(ctx, st, cl.actor, proposalTitle(cl), tried.Head)
 	if err != nil {
 		return nil, err
 	}
-	nameProposal(c, p.ID)
+	nameProposal(c, p.ID, cl.proposes()) // as memStore: only a proposer's reads see its proposal
 	return f, write(ctx, f)
 }
+
+// afterTrial, set by tests only, runs in memWrite between a passing trial and the opening
+// of the proposal: a change to main there is what a concurrent writer's would be.
+var afterTrial func()
 
 // proposalTitle is the title of a proposal that a caller's first write opens.
 func proposalTitle(cl caller) string {
@@ -115,13 +126,21 @@ func proposalTitle(cl caller) string {
 // or one whose path the store reviews), the proposal it went to.
 const ProposalHeader = "x-gitmem-proposal"
 
-// nameProposal names proposal id in the answer, if the write succeeds: a refused write went
-// nowhere.
-func nameProposal(c echo.Context, id string) {
+// ProposalReadsHeader, beside ProposalHeader, says whether the caller's reads see the
+// proposal ("true": a propose key's reads are its proposal applied) or main ("false": a
+// write that the review policy sent to the caller's proposal). A client that would read the
+// version it just made (the Go client's writes do) so knows not to ask where the answer can
+// only be a 404.
+const ProposalReadsHeader = "x-gitmem-proposal-reads"
+
+// nameProposal names proposal id in the answer, if the write succeeds (a refused write went
+// nowhere), and whether the caller's reads see it.
+func nameProposal(c echo.Context, id string, reads bool) {
 	res := c.Response()
 	res.Before(func() {
 		if res.Status < 300 {
 			res.Header().Set(ProposalHeader, id)
+			res.Header().Set(ProposalReadsHeader, strconv.FormatBool(reads))
 		}
 	})
 }

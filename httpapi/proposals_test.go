@@ -584,10 +584,10 @@ func TestRefusedRESTWriteOpensNoProposal(t *testing.T) {
 			t.Fatalf("after %s %s %s:\n%s\nbefore:\n%s", w.method, w.url, w.body, after, before)
 		}
 	}
-	for _, key := range []string{agent, rw} {
+	for key, reads := range map[string]string{agent: "true", rw: "false"} { // a proposer's reads see its proposal
 		status, body, header := rawExchange(t, "POST", mems, `{"path":"/team/`+key[len(key)-4:]+`.md","content":"x"}`, h(key))
-		if prop := header.Get(ProposalHeader); status != 200 || !strings.HasPrefix(prop, "prop_") {
-			t.Errorf("a write that takes: %d %s %q\n%s", status, ProposalHeader, prop, body)
+		if prop := header.Get(ProposalHeader); status != 200 || !strings.HasPrefix(prop, "prop_") || header.Get(ProposalReadsHeader) != reads {
+			t.Errorf("a write that takes: %d %s %q %s %q, want %q\n%s", status, ProposalHeader, prop, ProposalReadsHeader, header.Get(ProposalReadsHeader), reads, body)
 		}
 	}
 	if view := reviewerView(t, ts, rw, store.ID); strings.Count(view, `"state":"open"`) != 2 {
@@ -771,5 +771,43 @@ func TestBoundBeforeTrial(t *testing.T) {
 	if status, body := rawRequest(t, "POST", tools+"memory_delete", `{"path":"/memories/gone.md"}`, h(agent, "sesn_more")); status != 200 ||
 		!strings.Contains(body, `"is_error":true`) || !strings.Contains(body, "a proposal for them cannot open") {
 		t.Errorf("a tool's delete of nothing past the key's bound: %d %s", status, body)
+	}
+}
+
+// TestProposalOpensWhereTheTrialRan: a propose key's first write, an update of a memory of
+// main, passes its trial; before its proposal opens another writer deletes the memory from
+// main (afterTrial). The proposal starts from the commit the trial ran on, so the update
+// takes there, and the proposal holds it (before, the update met the delete: a 404, and an
+// open proposal of nothing).
+func TestProposalOpensWhereTheTrialRan(t *testing.T) {
+	ctx := context.Background()
+	ts := startServer(t, Options{})
+	rw, agent, store := proposerAndStore(t, ts)
+	st, err := ts.data.Store(ctx, store.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := st.GetByPath(ctx, "/main.md", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	afterTrial = func() {
+		if _, err := st.Delete(ctx, gitstore.DeleteInput{ID: m.ID, Actor: LocalUser}); err != nil {
+			t.Error(err)
+		}
+	}
+	defer func() { afterTrial = nil }()
+	mems := ts.url + "/v1/memory_stores/" + store.ID + "/memories/"
+	status, body, header := rawExchange(t, "POST", mems+m.ID, `{"content":"changed"}`, map[string]string{"x-api-key": agent})
+	prop := header.Get(ProposalHeader)
+	if status != 200 || prop == "" {
+		t.Fatalf("the agent's update: %d %s %q\n%s", status, ProposalHeader, prop, body)
+	}
+	var got struct {
+		Changes []proposals.Change `json:"changes"`
+	}
+	status, body = rawRequest(t, "GET", ts.url+"/v1/memory_stores/"+store.ID+"/proposals/"+prop, "", map[string]string{"x-api-key": rw})
+	if json.Unmarshal([]byte(body), &got); status != 200 || len(got.Changes) != 1 || got.Changes[0].Path != "/main.md" || got.Changes[0].After == nil || *got.Changes[0].After != "changed" {
+		t.Errorf("the proposal: %d %s", status, body)
 	}
 }

@@ -146,6 +146,11 @@ type Proposal struct {
 	// Branch is the branch of the store's repository that a git push opened the proposal
 	// with (refs/heads/proposals/NAME); a push to it again updates the proposal.
 	Branch string `json:"branch,omitempty"`
+	// Writing: the proposal's fork was opened to writes since UpdatedAt last took them in,
+	// so UpdatedAt may miss some (the list is not saved at each write): the answers read
+	// them from the fork (current). Set before a manager opens the fork (fork), so that it
+	// holds after a crash too; cleared when a manager closes the fork (Close).
+	Writing bool `json:"writing,omitempty"`
 }
 
 // Manager keeps the proposals of the stores of one data directory, and the forks of the
@@ -186,15 +191,38 @@ func (m *Manager) Forget(storeID string) {
 	delete(m.lists, storeID)
 }
 
-// Close closes the open forks.
+// Close closes the open forks, and saves in each open proposal's UpdatedAt its fork's last
+// write (Writing), so that the next manager need not open the fork to answer it.
 func (m *Manager) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.closed = true
 	var errs []error
+	last := map[string]map[string]time.Time{} // by store id, by proposal id
 	for id, f := range m.forks {
+		moved := f.Moved()
+		t, err := lastWrite(f)
 		errs = append(errs, f.CloseFork())
 		delete(m.forks, id)
+		select {
+		case <-moved: // written to since t was read: the next manager reads the fork
+		default:
+			if err == nil {
+				if last[f.ID()] == nil {
+					last[f.ID()] = map[string]time.Time{}
+				}
+				last[f.ID()][id] = t
+			}
+		}
+	}
+	for storeID, times := range last {
+		l := slices.Clone(m.lists[storeID])
+		for i, p := range l {
+			if t, ok := times[p.ID]; ok && p.Writing {
+				l[i].UpdatedAt, l[i].Writing = later(p.UpdatedAt, t), false
+			}
+		}
+		errs = append(errs, m.save(storeID, l))
 	}
 	return errors.Join(errs...)
 }
@@ -259,6 +287,7 @@ func (m *Manager) save(storeID string, l []Proposal) error {
 	for i := len(l) - 1; i >= 0; i-- { // newest first
 		p := l[i]
 		if p.State != Open {
+			p.Writing = false // its fork takes no more writes
 			if decided++; decided > MaxDecided {
 				os.RemoveAll(m.data.Layout().ProposalFork(storeID, p.ID))
 				continue
@@ -329,7 +358,7 @@ func (m *Manager) List(storeID string, f Filter) ([]Proposal, error) {
 	for i := len(l) - 1; i >= 0; i-- {
 		p := l[i]
 		if (f.State == "" || p.State == f.State) && (f.AuthorID == "" || p.Author.ID == f.AuthorID) {
-			out = append(out, p)
+			out = append(out, m.current(p))
 		}
 	}
 	return out, nil
@@ -339,7 +368,47 @@ func (m *Manager) List(storeID string, f Filter) ([]Proposal, error) {
 func (m *Manager) Get(storeID, id string) (Proposal, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.get(storeID, id)
+	p, err := m.get(storeID, id)
+	return m.current(p), err
+}
+
+// current is p with UpdatedAt no earlier than the last write to its fork, for an answer.
+// The writes to a fork are commits of its own store, not steps of the list, which a write
+// does not save (a durable save per write would be dear): while the fork may hold writes
+// that UpdatedAt misses (Writing), their time is read from the fork, opened if it is not.
+// m.mu is held.
+func (m *Manager) current(p Proposal) Proposal {
+	if !p.Writing || p.State != Open || m.closed {
+		return p
+	}
+	f, err := m.fork(p)
+	var t time.Time
+	if err == nil {
+		t, err = lastWrite(f)
+	}
+	if err != nil {
+		m.data.Logger().Warn("read the last write to a proposal's fork; answering the time now as its update", "store", p.StoreID, "proposal", p.ID, "err", err)
+		t = time.Now().UTC() // every write to it came before
+	}
+	p.UpdatedAt = later(p.UpdatedAt, t)
+	return p
+}
+
+// lastWrite is the time of fork f's newest version: its last write, as a fork holds none of
+// main's since it opened.
+func lastWrite(f *gitstore.Store) (time.Time, error) {
+	page, err := f.Versions(context.Background(), gitstore.VersionFilter{Limit: 1})
+	if err != nil || len(page.Versions) == 0 {
+		return time.Time{}, err
+	}
+	return page.Versions[0].CreatedAt, nil
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 func (m *Manager) get(storeID, id string) (Proposal, error) {
@@ -376,10 +445,14 @@ func (m *Manager) openOf(storeID string, author gitstore.Actor) (Proposal, bool,
 	return Proposal{}, false, nil
 }
 
-// fork returns the open fork of proposal p, opening it. m.mu is held.
+// fork returns the open fork of proposal p, opening it. An open proposal is marked Writing
+// first, in the saved list: writes may reach the fork from then on. m.mu is held.
 func (m *Manager) fork(p Proposal) (*gitstore.Store, error) {
 	if f, ok := m.forks[p.ID]; ok {
 		return f, nil
+	}
+	if err := m.markWriting(p.StoreID, p.ID); err != nil {
+		return nil, err
 	}
 	f, err := m.data.OpenFork(p.StoreID, m.data.Layout().ProposalFork(p.StoreID, p.ID))
 	if err != nil {
@@ -387,6 +460,23 @@ func (m *Manager) fork(p Proposal) (*gitstore.Store, error) {
 	}
 	m.forks[p.ID] = f
 	return f, nil
+}
+
+// markWriting sets Writing on the open proposal id, unless it is set. A pushed branch's
+// proposal is left alone: its fork changes by pushes, each of which updates the proposal.
+// m.mu is held.
+func (m *Manager) markWriting(storeID, id string) error {
+	l, err := m.list(storeID)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(l, func(p Proposal) bool { return p.ID == id })
+	if i < 0 || l[i].Writing || l[i].State != Open || l[i].Branch != "" {
+		return nil
+	}
+	l = slices.Clone(l)
+	l[i].Writing = true
+	return m.save(storeID, l)
 }
 
 // Branches returns the branches of the store's repository (refs/heads/proposals/...) that
@@ -415,6 +505,15 @@ func (m *Manager) Branches(storeID, keyID string) (own, others []string, err err
 // Writes returns the store that author's writes to store st go to: the fork of its open
 // proposal, which is opened with title (or one that names the author) if it has none.
 func (m *Manager) Writes(ctx context.Context, st *gitstore.Store, author gitstore.Actor, title string) (*gitstore.Store, Proposal, error) {
+	return m.WritesTried(ctx, st, author, title, "")
+}
+
+// WritesTried is Writes for a write that was tried on st first (gitstore.Trial), on main's
+// commit tried (TrialResult.Head): a proposal that it opens starts from that commit if main
+// moved since (gitstore.Store.RecordOpening), so that the write meets on the fork the store
+// that its trial saw, and is not refused there, or left with nothing to change, by what
+// came to main in between (which would leave an open proposal of nothing).
+func (m *Manager) WritesTried(ctx context.Context, st *gitstore.Store, author gitstore.Actor, title, tried string) (*gitstore.Store, Proposal, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if p, ok, err := m.openOf(st.ID(), author); err != nil || ok {
@@ -433,21 +532,28 @@ func (m *Manager) Writes(ctx context.Context, st *gitstore.Store, author gitstor
 	}
 	now := time.Now().UTC()
 	p := Proposal{ID: gitstore.NewID(Prefix, now), StoreID: st.ID(), Author: ActorOf(author), State: Open,
-		Base: st.Head(), CreatedAt: now, UpdatedAt: now, Comments: []Comment{},
-		Title: title}
+		CreatedAt: now, UpdatedAt: now, Comments: []Comment{}, Title: title, Writing: true} // its fork opens below
 	if p.Title == "" {
 		p.Title = "Changes by " + describe(author)
 	}
-	// Recorded in main first, so that the fork has the step and approval can fast-forward.
-	if err := st.RecordProposal(ctx, p.ID, "opened", p.Title, author); err != nil {
+	// Recorded in main first, so that the fork has the step and approval can fast-forward
+	// (unless main moved since the trial: then the fork starts where the trial ran).
+	if p.Base, err = st.RecordOpening(ctx, p.ID, p.Title, author, tried); err != nil {
 		return nil, Proposal{}, err
 	}
-	p.Base = st.Head()
-	if err := st.Fork(ctx, m.data.Layout().ProposalFork(p.StoreID, p.ID)); err != nil {
+	dir := m.data.Layout().ProposalFork(p.StoreID, p.ID)
+	err = st.ForkAt(ctx, dir, p.Base)
+	if gitstore.IsKind(err, gitstore.KindConflict) && p.Base == tried {
+		// A redaction rewrote the history that the trial ran on (it holds m.mu, but the
+		// trial does not): the fork starts from main as it is.
+		p.Base = st.Head()
+		err = st.ForkAt(ctx, dir, p.Base)
+	}
+	if err != nil {
 		return nil, Proposal{}, err
 	}
 	if err := m.save(st.ID(), append(slices.Clone(l), p)); err != nil {
-		os.RemoveAll(m.data.Layout().ProposalFork(p.StoreID, p.ID))
+		os.RemoveAll(dir)
 		return nil, Proposal{}, err
 	}
 	f, err := m.fork(p)
@@ -509,9 +615,10 @@ type Opening struct {
 // bounds of open proposals).
 func (o *Opening) Room() error { return o.m.Room(o.st.ID(), o.author) }
 
-// Open opens the proposal, or finds it open, and returns its fork.
-func (o *Opening) Open(ctx context.Context) (*gitstore.Store, error) {
-	f, _, err := o.m.Writes(ctx, o.st, o.author, o.title)
+// Open opens the proposal, or finds it open, and returns its fork. tried is the commit that
+// the trial of the change that opens it ran on (Manager.WritesTried).
+func (o *Opening) Open(ctx context.Context, tried string) (*gitstore.Store, error) {
+	f, _, err := o.m.WritesTried(ctx, o.st, o.author, o.title, tried)
 	return f, err
 }
 

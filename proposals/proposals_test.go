@@ -604,3 +604,124 @@ func TestFromBranchOtherAuthor(t *testing.T) {
 		t.Errorf("the first author's next push: %+v %v, want %s", again, err, mine.ID)
 	}
 }
+
+// TestCloseRecordsLastWrite: closing the manager saves in each open proposal's UpdatedAt the
+// last write to its fork (the versions' clock runs an hour ahead, so that the write is
+// later), so that the next manager answers it without opening the fork.
+func TestCloseRecordsLastWrite(t *testing.T) {
+	ctx := context.Background()
+	d, err := gitstore.Open(ctx, t.TempDir(), gitstore.Options{Clock: func() time.Time { return time.Now().Add(time.Hour) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	st, err := d.CreateStore(ctx, gitstore.CreateStoreInput{Name: "team", Actor: person})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := New(d)
+	f, p, err := m.Writes(ctx, st, proposer, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := write(t, f, "/a.md", "a", proposer).Version.CreatedAt
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	next := New(d)
+	defer next.Close()
+	got, err := next.Get(st.ID(), p.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Writing || got.UpdatedAt.Before(last) || len(next.forks) != 0 {
+		t.Errorf("after Close: updated_at %s, writing %v, %d forks opened; the last write was at %s", got.UpdatedAt, got.Writing, len(next.forks), last)
+	}
+}
+
+// TestOpensWhereTheTrialRan: an update of a memory tried on main, then a change to main by
+// another writer (the memory deleted), then the opening of the proposal: the proposal starts
+// from the commit the trial ran on, so the update passes on its fork as it passed the trial
+// (before, it met the delete and failed, leaving an open proposal of nothing), and the
+// approval merges it with the delete (the change is kept). Without a change in between, the
+// proposal starts from its "opened" step, and the approval fast-forwards.
+func TestOpensWhereTheTrialRan(t *testing.T) {
+	ctx := context.Background()
+	m, st := newManager(t)
+	mem := write(t, st, "/m.md", "v1", person).Memory
+	v2 := "v2"
+	edit := func(ctx context.Context, s *gitstore.Store) error { // as PATCH .../memories/{id} does
+		_, err := s.UpdateMemory(ctx, gitstore.UpdateInput{ID: mem.ID, Content: &v2, Actor: proposer})
+		return err
+	}
+	var tried gitstore.TrialResult
+	if err := edit(gitstore.Trial(ctx, &tried), st); err != nil || !tried.Changes || tried.Head != st.Head() {
+		t.Fatalf("the trial: %v, %+v; main at %s", err, tried, st.Head())
+	}
+	if _, err := st.Delete(ctx, gitstore.DeleteInput{ID: mem.ID, Actor: person}); err != nil {
+		t.Fatal(err)
+	}
+	f, p, err := m.WritesTried(ctx, st, proposer, "", tried.Head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := edit(ctx, f); err != nil {
+		t.Fatalf("the write on the proposal's fork: %v", err)
+	}
+	if p.Base != tried.Head {
+		t.Errorf("the proposal starts from %s; the trial ran on %s", p.Base, tried.Head)
+	}
+	if changes, err := m.Diff(ctx, st, p.ID); err != nil || len(changes) != 1 || changes[0].Path != "/m.md" {
+		t.Errorf("the proposal's changes: %+v %v", changes, err)
+	}
+	if _, res, err := m.Approve(ctx, st, p.ID, person, ApproveOptions{}); err != nil || res.Outcome != gitstore.Merged || content(t, st, "/m.md") != "v2" {
+		t.Errorf("approval: %+v %v; main holds %q", res, err, content(t, st, "/m.md"))
+	}
+
+	other := gitstore.Actor{Type: gitstore.SessionActor, ID: "sesn_other", APIKeyID: "apikey_agent"}
+	if err := edit(gitstore.Trial(ctx, &tried), st); err != nil {
+		t.Fatal(err)
+	}
+	f, p, err = m.WritesTried(ctx, st, other, "", tried.Head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Base == tried.Head || p.Base != st.Head() {
+		t.Errorf("main did not move: the proposal starts from %s, want its opening %s", p.Base, st.Head())
+	}
+	if _, err := f.Write(ctx, gitstore.WriteInput{Path: "/n.md", Content: "n", Actor: other}); err != nil {
+		t.Fatal(err)
+	}
+	if _, res, err := m.Approve(ctx, st, p.ID, person, ApproveOptions{}); err != nil || res.Outcome != gitstore.FastForward {
+		t.Errorf("approval: %+v %v, want a fast-forward", res, err)
+	}
+}
+
+// TestOpensAfterARedaction: a redaction between the trial of the write that opens a
+// proposal and the opening rewrote the commit the trial ran on: the proposal starts from
+// main as it is, which does not hold the redacted content.
+func TestOpensAfterARedaction(t *testing.T) {
+	ctx := context.Background()
+	m, st := newManager(t)
+	write(t, st, "/pw.md", "launch code: ZEBRA-PLUTO-4471\n", person)
+	leaked := versionOf(t, st, "/pw.md", gitstore.OpCreated)
+	write(t, st, "/pw.md", "launch code: in the vault\n", person)
+	var tried gitstore.TrialResult
+	if _, err := st.Write(gitstore.Trial(ctx, &tried), gitstore.WriteInput{Path: "/idea.md", Content: "idea", Actor: proposer}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Redact(ctx, gitstore.RedactInput{VersionID: leaked, Actor: person}); err != nil {
+		t.Fatal(err)
+	}
+	f, p, err := m.WritesTried(ctx, st, proposer, "", tried.Head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Base == tried.Head || p.Base != st.Head() {
+		t.Errorf("the proposal starts from %s; main is at %s, the trial ran on %s, which the redaction rewrote", p.Base, st.Head(), tried.Head)
+	}
+	write(t, f, "/idea.md", "idea", proposer)
+	if strings.Contains(forkObjects(t, m, st.ID(), p.ID), "ZEBRA") {
+		t.Error("the fork holds the redacted content")
+	}
+}

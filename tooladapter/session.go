@@ -65,8 +65,10 @@ type ProposalOpener interface {
 	// Room refuses (a KindConflict error) while no proposal could open, past the bounds of
 	// open proposals: a change is then refused before it is tried.
 	Room() error
-	// Open opens the proposal and returns its fork.
-	Open(context.Context) (*gitstore.Store, error)
+	// Open opens the proposal and returns its fork. tried is main's commit that the trial
+	// of the change that opens it ran on (gitstore.TrialResult.Head): the proposal starts
+	// from it if main moved since, so that the change meets the store that the trial saw.
+	Open(ctx context.Context, tried string) (*gitstore.Store, error)
 }
 
 // Options create a Session.
@@ -307,21 +309,21 @@ func (m *mount) change(ctx context.Context, shown string, change func(context.Co
 	if err := change(gitstore.Trial(ctx, &tried), m.attached); err != nil || !tried.Changes {
 		return err
 	}
-	f, err := p.openOnce(ctx)
+	f, err := p.openOnce(ctx, tried.Head)
 	if err != nil {
 		return noRoom(err)
 	}
 	return change(ctx, f)
 }
 
-// openOnce opens the proposal, or returns it if it is open.
-func (p *lazyProposal) openOnce(ctx context.Context) (*gitstore.Store, error) {
+// openOnce opens the proposal (from tried: ProposalOpener.Open), or returns it if it is open.
+func (p *lazyProposal) openOnce(ctx context.Context, tried string) (*gitstore.Store, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if f := p.fork.Load(); f != nil {
 		return f, nil
 	}
-	f, err := p.opener.Open(ctx)
+	f, err := p.opener.Open(ctx, tried)
 	if err != nil {
 		return nil, err
 	}
