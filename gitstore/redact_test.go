@@ -913,6 +913,35 @@ func TestRedactKeepsRenamedTrailer(t *testing.T) {
 	}
 }
 
+// A commit made with plain git removes /p.md and adds /q.md, other content: no rename.
+// Redacting p's version before it and q's version it made puts the marker on both sides,
+// and a rebuild, which pairs a removal and an addition of the same content (plainRenames),
+// reads p's memory moved to /q.md, where the catalog, updated in place, keeps p deleted and
+// q created. Not fixed: the rewritten commit would have to record that a side is no rename
+// (a Gitmem-Renamed with one path empty, say, paired first and then left out of the pairing
+// by content), whenever the marker it puts on one side could pair with a marker on the
+// other; histories redacted before that would still rebuild the old way.
+func TestRedactMarkersAreNoRename(t *testing.T) {
+	t.Skip("known: two redactions put the marker on both sides of an unrelated removal and addition, which a rebuild pairs as a rename")
+	ctx := context.Background()
+	s := newTestStore(t)
+	p := mustWrite(t, s, "/p.md", "secret p\n", apiActor)
+	wt := filepath.Join(t.TempDir(), "clone")
+	gitIn(t, ".", "clone", "-q", s.RepoPath(), wt)
+	gitIn(t, wt, "rm", "-q", "p.md")
+	writeFile(t, filepath.Join(wt, "q.md"), "secret q\n")
+	pushAll(t, wt, "p out, q in")
+	if err := s.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, s, "/q.md", "fine\n", apiActor)
+	q, err := s.Versions(ctx, VersionFilter{PathPrefix: "/q.md", Limit: 10})
+	if err != nil || len(q.Versions) != 2 {
+		t.Fatalf("versions of /q.md: %+v %v", q, err)
+	}
+	redactAsRebuilt(t, s, p.Version.ID, q.Versions[1].ID)
+}
+
 // commitWithGit runs the git commands ops in a clone of s, commits what they did with
 // message msg, pushes it to s and has s read it.
 func commitWithGit(t *testing.T, s *Store, msg string, ops ...[]string) {
