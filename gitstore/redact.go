@@ -626,11 +626,12 @@ func (rw *rewriter) renameAtPath(c *object.Commit) (trailers, error) {
 // redaction in it.
 func (rw *rewriter) scrubMessage(msg string) string {
 	if p := rw.t.v.Path; p != "" {
-		// Not in a merge's trailers: they tell which memory lives at which path, which a
-		// rebuild of the catalog reads, and the merge's tree holds the path anyway.
+		// Not in a merge's trailers nor in Gitmem-Renamed: they tell which memory lives at
+		// which path, which a rebuild of the catalog reads, and the tree holds the path anyway.
 		lines := strings.SplitAfter(msg, "\n")
 		for i, l := range lines {
-			if !strings.HasPrefix(strings.ToLower(l), strings.ToLower(mergeTrailerPrefix)) {
+			lower := strings.ToLower(l)
+			if !strings.HasPrefix(lower, strings.ToLower(mergeTrailerPrefix)) && !strings.HasPrefix(lower, strings.ToLower(trailerRenamed)+":") {
 				lines[i] = scrubPath(l, p)
 			}
 		}

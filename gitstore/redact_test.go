@@ -814,15 +814,7 @@ func TestRedactAroundPlainRename(t *testing.T) {
 			s := newTestStore(t)
 			first := mustWrite(t, s, "/d/c.md", "a secret\n", apiActor)
 			mustWrite(t, s, "/d/other file.md", "other\n", apiActor)
-			wt := filepath.Join(t.TempDir(), "clone")
-			gitIn(t, ".", "clone", "-q", s.RepoPath(), wt)
-			gitIn(t, wt, "mv", "d/c.md", "a b.md")
-			gitIn(t, wt, "mv", "d/other file.md", "d/moved.md")
-			gitIn(t, wt, "commit", "-qm", "renamed")
-			gitIn(t, wt, "push", "-q", "origin", "main")
-			if err := s.Refresh(ctx); err != nil {
-				t.Fatal(err)
-			}
+			commitWithGit(t, s, "renamed", []string{"mv", "d/c.md", "a b.md"}, []string{"mv", "d/other file.md", "d/moved.md"})
 			m, err := s.GetByPath(ctx, "/a b.md", false)
 			if err != nil || m.ID != first.Memory.ID {
 				t.Fatalf("the memory at /a b.md is %+v (%v), want %s moved there", m, err, first.Memory.ID)
@@ -895,5 +887,73 @@ func redactAsRebuilt(t *testing.T, s *Store, ids ...string) {
 	}
 	if want := dumpCatalog(t, s); got != want {
 		t.Fatalf("the catalog after the redactions differs from one rebuilt from history:\n%s", linesApart(got, want))
+	}
+}
+
+// A rename made with plain git whose both sides are redacted, in a commit that also deletes
+// a memory whose last version is redacted: three markers, so content pairs the rename's
+// addition with the first removal by path (/b.md). The Gitmem-Renamed trailer that the
+// redaction of the version before the rename records must survive the redaction of the
+// rename's own version, whose path the trailer names: scrubbed to "[redacted path]", it
+// paired nothing, and a rebuild moved b's memory to /z.md.
+func TestRedactKeepsRenamedTrailer(t *testing.T) {
+	ctx := context.Background()
+	s := newTestStore(t)
+	b := mustWrite(t, s, "/b.md", "secret b\n", apiActor)
+	c := mustWrite(t, s, "/d/c.md", "secret c\n", apiActor)
+	commitWithGit(t, s, "b out, c moved", []string{"rm", "-q", "b.md"}, []string{"mv", "d/c.md", "z.md"})
+	mustWrite(t, s, "/z.md", "fine\n", apiActor)
+	p, err := s.Versions(ctx, VersionFilter{MemoryID: c.Memory.ID, Limit: 10})
+	if err != nil || len(p.Versions) != 3 {
+		t.Fatalf("versions of c: %+v %v", p, err)
+	}
+	redactAsRebuilt(t, s, b.Version.ID, c.Version.ID, p.Versions[1].ID)
+	if m, err := s.GetByPath(ctx, "/z.md", false); err != nil || m.ID != c.Memory.ID {
+		t.Fatalf("after a rebuild, the memory at /z.md is %+v (%v), want %s", m, err, c.Memory.ID)
+	}
+}
+
+// A commit made with plain git removes /p.md and adds /q.md, other content: no rename.
+// Redacting p's version before it and q's version it made puts the marker on both sides,
+// and a rebuild, which pairs a removal and an addition of the same content (plainRenames),
+// reads p's memory moved to /q.md, where the catalog, updated in place, keeps p deleted and
+// q created. Not fixed: the rewritten commit would have to record that a side is no rename
+// (a Gitmem-Renamed with one path empty, say, paired first and then left out of the pairing
+// by content), whenever the marker it puts on one side could pair with a marker on the
+// other; histories redacted before that would still rebuild the old way.
+func TestRedactMarkersAreNoRename(t *testing.T) {
+	t.Skip("known: two redactions put the marker on both sides of an unrelated removal and addition, which a rebuild pairs as a rename")
+	ctx := context.Background()
+	s := newTestStore(t)
+	p := mustWrite(t, s, "/p.md", "secret p\n", apiActor)
+	wt := filepath.Join(t.TempDir(), "clone")
+	gitIn(t, ".", "clone", "-q", s.RepoPath(), wt)
+	gitIn(t, wt, "rm", "-q", "p.md")
+	writeFile(t, filepath.Join(wt, "q.md"), "secret q\n")
+	pushAll(t, wt, "p out, q in")
+	if err := s.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, s, "/q.md", "fine\n", apiActor)
+	q, err := s.Versions(ctx, VersionFilter{PathPrefix: "/q.md", Limit: 10})
+	if err != nil || len(q.Versions) != 2 {
+		t.Fatalf("versions of /q.md: %+v %v", q, err)
+	}
+	redactAsRebuilt(t, s, p.Version.ID, q.Versions[1].ID)
+}
+
+// commitWithGit runs the git commands ops in a clone of s, commits what they did with
+// message msg, pushes it to s and has s read it.
+func commitWithGit(t *testing.T, s *Store, msg string, ops ...[]string) {
+	t.Helper()
+	wt := filepath.Join(t.TempDir(), "clone")
+	gitIn(t, ".", "clone", "-q", s.RepoPath(), wt)
+	for _, op := range ops {
+		gitIn(t, wt, op...)
+	}
+	gitIn(t, wt, "commit", "-qm", msg)
+	gitIn(t, wt, "push", "-q", "origin", "main")
+	if err := s.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -142,15 +142,7 @@ func TestSyncKeepsIdsOfRedactedPlainHistory(t *testing.T) {
 	remote, a, id := serverWithRemote(t)
 	sa, ra := syncOnce(t, a, id, remote)
 
-	clone := filepath.Join(t.TempDir(), "clone")
-	git(t, filepath.Dir(clone), "clone", "-q", remote, clone)
-	put := func(name, content string) {
-		t.Helper()
-		if err := os.WriteFile(filepath.Join(clone, name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		git(t, clone, "add", name)
-	}
+	clone, put := cloneToPut(t, remote)
 	put("notes.md", "one\ntwo\nthree\nfour\nfive\n")
 	put("todo.md", "buy milk\n")
 	put("launch.md", "the launch phrase is purple-walrus-0451\n")
@@ -242,4 +234,83 @@ func TestSyncKeepsIdsOfRedactedPlainHistory(t *testing.T) {
 		}
 	}
 	check("after reindex")
+}
+
+// TestSyncTakesRedactionsInOrder: two redactions made on one replica, of consecutive
+// versions made with plain git (an edit, and a git mv), reach the other replica through
+// sync, which takes them as they were made: its rewritten history is the same commits, with
+// no merge. git log lists the newer version's commit first; redacted in that order, the
+// rewritten commits got their trailers in another order (Gitmem-Redacted before
+// Gitmem-Derived-From), the histories did not join, and the rename's merge made a conflict
+// copy.
+func TestSyncTakesRedactionsInOrder(t *testing.T) {
+	for _, mode := range []string{"edits", "rename"} {
+		t.Run(mode, func(t *testing.T) {
+			ctx := context.Background()
+			remote, a, id := serverWithRemote(t)
+			sa, ra := syncOnce(t, a, id, remote)
+			clone, put := cloneToPut(t, remote)
+			put("launch.md", "secret one\n")
+			git(t, clone, "commit", "-q", "-m", "one")
+			cur := "launch.md"
+			if mode == "rename" {
+				git(t, clone, "mv", "launch.md", "moved.md")
+				cur = "moved.md"
+			} else {
+				put("launch.md", "secret two\n")
+			}
+			git(t, clone, "commit", "-q", "-m", "two")
+			put(cur, "fine\n")
+			git(t, clone, "commit", "-q", "-m", "three")
+			git(t, clone, "push", "-q", "origin", "main")
+			if res, err := a.y.Sync(ctx, sa, ra); err != nil || res.Outcome != gitstore.FastForward {
+				t.Fatalf("a's sync: %+v %v", res, err)
+			}
+			b := startServer(t, "b", importFrom(t, remote))
+			rb, err := Add(b.dir, id, "team", "origin", remote, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			sb := b.store(t, id)
+			m, err := sa.GetByPath(ctx, "/"+cur, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			vs, err := sa.Versions(ctx, gitstore.VersionFilter{MemoryID: m.ID, Limit: 10})
+			if err != nil || len(vs.Versions) != 3 {
+				t.Fatalf("versions: %+v %v", vs, err)
+			}
+			ann := gitstore.UserActorFor("Ann", "ann@example.com")
+			for _, v := range []gitstore.Version{vs.Versions[2], vs.Versions[1]} { // oldest first
+				if _, err := sa.Redact(ctx, gitstore.RedactInput{VersionID: v.ID, Actor: ann}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if res, err := a.y.Sync(ctx, sa, ra); err != nil || !res.Replaced {
+				t.Fatalf("a's sync after the redactions: %+v %v", res, err)
+			}
+			res, err := b.y.Sync(ctx, sb, rb)
+			if err != nil || len(res.Redacted) != 2 || res.Outcome == gitstore.Merged {
+				t.Fatalf("b's sync, want the 2 redactions taken and no merge: %+v %v", res, err)
+			}
+			if sa.Head() != sb.Head() {
+				t.Fatalf("after b took the redactions, mains differ: a %s, b %s (%+v)\na:\n%s\nb:\n%s", sa.Head(), sb.Head(), res,
+					git(t, sa.RepoPath(), "log", "--format=%H %P%n%B", "main"), git(t, sb.RepoPath(), "log", "--format=%H %P%n%B", "main"))
+			}
+		})
+	}
+}
+
+// cloneToPut clones remote, and returns the clone and a function that writes a file in it
+// and adds it to git's index.
+func cloneToPut(t *testing.T, remote string) (string, func(name, content string)) {
+	clone := filepath.Join(t.TempDir(), "clone")
+	git(t, filepath.Dir(clone), "clone", "-q", remote, clone)
+	return clone, func(name, content string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(clone, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		git(t, clone, "add", name)
+	}
 }

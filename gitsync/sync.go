@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -328,21 +329,26 @@ func (g *gitCmd) takeRedactions(ctx context.Context, s *gitstore.Store, theirs s
 	if err != nil {
 		return nil, fmt.Errorf("list the fetched redactions: %w", err)
 	}
-	var done []string
+	// In the order they were made, not git log's (newest commit first): a redaction adds
+	// trailers to the commits it rewrites, so another order gives other commits.
+	var reds []gitstore.RecordedRedaction
 	for _, msg := range strings.Split(out, "\x00") {
-		for _, red := range gitstore.RedactionsIn(strings.TrimSpace(msg)) {
-			v, err := s.Version(ctx, red.VersionID, false)
-			if gitstore.IsKind(err, gitstore.KindNotFound) || err == nil && v.RedactedAt != nil {
-				continue // a version this replica never had, or redacted here already
-			}
-			if err != nil {
-				return done, err
-			}
-			if _, err := s.Redact(ctx, gitstore.RedactInput{VersionID: red.VersionID, Actor: red.Actor, At: red.At}); err != nil {
-				return done, fmt.Errorf("take the remote's redaction of %s: %w", red.VersionID, err)
-			}
-			done = append(done, red.VersionID)
+		reds = append(reds, gitstore.RedactionsIn(strings.TrimSpace(msg))...)
+	}
+	slices.SortStableFunc(reds, func(a, b gitstore.RecordedRedaction) int { return a.At.Compare(b.At) })
+	var done []string
+	for _, red := range reds {
+		v, err := s.Version(ctx, red.VersionID, false)
+		if gitstore.IsKind(err, gitstore.KindNotFound) || err == nil && v.RedactedAt != nil {
+			continue // a version this replica never had, or redacted here already
 		}
+		if err != nil {
+			return done, err
+		}
+		if _, err := s.Redact(ctx, gitstore.RedactInput{VersionID: red.VersionID, Actor: red.Actor, At: red.At}); err != nil {
+			return done, fmt.Errorf("take the remote's redaction of %s: %w", red.VersionID, err)
+		}
+		done = append(done, red.VersionID)
 	}
 	return done, nil
 }
