@@ -65,7 +65,7 @@ func (c catTx) applyCommit(or objectReader, commit *object.Commit, parentTree pl
 // is its memory's, at the path where the commit holds the marker: for a commit of gitmem's
 // the memory its trailers name, for one made with git the path its version id derives from.
 func (c catTx) applyRedactedInPlace(or objectReader, commit *object.Commit, changes []fileChange) error {
-	mark := blobObject([]byte(redactedContent)).Hash()
+	mark := redactionMarker()
 	t := parseTrailers(commit.Message)
 	var files []fileChange // the commit's files, read once if needed
 	for _, kv := range t {

@@ -887,7 +887,7 @@ func (c catTx) applyMerge(or objectReader, commit *object.Commit) error {
 // moved leaves it at the path the merge freed. Then it is the one path that the merge
 // changes from a parent to the marker and that no other trailer of the merge names.
 func (c catTx) scrubbedLivePath(or objectReader, commit *object.Commit, t trailers, mem string) (string, error) {
-	mark := blobObject([]byte(redactedContent)).Hash()
+	mark := redactionMarker()
 	if rec, ok, err := c.memory(mem); err != nil {
 		return "", err
 	} else if ok {

@@ -23,6 +23,8 @@ import (
 // changes, as onlyMemories leaves them) of the addition to that of the removal; additions
 // take the removals of their content in order. The renames that the commit's trailers t
 // record (Gitmem-Renamed, where a redaction changed one side's content) are paired first.
+// The marker of a redaction pairs with nothing by content: it stands for any content, and
+// the redactions that put it on a rename's side record the rename (renameAtPath).
 func plainRenames(changes []fileChange, t trailers) map[int]int {
 	renamedFrom := map[int]int{}
 	paired := map[int]bool{}
@@ -37,9 +39,10 @@ func plainRenames(changes []fileChange, t trailers) map[int]int {
 			renamedFrom[a], paired[a], paired[r] = r, true, true
 		}
 	}
+	mark := redactionMarker()
 	removed := map[plumbing.Hash][]int{}
 	for i, ch := range changes {
-		if ch.To.IsZero() && !paired[i] {
+		if ch.To.IsZero() && !paired[i] && ch.From != mark {
 			removed[ch.From] = append(removed[ch.From], i)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -35,6 +36,9 @@ import (
 // redactedContent is the blob that takes the place of redacted content in every rewritten
 // tree.
 const redactedContent = "[redacted]\n"
+
+// redactionMarker is the hash of the marker blob (redactedContent).
+var redactionMarker = sync.OnceValue(func() plumbing.Hash { return blobObject([]byte(redactedContent)).Hash() })
 
 // redactedPath replaces the redacted version's path in its commit message.
 const redactedPath = "[redacted path]"

@@ -914,15 +914,12 @@ func TestRedactKeepsRenamedTrailer(t *testing.T) {
 }
 
 // A commit made with plain git removes /p.md and adds /q.md, other content: no rename.
-// Redacting p's version before it and q's version it made puts the marker on both sides,
-// and a rebuild, which pairs a removal and an addition of the same content (plainRenames),
-// reads p's memory moved to /q.md, where the catalog, updated in place, keeps p deleted and
-// q created. Not fixed: the rewritten commit would have to record that a side is no rename
-// (a Gitmem-Renamed with one path empty, say, paired first and then left out of the pairing
-// by content), whenever the marker it puts on one side could pair with a marker on the
-// other; histories redacted before that would still rebuild the old way.
+// Redacting p's version before it and q's version it made puts the marker on both sides;
+// a rebuild, which pairs a removal and an addition of the same content (plainRenames), read
+// p's memory moved to /q.md, where the catalog, updated in place, keeps p deleted and q
+// created. The marker now pairs with nothing by content: a real rename that a redaction
+// touches is recorded in Gitmem-Renamed.
 func TestRedactMarkersAreNoRename(t *testing.T) {
-	t.Skip("known: two redactions put the marker on both sides of an unrelated removal and addition, which a rebuild pairs as a rename")
 	ctx := context.Background()
 	s := newTestStore(t)
 	p := mustWrite(t, s, "/p.md", "secret p\n", apiActor)
