@@ -34,18 +34,31 @@ func (s *Store) Fork(ctx context.Context, dir string) error { return s.ForkAt(ct
 // came to main since commit). The commits after commit stay in the fork's repository,
 // unreachable, as main's after a branch's base do in ForkBranch's.
 func (s *Store) ForkAt(ctx context.Context, dir, commit string) error {
+	_, err := s.ForkThen(ctx, dir, commit, nil)
+	return err
+}
+
+// ForkThen is ForkAt, with then run once the fork is made and before it takes its place at
+// dir: then gets the fork's main, and may return a commit of main's that descends from it,
+// which the fork's main moves to ("" to stay). If then fails, the fork is removed and its
+// error returned. It returns the fork's main.
+//
+// A proposal's fork is made so, and its opening recorded in main by then, so that a fork
+// that fails (a full disk, as a fork copies the store) leaves no opening recorded: the
+// recording is a small commit, and the fork can then take it.
+func (s *Store) ForkThen(ctx context.Context, dir, commit string, then func(forked string) (string, error)) (string, error) {
 	if err := refuseTrial(ctx, "a fork"); err != nil {
-		return err
+		return "", err
 	}
 	if err := needGit("a fork"); err != nil {
-		return err
+		return "", err
 	}
 	tmp := dir + ".tmp"
 	if err := os.RemoveAll(tmp); err != nil {
-		return err
+		return "", err
 	}
 	if err := os.MkdirAll(tmp, 0o755); err != nil {
-		return NoSpace(err, s.opts.dataDir)
+		return "", NoSpace(err, s.opts.dataDir)
 	}
 	ok := false
 	defer func() {
@@ -56,37 +69,60 @@ func (s *Store) ForkAt(ctx context.Context, dir, commit string) error {
 	// The catalog first: main only moves forward, so the main fetched next holds the
 	// catalog's head, and opening the fork catches the catalog up from there.
 	if err := s.copyCatalog(filepath.Join(tmp, "catalog.db")); err != nil {
-		return NoSpace(fmt.Errorf("copy the catalog of %s: %w", s.id, err), s.opts.dataDir)
+		return "", NoSpace(fmt.Errorf("copy the catalog of %s: %w", s.id, err), s.opts.dataDir)
 	}
 	repo := filepath.Join(tmp, "repo.git")
 	if err := odb.Init(repo); err != nil {
-		return NoSpace(err, s.opts.dataDir)
+		return "", NoSpace(err, s.opts.dataDir)
 	}
-	if _, err := gitexec.In(ctx, repo, "fetch", "--quiet", "--no-tags", s.repo.Path(), "+"+odb.MainRef+":"+odb.MainRef); err != nil {
-		return NoSpace(fmt.Errorf("fork %s: %w", s.id, err), s.opts.dataDir)
+	forked, err := s.fetchMainAt(ctx, repo, commit)
+	if err != nil {
+		return "", err
 	}
-	if commit != "" {
-		// All of main is fetched, and main set back: the commits after commit are what the
-		// catalog's copy is set back over, which reads them.
-		h, ok := parseHash(commit)
-		if !ok {
-			return invalidf("%q is not a commit", commit)
+	if then != nil {
+		next, err := then(forked)
+		if err != nil {
+			return "", err
 		}
-		if _, err := gitexec.In(ctx, repo, "merge-base", "--is-ancestor", h.String(), odb.MainRef); err != nil {
-			return &Error{Kind: KindConflict, Message: fmt.Sprintf("main's history does not hold commit %s", h), Err: err}
-		}
-		if _, err := gitexec.In(ctx, repo, "update-ref", odb.MainRef, h.String()); err != nil {
-			return NoSpace(fmt.Errorf("fork %s at %s: %w", s.id, h, err), s.opts.dataDir)
+		if next != "" {
+			if forked, err = s.fetchMainAt(ctx, repo, next); err != nil {
+				return "", err
+			}
 		}
 	}
 	if err := durable.SyncDir(tmp); err != nil {
-		return err
+		return "", err
 	}
 	if err := os.Rename(tmp, dir); err != nil {
-		return err
+		return "", err
 	}
 	ok = true
-	return durable.SyncDir(filepath.Dir(dir))
+	return forked, durable.SyncDir(filepath.Dir(dir))
+}
+
+// fetchMainAt fetches the store's main into the repository repo and sets repo's main to
+// commit, a commit of main's history ("" for main as fetched), and returns it. All of main
+// is fetched: the commits after commit are what the catalog's copy is set back over, which
+// reads them.
+func (s *Store) fetchMainAt(ctx context.Context, repo, commit string) (string, error) {
+	if _, err := gitexec.In(ctx, repo, "fetch", "--quiet", "--no-tags", s.repo.Path(), "+"+odb.MainRef+":"+odb.MainRef); err != nil {
+		return "", NoSpace(fmt.Errorf("fork %s: %w", s.id, err), s.opts.dataDir)
+	}
+	if commit == "" {
+		out, err := gitexec.In(ctx, repo, "rev-parse", "--verify", odb.MainRef+"^{commit}")
+		return strings.TrimSpace(out), err
+	}
+	h, ok := parseHash(commit)
+	if !ok {
+		return "", invalidf("%q is not a commit", commit)
+	}
+	if _, err := gitexec.In(ctx, repo, "merge-base", "--is-ancestor", h.String(), odb.MainRef); err != nil {
+		return "", &Error{Kind: KindConflict, Message: fmt.Sprintf("main's history does not hold commit %s", h), Err: err}
+	}
+	if _, err := gitexec.In(ctx, repo, "update-ref", odb.MainRef, h.String()); err != nil {
+		return "", NoSpace(fmt.Errorf("fork %s at %s: %w", s.id, h, err), s.opts.dataDir)
+	}
+	return h.String(), nil
 }
 
 // OpenFork opens the fork of store id at dir (made by Fork). Close it with CloseFork: the

@@ -17,22 +17,15 @@ func (s *Store) RecordProposal(ctx context.Context, id, state, title string, act
 	return err
 }
 
-// RecordOpening records the opening of proposal id in main (RecordProposal's step
-// "opened"), and returns the commit of main that the proposal's fork starts from (ForkAt):
-// that step, if main was at tried when it was recorded (or tried is ""); else tried. tried
-// is the commit that a trial of the write that opens the proposal ran on
-// (TrialResult.Head): a change that main took between the trial and the opening (another
-// writer's delete of the memory that the write changes) then does not meet the write on
-// the fork, which meets the store that its trial saw, and the approval merges the two.
-func (s *Store) RecordOpening(ctx context.Context, id, title string, actor Actor, tried string) (string, error) {
-	before, step, err := s.recordProposal(ctx, id, "opened", title, actor)
+// RecordOpened records the opening of proposal id in main (RecordProposal's step
+// "opened"), and returns main's commit before the step and the step's: a fork made at the
+// commit before can take the step (ForkThen), so that its approval fast-forwards.
+func (s *Store) RecordOpened(ctx context.Context, id, title string, actor Actor) (before, step string, err error) {
+	b, st, err := s.recordProposal(ctx, id, "opened", title, actor)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	if tried != "" && tried != before.String() {
-		return tried, nil
-	}
-	return step.String(), nil
+	return b.String(), st.String(), nil
 }
 
 // recordProposal is RecordProposal; it returns main's commit before the step, and the step.

@@ -34,7 +34,7 @@ type TrialResult struct {
 	// the store as it is (the content it already has, say).
 	Changes bool
 	// Head is main's commit that the trial ran on. A proposal that the write opens starts
-	// from it if main moves before the proposal opens (Store.RecordOpening), so that the
+	// from it if main moves before the proposal opens (proposals.Manager.WritesTried), so that the
 	// write meets on the proposal's fork the store that the trial saw.
 	Head string
 }

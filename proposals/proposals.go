@@ -536,18 +536,25 @@ func (m *Manager) WritesTried(ctx context.Context, st *gitstore.Store, author gi
 	if p.Title == "" {
 		p.Title = "Changes by " + describe(author)
 	}
-	// Recorded in main first, so that the fork has the step and approval can fast-forward
-	// (unless main moved since the trial: then the fork starts where the trial ran).
-	if p.Base, err = st.RecordOpening(ctx, p.ID, p.Title, author, tried); err != nil {
-		return nil, Proposal{}, err
-	}
+	// The fork first, then the opening recorded in main, which the fork takes if main was
+	// where the fork starts, so that approval can fast-forward: a fork that fails (a full
+	// disk: it copies the store) leaves no opening recorded. If main moved since the trial,
+	// the fork starts where the trial ran (tried).
 	dir := m.data.Layout().ProposalFork(p.StoreID, p.ID)
-	err = st.ForkAt(ctx, dir, p.Base)
-	if gitstore.IsKind(err, gitstore.KindConflict) && p.Base == tried {
+	recorded := false // tried to: a refusal of the recording is not the fork's
+	record := func(forked string) (string, error) {
+		recorded = true
+		before, step, err := st.RecordOpened(ctx, p.ID, p.Title, author)
+		if err != nil || before != forked {
+			return "", err
+		}
+		return step, nil
+	}
+	p.Base, err = st.ForkThen(ctx, dir, tried, record)
+	if gitstore.IsKind(err, gitstore.KindConflict) && tried != "" && !recorded {
 		// A redaction rewrote the history that the trial ran on (it holds m.mu, but the
 		// trial does not): the fork starts from main as it is.
-		p.Base = st.Head()
-		err = st.ForkAt(ctx, dir, p.Base)
+		p.Base, err = st.ForkThen(ctx, dir, "", record)
 	}
 	if err != nil {
 		return nil, Proposal{}, err

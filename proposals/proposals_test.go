@@ -725,3 +725,43 @@ func TestOpensAfterARedaction(t *testing.T) {
 		t.Error("the fork holds the redacted content")
 	}
 }
+
+// TestFailedForkRecordsNothing: a proposal whose fork cannot be made (a full disk, here a
+// file where the forks' folder goes) opens nothing, and leaves no opening recorded in main,
+// whose feed and webhooks would announce a proposal that does not exist. Once the fork can
+// be made, the proposal opens, from main with its opening step.
+func TestFailedForkRecordsNothing(t *testing.T) {
+	ctx := context.Background()
+	m, st := newManager(t)
+	write(t, st, "/m.md", "v1", person)
+	if _, err := m.List(st.ID(), Filter{}); err != nil { // read once, with the forks' folder as it is
+		t.Fatal(err)
+	}
+	forks := m.data.Layout().ProposalForks(st.ID())
+	if err := os.MkdirAll(filepath.Dir(forks), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(forks, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	head := st.Head()
+	if _, _, err := m.Writes(ctx, st, proposer, ""); err == nil {
+		t.Fatal("a proposal opened without its fork")
+	}
+	if st.Head() != head {
+		t.Fatalf("main moved from %s to %s: an opening was recorded for a proposal that did not open", head, st.Head())
+	}
+	if l, err := m.List(st.ID(), Filter{}); err != nil || len(l) != 0 {
+		t.Fatalf("proposals: %+v %v", l, err)
+	}
+	if err := os.Remove(forks); err != nil {
+		t.Fatal(err)
+	}
+	f, p, err := m.Writes(ctx, st, proposer, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Base != st.Head() || p.Base == head || f.Head() != p.Base {
+		t.Errorf("the proposal starts from %s and its fork's main is %s; main, with the opening, is at %s", p.Base, f.Head(), st.Head())
+	}
+}
