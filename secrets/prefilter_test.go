@@ -3,6 +3,7 @@ package secrets
 import (
 	"math/rand/v2"
 	"reflect"
+	"regexp/syntax"
 	"strings"
 	"testing"
 
@@ -111,18 +112,124 @@ func TestGateOpen(t *testing.T) {
 // rule whose expression changed (a new gitleaks) runs on every text instead, and this test
 // says which gate to read again.
 func TestGatesApply(t *testing.T) {
-	ds, err := detectors()
+	cfg, err := rules()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ds.gated) != len(gates) {
-		cfg, _ := rules()
-		for _, g := range gates {
-			if r := cfg.Rules[g.rule]; r.Regex == nil || r.Regex.String() != g.regex {
-				t.Errorf("the gate of %s was read from %s; the rule is now %v", g.rule, g.regex, r.Regex)
+	for _, g := range gates {
+		if r := cfg.Rules[g.rule]; r.Regex == nil || r.Regex.String() != g.regex {
+			t.Errorf("the gate of %s was read from %s; the rule is now %v", g.rule, g.regex, r.Regex)
+		}
+	}
+	// And most rules for a service's key have semiGeneric's form: fewer would say that a
+	// new gitleaks writes them otherwise.
+	semi, open := semiGeneric(cfg.Rules)
+	if len(semi) < 90 {
+		t.Errorf("%d rules have the form of a service's key assigned (semigeneric.go), want the 93 or so of gitleaks 8.30", len(semi))
+	}
+	// linkedin-client-id's keys, [a-z0-9]{14}, are the shortest of gitleaks 8.30's: the
+	// gate opens for 14 key characters that start at most 9 after an assignment's first.
+	for s, want := range map[string]bool{
+		"x= " + strings.Repeat("a", semiShortest):             true,
+		"x= " + strings.Repeat("a", semiShortest-1):           false,
+		"x=" + strings.Repeat(" ", 8) + "0123456789abcd":      true,
+		"x=" + strings.Repeat(" ", 9) + "0123456789abcd":      false,
+		"x?" + strings.Repeat(" ", 8) + "0123456789abcd":      true,
+		"the Linear board lists a\nmaintainability checklist": false,
+	} {
+		if got := open(s); got != want {
+			t.Errorf("the gate of a service's key assigned: open(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
+// TestSemiGenericAsOneDetector: for each rule of semiGeneric's form, on texts that assign
+// it a key made from its own expression (one that matches, one cut short, one in quotes,
+// around words), Scan finds what one detector of every rule finds.
+func TestSemiGenericAsOneDetector(t *testing.T) {
+	cfg, err := rules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := detect.NewDetector(cfg)
+	rng := rand.New(rand.NewPCG(5, 6))
+	semi, _ := semiGeneric(cfg.Rules)
+	found := 0
+	for id, r := range semi {
+		key, _ := semiKey(r.Regex.String())
+		re, err := syntax.Parse(key, syntax.Perl|syntax.FoldCase)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 6 {
+			k := matching(rng, re)
+			if rng.IntN(3) == 0 {
+				k = k[:len(k)-1-rng.IntN(3)] // too short for the rule, maybe not for the gate
+			}
+			name := r.Keywords[rng.IntN(len(r.Keywords))]
+			if rng.IntN(2) == 0 {
+				name = strings.ToUpper(name)
+			}
+			ops := []string{"=", ": ", " := ", ", ", "=> '", "?=\"", "::=", "||"}
+			text := "The note says " + name + "_token" + ops[rng.IntN(len(ops))] + k + "\nand goes on."
+			for _, f := range scanAsOne(t, one, text) {
+				if f.Kind == id {
+					found++
+				}
 			}
 		}
 	}
+	if found < len(semi) {
+		t.Errorf("the rules of a service's key found %d keys in %d rules' texts; the test needs more to say anything", found, len(semi))
+	}
+}
+
+// matching returns a string that re matches: ASCII where a class allows it.
+func matching(rng *rand.Rand, re *syntax.Regexp) string {
+	var b strings.Builder
+	var gen func(re *syntax.Regexp)
+	gen = func(re *syntax.Regexp) {
+		switch re.Op {
+		case syntax.OpLiteral:
+			b.WriteString(string(re.Rune))
+		case syntax.OpCharClass:
+			var ascii []rune
+			for i := 0; i+1 < len(re.Rune); i += 2 {
+				for r := re.Rune[i]; r <= re.Rune[i+1] && r < 128; r++ {
+					ascii = append(ascii, r)
+				}
+			}
+			b.WriteRune(ascii[rng.IntN(len(ascii))])
+		case syntax.OpAnyCharNotNL, syntax.OpAnyChar:
+			b.WriteByte('x')
+		case syntax.OpCapture:
+			gen(re.Sub[0])
+		case syntax.OpConcat:
+			for _, sub := range re.Sub {
+				gen(sub)
+			}
+		case syntax.OpAlternate:
+			gen(re.Sub[rng.IntN(len(re.Sub))])
+		case syntax.OpStar, syntax.OpPlus, syntax.OpQuest, syntax.OpRepeat:
+			lo, hi := re.Min, re.Max
+			switch re.Op {
+			case syntax.OpStar:
+				lo, hi = 0, 2
+			case syntax.OpPlus:
+				lo, hi = 1, 3
+			case syntax.OpQuest:
+				lo, hi = 0, 1
+			}
+			if hi < 0 {
+				hi = lo + 2
+			}
+			for range lo + rng.IntN(hi-lo+1) {
+				gen(re.Sub[0])
+			}
+		}
+	}
+	gen(re)
+	return b.String()
 }
 
 // TestGatedAsOneDetector: on random texts made of what the gated rules' secrets and

@@ -54,31 +54,37 @@ var detectors = sync.OnceValues(func() (detectorSet, error) {
 		return detectorSet{}, err
 	}
 	var ds detectorSet
-	named := cfg
-	named.Rules = maps.Clone(cfg.Rules)
+	named := maps.Clone(cfg.Rules)
 	for _, g := range gates {
 		r, ok := cfg.Rules[g.rule]
 		if !ok || r.Regex == nil || r.Regex.String() != g.regex {
 			continue // not the expression the gate was read from: the rule runs on every text
 		}
-		delete(named.Rules, g.rule)
-		one := cfg
-		one.Rules = map[string]config.Rule{g.rule: r}
-		one.Keywords = map[string]struct{}{}
-		for _, k := range r.Keywords {
-			one.Keywords[strings.ToLower(k)] = struct{}{}
-		}
-		ds.gated = append(ds.gated, gatedDetector{gate: g, d: detect.NewDetector(one)})
+		delete(named, g.rule)
+		ds.gated = append(ds.gated, gatedDetector{gate: g, d: detectorOf(cfg, map[string]config.Rule{g.rule: r})})
 	}
-	named.Keywords = map[string]struct{}{}
-	for _, r := range named.Rules {
-		for _, k := range r.Keywords {
-			named.Keywords[strings.ToLower(k)] = struct{}{}
+	// The rules of gitleaks' common form for a service's key (semigeneric.go), as one.
+	if semi, open := semiGeneric(named); len(semi) > 0 {
+		for id := range semi {
+			delete(named, id)
 		}
+		ds.gated = append(ds.gated, gatedDetector{gate: gate{rule: semiGenericRules, open: open}, d: detectorOf(cfg, semi)})
 	}
-	ds.named = detect.NewDetector(named)
+	ds.named = detectorOf(cfg, named)
 	return ds, nil
 })
+
+// detectorOf is a detector of cfg's with the rules rs alone, and their keywords.
+func detectorOf(cfg config.Config, rs map[string]config.Rule) *detect.Detector {
+	cfg.Rules = rs
+	cfg.Keywords = map[string]struct{}{}
+	for _, r := range rs {
+		for _, k := range r.Keywords {
+			cfg.Keywords[strings.ToLower(k)] = struct{}{}
+		}
+	}
+	return detect.NewDetector(cfg)
+}
 
 // rules reads gitleaks' default rules and gitmem's own.
 func rules() (config.Config, error) {

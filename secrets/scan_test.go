@@ -87,12 +87,15 @@ func TestRedactEverySecretOfAText(t *testing.T) {
 	}
 }
 
-// BenchmarkScan scans notes of about 1 KB: one that names no keyword of any rule, and prose
-// that names several that are common in English ("s." after a plural, "ey", "sk", "api").
+// BenchmarkScan scans notes of about 1 KB: one that names no keyword of any rule, prose
+// that names several that are common in English ("s." after a plural, "ey", "sk", "api"),
+// and the same prose naming a service that a rule is about (Linear).
 func BenchmarkScan(b *testing.B) {
 	for _, c := range []struct{ name, note string }{
 		{"plain", strings.Repeat("The user prefers short answers, tabs, and dark mode; deploys go out on Tuesdays.\n", 12)},
 		{"prose", strings.Repeat("They asked for the API docs. The key points: tests run in CI, the task list is in the tracker, "+
+			"and Sam keeps the release notes. ", 8)},
+		{"service", strings.Repeat("They asked for the API docs. The key points: tests run in CI, the task list is in Linear, "+
 			"and Sam keeps the release notes. ", 8)},
 	} {
 		b.Run(c.name, func(b *testing.B) {
