@@ -3,10 +3,12 @@ package secrets
 import (
 	"math/rand/v2"
 	"reflect"
+	"regexp"
 	"regexp/syntax"
 	"strings"
 	"testing"
 
+	"github.com/zricethezav/gitleaks/v8/config"
 	"github.com/zricethezav/gitleaks/v8/detect"
 
 	"github.com/gitmem/gitmem/secrets/secrettest"
@@ -140,6 +142,21 @@ func TestGatesApply(t *testing.T) {
 		if got := open(s); got != want {
 			t.Errorf("the gate of a service's key assigned: open(%q) = %v, want %v", s, got, want)
 		}
+	}
+}
+
+// TestSemiGenericFormOnly: an expression that starts and ends as semiGeneric's form and
+// whose key parses, but whose name closes the group it is in, is not of that form: it is
+// an alternation, one side of which matches the name alone, with no key assigned.
+func TestSemiGenericFormOnly(t *testing.T) {
+	re := regexp.MustCompile(semiPrefix + "foo)|(?:bar" + semiMiddle + "[a-z0-9]{20}" + semiSuffix)
+	const text = "the foo service"
+	if !re.MatchString(text) {
+		t.Fatalf("%s does not match %q", re, text)
+	}
+	semi, open := semiGeneric(map[string]config.Rule{"x": {RuleID: "x", Regex: re}})
+	if len(semi) > 0 && !open(text) {
+		t.Errorf("semiGeneric takes %s, and its gate is closed on %q, which it matches", re, text)
 	}
 }
 

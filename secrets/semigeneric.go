@@ -80,16 +80,24 @@ func semiGeneric(rs map[string]config.Rule) (map[string]config.Rule, func(string
 // semiShortest is the fewest characters of the keys of the rules that semiGeneric gates.
 const semiShortest = 14
 
-// semiKey returns the KEY of an expression of the form above.
+// semiKey returns the KEY of an expression of the form above. NAME and KEY must each parse
+// on their own, so that the groups around them are theirs: a NAME such as "a)|(?:b" would
+// make the expression an alternation whose first side matches "a" alone.
 func semiKey(expr string) (string, bool) {
 	if !strings.HasPrefix(expr, semiPrefix) || !strings.HasSuffix(expr, semiSuffix) {
 		return "", false
 	}
 	i := strings.Index(expr, semiMiddle)
-	if i < 0 {
+	if i < len(semiPrefix) {
 		return "", false
 	}
-	return expr[i+len(semiMiddle) : len(expr)-len(semiSuffix)], true
+	name, key := expr[len(semiPrefix):i], expr[i+len(semiMiddle):len(expr)-len(semiSuffix)]
+	for _, part := range []string{name, key} {
+		if _, err := syntax.Parse(part, syntax.Perl|syntax.FoldCase); err != nil {
+			return "", false
+		}
+	}
+	return key, true
 }
 
 // keyShape reads from re the fewest characters that a match holds, and the bytes that its
