@@ -201,7 +201,8 @@ func TestSemiGenericAsOneDetector(t *testing.T) {
 	}
 }
 
-// matching returns a string that re matches: ASCII where a class allows it.
+// matching returns a string that re matches: ASCII where a class allows it, but now and
+// then a character past ASCII that the class holds (the Kelvin sign for k under (?i)).
 func matching(rng *rand.Rand, re *syntax.Regexp) string {
 	var b strings.Builder
 	var gen func(re *syntax.Regexp)
@@ -210,13 +211,22 @@ func matching(rng *rand.Rand, re *syntax.Regexp) string {
 		case syntax.OpLiteral:
 			b.WriteString(string(re.Rune))
 		case syntax.OpCharClass:
-			var ascii []rune
+			var ascii, past []rune // past ASCII: the Kelvin sign and the long s, where folding adds them
 			for i := 0; i+1 < len(re.Rune); i += 2 {
 				for r := re.Rune[i]; r <= re.Rune[i+1] && r < 128; r++ {
 					ascii = append(ascii, r)
 				}
+				for _, r := range []rune{'\u212a', '\u017f', 'é'} {
+					if re.Rune[i] <= r && r <= re.Rune[i+1] {
+						past = append(past, r)
+					}
+				}
 			}
-			b.WriteRune(ascii[rng.IntN(len(ascii))])
+			if len(past) > 0 && rng.IntN(8) == 0 {
+				b.WriteRune(past[rng.IntN(len(past))])
+			} else {
+				b.WriteRune(ascii[rng.IntN(len(ascii))])
+			}
 		case syntax.OpAnyCharNotNL, syntax.OpAnyChar:
 			b.WriteByte('x')
 		case syntax.OpCapture:
@@ -312,6 +322,42 @@ func TestGatedAsOneDetector(t *testing.T) {
 	for _, g := range gates {
 		if found[g.rule] < 50 {
 			t.Errorf("%s found %d secrets in the texts; the test needs more to say anything", g.rule, found[g.rule])
+		}
+	}
+}
+
+// TestKeyShape: the fewest characters of a key, and its bytes: under (?i) a class or a
+// literal with k or s also takes the Kelvin sign or the long s, whose bytes are past ASCII.
+func TestKeyShape(t *testing.T) {
+	for _, c := range []struct {
+		expr      string
+		min       int
+		in, out   string
+		pastASCII bool
+	}{
+		{`[a-z0-9]{14}`, 14, "az09AZ", "_-. ", true},
+		{`(?-i:[a-f0-9]){2,}x`, 3, "af09xX", "gzAF_", false},
+		{`key-[0-9]{4}|ab`, 2, "keyKEY-09abAB", "cz_", true},
+		{`\d{3}(?:-\d{2})?`, 3, "09-", "a_", false},
+		{`(?s:.)`, 1, "a\n", "", true},
+	} {
+		re, err := syntax.Parse(c.expr, syntax.Perl|syntax.FoldCase)
+		if err != nil {
+			t.Fatal(err)
+		}
+		min, bytes, ok := keyShape(re)
+		if !ok || min != c.min || bytes[0xE2] != c.pastASCII {
+			t.Errorf("keyShape(%s) = %d, past ASCII %v, %v; want %d, %v", c.expr, min, bytes[0xE2], ok, c.min, c.pastASCII)
+		}
+		for _, b := range []byte(c.in) {
+			if !bytes[b] {
+				t.Errorf("keyShape(%s): %q is not among its bytes", c.expr, b)
+			}
+		}
+		for _, b := range []byte(c.out) {
+			if bytes[b] {
+				t.Errorf("keyShape(%s): %q is among its bytes", c.expr, b)
+			}
 		}
 	}
 }
