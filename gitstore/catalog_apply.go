@@ -45,7 +45,7 @@ func (c catTx) applyCommit(or objectReader, commit *object.Commit, parentTree pl
 		if _, _, ok := t.version(); ok {
 			err = c.applyGitmemCommit(or, commit, t, mem)
 		} else {
-			err = c.applyPlainCommit(or, commit, mem)
+			err = c.applyPlainCommit(or, commit, t, mem)
 		}
 		if err != nil {
 			return err
@@ -108,7 +108,7 @@ func (c catTx) applyRedactedInPlace(or objectReader, commit *object.Commit, chan
 		}
 		for _, ch := range files {
 			if ch.To == mark && plainVersionID(commit, ch.Path) == id {
-				if err := c.applyPlainCommit(or, commit, []fileChange{{Path: ch.Path, From: mark, To: mark, ToMode: ch.ToMode}}); err != nil {
+				if err := c.applyPlainCommit(or, commit, t, []fileChange{{Path: ch.Path, From: mark, To: mark, ToMode: ch.ToMode}}); err != nil {
 					return err
 				}
 				break
@@ -236,9 +236,9 @@ func (c catTx) applyGitmemCommit(or objectReader, commit *object.Commit, t trail
 // applyPlainCommit reads a commit made with plain git: each changed file is a version, with
 // ids derived from the commit and the path. A file removed and a file added with the same
 // content in one commit are a rename of one memory.
-func (c catTx) applyPlainCommit(or objectReader, commit *object.Commit, changes []fileChange) error {
+func (c catTx) applyPlainCommit(or objectReader, commit *object.Commit, t trailers, changes []fileChange) error {
 	actor := userActor(commit.Author.Name, commit.Author.Email)
-	renamedFrom := plainRenames(changes, parseTrailers(commit.Message))
+	renamedFrom := plainRenames(changes, t)
 	paired := map[int]bool{}
 	for _, r := range renamedFrom {
 		paired[r] = true

@@ -32,12 +32,8 @@ func setBackAndCompare(t *testing.T, s *Store, logs *testlog.Buffer, wt, base st
 		t.Fatalf("the catalog is at %s, want %s", s.Head(), base)
 	}
 	setBack := strings.Count(logs.String(), "catalog set back") > before
-	got := dumpCatalog(t, s)
-	if err := reindexStore(ctx, s); err != nil {
-		t.Fatal(err)
-	}
-	if want := dumpCatalog(t, s); got != want {
-		t.Fatalf("set back %v; the catalog differs from one rebuilt from history:\n%s", setBack, linesApart(got, want))
+	if diff := apartFromRebuilt(t, s); diff != "" {
+		t.Fatalf("set back %v; the catalog differs from one rebuilt from history:\n%s", setBack, diff)
 	}
 	return setBack
 }

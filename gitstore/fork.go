@@ -25,23 +25,22 @@ import (
 // Fork copies the store into dir, which must not exist: dir/repo.git holds main fetched
 // from the store's, dir/catalog.db a copy of its catalog (caught up with that main when the
 // fork is opened). It needs the git program.
-func (s *Store) Fork(ctx context.Context, dir string) error { return s.ForkAt(ctx, dir, "") }
-
-// ForkAt is Fork with the fork's main at commit, main's head or a commit of its history
-// before it ("" for main as it is). A commit that main's history does not hold (a
-// redaction rewrote it since) is refused (KindConflict). The catalog is copied as it is,
-// at main's head: the fork's opening sets it back to commit (a rebuild of it if a merge
-// came to main since commit). The commits after commit stay in the fork's repository,
-// unreachable, as main's after a branch's base do in ForkBranch's.
-func (s *Store) ForkAt(ctx context.Context, dir, commit string) error {
-	_, err := s.ForkThen(ctx, dir, commit, nil)
+func (s *Store) Fork(ctx context.Context, dir string) error {
+	_, err := s.ForkThen(ctx, dir, "", nil)
 	return err
 }
 
-// ForkThen is ForkAt, with then run once the fork is made and before it takes its place at
-// dir: then gets the fork's main, and may return a commit of main's that descends from it,
-// which the fork's main moves to ("" to stay). If then fails, the fork is removed and its
-// error returned. It returns the fork's main.
+// ForkThen is Fork with the fork's main at commit, main's head or a commit of its history
+// before it ("" for main as it is), and then, if not nil, run once the fork is made and
+// before it takes its place at dir: then gets the fork's main, and may return a commit of
+// main's that descends from it, which the fork's main moves to ("" to stay). If then
+// fails, the fork is removed and its error returned. It returns the fork's main.
+//
+// A commit that main's history does not hold (a redaction rewrote it since) is refused
+// (KindConflict). The catalog is copied as it is, at main's head: the fork's opening sets
+// it back to commit (a rebuild of it if a merge came to main since commit). The commits
+// after commit stay in the fork's repository, unreachable, as main's after a branch's base
+// do in ForkBranch's.
 //
 // A proposal's fork is made so, and its opening recorded in main by then, so that a fork
 // that fails (a full disk, as a fork copies the store) leaves no opening recorded: the

@@ -715,7 +715,7 @@ func (ct catTx) applyRedaction(t redactTarget, newOf map[plumbing.Hash]plumbing.
 	var markBlob string
 	if !t.blob.IsZero() {
 		sum := sha256.Sum256([]byte(redactedContent))
-		markSHA, markBlob = hex.EncodeToString(sum[:]), blobObject([]byte(redactedContent)).Hash().String()
+		markSHA, markBlob = hex.EncodeToString(sum[:]), redactionMarker().String()
 	}
 	// The redacted version's commit may have made records before it (numbered in one run: its
 	// store.json change, the versions of paths before its path in a commit made with git),

@@ -742,17 +742,7 @@ func TestRedactPlainCommitOfSeveralVersions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := p.Versions[len(p.Versions)-1]
-	if _, err := s.Redact(ctx, RedactInput{VersionID: first.ID, Actor: apiActor}); err != nil {
-		t.Fatal(err)
-	}
-	got := dumpCatalog(t, s)
-	if err := reindexStore(ctx, s); err != nil {
-		t.Fatal(err)
-	}
-	if want := dumpCatalog(t, s); got != want {
-		t.Fatalf("the catalog after the redaction differs from one rebuilt from history:\n%s", linesApart(got, want))
-	}
+	redactAsRebuilt(t, s, p.Versions[len(p.Versions)-1].ID)
 }
 
 // A merge-made version of a memory that the merged side moved while main changed it (the
@@ -881,13 +871,23 @@ func redactAsRebuilt(t *testing.T, s *Store, ids ...string) {
 			t.Fatal(err)
 		}
 	}
+	if diff := apartFromRebuilt(t, s); diff != "" {
+		t.Fatalf("the catalog after the redactions differs from one rebuilt from history:\n%s", diff)
+	}
+}
+
+// apartFromRebuilt rebuilds the catalog of s from history and returns the lines in which
+// the catalog before differs from it ("" if none).
+func apartFromRebuilt(t *testing.T, s *Store) string {
+	t.Helper()
 	got := dumpCatalog(t, s)
-	if err := reindexStore(ctx, s); err != nil {
+	if err := reindexStore(context.Background(), s); err != nil {
 		t.Fatal(err)
 	}
 	if want := dumpCatalog(t, s); got != want {
-		t.Fatalf("the catalog after the redactions differs from one rebuilt from history:\n%s", linesApart(got, want))
+		return linesApart(got, want)
 	}
+	return ""
 }
 
 // A rename made with plain git whose both sides are redacted, in a commit that also deletes
