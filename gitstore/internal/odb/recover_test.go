@@ -236,6 +236,54 @@ func TestRenameFails(t *testing.T) {
 	}
 }
 
+// TestPlaceFails: the pack is placed while the journal's record is synced; when it cannot be
+// placed, the write fails although its record is durable, and the record is taken back, so
+// that a reopening does not make the failed write appear.
+func TestPlaceFails(t *testing.T) {
+	path := initTestRepo(t)
+	r, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c1 := commitObjects(t, plumbing.ZeroHash, "one")
+	if _, err := r.Publish(c1, plumbing.ZeroHash, head(c1)); err != nil {
+		t.Fatal(err)
+	}
+	c2 := commitObjects(t, head(c1), "two")
+	p, err := encodePack(c2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A directory that is not empty where the pack's index goes: the rename over it fails.
+	idx := p.base(filepath.Join(path, "objects", "pack")) + ".idx"
+	p.release()
+	if err := os.MkdirAll(filepath.Join(idx, "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Publish(c2, head(c1), head(c2)); err == nil {
+		t.Fatal("the write succeeded with its pack's index a directory")
+	}
+	if got, err := r.ReadRef(); err != nil || got != head(c1) {
+		t.Fatalf("main after the failed write: %v, %v; want %v", got, err, head(c1))
+	}
+	if err := os.RemoveAll(idx); err != nil {
+		t.Fatal(err)
+	}
+	abandon(r) // as a crash: the journal is read again at the next open
+	r, err = Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if got, err := r.ReadRef(); err != nil || got != head(c1) {
+		t.Fatalf("main after reopening: %v, %v; want %v (the failed write's record came back)", got, err, head(c1))
+	}
+	c3 := commitObjects(t, head(c1), "three")
+	if _, err := r.Publish(c3, head(c1), head(c3)); err != nil {
+		t.Fatalf("a write after the failed one: %v", err)
+	}
+}
+
 // TestRecoverBothJournalFiles: while the syncer is behind, a checkpoint goes on in the other
 // journal file instead of waiting; a crash then leaves records in both, and recovery replays
 // them in order, whichever file holds the older ones.
