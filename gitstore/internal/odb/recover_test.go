@@ -218,20 +218,24 @@ func TestRenameFails(t *testing.T) {
 	}
 	abandon(r) // as a crash: the journal is read again at the next open
 	FaultHook = nil
-	r, err = Open(path)
+	failedWriteGone(t, path, head(c1))
+}
+
+// failedWriteGone reopens the repository at path, which a failed write left as a crash
+// would, and checks that main is still at want, the commit before that write, and that
+// writing goes on.
+func failedWriteGone(t *testing.T, path string, want plumbing.Hash) {
+	t.Helper()
+	r, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	got, err := r.ReadRef()
-	if err != nil {
-		t.Fatal(err)
+	if got, err := r.ReadRef(); err != nil || got != want {
+		t.Fatalf("main after reopening: %v, %v; want %v (the failed write's record came back)", got, err, want)
 	}
-	if got != head(c1) {
-		t.Fatalf("main is %s after reopening, want %s (the failed write's record came back)", got, head(c1))
-	}
-	c3 := commitObjects(t, head(c1), "three")
-	if _, err := r.Publish(c3, head(c1), head(c3)); err != nil {
+	c := commitObjects(t, want, "after")
+	if _, err := r.Publish(c, want, head(c)); err != nil {
 		t.Fatalf("a write after the failed one: %v", err)
 	}
 }
@@ -270,18 +274,7 @@ func TestPlaceFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	abandon(r) // as a crash: the journal is read again at the next open
-	r, err = Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	if got, err := r.ReadRef(); err != nil || got != head(c1) {
-		t.Fatalf("main after reopening: %v, %v; want %v (the failed write's record came back)", got, err, head(c1))
-	}
-	c3 := commitObjects(t, head(c1), "three")
-	if _, err := r.Publish(c3, head(c1), head(c3)); err != nil {
-		t.Fatalf("a write after the failed one: %v", err)
-	}
+	failedWriteGone(t, path, head(c1))
 }
 
 // TestRecoverBothJournalFiles: while the syncer is behind, a checkpoint goes on in the other
