@@ -35,7 +35,7 @@ func TestJournalChain(t *testing.T) {
 		t.Fatalf("new journal: %d records, %d bytes; want none, preallocated", len(recs), j.size)
 	}
 	for i, c := range []string{"a", "b", "c"} {
-		if _, err := j.append(hashOf(c), hashOf(string(rune('b'+i))), []byte(strings.Repeat(c, 100*(i+1)))); err != nil {
+		if _, err := j.append(hashOf(c), hashOf(string(rune('b'+i))), []byte(strings.Repeat(c, 100*(i+1))), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -46,7 +46,7 @@ func TestJournalChain(t *testing.T) {
 
 	// A record torn in the middle (a crash during its write) ends the chain before it.
 	torn := j.off
-	if _, err := j.append(hashOf("d"), hashOf("e"), []byte("torn")); err != nil {
+	if _, err := j.append(hashOf("d"), hashOf("e"), []byte("torn"), nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := j.f.WriteAt([]byte{0}, torn+recordHeader+30); err != nil {
@@ -64,7 +64,7 @@ func TestJournalChain(t *testing.T) {
 	if recs = reopenJournal(t, j, path); len(recs) != 0 {
 		t.Fatalf("after a reset: %d records; want none", len(recs))
 	}
-	if _, err := j.append(hashOf("e"), hashOf("f"), nil); err != nil {
+	if _, err := j.append(hashOf("e"), hashOf("f"), nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if recs = reopenJournal(t, j, path); len(recs) != 1 || recs[0].new != hashOf("f") {
@@ -73,7 +73,7 @@ func TestJournalChain(t *testing.T) {
 
 	// A record larger than the file grows it.
 	big := make([]byte, 3*journalChunk)
-	if _, err := j.append(hashOf("f"), hashOf("0"), big); err != nil {
+	if _, err := j.append(hashOf("f"), hashOf("0"), big, nil); err != nil {
 		t.Fatal(err)
 	}
 	if recs = reopenJournal(t, j, path); len(recs) != 2 || len(recs[1].pack) != len(big) {

@@ -18,7 +18,7 @@ import (
 // PublishTiming is how long the two halves of Publish took.
 type PublishTiming struct {
 	Pack    time.Duration // encoding the pack and placing it and its index
-	Durable time.Duration // taking main.lock, the journal's write and fdatasync, the ref's rename
+	Durable time.Duration // taking main.lock, the journal's write and fdatasync, main's move
 }
 
 // errBroken is Publish's error once a record is in the journal but main could not be moved
@@ -29,9 +29,10 @@ var errBroken = errors.New("main could not be moved to a journaled commit; reope
 // and durable, and returns once both are true. It returns ErrRefMoved, having published
 // nothing that matters (an unreferenced pack at most), if main was not at old.
 //
-// Order: the pack and its index are placed (not fsynced); main.lock is taken and main
-// checked; the lock file gets the new value; the journal record (the move and the pack) is
-// written and fdatasynced: from here the group survives a power loss; the lock becomes main
+// Order: the pack is encoded; main.lock is taken and main checked; the lock file gets the
+// new value; the journal record (the move and the pack) is written, and while its
+// fdatasync's write is under way the pack and its index are placed (not fsynced); the
+// fdatasync returns: from here the group survives a power loss; the lock becomes main
 // (moveRef). The checkpoint fsyncs the pack and the ref later (Checkpoint).
 func (r *Repo) Publish(objs []plumbing.EncodedObject, old, new plumbing.Hash) (PublishTiming, error) {
 	var t PublishTiming
@@ -46,10 +47,6 @@ func (r *Repo) Publish(objs []plumbing.EncodedObject, old, new plumbing.Hash) (P
 			return t, err
 		}
 		defer p.release() // written into the pack's file and the journal by then
-		if err := r.placePack(p, placeDurably, r.spares.take); err != nil {
-			return t, err
-		}
-		fault("pack-placed")
 	}
 	t1 := time.Now()
 	t.Pack = t1.Sub(t0)
@@ -78,13 +75,33 @@ func (r *Repo) Publish(objs []plumbing.EncodedObject, old, new plumbing.Hash) (P
 			return t, err
 		}
 	}
+	// The pack is placed while the disk writes the record out. It needs only to be in place
+	// before main moves: the record holds its bytes, and recovery installs them. In
+	// BenchmarkWrite at 100 memories, the write's median fell from 598-670 µs to 506-610 µs
+	// (five alternating runs each, 2026-11-29).
+	var place func()
+	var placeErr error
+	var placing time.Duration
+	if len(objs) > 0 {
+		place = func() {
+			t := time.Now()
+			if placeErr = r.placePack(p, placeDurably, r.spares.take); placeErr == nil {
+				fault("pack-placed")
+			}
+			placing = time.Since(t)
+		}
+	}
 	start := r.journal.off
-	seq, err := r.journal.append(old, new, p.data)
+	seq, err := r.journal.append(old, new, p.data, place)
 	if err != nil {
 		return t, err
 	}
 	fault("journal-synced")
-	if err := r.moveRef(l); err != nil {
+	err = placeErr
+	if err == nil {
+		err = r.moveRef(l)
+	}
+	if err != nil {
 		// Take the record back, so that the write fails as answered; if even that fails,
 		// reopening replays it (recover.go) and nothing is written until then.
 		if uerr := r.journal.unappend(start); uerr != nil {
@@ -95,7 +112,8 @@ func (r *Repo) Publish(objs []plumbing.EncodedObject, old, new plumbing.Hash) (P
 	}
 	fault("ref-moved")
 	r.syncer.add(syncItem{seq: seq})
-	t.Durable = time.Since(t1)
+	t.Pack += placing
+	t.Durable = time.Since(t1) - placing
 	return t, nil
 }
 

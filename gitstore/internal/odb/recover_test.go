@@ -218,22 +218,63 @@ func TestRenameFails(t *testing.T) {
 	}
 	abandon(r) // as a crash: the journal is read again at the next open
 	FaultHook = nil
-	r, err = Open(path)
+	failedWriteGone(t, path, head(c1))
+}
+
+// failedWriteGone reopens the repository at path, which a failed write left as a crash
+// would, and checks that main is still at want, the commit before that write, and that
+// writing goes on.
+func failedWriteGone(t *testing.T, path string, want plumbing.Hash) {
+	t.Helper()
+	r, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	got, err := r.ReadRef()
+	if got, err := r.ReadRef(); err != nil || got != want {
+		t.Fatalf("main after reopening: %v, %v; want %v (the failed write's record came back)", got, err, want)
+	}
+	c := commitObjects(t, want, "after")
+	if _, err := r.Publish(c, want, head(c)); err != nil {
+		t.Fatalf("a write after the failed one: %v", err)
+	}
+}
+
+// TestPlaceFails: the pack is placed while the journal's record is synced; when it cannot be
+// placed, the write fails although its record is durable, and the record is taken back, so
+// that a reopening does not make the failed write appear.
+func TestPlaceFails(t *testing.T) {
+	path := initTestRepo(t)
+	r, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got != head(c1) {
-		t.Fatalf("main is %s after reopening, want %s (the failed write's record came back)", got, head(c1))
+	c1 := commitObjects(t, plumbing.ZeroHash, "one")
+	if _, err := r.Publish(c1, plumbing.ZeroHash, head(c1)); err != nil {
+		t.Fatal(err)
 	}
-	c3 := commitObjects(t, head(c1), "three")
-	if _, err := r.Publish(c3, head(c1), head(c3)); err != nil {
-		t.Fatalf("a write after the failed one: %v", err)
+	c2 := commitObjects(t, head(c1), "two")
+	p, err := encodePack(c2)
+	if err != nil {
+		t.Fatal(err)
 	}
+	// A directory that is not empty where the pack's index goes: the rename over it fails.
+	idx := p.base(filepath.Join(path, "objects", "pack")) + ".idx"
+	p.release()
+	if err := os.MkdirAll(filepath.Join(idx, "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Publish(c2, head(c1), head(c2)); err == nil {
+		t.Fatal("the write succeeded with its pack's index a directory")
+	}
+	if got, err := r.ReadRef(); err != nil || got != head(c1) {
+		t.Fatalf("main after the failed write: %v, %v; want %v", got, err, head(c1))
+	}
+	if err := os.RemoveAll(idx); err != nil {
+		t.Fatal(err)
+	}
+	abandon(r) // as a crash: the journal is read again at the next open
+	failedWriteGone(t, path, head(c1))
 }
 
 // TestRecoverBothJournalFiles: while the syncer is behind, a checkpoint goes on in the other
