@@ -94,6 +94,14 @@ func (r *Repo) Publish(objs []plumbing.EncodedObject, old, new plumbing.Hash) (P
 	start := r.journal.off
 	seq, err := r.journal.append(old, new, p.data, place)
 	if err != nil {
+		if errors.Is(err, errUnsynced) {
+			// The record is in the journal all the same, and may be on disk: take it back
+			// as below, so that the write fails as answered.
+			if uerr := r.journal.takeBack(start); uerr != nil {
+				r.broken = fmt.Errorf("%w: %v", errBroken, err)
+				return t, r.broken
+			}
+		}
 		return t, err
 	}
 	fault("journal-synced")
