@@ -26,8 +26,8 @@ type PublishTiming struct {
 var errBroken = errors.New("main could not be moved to a journaled commit; reopen the store to finish the move")
 
 // Publish makes a group's objects and main's move from old to new visible to every reader
-// and durable, and returns once both are true. It returns ErrRefMoved, having published
-// nothing that matters (an unreferenced pack at most), if main was not at old.
+// and durable, and returns once both are true. It returns ErrRefMoved, having placed and
+// journaled nothing (the pack is placed only after main is checked), if main was not at old.
 //
 // Order: the pack is encoded; main.lock is taken and main checked; the lock file gets the
 // new value; the journal record (the move and the pack) is written, and while its
