@@ -2,6 +2,7 @@ package odb
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -211,9 +212,10 @@ func (j *journal) grow(size int64) error {
 // append writes one record and makes it durable. If beside is not nil, it starts the
 // record's writeback, runs beside and only then fdatasyncs, which then waits for less: the
 // writer places the group's pack while the disk writes the record. beside's outcome is the
-// caller's to read: the record is appended whatever it did. With a FaultHook, it writes the
-// record in two halves and calls the hook between them (a test's crash point:
-// "journal-torn").
+// caller's to read: the record is appended whatever it did. If the fdatasync fails, the
+// error is errUnsynced: the record is in the file, and the caller takes it back (takeBack).
+// With a FaultHook, it writes the record in two halves and calls the hook between them (a
+// test's crash point: "journal-torn").
 func (j *journal) append(old, new plumbing.Hash, pack []byte, beside func()) (uint64, error) {
 	n := 40 + len(pack)
 	if n > maxRecordSize {
@@ -238,23 +240,29 @@ func (j *journal) append(old, new plumbing.Hash, pack []byte, beside func()) (ui
 	copy(buf[recordHeader+40:], pack)
 	crc := crc32.Update(crc32.Checksum(buf[4:16], crcTable), crcTable, buf[recordHeader:])
 	binary.BigEndian.PutUint32(buf[16:20], crc)
+	start := j.off
 	if FaultHook != nil {
 		half := len(buf) / 2
 		if _, err := j.f.WriteAt(buf[:half], j.off); err != nil {
+			j.off = start
 			return 0, fmt.Errorf("write journal: %w", err)
 		}
 		fault("journal-torn")
 		buf, j.off = buf[half:], j.off+int64(half)
 	}
 	if _, err := j.f.WriteAt(buf, j.off); err != nil {
+		j.off = start
 		return 0, fmt.Errorf("write journal: %w", err)
 	}
 	if beside != nil {
 		startWriteback(j.f, j.off, int64(len(buf)))
 		beside()
 	}
-	if err := fdatasync(j.f); err != nil {
-		return 0, fmt.Errorf("sync journal: %w", err)
+	if err := syncJournal(j.f); err != nil {
+		// The whole record is in the file, and may reach the disk, or have reached it: the
+		// caller takes it back (takeBack), or a crash would make a failed write appear.
+		j.off = start
+		return 0, fmt.Errorf("%w: %w", errUnsynced, err)
 	}
 	j.off += int64(len(buf))
 	j.seq = seq
@@ -262,17 +270,34 @@ func (j *journal) append(old, new plumbing.Hash, pack []byte, beside func()) (ui
 	return seq, nil
 }
 
+// syncJournal is fdatasync, for the journal's file; a test makes it fail.
+var syncJournal = fdatasync
+
 // unappend takes back the last record, which main was not moved to: its header is zeroed,
 // so that recovery does not replay a write that was answered with an error.
 func (j *journal) unappend(off int64) error {
+	if err := j.takeBack(off); err != nil {
+		return err
+	}
+	j.seq--
+	return nil
+}
+
+// errUnsynced is append's error when the record was written but its fdatasync failed.
+var errUnsynced = errors.New("sync journal")
+
+// takeBack zeroes, durably, the header of the record written at off, and makes off where the
+// next record goes: unappend's, and the caller's after append failed with errUnsynced (the
+// record is then in the file, and may be on disk; on Linux an fdatasync after a failed one
+// writes what was written since).
+func (j *journal) takeBack(off int64) error {
 	if _, err := j.f.WriteAt(make([]byte, recordHeader), off); err != nil {
 		return err
 	}
-	if err := fdatasync(j.f); err != nil {
+	if err := syncJournal(j.f); err != nil {
 		return err
 	}
 	j.off = off
-	j.seq--
 	return nil
 }
 
@@ -285,7 +310,7 @@ func (j *journal) reset() error {
 	if _, err := j.f.WriteAt(make([]byte, recordHeader), 0); err != nil {
 		return fmt.Errorf("reset journal: %w", err)
 	}
-	if err := fdatasync(j.f); err != nil {
+	if err := syncJournal(j.f); err != nil {
 		return fmt.Errorf("reset journal: %w", err)
 	}
 	j.off = 0
@@ -309,7 +334,7 @@ func (j *journal) wipe() error {
 		}
 		off += n
 	}
-	if err := fdatasync(j.f); err != nil {
+	if err := syncJournal(j.f); err != nil {
 		return fmt.Errorf("wipe journal: %w", err)
 	}
 	j.off = 0

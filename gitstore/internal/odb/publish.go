@@ -26,8 +26,8 @@ type PublishTiming struct {
 var errBroken = errors.New("main could not be moved to a journaled commit; reopen the store to finish the move")
 
 // Publish makes a group's objects and main's move from old to new visible to every reader
-// and durable, and returns once both are true. It returns ErrRefMoved, having published
-// nothing that matters (an unreferenced pack at most), if main was not at old.
+// and durable, and returns once both are true. It returns ErrRefMoved, having placed and
+// journaled nothing (the pack is placed only after main is checked), if main was not at old.
 //
 // Order: the pack is encoded; main.lock is taken and main checked; the lock file gets the
 // new value; the journal record (the move and the pack) is written, and while its
@@ -94,6 +94,14 @@ func (r *Repo) Publish(objs []plumbing.EncodedObject, old, new plumbing.Hash) (P
 	start := r.journal.off
 	seq, err := r.journal.append(old, new, p.data, place)
 	if err != nil {
+		if errors.Is(err, errUnsynced) {
+			// The record is in the journal all the same, and may be on disk: take it back
+			// as below, so that the write fails as answered.
+			if uerr := r.journal.takeBack(start); uerr != nil {
+				r.broken = fmt.Errorf("%w: %v", errBroken, err)
+				return t, r.broken
+			}
+		}
 		return t, err
 	}
 	fault("journal-synced")

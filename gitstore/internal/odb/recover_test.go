@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -272,6 +273,40 @@ func TestPlaceFails(t *testing.T) {
 	}
 	if err := os.RemoveAll(idx); err != nil {
 		t.Fatal(err)
+	}
+	abandon(r) // as a crash: the journal is read again at the next open
+	failedWriteGone(t, path, head(c1))
+}
+
+// TestSyncFails: when the journal's fdatasync fails (after the pack was placed beside it),
+// the write fails, but its record is in the file all the same, and may be on disk: it must
+// be taken back, so that a reopening does not make the failed write appear.
+func TestSyncFails(t *testing.T) {
+	path := initTestRepo(t)
+	r, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c1 := commitObjects(t, plumbing.ZeroHash, "one")
+	if _, err := r.Publish(c1, plumbing.ZeroHash, head(c1)); err != nil {
+		t.Fatal(err)
+	}
+	// The journal is synced by the writer only (this goroutine), not by the syncer.
+	var fail atomic.Bool
+	syncJournal = func(f *os.File) error {
+		if fail.CompareAndSwap(true, false) {
+			return syscall.EIO
+		}
+		return fdatasync(f)
+	}
+	defer func() { syncJournal = fdatasync }()
+	fail.Store(true)
+	c2 := commitObjects(t, head(c1), "two")
+	if _, err := r.Publish(c2, head(c1), head(c2)); err == nil {
+		t.Fatal("the write succeeded with the journal's fdatasync failing")
+	}
+	if got, err := r.ReadRef(); err != nil || got != head(c1) {
+		t.Fatalf("main after the failed write: %v, %v; want %v", got, err, head(c1))
 	}
 	abandon(r) // as a crash: the journal is read again at the next open
 	failedWriteGone(t, path, head(c1))
