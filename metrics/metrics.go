@@ -69,7 +69,7 @@ func New() *Metrics {
 	m.groupSize = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "gitmem_write_group_requests",
 		Help: "Requests per committed group.", Buckets: prometheus.ExponentialBuckets(1, 2, 10)})
 	m.packWrite = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "gitmem_pack_write_seconds",
-		Help: "Time to encode a group's objects as a pack and place it and its index (not fsynced: the journal makes the group durable).", Buckets: latency})
+		Help: "Time to encode a group's objects as a pack and place it and its index (on Linux not fsynced, as the journal makes the group durable).", Buckets: latency})
 	m.refUpdate = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "gitmem_ref_update_seconds",
 		Help: "Time to make a group durable and move main to its last commit (main.lock, the journal's record and fdatasync, the move).", Buckets: latency})
 	m.merges = prometheus.NewCounter(prometheus.CounterOpts{Name: "gitmem_pack_merges_total",
