@@ -83,32 +83,53 @@ func (s *Server) memWrite(c echo.Context, st *gitstore.Store, cl caller, write f
 			return st, err
 		}
 	}
-	var tried gitstore.TrialResult
-	if f, err := s.props.Reads(st, cl.actor); err != nil {
-		return nil, err
-	} else if f == st {
+	for attempt := 0; ; attempt++ {
+		f, p, open, err := s.props.Opened(st, cl.actor)
+		if err != nil {
+			return nil, err
+		}
+		if open {
+			if beforeProposalWrite != nil {
+				beforeProposalWrite()
+			}
+			err := write(ctx, f)
+			if err != nil && attempt == 0 && !s.props.IsOpen(st.ID(), p.ID) {
+				// The proposal closed (approved, rejected) since it was looked up, and its
+				// fork with it: the write goes as if none were open, tried first, so that a
+				// refused write opens no proposal of nothing.
+				continue
+			}
+			nameProposal(c, p.ID, cl.proposes()) // as memStore: only a proposer's reads see its proposal
+			return f, err
+		}
 		if err := s.props.Room(st.ID(), cl.actor); err != nil {
 			return nil, err // before the trial: a key at its bound costs the writer nothing
 		}
+		var tried gitstore.TrialResult
 		if err := write(gitstore.Trial(ctx, &tried), st); err != nil || !tried.Changes {
 			return st, err
 		}
 		if afterTrial != nil {
 			afterTrial()
 		}
+		// The proposal, if it opens now, starts where the trial ran (tried.Head); if another
+		// request of the caller's opened one meanwhile, the write goes there.
+		f, p, err = s.props.WritesTried(ctx, st, cl.actor, proposalTitle(cl), tried.Head)
+		if err != nil {
+			return nil, err
+		}
+		nameProposal(c, p.ID, cl.proposes())
+		return f, write(ctx, f)
 	}
-	// The proposal, if it opens now, starts where the trial ran (tried.Head).
-	f, p, err := s.props.WritesTried(ctx, st, cl.actor, proposalTitle(cl), tried.Head)
-	if err != nil {
-		return nil, err
-	}
-	nameProposal(c, p.ID, cl.proposes()) // as memStore: only a proposer's reads see its proposal
-	return f, write(ctx, f)
 }
 
 // afterTrial, set by tests only, runs in memWrite between a passing trial and the opening
 // of the proposal: a change to main there is what a concurrent writer's would be.
 var afterTrial func()
+
+// beforeProposalWrite, set by tests only, runs in memWrite between the lookup of the caller's
+// open proposal and the write to it: a review there is what a concurrent one would be.
+var beforeProposalWrite func()
 
 // proposalTitle is the title of a proposal that a caller's first write opens.
 func proposalTitle(cl caller) string {

@@ -774,6 +774,74 @@ func TestBoundBeforeTrial(t *testing.T) {
 	}
 }
 
+// TestProposalClosedBeforeWrite: a propose key's write finds its proposal open, and a
+// person approves it before the write reaches its fork (beforeProposalWrite). The write then
+// goes as if no proposal were open: tried on main first, so that a refused one opens no new
+// proposal of nothing, and one that passes opens a new proposal that holds it.
+func TestProposalClosedBeforeWrite(t *testing.T) {
+	ts := startServer(t, Options{})
+	rw, agent, store := proposerAndStore(t, ts)
+	mems := ts.url + "/v1/memory_stores/" + store.ID + "/memories"
+	props := ts.url + "/v1/memory_stores/" + store.ID + "/proposals"
+	ah := map[string]string{"x-api-key": agent, "content-type": "application/json"}
+	rh := map[string]string{"x-api-key": rw, "content-type": "application/json"}
+	status, body, header := rawExchange(t, "POST", mems, `{"path":"/first.md","content":"one"}`, ah)
+	first := header.Get(ProposalHeader)
+	if status != 200 || first == "" {
+		t.Fatalf("the agent's first write: %d %q %s", status, first, body)
+	}
+	approveFirst := func() {
+		beforeProposalWrite = nil
+		if status, body := rawRequest(t, "POST", props+"/"+first+"/approve", `{}`, rh); status != 200 {
+			t.Errorf("approve: %d %s", status, body)
+		}
+	}
+	defer func() { beforeProposalWrite = nil }()
+	openNow := func() []string {
+		t.Helper()
+		_, body := rawRequest(t, "GET", props+"?state=open", "", rh)
+		var list struct{ Data []struct{ ID string } }
+		if err := json.Unmarshal([]byte(body), &list); err != nil {
+			t.Fatalf("list: %s", body)
+		}
+		var ids []string
+		for _, p := range list.Data {
+			ids = append(ids, p.ID)
+		}
+		return ids
+	}
+
+	// Refused: an update of a memory that is nowhere.
+	beforeProposalWrite = approveFirst
+	status, body, header = rawExchange(t, "POST", mems+"/mem_00000000000000000000000000", `{"content":"two"}`, ah)
+	if status != 404 || header.Get(ProposalHeader) != "" {
+		t.Errorf("an update of no memory, its proposal approved meanwhile: %d %q %s", status, header.Get(ProposalHeader), body)
+	}
+	if open := openNow(); len(open) != 0 {
+		t.Errorf("open proposals after a refused write: %v; want none", open)
+	}
+
+	// Passing: a new proposal opens and holds it.
+	if status, body, header = rawExchange(t, "POST", mems, `{"path":"/second.md","content":"two"}`, ah); status != 200 || header.Get(ProposalHeader) == "" {
+		t.Fatalf("the agent's write after the approval: %d %s", status, body)
+	}
+	second := header.Get(ProposalHeader)
+	first = second
+	beforeProposalWrite = approveFirst
+	status, body, header = rawExchange(t, "POST", mems, `{"path":"/third.md","content":"three"}`, ah)
+	third := header.Get(ProposalHeader)
+	if status != 200 || third == "" || third == second {
+		t.Fatalf("a write whose proposal was approved meanwhile: %d %q (the approved one %q) %s", status, third, second, body)
+	}
+	if open := openNow(); len(open) != 1 || open[0] != third {
+		t.Errorf("open proposals: %v; want only %s", open, third)
+	}
+	_, body = rawRequest(t, "GET", props+"/"+third, "", rh)
+	if !strings.Contains(body, "/third.md") {
+		t.Errorf("the new proposal does not hold the write: %s", body)
+	}
+}
+
 // TestProposalOpensWhereTheTrialRan: a propose key's first write, an update of a memory of
 // main, passes its trial; before its proposal opens another writer deletes the memory from
 // main (afterTrial). The proposal starts from the commit the trial ran on, so the update

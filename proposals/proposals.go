@@ -588,13 +588,32 @@ func (m *Manager) Room(storeID string, author gitstore.Actor) error {
 // Reads returns the store that author's reads of store st see: the fork of its open
 // proposal (its own writes applied), or st if it has none.
 func (m *Manager) Reads(st *gitstore.Store, author gitstore.Actor) (*gitstore.Store, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	p, ok, err := m.openOf(st.ID(), author)
+	f, _, ok, err := m.Opened(st, author)
 	if err != nil || !ok {
 		return st, err
 	}
-	return m.fork(p)
+	return f, nil
+}
+
+// Opened returns author's open proposal of store st and its fork, opened; ok is false if
+// author has none open there.
+func (m *Manager) Opened(st *gitstore.Store, author gitstore.Actor) (f *gitstore.Store, p Proposal, ok bool, err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if p, ok, err = m.openOf(st.ID(), author); err != nil || !ok {
+		return nil, Proposal{}, false, err
+	}
+	f, err = m.fork(p)
+	return f, p, err == nil, err
+}
+
+// IsOpen tells whether proposal id of store storeID is open: a write to its fork that
+// failed may have met its closing (Opened).
+func (m *Manager) IsOpen(storeID, id string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p, err := m.get(storeID, id)
+	return err == nil && p.State == Open
 }
 
 // Session is what a session of author's tools works on in store st: the store it reads, and,
