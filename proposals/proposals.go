@@ -201,7 +201,11 @@ func (m *Manager) Close() error {
 	last := map[string]map[string]time.Time{} // by store id, by proposal id
 	for id, f := range m.forks {
 		moved := f.Moved()
-		t, err := lastWrite(f)
+		base := ""
+		if i := slices.IndexFunc(m.lists[f.ID()], func(p Proposal) bool { return p.ID == id }); i >= 0 {
+			base = m.lists[f.ID()][i].Base
+		}
+		t, err := lastWrite(f, base)
 		errs = append(errs, f.CloseFork())
 		delete(m.forks, id)
 		select {
@@ -384,7 +388,7 @@ func (m *Manager) current(p Proposal) Proposal {
 	f, err := m.fork(p)
 	var t time.Time
 	if err == nil {
-		t, err = lastWrite(f)
+		t, err = lastWrite(f, p.Base)
 	}
 	if err != nil {
 		m.data.Logger().Warn("read the last write to a proposal's fork; answering the time now as its update", "store", p.StoreID, "proposal", p.ID, "err", err)
@@ -395,8 +399,13 @@ func (m *Manager) current(p Proposal) Proposal {
 }
 
 // lastWrite is the time of fork f's newest version: its last write, as a fork holds none of
-// main's since it opened.
-func lastWrite(f *gitstore.Store) (time.Time, error) {
+// main's since it opened. It is the zero time while f's main is still at base, where the
+// fork started: f holds no write of its own, and its newest version is main's, whose date
+// may be any (a pushed commit's).
+func lastWrite(f *gitstore.Store, base string) (time.Time, error) {
+	if base != "" && f.Head() == base {
+		return time.Time{}, nil
+	}
 	page, err := f.Versions(context.Background(), gitstore.VersionFilter{Limit: 1})
 	if err != nil || len(page.Versions) == 0 {
 		return time.Time{}, err

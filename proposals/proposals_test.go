@@ -610,15 +610,7 @@ func TestFromBranchOtherAuthor(t *testing.T) {
 // later), so that the next manager answers it without opening the fork.
 func TestCloseRecordsLastWrite(t *testing.T) {
 	ctx := context.Background()
-	d, err := gitstore.Open(ctx, t.TempDir(), gitstore.Options{Clock: func() time.Time { return time.Now().Add(time.Hour) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	st, err := d.CreateStore(ctx, gitstore.CreateStoreInput{Name: "team", Actor: person})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, st := storeAhead(t)
 	m := New(d)
 	f, p, err := m.Writes(ctx, st, proposer, "")
 	if err != nil {
@@ -636,6 +628,47 @@ func TestCloseRecordsLastWrite(t *testing.T) {
 	}
 	if got.Writing || got.UpdatedAt.Before(last) || len(next.forks) != 0 {
 		t.Errorf("after Close: updated_at %s, writing %v, %d forks opened; the last write was at %s", got.UpdatedAt, got.Writing, len(next.forks), last)
+	}
+}
+
+// storeAhead is a data directory whose versions' clock runs an hour ahead, and a store of it.
+func storeAhead(t *testing.T) (*gitstore.DataDir, *gitstore.Store) {
+	t.Helper()
+	d, err := gitstore.Open(context.Background(), t.TempDir(), gitstore.Options{Clock: func() time.Time { return time.Now().Add(time.Hour) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	st, err := d.CreateStore(context.Background(), gitstore.CreateStoreInput{Name: "team", Actor: person})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, st
+}
+
+// TestLastWriteOfNoWrite: a proposal whose fork holds no write of its own (its opening write
+// failed there) answers the time it opened as its update, not the date of main's newest
+// version, which a clock or a pushed commit may put ahead.
+func TestLastWriteOfNoWrite(t *testing.T) {
+	ctx := context.Background()
+	d, st := storeAhead(t)
+	ahead := write(t, st, "/a.md", "a", person).Version.CreatedAt
+	m := New(d)
+	_, p, err := m.Writes(ctx, st, proposer, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := m.Get(st.ID(), p.ID)
+	if err != nil || !got.UpdatedAt.Equal(p.UpdatedAt) {
+		t.Errorf("a proposal of no write: updated_at %s, %v; want %s, when it opened (main's newest version is dated %s)", got.UpdatedAt, err, p.UpdatedAt, ahead)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	next := New(d)
+	defer next.Close()
+	if got, err = next.Get(st.ID(), p.ID); err != nil || !got.UpdatedAt.Equal(p.UpdatedAt) {
+		t.Errorf("after Close: updated_at %s, %v; want %s", got.UpdatedAt, err, p.UpdatedAt)
 	}
 }
 
