@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -648,7 +649,10 @@ func TestStoresApart(t *testing.T) {
 		}()
 		return done
 	}
-	unlock := m.lock(a.ID())
+	// Released at the end, or by the cleanup (run before newManager's Close) if the test
+	// stops first: else Close would wait for it, and the test would hang instead of failing.
+	unlock := sync.OnceFunc(m.lock(a.ID()))
+	t.Cleanup(unlock)
 	select {
 	case err := <-opens(b):
 		if err != nil {
