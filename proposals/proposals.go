@@ -17,11 +17,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -159,10 +161,40 @@ type Manager struct {
 	data   *gitstore.DataDir
 	limits Limits
 
-	mu     sync.Mutex
-	lists  map[string][]Proposal      // by store id, as its file holds them
-	forks  map[string]*gitstore.Store // open forks, by proposal id
-	closed bool
+	mu     sync.Mutex                 // guards stores
+	stores map[string]*storeProposals // by store id
+	closed atomic.Bool
+}
+
+// storeProposals is what the manager holds of one store's proposals. Every operation on
+// them holds its mu (Manager.lock), and none holds two stores' at once: operations on
+// different stores, such as an approval's merge and another store's writes, do not wait for
+// each other.
+type storeProposals struct {
+	mu    sync.Mutex
+	list  []Proposal                 // as the store's file holds it, once read
+	read  bool                       // list was read
+	forks map[string]*gitstore.Store // open forks, by proposal id
+}
+
+// of returns what the manager holds of store storeID's proposals, made if need be; its mu
+// is the caller's to take (lock), or held already.
+func (m *Manager) of(storeID string) *storeProposals {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	sp := m.stores[storeID]
+	if sp == nil {
+		sp = &storeProposals{forks: map[string]*gitstore.Store{}}
+		m.stores[storeID] = sp
+	}
+	return sp
+}
+
+// lock takes the lock of store storeID's proposals, and returns what releases it.
+func (m *Manager) lock(storeID string) (unlock func()) {
+	sp := m.of(storeID)
+	sp.mu.Lock()
+	return sp.mu.Unlock
 }
 
 // New returns the manager of data's proposals, with DefaultLimits. It wraps the redactions
@@ -172,7 +204,7 @@ func New(data *gitstore.DataDir) *Manager { return NewWithLimits(data, DefaultLi
 
 // NewWithLimits is New with the limits l (a zero field: DefaultLimits').
 func NewWithLimits(data *gitstore.DataDir, l Limits) *Manager {
-	m := &Manager{data: data, limits: l.withDefaults(), lists: map[string][]Proposal{}, forks: map[string]*gitstore.Store{}}
+	m := &Manager{data: data, limits: l.withDefaults(), stores: map[string]*storeProposals{}}
 	data.WrapRedact(m.redact)
 	return m
 }
@@ -180,49 +212,56 @@ func NewWithLimits(data *gitstore.DataDir, l Limits) *Manager {
 // Forget closes the open forks of a store that was deleted (DataDir.DeleteStore removes
 // its proposals) and forgets its list.
 func (m *Manager) Forget(storeID string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for id, f := range m.forks {
-		if f.ID() == storeID {
-			f.CloseFork()
-			delete(m.forks, id)
-		}
+	defer m.lock(storeID)()
+	sp := m.of(storeID)
+	for id, f := range sp.forks {
+		f.CloseFork()
+		delete(sp.forks, id)
 	}
-	delete(m.lists, storeID)
+	sp.list, sp.read = nil, false
 }
 
 // Close closes the open forks, and saves in each open proposal's UpdatedAt its fork's last
 // write (Writing), so that the next manager need not open the fork to answer it.
 func (m *Manager) Close() error {
+	m.closed.Store(true)
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.closed = true
+	stores := maps.Clone(m.stores)
+	m.mu.Unlock()
 	var errs []error
-	last := map[string]map[string]time.Time{} // by store id, by proposal id
-	for id, f := range m.forks {
+	for storeID, sp := range stores {
+		errs = append(errs, m.closeStore(storeID, sp))
+	}
+	return errors.Join(errs...)
+}
+
+// closeStore is Close for the store storeID, whose proposals are sp.
+func (m *Manager) closeStore(storeID string, sp *storeProposals) error {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	var errs []error
+	last := map[string]time.Time{} // by proposal id
+	for id, f := range sp.forks {
 		moved := f.Moved()
 		base := ""
-		if i := slices.IndexFunc(m.lists[f.ID()], func(p Proposal) bool { return p.ID == id }); i >= 0 {
-			base = m.lists[f.ID()][i].Base
+		if i := slices.IndexFunc(sp.list, func(p Proposal) bool { return p.ID == id }); i >= 0 {
+			base = sp.list[i].Base
 		}
 		t, err := lastWrite(f, base)
 		errs = append(errs, f.CloseFork())
-		delete(m.forks, id)
+		delete(sp.forks, id)
 		select {
 		case <-moved: // written to since t was read: the next manager reads the fork
 		default:
 			if err == nil {
-				if last[f.ID()] == nil {
-					last[f.ID()] = map[string]time.Time{}
-				}
-				last[f.ID()][id] = t
+				last[id] = t
 			}
 		}
 	}
-	for storeID, times := range last {
-		l := slices.Clone(m.lists[storeID])
+	if len(last) > 0 {
+		l := slices.Clone(sp.list)
 		for i, p := range l {
-			if t, ok := times[p.ID]; ok && p.Writing {
+			if t, ok := last[p.ID]; ok && p.Writing {
 				l[i].UpdatedAt, l[i].Writing = later(p.UpdatedAt, t), false
 			}
 		}
@@ -235,10 +274,11 @@ func notFound(storeID, id string) error {
 	return &gitstore.Error{Kind: gitstore.KindNotFound, Message: fmt.Sprintf("memory store %s has no proposal %s", storeID, id)}
 }
 
-// list returns the proposals of a store. m.mu is held.
+// list returns the proposals of a store. The store's lock is held.
 func (m *Manager) list(storeID string) ([]Proposal, error) {
-	if l, ok := m.lists[storeID]; ok {
-		return l, nil
+	sp := m.of(storeID)
+	if sp.read {
+		return sp.list, nil
 	}
 	var l []Proposal
 	b, err := os.ReadFile(m.data.Layout().ProposalsFile(storeID))
@@ -251,21 +291,21 @@ func (m *Manager) list(storeID string) ([]Proposal, error) {
 			return nil, fmt.Errorf("read the proposals of %s: %w", storeID, err)
 		}
 	}
-	m.lists[storeID] = l
+	sp.list, sp.read = l, true
 	m.removeOrphans(storeID, l)
 	// A redaction that a crash interrupted before it reached the forks: finished before
 	// anyone reads them.
 	if err := m.finishRedactions(context.Background(), storeID); err != nil {
-		delete(m.lists, storeID)
+		sp.list, sp.read = nil, false
 		return nil, fmt.Errorf("finish redacting the proposals of %s (redact the version again): %w", storeID, err)
 	}
-	return m.lists[storeID], nil
+	return sp.list, nil
 }
 
 // removeOrphans removes the fork directories of store storeID that no proposal of l names:
 // what a crash left between making a fork and saving its proposal, or a fork half made.
 // Nothing would read them, nor redact them: they may hold what the store has redacted since.
-// m.mu is held, so that no fork is being made.
+// The store's lock is held, so that no fork is being made.
 func (m *Manager) removeOrphans(storeID string, l []Proposal) {
 	dir := m.data.Layout().ProposalForks(storeID)
 	entries, err := os.ReadDir(dir)
@@ -284,7 +324,7 @@ func (m *Manager) removeOrphans(storeID string, l []Proposal) {
 }
 
 // save writes a store's proposals durably, keeping the newest MaxDecided decided ones and
-// the forks of the newest MaxKeptRejected rejected ones. m.mu is held.
+// the forks of the newest MaxKeptRejected rejected ones. The store's lock is held.
 func (m *Manager) save(storeID string, l []Proposal) error {
 	decided, rejected := 0, 0
 	kept := l[:0:0]
@@ -319,11 +359,12 @@ func (m *Manager) save(storeID string, l []Proposal) error {
 	if err := durable.WriteFile(m.data.Layout().ProposalsFile(storeID), b, 0o600); err != nil {
 		return gitstore.NoSpace(err, m.data.Dir())
 	}
-	m.lists[storeID] = l
+	sp := m.of(storeID)
+	sp.list, sp.read = l, true
 	return nil
 }
 
-// update changes proposal id of a store with fn and saves the list. m.mu is held.
+// update changes proposal id of a store with fn and saves the list. The store's lock is held.
 func (m *Manager) update(storeID, id string, fn func(p *Proposal) error) (Proposal, error) {
 	l, err := m.list(storeID)
 	if err != nil {
@@ -352,8 +393,7 @@ type Filter struct {
 
 // List returns the store's proposals that f selects, newest first.
 func (m *Manager) List(storeID string, f Filter) ([]Proposal, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	defer m.lock(storeID)()
 	l, err := m.list(storeID)
 	if err != nil {
 		return nil, err
@@ -370,8 +410,7 @@ func (m *Manager) List(storeID string, f Filter) ([]Proposal, error) {
 
 // Get returns proposal id of the store.
 func (m *Manager) Get(storeID, id string) (Proposal, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	defer m.lock(storeID)()
 	p, err := m.get(storeID, id)
 	return m.current(p), err
 }
@@ -380,9 +419,9 @@ func (m *Manager) Get(storeID, id string) (Proposal, error) {
 // The writes to a fork are commits of its own store, not steps of the list, which a write
 // does not save (a durable save per write would be dear): while the fork may hold writes
 // that UpdatedAt misses (Writing), their time is read from the fork, opened if it is not.
-// m.mu is held.
+// The store's lock is held.
 func (m *Manager) current(p Proposal) Proposal {
-	if !p.Writing || p.State != Open || m.closed {
+	if !p.Writing || p.State != Open || m.closed.Load() {
 		return p
 	}
 	f, err := m.fork(p)
@@ -440,7 +479,8 @@ func sameAuthor(a Actor, b gitstore.Actor) bool {
 	return a.Type == b.Type && a.ID == b.ID && a.APIKeyID == b.APIKeyID
 }
 
-// openOf returns the open proposal of author in the store, if there is one. m.mu is held.
+// openOf returns the open proposal of author in the store, if there is one. The store's
+// lock is held.
 func (m *Manager) openOf(storeID string, author gitstore.Actor) (Proposal, bool, error) {
 	l, err := m.list(storeID)
 	if err != nil {
@@ -455,9 +495,10 @@ func (m *Manager) openOf(storeID string, author gitstore.Actor) (Proposal, bool,
 }
 
 // fork returns the open fork of proposal p, opening it. An open proposal is marked Writing
-// first, in the saved list: writes may reach the fork from then on. m.mu is held.
+// first, in the saved list: writes may reach the fork from then on. The store's lock is held.
 func (m *Manager) fork(p Proposal) (*gitstore.Store, error) {
-	if f, ok := m.forks[p.ID]; ok {
+	sp := m.of(p.StoreID)
+	if f, ok := sp.forks[p.ID]; ok {
 		return f, nil
 	}
 	if err := m.markWriting(p.StoreID, p.ID); err != nil {
@@ -467,13 +508,23 @@ func (m *Manager) fork(p Proposal) (*gitstore.Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open proposal %s: %w", p.ID, err)
 	}
-	m.forks[p.ID] = f
+	sp.forks[p.ID] = f
 	return f, nil
+}
+
+// takeFork removes the open fork of proposal id of store storeID from those the manager
+// holds, and returns it (nil if it is not open), for the caller to close. The store's lock
+// is held.
+func (m *Manager) takeFork(storeID, id string) *gitstore.Store {
+	sp := m.of(storeID)
+	f := sp.forks[id]
+	delete(sp.forks, id)
+	return f
 }
 
 // markWriting sets Writing on the open proposal id, unless it is set. A pushed branch's
 // proposal is left alone: its fork changes by pushes, each of which updates the proposal.
-// m.mu is held.
+// The store's lock is held.
 func (m *Manager) markWriting(storeID, id string) error {
 	l, err := m.list(storeID)
 	if err != nil {
@@ -493,8 +544,7 @@ func (m *Manager) markWriting(storeID, id string) error {
 // other keys' with git, as it may not read another key's proposal through the API. A decided
 // proposal's branch is main's history (approved) or gone (rejected).
 func (m *Manager) Branches(storeID, keyID string) (own, others []string, err error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	defer m.lock(storeID)()
 	l, err := m.list(storeID)
 	if err != nil {
 		return nil, nil, err
@@ -523,8 +573,7 @@ func (m *Manager) Writes(ctx context.Context, st *gitstore.Store, author gitstor
 // that its trial saw, and is not refused there, or left with nothing to change, by what
 // came to main in between (which would leave an open proposal of nothing).
 func (m *Manager) WritesTried(ctx context.Context, st *gitstore.Store, author gitstore.Actor, title, tried string) (*gitstore.Store, Proposal, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	defer m.lock(st.ID())()
 	if p, ok, err := m.openOf(st.ID(), author); err != nil || ok {
 		if err != nil {
 			return nil, Proposal{}, err
@@ -561,7 +610,7 @@ func (m *Manager) WritesTried(ctx context.Context, st *gitstore.Store, author gi
 	}
 	p.Base, err = st.ForkThen(ctx, dir, tried, record)
 	if gitstore.IsKind(err, gitstore.KindConflict) && tried != "" && !recorded {
-		// A redaction rewrote the history that the trial ran on (it holds m.mu, but the
+		// A redaction rewrote the history that the trial ran on (it holds the store's lock, but the
 		// trial does not): the fork starts from main as it is.
 		p.Base, err = st.ForkThen(ctx, dir, "", record)
 	}
@@ -582,8 +631,7 @@ func (m *Manager) WritesTried(ctx context.Context, st *gitstore.Store, author gi
 // (gitstore.Trial), in the store's writer: checked before that, a key at its bound, which
 // may send new sessions' writes without end, costs the writer nothing. Writes checks again.
 func (m *Manager) Room(storeID string, author gitstore.Actor) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	defer m.lock(storeID)()
 	if _, ok, err := m.openOf(storeID, author); err != nil || ok {
 		return err
 	}
@@ -607,8 +655,7 @@ func (m *Manager) Reads(st *gitstore.Store, author gitstore.Actor) (*gitstore.St
 // Opened returns author's open proposal of store st and its fork, opened; ok is false if
 // author has none open there.
 func (m *Manager) Opened(st *gitstore.Store, author gitstore.Actor) (f *gitstore.Store, p Proposal, ok bool, err error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	defer m.lock(st.ID())()
 	if p, ok, err = m.openOf(st.ID(), author); err != nil || !ok {
 		return nil, Proposal{}, false, err
 	}
@@ -619,8 +666,7 @@ func (m *Manager) Opened(st *gitstore.Store, author gitstore.Actor) (f *gitstore
 // IsOpen tells whether proposal id of store storeID is open: a write to its fork that
 // failed may have met its closing (Opened).
 func (m *Manager) IsOpen(storeID, id string) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	defer m.lock(storeID)()
 	p, err := m.get(storeID, id)
 	return err == nil && p.State == Open
 }
@@ -670,8 +716,7 @@ func (m *Manager) SetTitle(storeID, id, title string) (Proposal, error) {
 	if err := checkText("title", title, MaxTitle); err != nil {
 		return Proposal{}, err
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	defer m.lock(storeID)()
 	return m.update(storeID, id, func(p *Proposal) error {
 		if p.State != Open {
 			return &gitstore.Error{Kind: gitstore.KindConflict, Message: fmt.Sprintf("proposal %s is %s: its title stays", id, p.State)}
@@ -686,8 +731,7 @@ func (m *Manager) AddComment(storeID, id string, by gitstore.Actor, body string)
 	if err := checkText("comment", body, MaxComment); err != nil {
 		return Proposal{}, err
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	defer m.lock(storeID)()
 	return m.update(storeID, id, func(p *Proposal) error {
 		if len(p.Comments) >= MaxComments {
 			return &gitstore.Error{Kind: gitstore.KindInvalid, Message: fmt.Sprintf("proposal %s has %d comments, the most it may have", id, MaxComments)}
@@ -715,15 +759,13 @@ func checkText(what, s string, max int) error {
 // branch opens a proposal of its own: a push never changes someone else's proposal. The
 // branch's commits are the proposal's changes.
 func (m *Manager) FromBranch(ctx context.Context, st *gitstore.Store, ref string, author gitstore.Actor, title string) (Proposal, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	defer m.lock(st.ID())()
 	l, err := m.list(st.ID())
 	if err != nil {
 		return Proposal{}, err
 	}
 	if p, ok := openBranch(l, ref, author); ok {
-		if f, ok := m.forks[p.ID]; ok {
-			delete(m.forks, p.ID)
+		if f := m.takeFork(st.ID(), p.ID); f != nil {
 			if err := f.CloseFork(); err != nil {
 				return Proposal{}, err
 			}
@@ -780,8 +822,7 @@ const (
 // push past the bounds leaves none behind. Pushes at once may pass it together; the
 // proposals then open as far as there is room, and the push's answer does not say which.
 func (m *Manager) RoomForBranches(storeID string, author gitstore.Actor, refs []string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	defer m.lock(storeID)()
 	l, err := m.list(storeID)
 	if err != nil {
 		return err

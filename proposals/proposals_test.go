@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -626,8 +627,49 @@ func TestCloseRecordsLastWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Writing || got.UpdatedAt.Before(last) || len(next.forks) != 0 {
-		t.Errorf("after Close: updated_at %s, writing %v, %d forks opened; the last write was at %s", got.UpdatedAt, got.Writing, len(next.forks), last)
+	if got.Writing || got.UpdatedAt.Before(last) || len(next.of(st.ID()).forks) != 0 {
+		t.Errorf("after Close: updated_at %s, writing %v, %d forks opened; the last write was at %s", got.UpdatedAt, got.Writing, len(next.of(st.ID()).forks), last)
+	}
+}
+
+// TestStoresApart: the proposals of one store do not wait for another store's, whose lock
+// an operation may hold for long (an approval's merge); those of the same store do.
+func TestStoresApart(t *testing.T) {
+	ctx := context.Background()
+	m, a := newManager(t)
+	b, err := m.data.CreateStore(ctx, gitstore.CreateStoreInput{Name: "other", Actor: person})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opens := func(st *gitstore.Store) <-chan error {
+		done := make(chan error, 1)
+		go func() {
+			_, _, err := m.Writes(ctx, st, proposer, "")
+			done <- err
+		}()
+		return done
+	}
+	// Released at the end, or by the cleanup (run before newManager's Close) if the test
+	// stops first: else Close would wait for it, and the test would hang instead of failing.
+	unlock := sync.OnceFunc(m.lock(a.ID()))
+	t.Cleanup(unlock)
+	select {
+	case err := <-opens(b):
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a proposal of another store waited for this store's lock")
+	}
+	same := opens(a)
+	select {
+	case err := <-same:
+		t.Fatalf("a proposal of the store opened while its lock was held: %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	unlock()
+	if err := <-same; err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -37,11 +37,11 @@ import (
 // from the redaction that the store recorded.
 
 // redact is the data directory's gitstore.RedactWrapper: the store's redaction, then its
-// forks'. m.mu is held throughout, so that no fork is made from the old history meanwhile.
+// forks'. The store's lock is held throughout, so that no fork is made from the old history
+// meanwhile.
 func (m *Manager) redact(ctx context.Context, st *gitstore.Store, in gitstore.RedactInput, next func(gitstore.RedactInput) (gitstore.RedactResult, error)) (gitstore.RedactResult, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
+	defer m.lock(st.ID())()
+	if m.closed.Load() {
 		return next(in) // the version stays listed; the next manager finishes the forks
 	}
 	if _, err := m.list(st.ID()); err != nil { // finishes an interrupted one first
@@ -74,7 +74,8 @@ func (m *Manager) redact(ctx context.Context, st *gitstore.Store, in gitstore.Re
 // finishRedactions redacts in the forks of store storeID the versions that its
 // ForksRedacting list names: a crash came between the store's redaction and theirs, or the
 // store was redacted where no manager was. A version that the store has not redacted (the
-// crash came before) is taken off the list. m.mu is held, and the store's list is loaded.
+// crash came before) is taken off the list. The store's lock is held, and the store's list
+// is loaded.
 func (m *Manager) finishRedactions(ctx context.Context, storeID string) error {
 	ids, err := m.data.ForksRedacting(storeID)
 	if err != nil || len(ids) == 0 {
@@ -104,7 +105,7 @@ func (m *Manager) finishRedactions(ctx context.Context, storeID string) error {
 
 // redactForks redacts version v, which the store has redacted, in each of its forks that
 // holds it, as the store did (the same actor and time), and closes a fork where that fails.
-// m.mu is held.
+// The store's lock is held.
 func (m *Manager) redactForks(ctx context.Context, st *gitstore.Store, v gitstore.Version) ([]gitstore.ForkRedaction, error) {
 	if v.RedactedAt == nil || v.RedactedBy == nil {
 		return nil, fmt.Errorf("version %s is not redacted in memory store %s", v.ID, st.ID())
@@ -170,7 +171,7 @@ var afterForkRedacted func(proposalID string) error
 // redactFork redacts in.VersionID in the fork of proposal p, and reports whether it held
 // the version unredacted.
 func (m *Manager) redactFork(ctx context.Context, p Proposal, in gitstore.RedactInput) (bool, error) {
-	f, ok := m.forks[p.ID]
+	f, ok := m.of(p.StoreID).forks[p.ID]
 	if !ok {
 		var err error
 		if f, err = m.data.OpenFork(p.StoreID, m.data.Layout().ProposalFork(p.StoreID, p.ID)); err != nil {
@@ -186,10 +187,9 @@ func (m *Manager) redactFork(ctx context.Context, p Proposal, in gitstore.Redact
 }
 
 // closeFork removes the fork of proposal p, which holds version v and could not redact it:
-// an open proposal is rejected, a rejected one's changes dropped. m.mu is held.
+// an open proposal is rejected, a rejected one's changes dropped. The store's lock is held.
 func (m *Manager) closeFork(ctx context.Context, st *gitstore.Store, p Proposal, v gitstore.Version) error {
-	if f, ok := m.forks[p.ID]; ok {
-		delete(m.forks, p.ID)
+	if f := m.takeFork(p.StoreID, p.ID); f != nil {
 		f.CloseFork()
 	}
 	if err := os.RemoveAll(m.data.Layout().ProposalFork(p.StoreID, p.ID)); err != nil {

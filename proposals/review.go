@@ -35,7 +35,7 @@ const MaxDiffBytes = 8 << 20
 
 // Diff returns what proposal id changes, path by path, against main as it is now.
 func (m *Manager) Diff(ctx context.Context, st *gitstore.Store, id string) ([]Change, error) {
-	m.mu.Lock()
+	unlock := m.lock(st.ID())
 	p, err := m.get(st.ID(), id)
 	var f *gitstore.Store
 	switch {
@@ -51,12 +51,12 @@ func (m *Manager) Diff(ctx context.Context, st *gitstore.Store, id string) ([]Ch
 	}
 	if err == nil && p.State == Open && p.Branch == "" {
 		// The proposal is also the branch proposals/<id> of the store's repository, as of
-		// the last time it was read: people can fetch it with git. Best effort. Under m.mu,
+		// the last time it was read: people can fetch it with git. Best effort. Under the store's lock,
 		// so that it is not the fork's history from before a redaction (redact.go) that
 		// lands after the store's redaction has moved the branches.
 		st.TakeBranch(ctx, m.data.Layout().ProposalFork(st.ID(), p.ID), branchOf(p))
 	}
-	m.mu.Unlock()
+	unlock()
 	if err != nil {
 		return nil, err
 	}
@@ -178,8 +178,7 @@ func (e *ConflictError) Unwrap() error {
 // their authors, each with the approver (Version.ApprovedBy). A merge that would conflict is
 // refused (ConflictError) unless opts allow it, decided inside the store's writer.
 func (m *Manager) Approve(ctx context.Context, st *gitstore.Store, id string, by gitstore.Actor, opts ApproveOptions) (Proposal, gitstore.MergeResult, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	defer m.lock(st.ID())()
 	p, err := m.get(st.ID(), id)
 	if err != nil {
 		return Proposal{}, gitstore.MergeResult{}, err
@@ -193,8 +192,7 @@ func (m *Manager) Approve(ctx context.Context, st *gitstore.Store, id string, by
 	dir := m.data.Layout().ProposalFork(st.ID(), id)
 	// Closed first: a write that comes now fails (and is not acknowledged) instead of going
 	// to a fork that the approval has already taken.
-	if f, ok := m.forks[id]; ok {
-		delete(m.forks, id)
+	if f := m.takeFork(st.ID(), id); f != nil {
 		if err := f.CloseFork(); err != nil {
 			return Proposal{}, gitstore.MergeResult{}, err
 		}
@@ -204,7 +202,7 @@ func (m *Manager) Approve(ctx context.Context, st *gitstore.Store, id string, by
 		return Proposal{}, gitstore.MergeResult{}, err
 	}
 	err = m.admissible(ctx, st, f, p)
-	delete(m.forks, id)
+	m.takeFork(st.ID(), id)
 	if cerr := f.CloseFork(); err == nil {
 		err = cerr
 	}
@@ -253,7 +251,7 @@ func (m *Manager) Approve(ctx context.Context, st *gitstore.Store, id string, by
 
 // supersede marks the store's other open proposals that main now holds whole (they changed
 // something, and nothing of it differs from main) as superseded, after approval of approved.
-// m.mu is held. It is best effort: a proposal it cannot read stays open.
+// The store's lock is held. It is best effort: a proposal it cannot read stays open.
 func (m *Manager) supersede(ctx context.Context, st *gitstore.Store, approved string, by gitstore.Actor) {
 	l, err := m.list(st.ID())
 	if err != nil {
@@ -279,7 +277,7 @@ func (m *Manager) supersede(ctx context.Context, st *gitstore.Store, approved st
 			continue
 		}
 		st.SetBranch(ctx, branchOf(p), "")
-		delete(m.forks, p.ID)
+		m.takeFork(st.ID(), p.ID)
 		f.CloseFork()
 		now := time.Now().UTC()
 		by2 := ActorOf(by)
@@ -297,8 +295,7 @@ func (m *Manager) supersede(ctx context.Context, st *gitstore.Store, approved st
 // Reject closes proposal id without merging it; its fork is kept, so that its changes can
 // still be read.
 func (m *Manager) Reject(ctx context.Context, st *gitstore.Store, id string, by gitstore.Actor) (Proposal, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	defer m.lock(st.ID())()
 	p, err := m.get(st.ID(), id)
 	if err != nil {
 		return Proposal{}, err
@@ -306,8 +303,7 @@ func (m *Manager) Reject(ctx context.Context, st *gitstore.Store, id string, by 
 	if p.State != Open {
 		return Proposal{}, &gitstore.Error{Kind: gitstore.KindConflict, Message: fmt.Sprintf("proposal %s is %s already", id, p.State)}
 	}
-	if f, ok := m.forks[id]; ok {
-		delete(m.forks, id)
+	if f := m.takeFork(st.ID(), id); f != nil {
 		if err := f.CloseFork(); err != nil {
 			return Proposal{}, err
 		}
@@ -329,7 +325,7 @@ const MaxApprovePaths = 10_000
 
 // approveSome approves the changes of opts.Paths: each is written to main (or deleted) as the
 // proposal has it, as a version by the proposal's author, after checking that main has not
-// changed the path since the proposal opened; the rest are dropped. m.mu is held.
+// changed the path since the proposal opened; the rest are dropped. The store's lock is held.
 func (m *Manager) approveSome(ctx context.Context, st *gitstore.Store, p Proposal, by gitstore.Actor, opts ApproveOptions) (Proposal, gitstore.MergeResult, error) {
 	if len(opts.Paths) > MaxApprovePaths {
 		return Proposal{}, gitstore.MergeResult{}, &gitstore.Error{Kind: gitstore.KindInvalid, Message: fmt.Sprintf("%d paths; one approval takes at most %d", len(opts.Paths), MaxApprovePaths)}
@@ -393,7 +389,7 @@ func (m *Manager) approveSome(ctx context.Context, st *gitstore.Store, p Proposa
 	if err := f.CloseFork(); err != nil { // its other changes are dropped
 		return Proposal{}, gitstore.MergeResult{}, err
 	}
-	delete(m.forks, p.ID)
+	m.takeFork(p.StoreID, p.ID)
 	res := gitstore.MergeResult{Outcome: "some", Before: st.Head(), Conflicts: conflicts}
 	author := p.Author.Store()
 	for _, s := range steps {
