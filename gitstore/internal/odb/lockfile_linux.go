@@ -56,7 +56,7 @@ func renameNoReplace(old, new string) error {
 // exchange 11-12 µs and the removal 5-6 µs). Where main is not a file (packed into
 // packed-refs by git), or the file system cannot exchange, it renames.
 func (r *Repo) moveRef(l *RefLock) error {
-	old, err := os.Open(l.refPath)
+	old, err := openFile(l.refPath, os.O_RDONLY, 0)
 	if err != nil {
 		return l.rename()
 	}

@@ -3,6 +3,7 @@ package odb
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,7 +33,7 @@ func (e *lockedError) Unwrap() []error { return []error{ErrRefLocked, e.err} }
 // ReadRef returns the commit main points at, or the zero hash if main does not exist yet.
 // It reads the loose ref first and then packed-refs, as git does.
 func (r *Repo) ReadRef() (plumbing.Hash, error) {
-	b, err := os.ReadFile(filepath.Join(r.path, MainRef))
+	b, err := readFile(filepath.Join(r.path, MainRef))
 	if err == nil {
 		h, ok := ParseHash(strings.TrimSpace(string(b)))
 		if !ok {
@@ -59,6 +60,17 @@ func (r *Repo) ReadRef() (plumbing.Hash, error) {
 		}
 	}
 	return plumbing.ZeroHash, nil
+}
+
+// readFile is os.ReadFile for a small file, opened with openFile: the writer reads main at
+// every group.
+func readFile(path string) ([]byte, error) {
+	f, err := openFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
 }
 
 // CASRef moves main from old to new, durably, the way git does: it takes main.lock (which

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -93,29 +94,30 @@ func (s *spares) make() (*os.File, error) {
 			return nil, err
 		}
 	}
-	f, err := os.CreateTemp(s.sub, sparePrefix)
+	base := fmt.Sprintf("%s%x_%d", sparePrefix, s.session, s.n.Add(1)) // unique in dir and sub
+	made := ""
+	create := func() (uintptr, error) {
+		made = filepath.Join(s.sub, base)
+		return openFD(made, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	}
+	fd, err := create()
 	if errors.Is(err, fs.ErrNotExist) { // removed by hand since Open
 		if err = s.nextSub(); err == nil {
-			f, err = os.CreateTemp(s.sub, sparePrefix)
+			fd, err = create()
 		}
 	}
 	if err != nil {
 		return nil, err
 	}
 	s.subLeft--
-	f.Close()
-	name := filepath.Join(s.dir, fmt.Sprintf("%s%x_%d", sparePrefix, s.session, s.n.Add(1)))
-	if err := renameNoReplace(f.Name(), name); err != nil {
-		os.Remove(f.Name())
+	// Kept open under its new name, which placePack and createLock rename from.
+	name := filepath.Join(s.dir, base)
+	if err := renameNoReplace(made, name); err != nil {
+		syscall.Close(int(fd))
+		os.Remove(made)
 		return nil, err
 	}
-	// Opened again under its new name, which placePack and createLock rename from.
-	g, err := os.OpenFile(name, os.O_RDWR, 0)
-	if err != nil {
-		os.Remove(name)
-		return nil, err
-	}
-	return g, nil
+	return os.NewFile(fd, name), nil
 }
 
 // nextSub replaces the subdirectory that files are created in by a new one, and removes the
