@@ -561,17 +561,13 @@ func (m *Manager) Branches(storeID, keyID string) (own, others []string, err err
 	return own, others, nil
 }
 
-// Writes returns the store that author's writes to store st go to: the fork of its open
-// proposal, which is opened with title (or one that names the author) if it has none.
-func (m *Manager) Writes(ctx context.Context, st *gitstore.Store, author gitstore.Actor, title string) (*gitstore.Store, Proposal, error) {
-	return m.WritesTried(ctx, st, author, title, "")
-}
-
-// WritesTried is Writes for a write that was tried on st first (gitstore.Trial), on main's
-// commit tried (TrialResult.Head): a proposal that it opens starts from that commit if main
-// moved since (gitstore.Store.RecordOpening), so that the write meets on the fork the store
-// that its trial saw, and is not refused there, or left with nothing to change, by what
-// came to main in between (which would leave an open proposal of nothing).
+// WritesTried returns the store that author's writes to store st go to: the fork of its open
+// proposal, which is opened with title (or one that names the author) if it has none. The
+// write was tried on st first (gitstore.Trial), on main's commit tried (TrialResult.Head; ""
+// for none): a proposal that it opens starts from that commit if main moved since
+// (gitstore.Store.ForkThen), so that the write meets on the fork the store that its trial
+// saw, and is not refused there, or left with nothing to change, by what came to main in
+// between (which would leave an open proposal of nothing).
 func (m *Manager) WritesTried(ctx context.Context, st *gitstore.Store, author gitstore.Actor, title, tried string) (*gitstore.Store, Proposal, error) {
 	defer m.lock(st.ID())()
 	if p, ok, err := m.openOf(st.ID(), author); err != nil || ok {

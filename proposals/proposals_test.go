@@ -75,7 +75,7 @@ func TestProposeApprove(t *testing.T) {
 	m, st := newManager(t)
 	write(t, st, "/team/rules.md", "Review every change.\n", person)
 
-	f, p, err := m.Writes(ctx, st, proposer, "")
+	f, p, err := m.WritesTried(ctx, st, proposer, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestProposeApprove(t *testing.T) {
 	if r2, _ := m.Reads(st, person); r2 != st {
 		t.Errorf("someone else reads the proposal")
 	}
-	if again, p2, _ := m.Writes(ctx, st, proposer, ""); again != f || p2.ID != p.ID {
+	if again, p2, _ := m.WritesTried(ctx, st, proposer, "", ""); again != f || p2.ID != p.ID {
 		t.Errorf("a second write opened another proposal")
 	}
 	changes, err := m.Diff(ctx, st, p.ID)
@@ -129,7 +129,7 @@ func TestProposeApprove(t *testing.T) {
 		t.Errorf("approve twice: %v", err)
 	}
 	// The next write opens a new proposal.
-	if _, p2, err := m.Writes(ctx, st, proposer, ""); err != nil || p2.ID == p.ID {
+	if _, p2, err := m.WritesTried(ctx, st, proposer, "", ""); err != nil || p2.ID == p.ID {
 		t.Errorf("write after approval: %+v %v", p2, err)
 	}
 }
@@ -140,7 +140,7 @@ func TestApproveAfterMainMoved(t *testing.T) {
 	ctx := context.Background()
 	m, st := newManager(t)
 	write(t, st, "/a.md", "one\n", person)
-	f, p, err := m.Writes(ctx, st, proposer, "")
+	f, p, err := m.WritesTried(ctx, st, proposer, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestApproveAfterMainMoved(t *testing.T) {
 		}
 	}
 
-	f, p, err = m.Writes(ctx, st, proposer, "")
+	f, p, err = m.WritesTried(ctx, st, proposer, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +174,7 @@ func TestApproveAfterMainMoved(t *testing.T) {
 		t.Errorf("after a refused approval the proposal is %s", got.State)
 	}
 	// The proposer can still write to it (its fork reopens).
-	f, _, err = m.Writes(ctx, st, proposer, "")
+	f, _, err = m.WritesTried(ctx, st, proposer, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +191,7 @@ func TestApproveAfterMainMoved(t *testing.T) {
 func TestReject(t *testing.T) {
 	ctx := context.Background()
 	m, st := newManager(t)
-	f, p, err := m.Writes(ctx, st, proposer, "")
+	f, p, err := m.WritesTried(ctx, st, proposer, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +221,7 @@ func TestReject(t *testing.T) {
 func TestApproveThousand(t *testing.T) {
 	ctx := context.Background()
 	m, st := newManager(t)
-	f, p, err := m.Writes(ctx, st, proposer, "")
+	f, p, err := m.WritesTried(ctx, st, proposer, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +246,7 @@ func TestApproveThousand(t *testing.T) {
 func TestDeleteStore(t *testing.T) {
 	ctx := context.Background()
 	m, st := newManager(t)
-	f, _, err := m.Writes(ctx, st, proposer, "")
+	f, _, err := m.WritesTried(ctx, st, proposer, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +272,7 @@ func TestApproveSome(t *testing.T) {
 	m, st := newManager(t)
 	write(t, st, "/keep.md", "main\n", person)
 	write(t, st, "/gone.md", "old\n", person)
-	f, p, err := m.Writes(ctx, st, proposer, "")
+	f, p, err := m.WritesTried(ctx, st, proposer, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,7 +372,7 @@ func TestApproveChecksTheStoreNow(t *testing.T) {
 				write(t, st, "/pw.md", "hunter2\n", person)
 				write(t, st, "/pw.md", "changed\n", person)
 			}
-			f, p, err := m.Writes(ctx, st, proposer, "")
+			f, p, err := m.WritesTried(ctx, st, proposer, "", "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -397,11 +397,11 @@ func TestOpenProposalsBounded(t *testing.T) {
 	m, st := newManager(t)
 	for i := range DefaultLimits.Open {
 		a := gitstore.Actor{Type: gitstore.SessionActor, ID: fmt.Sprintf("sesn_%d", i), APIKeyID: fmt.Sprintf("apikey_%d", i)}
-		if _, _, err := m.Writes(ctx, st, a, ""); err != nil {
+		if _, _, err := m.WritesTried(ctx, st, a, "", ""); err != nil {
 			t.Fatal(err)
 		}
 	}
-	_, _, err := m.Writes(ctx, st, proposer, "")
+	_, _, err := m.WritesTried(ctx, st, proposer, "", "")
 	if !gitstore.IsKind(err, gitstore.KindConflict) || !strings.Contains(err.Error(), "open proposals") {
 		t.Errorf("one past the bound: %v", err)
 	}
@@ -413,7 +413,7 @@ func TestOpenProposalsBounded(t *testing.T) {
 func TestOrphanForksRemoved(t *testing.T) {
 	ctx := context.Background()
 	m, st := newManager(t)
-	f, p, err := m.Writes(ctx, st, proposer, "")
+	f, p, err := m.WritesTried(ctx, st, proposer, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -456,18 +456,18 @@ func TestOpenProposalsLimits(t *testing.T) {
 		return gitstore.Actor{Type: gitstore.SessionActor, ID: fmt.Sprintf("sesn_%s_%d", key, i), APIKeyID: key}
 	}
 	for i := range 2 {
-		if _, _, err := m.Writes(ctx, st, session("apikey_a", i), ""); err != nil {
+		if _, _, err := m.WritesTried(ctx, st, session("apikey_a", i), "", ""); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, _, err := m.Writes(ctx, st, session("apikey_a", 2), ""); !gitstore.IsKind(err, gitstore.KindConflict) ||
+	if _, _, err := m.WritesTried(ctx, st, session("apikey_a", 2), "", ""); !gitstore.IsKind(err, gitstore.KindConflict) ||
 		!strings.Contains(err.Error(), "key apikey_a has 2 open proposals") || !strings.Contains(err.Error(), "--max-open-proposals-per-key") {
 		t.Errorf("a key's third: %v", err)
 	}
-	if _, _, err := m.Writes(ctx, st, session("apikey_b", 0), ""); err != nil {
+	if _, _, err := m.WritesTried(ctx, st, session("apikey_b", 0), "", ""); err != nil {
 		t.Fatalf("another key's first, the store's third: %v", err)
 	}
-	if _, _, err := m.Writes(ctx, st, session("apikey_c", 0), ""); !gitstore.IsKind(err, gitstore.KindConflict) ||
+	if _, _, err := m.WritesTried(ctx, st, session("apikey_c", 0), "", ""); !gitstore.IsKind(err, gitstore.KindConflict) ||
 		!strings.Contains(err.Error(), "has 3 open proposals; 3 is the most it may have") || !strings.Contains(err.Error(), "--max-open-proposals)") {
 		t.Errorf("the store's fourth: %v", err)
 	}
@@ -478,7 +478,7 @@ func TestOpenProposalsLimits(t *testing.T) {
 	if _, err := m.Reject(ctx, st, l[0].ID, person); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := m.Writes(ctx, st, session("apikey_c", 0), ""); err != nil {
+	if _, _, err := m.WritesTried(ctx, st, session("apikey_c", 0), "", ""); err != nil {
 		t.Errorf("once one was rejected: %v", err)
 	}
 }
@@ -495,7 +495,7 @@ func TestOpenProposalsPerKey(t *testing.T) {
 		return gitstore.Actor{Type: gitstore.SessionActor, ID: fmt.Sprintf("sesn_%s_%d", key, i), APIKeyID: key}
 	}
 	for i := range DefaultLimits.OpenPerKey {
-		f, _, err := m.Writes(ctx, st, session("apikey_greedy", i), "")
+		f, _, err := m.WritesTried(ctx, st, session("apikey_greedy", i), "", "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -508,18 +508,18 @@ func TestOpenProposalsPerKey(t *testing.T) {
 			t.Fatalf("%d descriptors per open fork, want at most 24", per)
 		}
 	}
-	_, _, err := m.Writes(ctx, st, session("apikey_greedy", DefaultLimits.OpenPerKey), "")
+	_, _, err := m.WritesTried(ctx, st, session("apikey_greedy", DefaultLimits.OpenPerKey), "", "")
 	if !gitstore.IsKind(err, gitstore.KindConflict) || !strings.Contains(err.Error(), "key apikey_greedy has 8 open proposals") ||
 		!strings.Contains(err.Error(), "approve or reject") || !strings.Contains(err.Error(), "x-gitmem-session-id") {
 		t.Errorf("one past the key's bound: %v", err)
 	}
 	// Its open sessions still write; another key still proposes.
-	f, _, err := m.Writes(ctx, st, session("apikey_greedy", 0), "")
+	f, _, err := m.WritesTried(ctx, st, session("apikey_greedy", 0), "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	write(t, f, "/s0.md", "again\n", session("apikey_greedy", 0))
-	if _, _, err := m.Writes(ctx, st, proposer, ""); err != nil {
+	if _, _, err := m.WritesTried(ctx, st, proposer, "", ""); err != nil {
 		t.Errorf("another key, once one key has its bound: %v", err)
 	}
 }
@@ -542,21 +542,21 @@ func TestSuperseded(t *testing.T) {
 	other := gitstore.Actor{Type: gitstore.SessionActor, ID: "sesn_other", APIKeyID: "apikey_agent"}
 	idle := gitstore.Actor{Type: gitstore.SessionActor, ID: "sesn_idle", APIKeyID: "apikey_agent"}
 	third := gitstore.Actor{Type: gitstore.SessionActor, ID: "sesn_third", APIKeyID: "apikey_agent"}
-	f1, p1, err := m.Writes(ctx, st, proposer, "")
+	f1, p1, err := m.WritesTried(ctx, st, proposer, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	write(t, f1, "/same.md", "same\n", proposer)
-	f2, p2, err := m.Writes(ctx, st, other, "")
+	f2, p2, err := m.WritesTried(ctx, st, other, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	write(t, f2, "/same.md", "same\n", other)
-	_, p3, err := m.Writes(ctx, st, idle, "")
+	_, p3, err := m.WritesTried(ctx, st, idle, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	f4, p4, err := m.Writes(ctx, st, third, "")
+	f4, p4, err := m.WritesTried(ctx, st, third, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -613,7 +613,7 @@ func TestCloseRecordsLastWrite(t *testing.T) {
 	ctx := context.Background()
 	d, st := storeAhead(t)
 	m := New(d)
-	f, p, err := m.Writes(ctx, st, proposer, "")
+	f, p, err := m.WritesTried(ctx, st, proposer, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -632,19 +632,26 @@ func TestCloseRecordsLastWrite(t *testing.T) {
 	}
 }
 
+// twoStores is newManager with a second store, b.
+func twoStores(t *testing.T) (m *Manager, a, b *gitstore.Store) {
+	t.Helper()
+	m, a = newManager(t)
+	b, err := m.data.CreateStore(context.Background(), gitstore.CreateStoreInput{Name: "other", Actor: person})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, a, b
+}
+
 // TestStoresApart: the proposals of one store do not wait for another store's, whose lock
 // an operation may hold for long (an approval's merge); those of the same store do.
 func TestStoresApart(t *testing.T) {
 	ctx := context.Background()
-	m, a := newManager(t)
-	b, err := m.data.CreateStore(ctx, gitstore.CreateStoreInput{Name: "other", Actor: person})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, a, b := twoStores(t)
 	opens := func(st *gitstore.Store) <-chan error {
 		done := make(chan error, 1)
 		go func() {
-			_, _, err := m.Writes(ctx, st, proposer, "")
+			_, _, err := m.WritesTried(ctx, st, proposer, "", "")
 			done <- err
 		}()
 		return done
@@ -696,7 +703,7 @@ func TestLastWriteOfNoWrite(t *testing.T) {
 	d, st := storeAhead(t)
 	ahead := write(t, st, "/a.md", "a", person).Version.CreatedAt
 	m := New(d)
-	_, p, err := m.Writes(ctx, st, proposer, "")
+	_, p, err := m.WritesTried(ctx, st, proposer, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -820,7 +827,7 @@ func TestFailedForkRecordsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	head := st.Head()
-	if _, _, err := m.Writes(ctx, st, proposer, ""); err == nil {
+	if _, _, err := m.WritesTried(ctx, st, proposer, "", ""); err == nil {
 		t.Fatal("a proposal opened without its fork")
 	}
 	if st.Head() != head {
@@ -832,7 +839,7 @@ func TestFailedForkRecordsNothing(t *testing.T) {
 	if err := os.Remove(forks); err != nil {
 		t.Fatal(err)
 	}
-	f, p, err := m.Writes(ctx, st, proposer, "")
+	f, p, err := m.WritesTried(ctx, st, proposer, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}

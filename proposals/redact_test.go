@@ -57,13 +57,13 @@ func leakAndPropose(t *testing.T) (m *Manager, st *gitstore.Store, leaked string
 	m, st = newManager(t)
 	write(t, st, "/pw.md", "launch code: ZEBRA-PLUTO-4471\n", person)
 	leaked = versionOf(t, st, "/pw.md", gitstore.OpCreated)
-	f, p, err := m.Writes(ctx, st, proposer, "")
+	f, p, err := m.WritesTried(ctx, st, proposer, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	write(t, f, "/idea.md", "idea\n", proposer)
 	other := gitstore.Actor{Type: gitstore.SessionActor, ID: "sesn_other", APIKeyID: "apikey_agent"}
-	g, q, err := m.Writes(ctx, st, other, "")
+	g, q, err := m.WritesTried(ctx, st, other, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}

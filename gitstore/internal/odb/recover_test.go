@@ -241,19 +241,26 @@ func failedWriteGone(t *testing.T, path string, want plumbing.Hash) {
 	}
 }
 
-// TestPlaceFails: the pack is placed while the journal's record is synced; when it cannot be
-// placed, the write fails although its record is durable, and the record is taken back, so
-// that a reopening does not make the failed write appear.
-func TestPlaceFails(t *testing.T) {
-	path := initTestRepo(t)
+// openWithOneWrite opens a new repository and publishes one commit in it, c1.
+func openWithOneWrite(t *testing.T) (r *Repo, path string, c1 []plumbing.EncodedObject) {
+	t.Helper()
+	path = initTestRepo(t)
 	r, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c1 := commitObjects(t, plumbing.ZeroHash, "one")
+	c1 = commitObjects(t, plumbing.ZeroHash, "one")
 	if _, err := r.Publish(c1, plumbing.ZeroHash, head(c1)); err != nil {
 		t.Fatal(err)
 	}
+	return r, path, c1
+}
+
+// TestPlaceFails: the pack is placed while the journal's record is synced; when it cannot be
+// placed, the write fails although its record is durable, and the record is taken back, so
+// that a reopening does not make the failed write appear.
+func TestPlaceFails(t *testing.T) {
+	r, path, c1 := openWithOneWrite(t)
 	c2 := commitObjects(t, head(c1), "two")
 	p, err := encodePack(c2)
 	if err != nil {
@@ -282,15 +289,7 @@ func TestPlaceFails(t *testing.T) {
 // the write fails, but its record is in the file all the same, and may be on disk: it must
 // be taken back, so that a reopening does not make the failed write appear.
 func TestSyncFails(t *testing.T) {
-	path := initTestRepo(t)
-	r, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c1 := commitObjects(t, plumbing.ZeroHash, "one")
-	if _, err := r.Publish(c1, plumbing.ZeroHash, head(c1)); err != nil {
-		t.Fatal(err)
-	}
+	r, path, c1 := openWithOneWrite(t)
 	// The journal is synced by the writer only (this goroutine), not by the syncer.
 	var fail atomic.Bool
 	syncJournal = func(f *os.File) error {

@@ -95,15 +95,11 @@ func (s *spares) make() (*os.File, error) {
 		}
 	}
 	base := fmt.Sprintf("%s%x_%d", sparePrefix, s.session, s.n.Add(1)) // unique in dir and sub
-	made := ""
-	create := func() (uintptr, error) {
-		made = filepath.Join(s.sub, base)
-		return openFD(made, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-	}
-	fd, err := create()
+	const flags = os.O_RDWR | os.O_CREATE | os.O_EXCL
+	fd, err := openFD(filepath.Join(s.sub, base), flags, 0o600)
 	if errors.Is(err, fs.ErrNotExist) { // removed by hand since Open
 		if err = s.nextSub(); err == nil {
-			fd, err = create()
+			fd, err = openFD(filepath.Join(s.sub, base), flags, 0o600)
 		}
 	}
 	if err != nil {
@@ -111,7 +107,7 @@ func (s *spares) make() (*os.File, error) {
 	}
 	s.subLeft--
 	// Kept open under its new name, which placePack and createLock rename from.
-	name := filepath.Join(s.dir, base)
+	made, name := filepath.Join(s.sub, base), filepath.Join(s.dir, base)
 	if err := renameNoReplace(made, name); err != nil {
 		syscall.Close(int(fd))
 		os.Remove(made)
