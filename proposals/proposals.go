@@ -222,7 +222,8 @@ func (m *Manager) Forget(storeID string) {
 }
 
 // Close closes the open forks, and saves in each open proposal's UpdatedAt its fork's last
-// write (Writing), so that the next manager need not open the fork to answer it.
+// write (Writing), so that the next manager need not open the fork to answer it. After it,
+// what would open a fork, or a proposal, fails with gitstore.ErrStoreClosed.
 func (m *Manager) Close() error {
 	m.closed.Store(true)
 	m.mu.Lock()
@@ -501,6 +502,11 @@ func (m *Manager) fork(p Proposal) (*gitstore.Store, error) {
 	if f, ok := sp.forks[p.ID]; ok {
 		return f, nil
 	}
+	if m.closed.Load() {
+		// Close has closed this store's forks, or will find none: one opened now would stay
+		// open.
+		return nil, gitstore.ErrStoreClosed
+	}
 	if err := m.markWriting(p.StoreID, p.ID); err != nil {
 		return nil, err
 	}
@@ -576,6 +582,9 @@ func (m *Manager) WritesTried(ctx context.Context, st *gitstore.Store, author gi
 		}
 		f, err := m.fork(p)
 		return f, p, err
+	}
+	if m.closed.Load() { // no proposal opens whose fork could not
+		return nil, Proposal{}, gitstore.ErrStoreClosed
 	}
 	l, err := m.list(st.ID())
 	if err != nil {

@@ -632,6 +632,38 @@ func TestCloseRecordsLastWrite(t *testing.T) {
 	}
 }
 
+// TestNoForkAfterClose: an operation that reaches the manager after Close, as a request
+// that outlived the server's shutdown may, opens neither a fork, which nothing would
+// close, nor a proposal.
+func TestNoForkAfterClose(t *testing.T) {
+	ctx := context.Background()
+	m, st := newManager(t)
+	_, p, err := m.WritesTried(ctx, st, proposer, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	other := gitstore.Actor{Type: gitstore.SessionActor, ID: "sesn_other", APIKeyID: "apikey_other"}
+	if _, _, err := m.WritesTried(ctx, st, other, "", ""); !errors.Is(err, gitstore.ErrStoreClosed) {
+		t.Errorf("a new proposal after Close: %v; want %v", err, gitstore.ErrStoreClosed)
+	}
+	if _, _, _, err := m.Opened(st, proposer); !errors.Is(err, gitstore.ErrStoreClosed) {
+		t.Errorf("the open proposal's fork after Close: %v; want %v", err, gitstore.ErrStoreClosed)
+	}
+	if n := len(m.of(st.ID()).forks); n != 0 {
+		t.Errorf("%d forks open after Close", n)
+	}
+	l, err := m.List(st.ID(), Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l) != 1 || l[0].ID != p.ID {
+		t.Errorf("proposals after Close: %+v; want only %s", l, p.ID)
+	}
+}
+
 // twoStores is newManager with a second store, b.
 func twoStores(t *testing.T) (m *Manager, a, b *gitstore.Store) {
 	t.Helper()
