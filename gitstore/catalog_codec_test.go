@@ -1,9 +1,12 @@
 package gitstore
 
 import (
+	"bytes"
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // fillFields sets every exported field of the struct v points to (and of the structs it
@@ -101,4 +104,32 @@ func FuzzRecordCodec(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestDecodeStoreInfoShared: metadata decoded again from the same bytes comes from
+// decodeStoreInfo's memory, and what one caller changes in its copy no other sees.
+func TestDecodeStoreInfoShared(t *testing.T) {
+	raw := []byte(`{"id":"memstore_1","name":"team","metadata":{"k":"v"},"archived_at":"2026-11-29T10:00:00Z",` +
+		`"policy":{"review_paths":["/team/"],"review_exempt":["apikey_1"]}}`)
+	var want StoreInfo // decoded apart, to compare with
+	if err := json.Unmarshal(raw, &want); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		got, err := decodeStoreInfo(bytes.Clone(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("decoded again: %+v; want %+v", got, want)
+		}
+		got.Metadata["k"] = "changed"
+		*got.ArchivedAt = time.Time{}
+		got.Policy.ReviewPaths[0] = "/changed/"
+		got.Policy.ReviewExempt[0] = "changed"
+	}
+	other, err := decodeStoreInfo([]byte(`{"id":"memstore_2","name":"other"}`))
+	if err != nil || other.ID != "memstore_2" || other.Metadata != nil {
+		t.Fatalf("other metadata: %+v, %v", other, err)
+	}
 }

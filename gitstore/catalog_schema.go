@@ -5,8 +5,10 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"hash/maphash"
 	"iter"
 	"slices"
+	"sync/atomic"
 
 	"github.com/go-git/go-git/v5/plumbing"
 )
@@ -196,11 +198,31 @@ func seqOf(k []byte) uint64 {
 	return n
 }
 
+// decodedInfos remembers store metadata as decoded, by the bytes it was decoded from: every
+// write decodes its store's twice (the caller's policy, the writer's check), and the JSON
+// decoding took 3% of a server's CPU under writes (perf, wrk at 64 clients). A slot for
+// each hash of the bytes, so that stores whose metadata differ seldom take each other's;
+// what a slot holds is never changed.
+var (
+	decodedInfos [64]atomic.Pointer[decodedInfo]
+	infoSeed     = maphash.MakeSeed()
+)
+
+type decodedInfo struct {
+	raw  []byte
+	info StoreInfo
+}
+
 func decodeStoreInfo(raw []byte) (StoreInfo, error) {
+	slot := &decodedInfos[maphash.Bytes(infoSeed, raw)%uint64(len(decodedInfos))]
+	if d := slot.Load(); d != nil && bytes.Equal(d.raw, raw) {
+		return d.info.clone(), nil
+	}
 	var info StoreInfo
 	if err := json.Unmarshal(raw, &info); err != nil {
 		return info, fmt.Errorf("decode store metadata: %w", err)
 	}
+	slot.Store(&decodedInfo{raw: bytes.Clone(raw), info: info.clone()}) // raw is bbolt's, for the transaction
 	return info, nil
 }
 

@@ -1,6 +1,8 @@
 package gitstore
 
 import (
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/gitmem/gitmem/secrets"
@@ -68,6 +70,18 @@ type StoreInfo struct {
 	UpdatedAt   time.Time         `json:"updated_at"`
 	ArchivedAt  *time.Time        `json:"archived_at,omitempty"`
 	Policy      Policy            `json:"policy,omitzero"` // secrets, expiry and quotas (policy.go)
+}
+
+// clone is a copy of i that shares nothing a caller could change with it.
+func (i StoreInfo) clone() StoreInfo {
+	i.Metadata = maps.Clone(i.Metadata)
+	if i.ArchivedAt != nil {
+		at := *i.ArchivedAt
+		i.ArchivedAt = &at
+	}
+	i.Policy.ReviewPaths = slices.Clone(i.Policy.ReviewPaths)
+	i.Policy.ReviewExempt = slices.Clone(i.Policy.ReviewExempt)
+	return i
 }
 
 // Memory is a memory as of a snapshot.
