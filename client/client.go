@@ -93,12 +93,12 @@ const maxAnswer = 64 << 20
 
 // do sends one request and decodes a 2xx answer's JSON into out (if out is not nil).
 func (c *Client) do(ctx context.Context, method, path string, q url.Values, body, out any) error {
-	_, err := c.doHeader(ctx, method, path, q, body, out)
+	_, err := c.doHeader(ctx, method, path, q, body, out, nil)
 	return err
 }
 
-// doHeader is do, and returns the answer's header.
-func (c *Client) doHeader(ctx context.Context, method, path string, q url.Values, body, out any) (http.Header, error) {
+// doHeader is do with the request's headers extra added, and returns the answer's header.
+func (c *Client) doHeader(ctx context.Context, method, path string, q url.Values, body, out any, extra http.Header) (http.Header, error) {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -123,6 +123,9 @@ func (c *Client) doHeader(ctx context.Context, method, path string, q url.Values
 	}
 	if c.session != "" {
 		req.Header.Set(SessionHeader, c.session)
+	}
+	for k, v := range extra {
+		req.Header[k] = v
 	}
 	resp, err := c.http.Do(req)
 	if err != nil && ctx.Err() != nil {

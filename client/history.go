@@ -15,12 +15,7 @@ func (s *Store) Restore(ctx context.Context, in gitstore.RestoreInput) (gitstore
 	if in.MemoryID != "" {
 		body["memory_id"] = in.MemoryID
 	}
-	var w wireMemory
-	hdr, err := s.c.doHeader(ctx, http.MethodPost, s.path("memory_versions", in.VersionID, "restore"), nil, body, &w)
-	if err != nil {
-		return gitstore.WriteResult{}, err
-	}
-	return s.writeResult(ctx, hdr, w)
+	return s.write(ctx, s.path("memory_versions", in.VersionID, "restore"), body)
 }
 
 // DiffMemory is the unified diff between two versions of a memory ("" for the defaults).

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gitmem/gitmem/gitstore"
+	"github.com/gitmem/gitmem/secrets"
 )
 
 // wireMemory is a memory, or a folder of a listing (type memory_prefix), as the API answers.
@@ -166,12 +167,7 @@ func (s *Store) Write(ctx context.Context, in gitstore.WriteInput) (gitstore.Wri
 	if p := precondition(in.Precondition); p != nil {
 		body["precondition"] = p
 	}
-	var w wireMemory
-	hdr, err := s.c.doHeader(ctx, http.MethodPost, s.path("memories"), nil, body, &w)
-	if err != nil {
-		return gitstore.WriteResult{}, err
-	}
-	return s.writeResult(ctx, hdr, w)
+	return s.write(ctx, s.path("memories"), body)
 }
 
 // UpdateMemory changes a memory's content or path, by id or by its current path.
@@ -194,8 +190,27 @@ func (s *Store) UpdateMemory(ctx context.Context, in gitstore.UpdateInput) (gits
 	if p := precondition(in.Precondition); p != nil {
 		body["precondition"] = p
 	}
-	var w wireMemory
-	hdr, err := s.c.doHeader(ctx, http.MethodPost, s.path("memories", id), nil, body, &w)
+	return s.write(ctx, s.path("memories", id), body)
+}
+
+// wireWrite is the answer to a memory write: the memory, and gitmem's own fields.
+type wireWrite struct {
+	wireMemory
+	Redacted []struct {
+		Type   string `json:"type"`
+		Line   int    `json:"line"`
+		Column int    `json:"column"`
+	} `json:"redacted_secrets"`
+	Version *wireVersion `json:"gitmem_version"` // asked for with IncludeVersionHeader
+}
+
+// includeVersion asks the server for the version a write made in its answer.
+var includeVersion = http.Header{http.CanonicalHeaderKey(IncludeVersionHeader): {"true"}}
+
+// write posts body, a memory write, to path, and reads the answer into the write's result.
+func (s *Store) write(ctx context.Context, path string, body map[string]any) (gitstore.WriteResult, error) {
+	var w wireWrite
+	hdr, err := s.c.doHeader(ctx, http.MethodPost, path, nil, body, &w, includeVersion)
 	if err != nil {
 		return gitstore.WriteResult{}, err
 	}
@@ -203,13 +218,23 @@ func (s *Store) UpdateMemory(ctx context.Context, in gitstore.UpdateInput) (gits
 }
 
 // writeResult is the answer of a write from its reply: the memory unchanged
-// (UnchangedHeader), or the memory and its new version; and the proposal it went to, if any
-// (ProposalHeader). A proposal's version is read only by a caller whose reads see the
-// proposal (a propose key): for another (the store reviews the path), Version stays nil,
-// and the server says so (ProposalReadsHeader), so that it is not asked for.
-func (s *Store) writeResult(ctx context.Context, hdr http.Header, w wireMemory) (gitstore.WriteResult, error) {
+// (UnchangedHeader), or the memory and its new version; the secrets the store's policy
+// redacted from it; and the proposal it went to, if any (ProposalHeader). The server puts
+// the version in the reply; one that does not (a server before IncludeVersionHeader) is
+// asked for it. A proposal's version is read only by a caller whose reads see the proposal
+// (a propose key): for another (the store reviews the path), Version stays nil, and the
+// server says so (ProposalReadsHeader), so that it is not asked for.
+func (s *Store) writeResult(ctx context.Context, hdr http.Header, w wireWrite) (gitstore.WriteResult, error) {
 	res := gitstore.WriteResult{Memory: w.memory(), Proposal: hdr.Get(ProposalHeader)}
+	for _, r := range w.Redacted {
+		res.Redacted = append(res.Redacted, secrets.Finding{Kind: r.Type, Line: r.Line, Column: r.Column})
+	}
 	if hdr.Get(UnchangedHeader) == "true" || readsMain(hdr) {
+		return res, nil
+	}
+	if w.Version != nil {
+		v := w.Version.version()
+		res.Version = &v
 		return res, nil
 	}
 	v, err := s.Version(ctx, w.MemoryVersionID)
@@ -242,12 +267,18 @@ func (s *Store) Delete(ctx context.Context, in gitstore.DeleteInput) (gitstore.V
 	if in.ExpectedSHA256 != "" {
 		q = url.Values{"expected_content_sha256": {in.ExpectedSHA256}}
 	}
-	hdr, err := s.c.doHeader(ctx, http.MethodDelete, s.path("memories", id), q, nil, nil)
+	var w struct {
+		Version *wireVersion `json:"gitmem_version"`
+	}
+	hdr, err := s.c.doHeader(ctx, http.MethodDelete, s.path("memories", id), q, nil, &w, includeVersion)
 	if err != nil {
 		return gitstore.Version{}, err
 	}
 	if readsMain(hdr) {
 		return gitstore.Version{MemoryID: id, Operation: gitstore.OpDeleted}, nil // main does not have it
+	}
+	if w.Version != nil {
+		return w.Version.version(), nil
 	}
 	page, err := s.Versions(ctx, gitstore.VersionFilter{MemoryID: id, Operation: gitstore.OpDeleted, Limit: 1})
 	if err != nil || len(page.Versions) == 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"github.com/gitmem/gitmem/apikeys"
 	"github.com/gitmem/gitmem/gitstore"
 	"github.com/gitmem/gitmem/httpapi"
+	"github.com/gitmem/gitmem/secrets/secrettest"
 )
 
 // server is a gitmem server on loopback that records the requests it receives.
@@ -21,7 +23,7 @@ type server struct {
 
 	mu        sync.Mutex
 	requests  []string // "METHOD path" of each request received
-	oldServer bool     // answer without ProposalReadsHeader, as servers before it did
+	oldServer bool     // answer without ProposalReadsHeader and versions, as servers before them did
 }
 
 func startServer(t *testing.T) *server {
@@ -45,6 +47,7 @@ func startServer(t *testing.T) *server {
 		s.mu.Unlock()
 		if old {
 			w = withoutHeader{w, ProposalReadsHeader}
+			r.Header.Del(IncludeVersionHeader)
 		}
 		api.ServeHTTP(w, r)
 	}))
@@ -135,8 +138,8 @@ func TestWriteToReviewedFolder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := srv.received(); res.Proposal == "" || res.Version == nil || res.Version.ID != res.Memory.VersionID || versionReads(got) != 1 {
-		t.Errorf("a propose key's write: proposal %q, version %v; requests %q, want its version read", res.Proposal, res.Version, got)
+	if got := srv.received(); res.Proposal == "" || res.Version == nil || res.Version.ID != res.Memory.VersionID || len(got) != 1 {
+		t.Errorf("a propose key's write: proposal %q, version %v; requests %q, want the write alone, answered with its version", res.Proposal, res.Version, got)
 	}
 
 	srv.mu.Lock()
@@ -149,4 +152,56 @@ func TestWriteToReviewedFolder(t *testing.T) {
 	if got := srv.received(); res.Proposal == "" || res.Version != nil || versionReads(got) != 1 {
 		t.Errorf("a reviewed write, from a server without %s: proposal %q, version %v; requests %q, want the version asked for", ProposalReadsHeader, res.Proposal, res.Version, got)
 	}
+}
+
+// TestWriteIsOneRequest: a write, an update, a restore and a delete are one request each,
+// answered with the version they made, as reading the version gives it, and with the
+// secrets that the store's policy redacted. From a server that does not put the version in
+// its answer, the client asks for it.
+func TestWriteIsOneRequest(t *testing.T) {
+	ctx := context.Background()
+	srv := startServer(t)
+	_, secret, _ := srv.keys.Create("person", apikeys.ReadWrite, "")
+	st, err := New(srv.url, secret).CreateStore(ctx, gitstore.CreateStoreInput{Name: "team", Policy: gitstore.Policy{Secrets: gitstore.SecretsRedact}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sample := secrettest.Samples()[0]
+	check := func(what string, res gitstore.WriteResult, err error, requests int) {
+		t.Helper()
+		got := srv.received()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if len(got) != requests || res.Version == nil {
+			t.Fatalf("%s: version %v; requests %q, want %d", what, res.Version, got, requests)
+		}
+		v, err := st.Version(ctx, res.Memory.VersionID)
+		srv.received()
+		if err != nil || !reflect.DeepEqual(*res.Version, v) {
+			t.Errorf("%s: version %+v; reading it gives %+v (%v)", what, *res.Version, v, err)
+		}
+	}
+	srv.received()
+	res, err := st.Write(ctx, gitstore.WriteInput{Path: "/a.md", Content: sample.Content})
+	check("a write", res, err, 1)
+	if len(res.Redacted) != 1 || res.Redacted[0].Kind != sample.Kind || res.Redacted[0].Line != sample.Line || res.Redacted[0].Column != sample.Column {
+		t.Errorf("redacted %v; want one %s at line %d, column %d", res.Redacted, sample.Kind, sample.Line, sample.Column)
+	}
+	first := res.Version.ID
+	changed := "changed"
+	res, err = st.UpdateMemory(ctx, gitstore.UpdateInput{ID: res.Memory.ID, Content: &changed})
+	check("an update", res, err, 1)
+	res, err = st.Restore(ctx, gitstore.RestoreInput{VersionID: first})
+	check("a restore", res, err, 1)
+	del, err := st.Delete(ctx, gitstore.DeleteInput{ID: res.Memory.ID})
+	check("a delete", gitstore.WriteResult{Memory: gitstore.Memory{VersionID: del.ID}, Version: &del}, err, 1)
+
+	srv.mu.Lock()
+	srv.oldServer = true
+	srv.mu.Unlock()
+	res, err = st.Write(ctx, gitstore.WriteInput{Path: "/b.md", Content: "b"})
+	check("a write to a server without versions in its answers", res, err, 2)
+	del, err = st.Delete(ctx, gitstore.DeleteInput{ID: res.Memory.ID})
+	check("a delete on a server without versions in its answers", gitstore.WriteResult{Memory: gitstore.Memory{VersionID: del.ID}, Version: &del}, err, 2)
 }

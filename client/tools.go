@@ -29,6 +29,10 @@ const ProposalReadsHeader = "x-gitmem-proposal-reads"
 // UnchangedHeader says that a memory write made no version (httpapi.UnchangedHeader).
 const UnchangedHeader = "x-gitmem-unchanged"
 
+// IncludeVersionHeader asks for the version a memory write made in its answer
+// (httpapi.IncludeVersionHeader).
+const IncludeVersionHeader = "x-gitmem-include-version"
+
 // ToolStore attaches a store to a session's tools on the server.
 type ToolStore struct {
 	ID     string

@@ -192,9 +192,34 @@ func memoryReply(c echo.Context, st *gitstore.Store, res gitstore.WriteResult, f
 	out.RedactedSecrets = toRedactions(res.Redacted)
 	if res.Version == nil {
 		c.Response().Header().Set(UnchangedHeader, "true")
+	} else {
+		out.Version = versionMade(c, st, res.Version.ID)
 	}
 	return c.JSON(http.StatusOK, out)
 }
+
+// versionMade is version id, which a write made in st, for the write's answer, if the
+// caller asked for it (IncludeVersionHeader) and its reads find it (not a write that a review
+// policy sent to a proposal); else nil. Unread (a proposal's fork closed meanwhile by its
+// approval), the write stands all the same, and the client asks for the version as it would
+// without the header.
+func versionMade(c echo.Context, st *gitstore.Store, id string) *versionJSON {
+	if c.Request().Header.Get(IncludeVersionHeader) != "true" || c.Response().Header().Get(ProposalReadsHeader) == "false" {
+		return nil
+	}
+	v, err := st.Version(c.Request().Context(), id, true)
+	if err != nil {
+		return nil
+	}
+	vj := toVersion(v)
+	return &vj
+}
+
+// IncludeVersionHeader ("true"), on a memory write (a create, update, restore or delete),
+// asks for the version that the write made in the answer's gitmem_version field, as GET
+// .../memory_versions/{id} answers it: gitmem's client sends it, so that a write is one
+// request. Other clients get the answer without it.
+const IncludeVersionHeader = "x-gitmem-include-version"
 
 // UnchangedHeader, on the answer to a memory write, says that the write made no version
 // (the memory already had that content and path), so that a client need not read the memory

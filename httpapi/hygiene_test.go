@@ -12,6 +12,7 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/anthropics/anthropic-sdk-go/packages/respjson"
 
 	"github.com/gitmem/gitmem/gitstore"
 	"github.com/gitmem/gitmem/secrets"
@@ -354,5 +355,63 @@ func TestUnchangedHeader(t *testing.T) {
 	// A refused write says nothing of the kind.
 	if status, u, _, _ := post(base+"/memories/"+id, `{"content":"three","precondition":{"type":"content_sha256","content_sha256":"`+strings.Repeat("0", 64)+`"}}`); status != http.StatusConflict || u != "" {
 		t.Errorf("write refused by its precondition: %d %q, want 409 without the header", status, u)
+	}
+}
+
+// TestWriteAnswersItsVersion: a write that asks for it (IncludeVersionHeader, as gitmem's
+// client does) is answered with the version it made, as reading that version answers it;
+// the SDKs, which do not ask, get the memory alone, as does a write that made no version.
+func TestWriteAnswersItsVersion(t *testing.T) {
+	ctx := context.Background()
+	ts := startServer(t, Options{})
+	c := ts.client()
+	mem := c.Beta.MemoryStores.Memories
+	storeID := newPolicyStore(t, c, map[string]any{"secrets": "redact"})
+	ask := option.WithHeader(IncludeVersionHeader, "true")
+	content := "the key is " + secrettest.Samples()[0].Content
+
+	plain, err := mem.New(ctx, storeID, anthropic.BetaMemoryStoreMemoryNewParams{Path: "/plain.md", Content: anthropic.String("a")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := plain.JSON.ExtraFields["gitmem_version"]; f.Valid() {
+		t.Errorf("a write that did not ask: gitmem_version %s", f.Raw())
+	}
+	asked, err := mem.New(ctx, storeID, anthropic.BetaMemoryStoreMemoryNewParams{Path: "/asked.md", Content: anthropic.String(content)}, ask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	updated, err := mem.Update(ctx, plain.ID, anthropic.BetaMemoryStoreMemoryUpdateParams{MemoryStoreID: storeID, Content: anthropic.String("b")}, ask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleted, err := mem.Delete(ctx, asked.ID, anthropic.BetaMemoryStoreMemoryDeleteParams{MemoryStoreID: storeID}, ask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, f := range map[string]respjson.Field{
+		"a create": asked.JSON.ExtraFields["gitmem_version"], "an update": updated.JSON.ExtraFields["gitmem_version"],
+		"a delete": deleted.JSON.ExtraFields["gitmem_version"],
+	} {
+		var got, want any
+		if err := json.Unmarshal([]byte(f.Raw()), &got); err != nil {
+			t.Fatalf("%s: gitmem_version %q: %v", what, f.Raw(), err)
+		}
+		id, _ := got.(map[string]any)["id"].(string)
+		v, err := c.Beta.MemoryStores.MemoryVersions.Get(ctx, id, anthropic.BetaMemoryStoreMemoryVersionGetParams{MemoryStoreID: storeID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		json.Unmarshal([]byte(v.RawJSON()), &want)
+		if fmt.Sprint(got) != fmt.Sprint(want) || (what == "a delete") != (v.Operation == "deleted") {
+			t.Errorf("%s: gitmem_version %s; reading the version answers %s", what, f.Raw(), v.RawJSON())
+		}
+	}
+	same, err := mem.Update(ctx, plain.ID, anthropic.BetaMemoryStoreMemoryUpdateParams{MemoryStoreID: storeID, Content: anthropic.String("b")}, ask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := same.JSON.ExtraFields["gitmem_version"]; f.Valid() {
+		t.Errorf("a write that changed nothing: gitmem_version %s", f.Raw())
 	}
 }

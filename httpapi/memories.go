@@ -186,12 +186,13 @@ func (s *Server) deleteMemory(c echo.Context) error {
 		return err
 	}
 	in := gitstore.DeleteInput{ID: c.Param("memory"), ExpectedSHA256: c.QueryParam("expected_content_sha256"), Actor: cl.actor}
-	_, err = s.memWrite(c, st, cl, func(ctx context.Context, st *gitstore.Store) error {
-		_, err := st.Delete(ctx, in)
+	var v gitstore.Version
+	st, err = s.memWrite(c, st, cl, func(ctx context.Context, st *gitstore.Store) (err error) {
+		v, err = st.Delete(ctx, in)
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, deletedJSON{Type: "memory_deleted", ID: in.ID})
+	return c.JSON(http.StatusOK, deletedJSON{Type: "memory_deleted", ID: in.ID, Version: versionMade(c, st, v.ID)})
 }

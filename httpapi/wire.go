@@ -62,6 +62,9 @@ type memoryJSON struct {
 	// RedactedSecrets is gitmem's own: on the answer of a write, the secrets that the
 	// store's redact policy replaced (hygiene.go).
 	RedactedSecrets []redactionJSON `json:"redacted_secrets,omitempty"`
+	// Version is gitmem's own too: on the answer of a write that asked for it
+	// (IncludeVersionHeader), the version the write made.
+	Version *versionJSON `json:"gitmem_version,omitempty"`
 }
 
 func toMemory(m gitstore.Memory) memoryJSON {
@@ -162,6 +165,7 @@ func page(data any, next string) pageJSON {
 }
 
 type deletedJSON struct {
-	Type string `json:"type"`
-	ID   string `json:"id"`
+	Type    string       `json:"type"`
+	ID      string       `json:"id"`
+	Version *versionJSON `json:"gitmem_version,omitempty"` // gitmem's own, as memoryJSON's
 }
