@@ -50,9 +50,9 @@ Create a key with "gitmem keys create" to require keys and to serve on other add
   gitmem serve --addr 0.0.0.0:7437 --data /var/lib/gitmem`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var level slog.Level
-			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-				return fmt.Errorf("--log-level: %w", err)
+			level, err := parseLogLevel(logLevel)
+			if err != nil {
+				return err
 			}
 			opts := &slog.HandlerOptions{Level: level}
 			var h slog.Handler
