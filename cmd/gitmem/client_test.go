@@ -197,6 +197,12 @@ func TestClientModeRefusals(t *testing.T) {
 	if code == 0 || !strings.Contains(errOut, "check GITMEM_API_KEY") || strings.Contains(errOut, "gitmem_wrong") {
 		t.Errorf("wrong key: exit %d: %s", code, errOut)
 	}
+	// keys create needs no key, but a store named by name is looked up on the server: it
+	// says so, and that an id needs no lookup.
+	if _, errOut, code := c.run("", "keys", "create", "--name", "dash", "--store", "notes"); code != exitAuth ||
+		!strings.Contains(errOut, `--store "notes" is a store's name, which the running server looks up`) || !strings.Contains(errOut, "GITMEM_API_KEY") {
+		t.Errorf("keys create --store by name without a key: exit %d: %s", code, errOut)
+	}
 	// A command that needs the data directory says so in one line, naming the server.
 	msg := c.fails("", "reindex", "notes")
 	mustContain(t, "needs the directory", msg, "gitmem reindex needs the data directory", url, "stop it first")
