@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gitmem/gitmem/gitstore"
+	"github.com/gitmem/gitmem/secrets"
 )
 
 // wireMemory is a memory, or a folder of a listing (type memory_prefix), as the API answers.
@@ -24,6 +25,12 @@ type wireMemory struct {
 	SizeBytes       int       `json:"content_size_bytes"`
 	CreatedAt       time.Time `json:"created_at"`
 	UpdatedAt       time.Time `json:"updated_at"`
+	// RedactedSecrets is, in a write's answer, what the store's secrets policy replaced.
+	RedactedSecrets []struct {
+		Type   string `json:"type"`
+		Line   int    `json:"line"`
+		Column int    `json:"column"`
+	} `json:"redacted_secrets"`
 }
 
 func (w wireMemory) memory() gitstore.Memory {
@@ -209,6 +216,9 @@ func (s *Store) UpdateMemory(ctx context.Context, in gitstore.UpdateInput) (gits
 // and the server says so (ProposalReadsHeader), so that it is not asked for.
 func (s *Store) writeResult(ctx context.Context, hdr http.Header, w wireMemory) (gitstore.WriteResult, error) {
 	res := gitstore.WriteResult{Memory: w.memory(), Proposal: hdr.Get(ProposalHeader)}
+	for _, r := range w.RedactedSecrets {
+		res.Redacted = append(res.Redacted, secrets.Finding{Kind: r.Type, Line: r.Line, Column: r.Column})
+	}
 	if hdr.Get(UnchangedHeader) == "true" || readsMain(hdr) {
 		return res, nil
 	}
