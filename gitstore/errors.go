@@ -208,7 +208,10 @@ func notFoundf(format string, args ...any) error {
 // Where a name was given for an id, it says so.
 func noStore(id string) error {
 	msg := fmt.Sprintf("memory store %s not found", id)
-	if !strings.HasPrefix(id, StorePrefix) {
+	if id == "" {
+		// As in .../memory_stores//memories: a shell variable for the id that was empty.
+		msg = fmt.Sprintf("no memory store id where one belongs (an empty shell variable in the URL?): name the store by its id, %s...", StorePrefix)
+	} else if !strings.HasPrefix(id, StorePrefix) {
 		msg += fmt.Sprintf(" (a store is named here by its id, %s..., not its name)", StorePrefix)
 	}
 	return &Error{Kind: KindNotFound, Message: msg, Err: ErrNoStore}

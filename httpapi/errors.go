@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -139,6 +140,12 @@ func (s *Server) handleError(err error, c echo.Context) {
 	// Any error of a full disk, whichever write met it, is a storage error.
 	err = gitstore.NoSpace(err, s.data.Dir())
 	ae := errorFor(err)
+	var he *echo.HTTPError
+	if path := c.Request().URL.Path; errors.As(err, &he) && he.Code == http.StatusNotFound && len(path) > 1 && strings.HasSuffix(path, "/") {
+		// A pasted URL with a trailing slash: say so, as "lives under /v1/memory_stores"
+		// alone reads as if the path were right.
+		ae = &apiError{status: ae.status, typ: ae.typ, message: fmt.Sprintf("no such route: %s ends in a slash, which no route of the API has; try %s", path, strings.TrimRight(path, "/"))}
+	}
 	rid := requestID(c)
 	if ae.status == http.StatusInternalServerError || ae.status == http.StatusInsufficientStorage {
 		s.log.Error("request failed", "request_id", rid, "method", c.Request().Method, "path", c.Request().URL.Path, "err", err, "cause", errors.Unwrap(err))

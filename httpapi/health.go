@@ -53,9 +53,10 @@ func (s *Server) EnableHealth(checks []health.Check) {
 // valid key (read_only will do) not limited to one store; without, one addressed to loopback.
 func (s *Server) Guard(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		cl, err := s.Identify(r, headerSecret(r))
-		if err == nil && cl.Key != nil && cl.Key.StoreID != "" {
-			err = forbidden("this API key (%s) is limited to memory store %s; the metrics tell of every store", cl.Key.ID, cl.Key.StoreID)
+		// A scrape has no sign-in page: the 401 says how to send a key, as the API's does.
+		cl, err := s.identify(r, headerSecret(r), "missing API key: send it in the x-api-key header, or as Authorization: Bearer <key> (in a Prometheus scrape config: authorization: {credentials: <key>})")
+		if err == nil && cl.key != nil && cl.key.StoreID != "" {
+			err = forbidden("this API key (%s) is limited to memory store %s; the metrics tell of every store", cl.key.ID, cl.key.StoreID)
 		}
 		if err != nil {
 			status, _, msg := ErrorStatus(err)

@@ -97,3 +97,18 @@ func TestReadiness(t *testing.T) {
 		t.Fatalf("with a key: %d %+v", status, rep)
 	}
 }
+
+// TestMetricsGuardSaysHowToSendAKey: a scrape without a key is told which header carries
+// one, not to sign in (that is the UI's word).
+func TestMetricsGuardSaysHowToSendAKey(t *testing.T) {
+	ts := startServer(t, Options{}, func(s *Server) {
+		s.EnableMetrics(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("up 1\n")) }))
+	})
+	if _, _, err := ts.keys.Create("prometheus", apikeys.ReadOnly, ""); err != nil {
+		t.Fatal(err)
+	}
+	status, body := rawRequest(t, "GET", ts.url+"/metrics", "", nil)
+	if status != http.StatusUnauthorized || !strings.Contains(body, "x-api-key header, or as Authorization: Bearer") || strings.Contains(body, "sign in") {
+		t.Errorf("/metrics without a key: %d %s", status, body)
+	}
+}

@@ -152,6 +152,12 @@ func TestBadRequests(t *testing.T) {
 		{"GET", base + "/memory_versions?operation=renamed", ``, 400, "operation must be created, modified or deleted"},
 		{"GET", base + "/memories/mem_01NOPE", ``, 404, "not_found_error"},
 		{"GET", base + "/memory_versions/memver_01NOPE", ``, 404, "not_found_error"},
+		// A pasted URL with a trailing slash is told so, with the URL to use.
+		{"GET", ts.url + "/v1/memory_stores/", ``, 404, "no such route: /v1/memory_stores/ ends in a slash, which no route of the API has; try /v1/memory_stores"},
+		{"POST", base + "/memories/", `{"path":"/a.md","content":""}`, 404, "ends in a slash"},
+		{"GET", ts.url + "/v1/memory_store", ``, 404, "no such route; the API lives under /v1/memory_stores"},
+		// An empty shell variable for the store's id.
+		{"GET", ts.url + "/v1/memory_stores//memories", ``, 404, "no memory store id where one belongs (an empty shell variable in the URL?)"},
 	} {
 		status, body := rawRequest(t, tc.method, tc.url, tc.body, nil)
 		if status != tc.status || !strings.Contains(body, tc.want) {

@@ -9,6 +9,7 @@ import (
 	"context"
 	"embed"
 	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -120,6 +121,10 @@ func (u *UI) routes() {
 	m.HandleFunc("POST /ui/stores/{store}/proposals/{prop}/comments", u.page(u.commentProposal, writer))
 	m.HandleFunc("POST /ui/stores/{store}/conflicts/{id}", u.page(u.resolveConflict, writer))
 	m.HandleFunc("/ui/", u.page(func(w http.ResponseWriter, r *http.Request, q *request) error {
+		if p := r.URL.Path; p != "/ui/" && strings.HasSuffix(p, "/") {
+			// A pasted address with a slash at its end (/ui/stores/notes/).
+			return notFound(fmt.Sprintf("no such page: %s ends in a slash, which no page's address has; try %s", p, strings.TrimRight(p, "/")))
+		}
 		return notFound("no such page")
 	}, anyone))
 }

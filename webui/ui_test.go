@@ -61,6 +61,10 @@ func TestWithoutKeysNoSignIn(t *testing.T) {
 	if p := b.get("/ui/stores/notes"); p.status != 200 || !strings.Contains(p.body, "a.md") {
 		t.Errorf("store by name: %d", p.status)
 	}
+	// A pasted address with a slash at its end is told where the page is.
+	if p := b.get("/ui/stores/notes/"); p.status != http.StatusNotFound || !strings.Contains(p.body, "ends in a slash") || !strings.Contains(p.body, "try /ui/stores/notes") {
+		t.Errorf("a store's page with a trailing slash: %d %.500s", p.status, p.body)
+	}
 }
 
 func TestSignIn(t *testing.T) {

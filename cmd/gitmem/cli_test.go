@@ -247,6 +247,12 @@ func TestUsageErrors(t *testing.T) {
 	mustContain(t, "restore with a path, a name with a space", c.fails("", "restore", "User prefs", "/a.md", "memver_x"), "gitmem restore 'User prefs' memver_x")
 	mustContain(t, "group typo", c.fails("", "stores", "craete", "x"), `unknown command "craete" for "gitmem stores"`, "did you mean create?")
 	mustContain(t, "another server's flag", c.fails("", "serve", "--port", "8000"), "unknown flag: --port; did you mean --addr?")
+	mustContain(t, "another server's shorthand", c.fails("", "serve", "-p", "8000"), "unknown shorthand flag: 'p' in -p; did you mean --addr?")
+	mustContain(t, "a port as an argument", c.fails("", "serve", "8000"), "gitmem serve takes no arguments; to listen on 127.0.0.1:8000, use --addr 127.0.0.1:8000")
+	mustContain(t, "an address as an argument", c.fails("", "serve", "0.0.0.0:8000"), "use --addr 0.0.0.0:8000")
+	if _, errOut, code := c.run("", "serve", "--log-level", "verbose", "--addr", "127.0.0.1:0"); code != exitUsage || !strings.Contains(errOut, `--log-level must be debug, info, warn or error, got "verbose"`) {
+		t.Errorf("serve --log-level verbose: exit %d, %q", code, errOut)
+	}
 	if ln, err := net.Listen("tcp", "127.0.0.1:0"); err == nil {
 		mustContain(t, "address in use", c.fails("", "serve", "--addr", ln.Addr().String()), "address already in use", "--addr 127.0.0.1:PORT")
 		fresh := &cli{t: t, data: filepath.Join(t.TempDir(), "new")}

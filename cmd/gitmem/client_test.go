@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gitmem/gitmem/secrets/secrettest"
 )
 
 // The commands that work through a running server, each with what it prints compared on
@@ -118,7 +120,8 @@ func TestClientModeWritesAsLocal(t *testing.T) {
 		{"revert", "notes", "--session", "sesn_01M83PZ34EVJY3C18AZVHGZ9ME", "--since", "2026-01-02T15:04:05Z"},
 		{"expire", "notes", "--dry-run"},
 		{"stores", "create", "other", "--secrets", "redact", "--max-memories", "5", "--expire-after", "30d"},
-		{"stores", "create", "other"}, // refused: store names are unique
+		{"stores", "create", "other"},          // refused: store names are unique
+		{"put", "other", "/ci.md", "{secret}"}, // its secrets policy redacts, and says so
 		{"sync", "notes"},
 		{"sync", "notes", "origin", "--json"},
 		{"sync", "notes", "nope"},
@@ -137,6 +140,8 @@ func TestClientModeWritesAsLocal(t *testing.T) {
 	os.MkdirAll(dir+"/sub", 0o755)
 	os.WriteFile(dir+"/top.md", []byte("top\n"), 0o644)
 	os.WriteFile(dir+"/sub/leaf.md", []byte("leaf\n"), 0o644)
+	secretFile := t.TempDir() + "/ci.md"
+	os.WriteFile(secretFile, []byte(secrettest.Samples()[2].Content), 0o644)
 	run := func(c *cli, serve bool) []string {
 		seedNotes(c)
 		remote := t.TempDir()
@@ -159,6 +164,8 @@ func TestClientModeWritesAsLocal(t *testing.T) {
 				switch a {
 				case "{first}":
 					args[i] = versions[len(versions)-1].ID
+				case "{secret}":
+					args[i] = secretFile
 				case "{dir}", "{dir}.bundle":
 					args[i] = strings.Replace(a, "{dir}", dir, 1)
 				}
@@ -196,6 +203,12 @@ func TestClientModeRefusals(t *testing.T) {
 	_, errOut, code := c.runEnv(append(os.Environ(), "GITMEM_API_KEY=gitmem_wrong"), "", "ls", "notes")
 	if code == 0 || !strings.Contains(errOut, "check GITMEM_API_KEY") || strings.Contains(errOut, "gitmem_wrong") {
 		t.Errorf("wrong key: exit %d: %s", code, errOut)
+	}
+	// keys create needs no key, but a store named by name is looked up on the server: it
+	// says so, and that an id needs no lookup.
+	if _, errOut, code := c.run("", "keys", "create", "--name", "dash", "--store", "notes"); code != exitAuth ||
+		!strings.Contains(errOut, `--store "notes" is a store's name, which the running server looks up`) || !strings.Contains(errOut, "GITMEM_API_KEY") {
+		t.Errorf("keys create --store by name without a key: exit %d: %s", code, errOut)
 	}
 	// A command that needs the data directory says so in one line, naming the server.
 	msg := c.fails("", "reindex", "notes")

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"os/user"
 	"strings"
@@ -180,4 +181,14 @@ func allMemories(ctx context.Context, rd gitstore.MemoryReader, opts gitstore.Li
 		page, err := rd.List(ctx, opts)
 		return page.Items, page.NextCursor, err
 	})
+}
+
+// parseLogLevel reads --log-level: debug, info, warn or error (and slog's forms, INFO+2); a
+// wrong one is a usage error that lists them.
+func parseLogLevel(s string) (slog.Level, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(s)); err != nil {
+		return level, usageError{fmt.Errorf("--log-level must be debug, info, warn or error, got %q", s)}
+	}
+	return level, nil
 }

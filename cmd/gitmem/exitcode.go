@@ -114,8 +114,17 @@ func shorthandSuggestion(c *cobra.Command, msg string) string {
 	if f := c.Flags().ShorthandLookup(other); f != nil && !f.Hidden {
 		return "-" + other + " (--" + f.Name + ")"
 	}
+	if name, ok := shorthandAliases[rest[:1]]; ok {
+		if f := c.Flags().Lookup(name); f != nil && !f.Hidden {
+			return "--" + name
+		}
+	}
 	return ""
 }
+
+// shorthandAliases are the one-letter flags that other servers give to a flag of gitmem's
+// (gitmem serve -p 8000).
+var shorthandAliases = map[string]string{"p": "addr"}
 
 // flagSuggestions are the flags of c whose names are within two edits of name, or begin
 // with it, as cobra suggests commands (it suggests no flags).

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -9,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gitmem/gitmem/apikeys"
+	"github.com/gitmem/gitmem/client"
 	"github.com/gitmem/gitmem/gitstore"
 )
 
@@ -39,11 +41,16 @@ func newKeysCreateCmd(a *app) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if store != "" && !strings.HasPrefix(store, gitstore.StorePrefix) {
 				// A name: the data directory, or the server that holds it, says which store.
+				ref := store
 				err := a.withTarget(cmd.Context(), func(t target) error {
 					id, err := resolveStore(cmd.Context(), t.lister(), store)
 					store = id
 					return err
 				})
+				if errors.Is(err, client.ErrAuth) {
+					// The key file is this command's, but the name is the server's to look up.
+					return fmt.Errorf("--store %q is a store's name, which the running server looks up: %w; or give the store's id (%s...)", ref, err, gitstore.StorePrefix)
+				}
 				if err != nil {
 					return err
 				}

@@ -45,9 +45,9 @@ server's /mcp endpoint, with GITMEM_API_KEY.`,
   gitmem mcp --store notes --store "Team Wiki:read_only:Conventions: follow them"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var level slog.Level
-			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-				return usageError{fmt.Errorf("--log-level: %w", err)}
+			level, err := parseLogLevel(logLevel)
+			if err != nil {
+				return err
 			}
 			if len(stores) == 0 {
 				return usageError{fmt.Errorf("attach a store with --store STORE (by id or name; 1 to %d)", tooladapter.MaxStores)}

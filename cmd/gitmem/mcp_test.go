@@ -189,7 +189,7 @@ func TestMCPUsageErrors(t *testing.T) {
 		{[]string{"mcp", "--store", "s", "--session", "x1"}, "must start with sesn_", exitUsage},
 		{[]string{"mcp", "--store", "nope"}, `no store with id or name "nope"`, exitNotFound},
 		{[]string{"mcp", "--store", "s", "--store", "s:read_only"}, "attached twice", exitUsage},
-		{[]string{"mcp", "--store", "s", "--log-level", "loud"}, "--log-level", exitUsage},
+		{[]string{"mcp", "--store", "s", "--log-level", "loud"}, `--log-level must be debug, info, warn or error, got "loud"`, exitUsage},
 	} {
 		out, errOut, code := c.run("", tc.args...)
 		if code != tc.code || out != "" || !strings.Contains(errOut, tc.want) {

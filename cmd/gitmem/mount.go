@@ -41,9 +41,9 @@ writers' changes show within a second.`,
   gitmem mount notes /tmp/notes-yesterday --at yesterday`,
 		Args: exactArgs("STORE", "DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var level slog.Level
-			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-				return usageError{fmt.Errorf("--log-level: %w", err)}
+			level, err := parseLogLevel(logLevel)
+			if err != nil {
+				return err
 			}
 			if sessionID != "" && (!strings.HasPrefix(sessionID, tooladapter.SessionPrefix) || len(sessionID) == len(tooladapter.SessionPrefix)) {
 				return usageError{fmt.Errorf("--session %q must start with %s", sessionID, tooladapter.SessionPrefix)}

@@ -48,11 +48,11 @@ Without any API key, gitmem serves without authentication and only on a loopback
 Create a key with "gitmem keys create" to require keys and to serve on other addresses.`,
 		Example: `  gitmem serve
   gitmem serve --addr 0.0.0.0:7437 --data /var/lib/gitmem`,
-		Args: cobra.NoArgs,
+		Args: serveArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var level slog.Level
-			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-				return fmt.Errorf("--log-level: %w", err)
+			level, err := parseLogLevel(logLevel)
+			if err != nil {
+				return err
 			}
 			opts := &slog.HandlerOptions{Level: level}
 			var h slog.Handler
@@ -300,4 +300,19 @@ func parseNets(specs []string) ([]*net.IPNet, error) {
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// serveArgs refuses arguments, and says where an address or a port goes (gitmem serve 8000).
+func serveArgs(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	a := args[0]
+	if _, err := strconv.Atoi(a); err == nil {
+		a = "127.0.0.1:" + a
+	}
+	if _, _, err := net.SplitHostPort(a); err == nil {
+		return fmt.Errorf("gitmem serve takes no arguments; to listen on %s, use --addr %s", a, a)
+	}
+	return fmt.Errorf("gitmem serve takes no arguments, got %q (gitmem serve --help lists its flags)", args[0])
 }
