@@ -97,7 +97,11 @@ func (s *Store) Write(ctx context.Context, in WriteInput) (WriteResult, error) {
 			if err != nil {
 				return WriteResult{}, err
 			}
-			res, err := b.put(in.Actor, NewID(MemoryPrefix, b.now()), OpCreated, "", in.Path, &content)
+			id, err := b.newMemoryID(in.MemoryID)
+			if err != nil {
+				return WriteResult{}, err
+			}
+			res, err := b.put(in.Actor, id, OpCreated, "", in.Path, &content)
 			return redacted(res, err, red, content)
 		}
 		if pre != nil && pre.Type == NotExists {
@@ -142,6 +146,21 @@ func (s *Store) UpdateMemory(ctx context.Context, in UpdateInput) (WriteResult, 
 }
 
 // validateUpdate checks an update's input, before it is queued to the writer.
+// newMemoryID is the id of a memory that the batch creates: want, if it is a memory id
+// that the store has never had, else a new one.
+func (b *batch) newMemoryID(want string) (string, error) {
+	if validID(MemoryPrefix, want) {
+		_, known, err := b.ct.memory(want)
+		if err != nil {
+			return "", b.fail(err)
+		}
+		if !known {
+			return want, nil
+		}
+	}
+	return NewID(MemoryPrefix, b.now()), nil
+}
+
 func validateUpdate(in UpdateInput) error {
 	if err := validateTarget("update", in.ID, in.FromPath); err != nil {
 		return err

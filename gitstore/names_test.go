@@ -207,3 +207,35 @@ func TestNamesSkipStoreGone(t *testing.T) {
 		t.Fatalf("rename with a store gone: %v", err)
 	}
 }
+
+// TestWriteKeepsAGivenMemoryID: a write that creates a memory gives it WriteInput.MemoryID
+// if the store has never had that id, and a new id otherwise (a memory's, live or deleted,
+// or no id at all).
+func TestWriteKeepsAGivenMemoryID(t *testing.T) {
+	ctx := context.Background()
+	s := newTestStore(t)
+	wanted := NewID(MemoryPrefix, time.Now())
+	for _, tc := range []struct {
+		path, id string
+		keep     bool
+	}{
+		{"/new.md", wanted, true},
+		{"/again.md", wanted, false}, // /new.md has it
+		{"/junk.md", "mem_not-an-id", false},
+		{"/other.md", "memver_" + wanted[len(MemoryPrefix):], false},
+	} {
+		res, err := s.Write(ctx, WriteInput{Path: tc.path, Content: "x", Actor: apiActor, MemoryID: tc.id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := res.Memory.ID == tc.id; got != tc.keep || !validID(MemoryPrefix, res.Memory.ID) {
+			t.Errorf("%s with id %q: created %s", tc.path, tc.id, res.Memory.ID)
+		}
+	}
+	if _, err := s.Delete(ctx, DeleteInput{Path: "/new.md", Actor: apiActor}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := s.Write(ctx, WriteInput{Path: "/new.md", Content: "y", Actor: apiActor, MemoryID: wanted}); err != nil || res.Memory.ID == wanted {
+		t.Errorf("a deleted memory's id: created %s (%v)", res.Memory.ID, err)
+	}
+}

@@ -155,6 +155,10 @@ type WriteInput struct {
 	// proposals): the store's review policy lets it in, and the version records it. Not for
 	// changes that nobody reviewed.
 	ApprovedBy *Actor
+	// MemoryID, if set, is the id that the memory takes if the write creates it, unless the
+	// store knows the id already (then it gets a new one): a memory that a proposal created
+	// keeps its id when some of the proposal's changes are approved, as it does when all are.
+	MemoryID string
 }
 
 // UpdateInput changes the content and/or path of one memory, named by ID or, if ID is

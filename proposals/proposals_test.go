@@ -266,7 +266,8 @@ func TestDeleteStore(t *testing.T) {
 }
 
 // TestApproveSome: approving some of a proposal's memories writes those, as versions by the
-// proposer, and drops the rest; a path that main changed meanwhile is a conflict.
+// proposer, and drops the rest; a path that main changed meanwhile is a conflict; a memory
+// that the proposal created keeps its id.
 func TestApproveSome(t *testing.T) {
 	ctx := context.Background()
 	m, st := newManager(t)
@@ -276,7 +277,7 @@ func TestApproveSome(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	write(t, f, "/a.md", "a\n", proposer)
+	created := write(t, f, "/a.md", "a\n", proposer).Memory.ID
 	write(t, f, "/b.md", "b\n", proposer)
 	write(t, f, "/keep.md", "proposed\n", proposer)
 	if _, err := f.Delete(ctx, gitstore.DeleteInput{Path: "/gone.md", Actor: proposer}); err != nil {
@@ -300,6 +301,9 @@ func TestApproveSome(t *testing.T) {
 		if got := content(t, st, path); got != want {
 			t.Errorf("%s = %q, want %q", path, got, want)
 		}
+	}
+	if a, err := st.GetByPath(ctx, "/a.md", false); err != nil || a.ID != created {
+		t.Errorf("/a.md in main is %s (%v); the proposal created it as %s", a.ID, err, created)
 	}
 	page, err := st.Versions(ctx, gitstore.VersionFilter{SessionID: proposer.ID})
 	if err != nil || len(page.Versions) != 2 {

@@ -325,7 +325,8 @@ const MaxApprovePaths = 10_000
 
 // approveSome approves the changes of opts.Paths: each is written to main (or deleted) as the
 // proposal has it, as a version by the proposal's author, after checking that main has not
-// changed the path since the proposal opened; the rest are dropped. The store's lock is held.
+// changed the path since the proposal opened; the rest are dropped. A memory that the
+// proposal created keeps its id. The store's lock is held.
 func (m *Manager) approveSome(ctx context.Context, st *gitstore.Store, p Proposal, by gitstore.Actor, opts ApproveOptions) (Proposal, gitstore.MergeResult, error) {
 	if len(opts.Paths) > MaxApprovePaths {
 		return Proposal{}, gitstore.MergeResult{}, &gitstore.Error{Kind: gitstore.KindInvalid, Message: fmt.Sprintf("%d paths; one approval takes at most %d", len(opts.Paths), MaxApprovePaths)}
@@ -402,7 +403,8 @@ func (m *Manager) approveSome(ctx context.Context, st *gitstore.Store, p Proposa
 			if s.now != nil {
 				in.Precondition = &gitstore.Precondition{Type: gitstore.ContentSHA256, ContentSHA256: s.now.ContentSHA256}
 			} else {
-				in.Precondition = &gitstore.Precondition{Type: gitstore.NotExists}
+				// A memory the proposal made keeps the id it has there, as a whole approval keeps it.
+				in.Precondition, in.MemoryID = &gitstore.Precondition{Type: gitstore.NotExists}, s.c.MemoryID
 			}
 			_, err = st.Write(ctx, in)
 		}
