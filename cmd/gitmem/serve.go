@@ -119,27 +119,8 @@ func serve(ctx context.Context, a *app, log *slog.Logger, f serveFlags, cmd *cob
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	defer ln.Close()
-	keys, err := apikeys.Open(a.dataDir)
-	if err != nil {
-		return err
-	}
-	anyKey, err := keys.AnyActive()
-	if err != nil {
-		return err
-	}
-	if f.metricsAddr != "" && !anyKey && !isLoopback(f.metricsAddr) {
-		return usageError{fmt.Errorf("refusing to serve metrics on %s without authentication: no API key exists yet; create one with \"gitmem keys create --name NAME\", or use a 127.0.0.1 address", f.metricsAddr)}
-	}
-	if !anyKey && !isLoopback(addr) {
-		return fmt.Errorf("refusing to serve on %s without authentication: no API key exists yet.\n"+
-			"Create one with \"gitmem keys create --name NAME\" (clients send it as x-api-key), or serve on 127.0.0.1", addr)
-	}
-	m := metrics.New()
-	d, err := gitstore.Open(ctx, a.dataDir, gitstore.Options{Logger: log, Observer: m.Store()})
-	if err != nil {
-		return err
-	}
-	defer d.Close()
+	// The flags and the refusals below, before the data directory is made: a serve that is
+	// refused leaves nothing behind. A directory that does not exist yet holds no key.
 	proxies, err := parseNets(f.trustedProxies)
 	if err != nil {
 		return err
@@ -150,10 +131,38 @@ func serve(ctx context.Context, a *app, log *slog.Logger, f serveFlags, cmd *cob
 		if certs, err = newCertReloader(f.tlsCert, f.tlsKey, log); err != nil {
 			return err
 		}
-		certs.watch(ctx)
 		scheme = "https"
 	}
+	var keys *apikeys.Keys
+	anyKey := false
+	if _, err := os.Stat(a.dataDir); err == nil {
+		if keys, err = apikeys.Open(a.dataDir); err != nil {
+			return err
+		}
+		if anyKey, err = keys.AnyActive(); err != nil {
+			return err
+		}
+	}
+	if f.metricsAddr != "" && !anyKey && !isLoopback(f.metricsAddr) {
+		return usageError{fmt.Errorf("refusing to serve metrics on %s without authentication: no API key exists yet; create one with \"gitmem keys create --name NAME\", or use a 127.0.0.1 address", f.metricsAddr)}
+	}
+	if !anyKey && !isLoopback(addr) {
+		return fmt.Errorf("refusing to serve on %s without authentication: no API key exists yet.\n"+
+			"Create one with \"gitmem keys create --name NAME\" (clients send it as x-api-key), or serve on 127.0.0.1", addr)
+	}
+	if keys == nil {
+		if keys, err = apikeys.Open(a.dataDir); err != nil {
+			return err
+		}
+	}
+	m := metrics.New()
+	d, err := gitstore.Open(ctx, a.dataDir, gitstore.Options{Logger: log, Observer: m.Store()})
+	if err != nil {
+		return err
+	}
+	defer d.Close()
 	if certs != nil {
+		certs.watch(ctx)
 		ln = tls.NewListener(ln, certs.config())
 	}
 	srv := httpapi.New(d, keys, httpapi.Options{StrictCreate: strict, Logger: log,

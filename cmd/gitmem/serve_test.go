@@ -79,6 +79,9 @@ func TestServe(t *testing.T) {
 func TestServeRefusesOpenNetworkWithoutKeys(t *testing.T) {
 	c := newCLI(t)
 	mustContain(t, "no keys", c.fails("", "serve", "--addr", "0.0.0.0:0"), "refusing to serve on 0.0.0.0:0 without authentication", "gitmem keys create")
+	if _, err := os.Stat(c.data); !os.IsNotExist(err) {
+		t.Errorf("a refused serve made its data directory: %v", err)
+	}
 
 	out := c.ok("", "keys", "create", "--name", "ci", "--access", "read_only")
 	mustContain(t, "keys create", out, "created key apikey_", "read_only", "gitmem_", "shown only now")

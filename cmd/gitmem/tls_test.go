@@ -171,4 +171,7 @@ func TestTLSNeedsBoth(t *testing.T) {
 	if _, stderr, code := c.run("", "serve", "--addr", "127.0.0.1:0", "--tls-cert", "x.pem", "--tls-key", "y.pem"); code == 0 || !regexp.MustCompile(`x\.pem.*y\.pem`).MatchString(stderr) {
 		t.Fatalf("missing files: exit %d: %s", code, stderr)
 	}
+	if _, err := os.Stat(c.data); !os.IsNotExist(err) {
+		t.Errorf("a refused serve made its data directory: %v", err)
+	}
 }
