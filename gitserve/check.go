@@ -406,6 +406,10 @@ func (c *checker) checkTree(h string, parents []string, dir string) error {
 // differ only in case from another name in the folder. Names the parents have are taken as
 // they are, so that a store that holds such names from before can still change them.
 func (c *checker) checkNewNames(entries []entry, inParents []map[string]entry, dir string) {
+	// The folder's names by their case fold, each in the folder's order: a name is compared
+	// with the names of its own fold only, not with every other (a folder may hold hundreds
+	// of thousands of names, and a push is checked while its request waits).
+	var folds map[string][]int
 	for _, e := range entries {
 		known := false
 		for _, m := range inParents {
@@ -420,8 +424,15 @@ func (c *checker) checkNewNames(entries []entry, inParents []map[string]entry, d
 			c.fail(display(path), ruleOf(err))
 			continue
 		}
-		for _, o := range entries {
-			if o.name != e.name && strings.EqualFold(o.name, e.name) {
+		if folds == nil {
+			folds = make(map[string][]int, len(entries))
+			for i, o := range entries {
+				k := foldKey(o.name)
+				folds[k] = append(folds[k], i)
+			}
+		}
+		for _, i := range folds[foldKey(e.name)] {
+			if o := entries[i]; o.name != e.name {
 				other := display(dir + o.name)
 				if o.isTree() {
 					other += "/"
@@ -432,6 +443,22 @@ func (c *checker) checkNewNames(entries []entry, inParents []map[string]entry, d
 			}
 		}
 	}
+}
+
+// foldKey is the same for two names exactly when strings.EqualFold says they are equal: each
+// rune (U+FFFD for a byte that is not UTF-8, as EqualFold reads it) as the least rune of its
+// orbit under unicode.SimpleFold.
+func foldKey(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, r := range s {
+		least := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			least = min(least, f)
+		}
+		b.WriteRune(least)
+	}
+	return b.String()
 }
 
 // checkReview refuses a pushed change of path (a file, or a folder) that the store's review
