@@ -49,3 +49,28 @@ func TestGitPushWideFolder(t *testing.T) {
 	out := pushWithin(t, wa, 30*time.Second, "origin", commit+":refs/heads/proposals/wide")
 	mustHave(t, "push of a wide folder", out, "/wide/N0000000.md: differs only in case from /wide/n0000000.md")
 }
+
+// TestGitPushManyParents: a pushed commit with more parents than any merge needs is refused.
+// The hook reads a commit's folders against each parent's, holding every parent's entries of
+// a folder at once: a propose key's push of one commit with 500 parents over a folder of
+// 20,000 names (500 small commits that share one tree, about a hundred kilobytes pushed)
+// made the hook hold 2.8 GB, and its memory grows with parents times names.
+func TestGitPushManyParents(t *testing.T) {
+	const maxPushParents = 16 // gitserve.MaxParents
+	g := startGitServer(t)
+	_, _, _, _, wa := proposerClone(t, g)
+	tree := strings.TrimSpace(gitOK(t, wa, "rev-parse", "HEAD^{tree}"))
+	args := []string{"commit-tree"}
+	for i := range maxPushParents + 1 {
+		p := gitIn(t, wa, "", "commit-tree", tree, "-p", "HEAD", "-m", fmt.Sprintf("side %d", i))
+		args = append(args, "-p", p)
+	}
+	commitFile(t, wa, "merged.md", "the octopus adds this\n", "a file for the merge's tree")
+	merge := gitIn(t, wa, "", append(args, strings.TrimSpace(gitOK(t, wa, "rev-parse", "HEAD^{tree}")), "-m", "octopus")...)
+	out := pushWithin(t, wa, time.Minute, "origin", merge+":refs/heads/proposals/octopus")
+	mustHave(t, "push of an octopus merge", out, fmt.Sprintf("has %d parents; a pushed commit has at most %d", maxPushParents+1, maxPushParents))
+	// A merge of two, as git makes them, is taken.
+	side := gitIn(t, wa, "", "commit-tree", tree, "-p", "HEAD~1", "-m", "side")
+	two := gitIn(t, wa, "", "commit-tree", strings.TrimSpace(gitOK(t, wa, "rev-parse", "HEAD^{tree}")), "-p", "HEAD", "-p", side, "-m", "merge")
+	gitOK(t, wa, "push", "-q", "origin", two+":refs/heads/proposals/merge")
+}
