@@ -79,6 +79,11 @@ func (c *checker) fail(where, rule string) {
 // maxCommits bounds how many commits one push may bring.
 const maxCommits = 100000
 
+// MaxParents bounds the parents of a pushed commit. A commit's folders are checked against
+// each parent's, whose entries are held at once: without a bound, one commit with thousands
+// of parents that share a large folder made the hook hold gigabytes.
+const MaxParents = 16
+
 // check checks the updates of one push. It returns the commits that the push adds to main
 // (oldest first) when every rule holds; otherwise c.problems says what is wrong.
 func (c *checker) check(updates []update) ([]string, error) {
@@ -279,6 +284,12 @@ func (c *checker) checkCommit(h string) error {
 		c.fail(where, "its message has gitmem's own trailers ("+strings.Join(keys, ", ")+"), which name the API key or "+
 			"session and the ids of a version: only gitmem writes them; remove them (git commit --amend, or git rebase -i and reword)")
 		c.commit = where[len("commit "):]
+	}
+	if len(ci.parents) > MaxParents {
+		where := "commit " + c.commit
+		c.commit = ""
+		c.fail(where, fmt.Sprintf("has %d parents; a pushed commit has at most %d (git merge makes two): merge the branches in fewer steps", len(ci.parents), MaxParents))
+		return nil
 	}
 	var parents []string
 	for _, p := range ci.parents {
