@@ -1,7 +1,11 @@
 package httpapi
 
 import (
+	"bytes"
+	"compress/zlib"
 	"context"
+	"crypto/sha1"
+	"encoding/binary"
 	"fmt"
 	"os/exec"
 	"strings"
@@ -73,4 +77,88 @@ func TestGitPushManyParents(t *testing.T) {
 	side := gitIn(t, wa, "", "commit-tree", tree, "-p", "HEAD~1", "-m", "side")
 	two := gitIn(t, wa, "", "commit-tree", strings.TrimSpace(gitOK(t, wa, "rev-parse", "HEAD^{tree}")), "-p", "HEAD", "-p", side, "-m", "merge")
 	gitOK(t, wa, "push", "-q", "origin", two+":refs/heads/proposals/merge")
+}
+
+// packObject is an object of a hand-made pack: its type (1 commit, 2 tree, 3 blob) and content.
+type packObject struct {
+	typ  int
+	data []byte
+}
+
+// handPack makes a pack of the objects, each whole and compressed, as git's client would not:
+// it sends only what the pushed commits hold.
+func handPack(t *testing.T, objs []packObject) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	b.WriteString("PACK")
+	binary.Write(&b, binary.BigEndian, uint32(2))
+	binary.Write(&b, binary.BigEndian, uint32(len(objs)))
+	for _, o := range objs {
+		n := len(o.data)
+		c := byte(o.typ<<4) | byte(n&15)
+		n >>= 4
+		for n > 0 {
+			b.WriteByte(c | 0x80)
+			c = byte(n & 0x7f)
+			n >>= 7
+		}
+		b.WriteByte(c)
+		zw := zlib.NewWriter(&b)
+		zw.Write(o.data)
+		zw.Close()
+	}
+	sum := sha1.Sum(b.Bytes())
+	b.Write(sum[:])
+	return b.Bytes()
+}
+
+// newObjects are the objects of the commits of wt's HEAD that origin/main lacks.
+func newObjects(t *testing.T, wt string) []packObject {
+	t.Helper()
+	types := map[string]int{"commit": 1, "tree": 2, "blob": 3}
+	var objs []packObject
+	for _, f := range strings.Fields(gitOK(t, wt, "rev-list", "--objects", "HEAD", "^origin/main")) {
+		if len(f) != 40 {
+			continue // a path of rev-list's
+		}
+		typ := strings.TrimSpace(gitOK(t, wt, "cat-file", "-t", f))
+		objs = append(objs, packObject{typ: types[typ], data: []byte(gitOK(t, wt, "cat-file", typ, f))})
+	}
+	return objs
+}
+
+// TestGitPushUnreadableObject: a push may not bring an object larger than any memory, such
+// as one that none of its commits holds. git takes into the repository whatever the pack
+// holds; the hook checked only what the commits hold. A propose key's push of a proposal
+// branch with a 65 MiB blob of zeros beside it (66 KB of pack) was taken: gitmem reads no
+// object over 64 MiB, so the store's pack maintenance failed at every write from then on
+// ("pack loose objects ... object larger than allowed"), and each write left one more pack
+// (200 writes, 200 more packs) until someone ran gitmem gc.
+func TestGitPushUnreadableObject(t *testing.T) {
+	g := startGitServer(t)
+	_, _, a, store, wa := proposerClone(t, g)
+	commitFile(t, wa, "note.md", "a note\n", "a note")
+	head := strings.TrimSpace(gitOK(t, wa, "rev-parse", "HEAD"))
+	for _, c := range []struct {
+		name string
+		junk packObject
+	}{
+		{"larger than gitmem reads", packObject{typ: 3, data: make([]byte, 65<<20)}},
+		{"larger than a memory", packObject{typ: 3, data: bytes.Repeat([]byte("x"), 102401)}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ref := "refs/heads/proposals/" + strings.ReplaceAll(c.name, " ", "-")
+			cmd := fmt.Sprintf("%s %s %s\x00report-status\n", strings.Repeat("0", 40), head, ref)
+			body := fmt.Sprintf("%04x%s0000", len(cmd)+4, cmd) + string(handPack(t, append(newObjects(t, wa), c.junk)))
+			status, out := g.rawGit(t, a, store, "receive-pack", body, "")
+			if status != 200 || !strings.Contains(out, "ng "+ref) || strings.Contains(out, "ok "+ref) {
+				t.Fatalf("push with an object %s: %d\n%s", c.name, status, out)
+			}
+			if refs := gitOK(t, "", "ls-remote", g.repoURL(a, store)); strings.Contains(refs, ref) {
+				t.Fatalf("the refused push made its branch:\n%s", refs)
+			}
+		})
+	}
+	// The same commit, as git pushes it, is taken.
+	gitOK(t, wa, "push", "-q", "origin", "HEAD:proposals/note")
 }
