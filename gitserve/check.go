@@ -1,12 +1,15 @@
 package gitserve
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -530,6 +533,53 @@ func (c *checker) checkFile(path, blob string) error {
 		c.fail(display(path), rule)
 	}
 	return nil
+}
+
+// checkPushedObjects refuses a push whose pack brings an object larger than any that a store
+// holds: a blob over gitstore.MaxContentBytes, or another object over maxMeta. The rules
+// above check what the pushed commits hold, but git keeps whatever the pack holds, and
+// gitmem reads no object over 64 MiB: one such object that no commit holds made the store's
+// pack maintenance fail at every write, each write then leaving one more pack. The objects
+// are those of git's quarantine (GIT_QUARANTINE_PATH) alone, with their sizes as git reads
+// them (a delta's size is that of the object it makes).
+func (c *checker) checkPushedObjects() error {
+	q := os.Getenv("GIT_QUARANTINE_PATH")
+	if q == "" {
+		return nil // a git before 2.11, which keeps no quarantine
+	}
+	c.commit = "" // no commit holds what this finds
+	cmd := gitexec.Command(context.Background(), "cat-file", "--batch-all-objects", "--unordered",
+		"--batch-check=%(objectname) %(objecttype) %(objectsize)")
+	cmd.Env = append(slices.Clip(c.env), "GIT_OBJECT_DIRECTORY="+q, "GIT_ALTERNATE_OBJECT_DIRECTORIES=")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("git cat-file: %w", err)
+	}
+	sc := bufio.NewScanner(out)
+	for sc.Scan() && len(c.problems) < maxShown {
+		f := strings.Fields(sc.Text())
+		if len(f) != 3 {
+			continue
+		}
+		size, err := strconv.ParseInt(f[2], 10, 64)
+		if err != nil {
+			continue
+		}
+		if f[1] == "blob" && size > gitstore.MaxContentBytes || size > maxMeta {
+			c.fail("object "+short(f[0]), fmt.Sprintf("the push brings a %s of %d bytes, larger than any a memory store holds "+
+				"(a memory is at most %d bytes): push the commits' own objects only", f[1], size, gitstore.MaxContentBytes))
+		}
+	}
+	io.Copy(io.Discard, out)
+	if err := cmd.Wait(); err != nil {
+		return fmt.Errorf("git cat-file --batch-all-objects: %w: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	return sc.Err()
 }
 
 // checkMeta checks the .gitmem folder: nothing but store.json, and store.json valid

@@ -92,6 +92,9 @@ func runHook(name string, stdin io.Reader, stderr io.Writer) int {
 	c := &checker{storeID: storeID, objs: objs, reported: map[string]bool{}, access: os.Getenv(accessEnv),
 		trees: map[string]bool{}, blobs: map[string]string{}}
 	commits, err := c.check(updates)
+	if err == nil && len(c.problems) == 0 {
+		err = c.checkPushedObjects()
+	}
 	if err != nil {
 		fmt.Fprintf(errw, "gitmem could not check this push (%v); nothing was changed\n", err)
 		return 1
