@@ -162,3 +162,28 @@ func TestGitPushUnreadableObject(t *testing.T) {
 	// The same commit, as git pushes it, is taken.
 	gitOK(t, wa, "push", "-q", "origin", "HEAD:proposals/note")
 }
+
+// TestGitPushCheckedWithinGitTimeout: the hook gives up a push that it cannot check within
+// the server's time for a git request, and refuses it. The request of a push waits for the
+// hook, which git runs and nothing stopped: past --git-timeout it went on, and held one of
+// the server's requests, for as long as its checks took. A push of 2,000 proposal branches
+// (a few hundred bytes of pack: the branches are one commit) took 17 s of checks on the
+// 2-core machine before its refusal, one of 300,000 folder names ran past 10 minutes, and
+// 100,000 commits over a folder of 20,000 memories would take an hour.
+func TestGitPushCheckedWithinGitTimeout(t *testing.T) {
+	const timeout = 4 * time.Second
+	g := startGitServerLimited(t, GitOptions{HookProgram: fastHook}, Limits{GitTimeout: timeout})
+	_, _, a, store, wa := proposerClone(t, g)
+	commitFile(t, wa, "note.md", "a note\n", "a note")
+	head := strings.TrimSpace(gitOK(t, wa, "rev-parse", "HEAD"))
+	var refs strings.Builder
+	for i := range 2000 {
+		fmt.Fprintf(&refs, "create refs/heads/x/b%04d %s\n", i, head)
+	}
+	gitIn(t, wa, refs.String(), "update-ref", "--stdin")
+	out := pushWithin(t, wa, 2*timeout, "origin", "refs/heads/x/*:refs/heads/proposals/*")
+	mustHave(t, "push checked past the timeout", out, "could not check this push within", "nothing was changed")
+	if refs := gitOK(t, "", "ls-remote", g.repoURL(a, store)); strings.Contains(refs, "proposals/") {
+		t.Fatalf("the refused push made branches:\n%s", refs)
+	}
+}
