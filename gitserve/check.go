@@ -51,6 +51,10 @@ type checker struct {
 	problems []problem
 	reported map[string]bool
 
+	// deadline, if set, is when the checks give up (errLate): a push's request waits for
+	// them, and must end within the server's time for it.
+	deadline time.Time
+
 	// access is the pushing key's access; a propose key pushes proposal branches only.
 	access string
 	// inProposal: the commits being checked are a proposal branch's, which the review
@@ -77,6 +81,25 @@ func (c *checker) fail(where, rule string) {
 	}
 	c.reported[key] = true
 	c.problems = append(c.problems, problem{where: where, rule: rule, commit: c.commit})
+}
+
+// errLate is the error of checks that went past the checker's deadline.
+var errLate = errors.New("the checks went past their deadline")
+
+// late returns errLate once the deadline has passed.
+func (c *checker) late() error {
+	if !c.deadline.IsZero() && time.Now().After(c.deadline) {
+		return errLate
+	}
+	return nil
+}
+
+// context is the context of the git commands that the checks run: it ends at the deadline.
+func (c *checker) context() (context.Context, context.CancelFunc) {
+	if c.deadline.IsZero() {
+		return context.Background(), func() {}
+	}
+	return context.WithDeadline(context.Background(), c.deadline)
 }
 
 // maxCommits bounds how many commits one push may bring.
@@ -119,6 +142,9 @@ func (c *checker) check(updates []update) ([]string, error) {
 		return nil, nil
 	}
 	for _, u := range props {
+		if err := c.late(); err != nil {
+			return nil, err
+		}
 		// The branch where the push found it, as git's update of it will compare: a push made
 		// on another (another push's move, a client's own old value) is not the one whose move
 		// the branch shows once git is done, and no proposal of it may take the branch.
@@ -276,6 +302,9 @@ func (c *checker) checkProposal(u update) error {
 // checkCommit checks the tree of one pushed commit. What is the same, at the same path, as
 // in one of its parents was checked with that parent, or is already on main.
 func (c *checker) checkCommit(h string) error {
+	if err := c.late(); err != nil {
+		return err
+	}
 	ci, err := c.objs.commit(h)
 	if err != nil {
 		return err
@@ -311,6 +340,9 @@ func (c *checker) checkTree(h string, parents []string, dir string) error {
 	key := h + "\x00" + dir
 	if c.trees[key] {
 		return nil
+	}
+	if err := c.late(); err != nil {
+		return err
 	}
 	c.trees[key] = true
 	entries, err := c.objs.tree(h)
@@ -548,7 +580,9 @@ func (c *checker) checkPushedObjects() error {
 		return nil // a git before 2.11, which keeps no quarantine
 	}
 	c.commit = "" // no commit holds what this finds
-	cmd := gitexec.Command(context.Background(), "cat-file", "--batch-all-objects", "--unordered",
+	ctx, cancel := c.context()
+	defer cancel()
+	cmd := gitexec.Command(ctx, "cat-file", "--batch-all-objects", "--unordered",
 		"--batch-check=%(objectname) %(objecttype) %(objectsize)")
 	cmd.Env = append(slices.Clip(c.env), "GIT_OBJECT_DIRECTORY="+q, "GIT_ALTERNATE_OBJECT_DIRECTORIES=")
 	var stderr bytes.Buffer
@@ -577,6 +611,9 @@ func (c *checker) checkPushedObjects() error {
 	}
 	io.Copy(io.Discard, out)
 	if err := cmd.Wait(); err != nil {
+		if ctx.Err() != nil {
+			return errLate
+		}
 		return fmt.Errorf("git cat-file --batch-all-objects: %w: %s", err, strings.TrimSpace(stderr.String()))
 	}
 	return sc.Err()
@@ -685,11 +722,16 @@ func (c *checker) archivedAt() *time.Time {
 
 // run runs a git command in the hook's environment and returns its output, trimmed.
 func (c *checker) run(args ...string) (string, error) {
-	cmd := gitexec.Command(context.Background(), args...)
+	ctx, cancel := c.context()
+	defer cancel()
+	cmd := gitexec.Command(ctx, args...)
 	cmd.Env = c.env
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
+	if err != nil && ctx.Err() != nil {
+		return "", errLate
+	}
 	if err != nil && !isExit(err, 1) {
 		return "", fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}

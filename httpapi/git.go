@@ -94,6 +94,9 @@ func (s *Server) serveGit(c echo.Context, backend *gitserve.Backend) error {
 		s.log.Debug("git: full duplex", "err", err)
 	}
 	if req.Push && c.Request().Method == http.MethodPost {
+		// The hook's checks end in time for the answer to reach the pusher within the
+		// request's time (limitRequests): git runs the hook, and nothing else stops it.
+		req.Deadline = time.Now().Add(s.opts.Limits.GitTimeout * 9 / 10)
 		return s.servePush(c, backend, req, st, keyID)
 	}
 	_, err = backend.Serve(c.Response(), c.Request(), req)
