@@ -8,9 +8,12 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gitmem/gitmem/apikeys"
 )
 
 // pushWithin runs git push in dir with args and fails the test if it takes longer than
@@ -23,6 +26,7 @@ func pushWithin(t *testing.T, dir string, limit time.Duration, args ...string) s
 	cmd := exec.CommandContext(ctx, "git", append([]string{"push"}, args...)...)
 	cmd.Dir = dir
 	cmd.Env = gitEnv()
+	cmd.WaitDelay = time.Second // git's helpers keep its output open while the server works
 	start := time.Now()
 	out, _ := cmd.CombinedOutput()
 	if ctx.Err() != nil {
@@ -186,5 +190,45 @@ func TestGitPushCheckedWithinGitTimeout(t *testing.T) {
 	mustHave(t, "push checked past the timeout", out, "could not check this push within", "nothing was changed")
 	if refs := gitOK(t, "", "ls-remote", g.repoURL(a, store)); strings.Contains(refs, "proposals/") {
 		t.Fatalf("the refused push made branches:\n%s", refs)
+	}
+}
+
+// TestGitPushesPerKey: one key has at most two pushes checked at once; a third is refused
+// (429) before git runs, and another key's push goes on. Each push runs git and the hook
+// (the gitmem binary) on the server, whose memory grows with the pushed folders: the hook of
+// one propose key's push of a folder of a million names (a pack of a few megabytes) held
+// about 400 MB, six at once 2.4 GB, and the key could run as many at once as the server
+// serves requests (128), past the memory of the machine.
+func TestGitPushesPerKey(t *testing.T) {
+	hook := newPausedHook(t, false)
+	g := startGitServerWith(t, GitOptions{HookProgram: hook.program})
+	_, one, _ := g.keys.Create("one", apikeys.ReadWrite, "")
+	_, two, _ := g.keys.Create("two", apikeys.ReadWrite, "")
+	store := g.createStore(t, one, "pushed")
+	g.write(t, one, store, "/a.md", "a\n")
+	clone := func(key, name string) string {
+		wt := filepath.Join(t.TempDir(), name)
+		gitOK(t, "", "clone", "-q", g.repoURL(key, store), wt)
+		commitFile(t, wt, name+".md", name+"\n", name)
+		return wt
+	}
+	wts := []string{clone(one, "first"), clone(one, "second"), clone(one, "third"), clone(two, "other")}
+	first, second := hook.push(t, wts[0]), hook.push(t, wts[1])
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "git", "push", "origin", "main")
+	cmd.Dir, cmd.Env = wts[2], gitEnv()
+	cmd.WaitDelay = time.Second // git's helpers keep its output open while the server waits
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil || err == nil || !strings.Contains(string(out), "429") {
+		t.Errorf("a third push of one key while two are checked: %v\n%s", err, out)
+	}
+	if n := hook.paused(); n != 2 {
+		t.Errorf("%d hooks ran, want 2", n)
+	}
+	other := hook.push(t, wts[3])
+	put(t, filepath.Join(hook.dir, "go"), "")
+	for _, p := range []<-chan pushResult{first, second, other} {
+		<-p
 	}
 }
