@@ -123,6 +123,9 @@ type Request struct {
 	Access string
 	// Proposals, if set, limits the proposal branches that the caller sees: a propose key's.
 	Proposals *ProposalBranches
+	// MaxBranches, if set, is the most proposal branches that one push may update: the open
+	// proposals a store holds. The hook refuses more before it checks any.
+	MaxBranches int
 	// Deadline, if set, is when the hook gives up checking a push and refuses it, so that
 	// a push that its checks would take longer over ends within the request's time.
 	Deadline time.Time
@@ -264,6 +267,9 @@ func (b *Backend) env(r *http.Request, req Request) []string {
 		storeEnv + "=" + req.StoreID,
 		accessEnv + "=" + req.Access,
 		gitexec.PathEnv + "=" + b.git,
+	}
+	if req.MaxBranches > 0 {
+		env = append(env, maxBranchesEnv+"="+strconv.Itoa(req.MaxBranches))
 	}
 	if !req.Deadline.IsZero() {
 		env = append(env, deadlineEnv+"="+strconv.FormatInt(req.Deadline.UnixMilli(), 10))

@@ -54,6 +54,8 @@ type checker struct {
 	// deadline, if set, is when the checks give up (errLate): a push's request waits for
 	// them, and must end within the server's time for it.
 	deadline time.Time
+	// maxBranches, if not 0, is the most proposal branches one push may update.
+	maxBranches int
 
 	// access is the pushing key's access; a propose key pushes proposal branches only.
 	access string
@@ -139,6 +141,11 @@ func (c *checker) check(updates []update) ([]string, error) {
 		}
 	}
 	if main == nil && len(props) == 0 || len(c.problems) > 0 {
+		return nil, nil
+	}
+	if c.maxBranches > 0 && len(props) > c.maxBranches {
+		c.fail(gitstore.ProposalBranches+"*", fmt.Sprintf("the push updates %d proposal branches; a store holds at most %d open proposals "+
+			"(gitmem serve --max-open-proposals), each branch one: push fewer at a time", len(props), c.maxBranches))
 		return nil, nil
 	}
 	for _, u := range props {

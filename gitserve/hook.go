@@ -23,6 +23,8 @@ const (
 	accessEnv = "GITMEM_PUSH_ACCESS" // the pushing key's access: propose pushes proposal branches only
 	// deadlineEnv is when the hook gives up its checks (Request.Deadline), in Unix milliseconds.
 	deadlineEnv = "GITMEM_PUSH_DEADLINE"
+	// maxBranchesEnv is the most proposal branches one push may update (Request.MaxBranches).
+	maxBranchesEnv = "GITMEM_PUSH_MAX_BRANCHES"
 )
 
 // RunHookIfAsked runs the git hook that the program was started as, by the script that New
@@ -98,6 +100,7 @@ func runHook(name string, stdin io.Reader, stderr io.Writer) int {
 	if ms, err := strconv.ParseInt(os.Getenv(deadlineEnv), 10, 64); err == nil {
 		c.deadline = time.UnixMilli(ms)
 	}
+	c.maxBranches, _ = strconv.Atoi(os.Getenv(maxBranchesEnv))
 	commits, err := c.check(updates)
 	if err == nil && len(c.problems) == 0 {
 		err = c.checkPushedObjects()

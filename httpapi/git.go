@@ -103,6 +103,8 @@ func (s *Server) serveGit(c echo.Context, backend *gitserve.Backend) error {
 		// The hook's checks end in time for the answer to reach the pusher within the
 		// request's time (limitRequests): git runs the hook, and nothing else stops it.
 		req.Deadline = time.Now().Add(s.opts.Limits.GitTimeout * 9 / 10)
+		// No push can have more branches' proposals open than the store holds.
+		req.MaxBranches = s.opts.Limits.MaxOpenProposals
 		return s.servePush(c, backend, req, st, keyID)
 	}
 	_, err = backend.Serve(c.Response(), c.Request(), req)

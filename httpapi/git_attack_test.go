@@ -176,7 +176,8 @@ func TestGitPushUnreadableObject(t *testing.T) {
 // 100,000 commits over a folder of 20,000 memories would take an hour.
 func TestGitPushCheckedWithinGitTimeout(t *testing.T) {
 	const timeout = 4 * time.Second
-	g := startGitServerLimited(t, GitOptions{HookProgram: fastHook}, Limits{GitTimeout: timeout})
+	// Room for the branches' proposals, so that the hook checks each (TestGitPushManyBranches).
+	g := startGitServerLimited(t, GitOptions{HookProgram: fastHook}, Limits{GitTimeout: timeout, MaxOpenProposals: 5000})
 	_, _, a, store, wa := proposerClone(t, g)
 	commitFile(t, wa, "note.md", "a note\n", "a note")
 	head := strings.TrimSpace(gitOK(t, wa, "rev-parse", "HEAD"))
