@@ -18,6 +18,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gitmem/gitmem/gitstore"
 	"github.com/gitmem/gitmem/internal/durable"
@@ -122,6 +123,12 @@ type Request struct {
 	Access string
 	// Proposals, if set, limits the proposal branches that the caller sees: a propose key's.
 	Proposals *ProposalBranches
+	// MaxBranches, if set, is the most proposal branches that one push may update: the open
+	// proposals a store holds. The hook refuses more before it checks any.
+	MaxBranches int
+	// Deadline, if set, is when the hook gives up checking a push and refuses it, so that
+	// a push that its checks would take longer over ends within the request's time.
+	Deadline time.Time
 	// Accept, if set, is asked to accept a push that passed the hook's checks, before git
 	// moves main: if it fails, the push is refused with its error's message. It runs on its
 	// own goroutine while Serve runs.
@@ -260,6 +267,12 @@ func (b *Backend) env(r *http.Request, req Request) []string {
 		storeEnv + "=" + req.StoreID,
 		accessEnv + "=" + req.Access,
 		gitexec.PathEnv + "=" + b.git,
+	}
+	if req.MaxBranches > 0 {
+		env = append(env, maxBranchesEnv+"="+strconv.Itoa(req.MaxBranches))
+	}
+	if !req.Deadline.IsZero() {
+		env = append(env, deadlineEnv+"="+strconv.FormatInt(req.Deadline.UnixMilli(), 10))
 	}
 	// A caller with a view of the proposal branches speaks git's protocol v0: v2's fetch
 	// serves any object by its hash, hidden or not, where v0 serves only what it advertised.

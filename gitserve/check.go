@@ -1,12 +1,15 @@
 package gitserve
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -48,6 +51,12 @@ type checker struct {
 	problems []problem
 	reported map[string]bool
 
+	// deadline, if set, is when the checks give up (errLate): a push's request waits for
+	// them, and must end within the server's time for it.
+	deadline time.Time
+	// maxBranches, if not 0, is the most proposal branches one push may update.
+	maxBranches int
+
 	// access is the pushing key's access; a propose key pushes proposal branches only.
 	access string
 	// inProposal: the commits being checked are a proposal branch's, which the review
@@ -76,8 +85,32 @@ func (c *checker) fail(where, rule string) {
 	c.problems = append(c.problems, problem{where: where, rule: rule, commit: c.commit})
 }
 
+// errLate is the error of checks that went past the checker's deadline.
+var errLate = errors.New("the checks went past their deadline")
+
+// late returns errLate once the deadline has passed.
+func (c *checker) late() error {
+	if !c.deadline.IsZero() && time.Now().After(c.deadline) {
+		return errLate
+	}
+	return nil
+}
+
+// context is the context of the git commands that the checks run: it ends at the deadline.
+func (c *checker) context() (context.Context, context.CancelFunc) {
+	if c.deadline.IsZero() {
+		return context.Background(), func() {}
+	}
+	return context.WithDeadline(context.Background(), c.deadline)
+}
+
 // maxCommits bounds how many commits one push may bring.
 const maxCommits = 100000
+
+// MaxParents bounds the parents of a pushed commit. A commit's folders are checked against
+// each parent's, whose entries are held at once: without a bound, one commit with thousands
+// of parents that share a large folder made the hook hold gigabytes.
+const MaxParents = 16
 
 // check checks the updates of one push. It returns the commits that the push adds to main
 // (oldest first) when every rule holds; otherwise c.problems says what is wrong.
@@ -110,7 +143,15 @@ func (c *checker) check(updates []update) ([]string, error) {
 	if main == nil && len(props) == 0 || len(c.problems) > 0 {
 		return nil, nil
 	}
+	if c.maxBranches > 0 && len(props) > c.maxBranches {
+		c.fail(gitstore.ProposalBranches+"*", fmt.Sprintf("the push updates %d proposal branches; a store holds at most %d open proposals "+
+			"(gitmem serve --max-open-proposals), each branch one: push fewer at a time", len(props), c.maxBranches))
+		return nil, nil
+	}
 	for _, u := range props {
+		if err := c.late(); err != nil {
+			return nil, err
+		}
 		// The branch where the push found it, as git's update of it will compare: a push made
 		// on another (another push's move, a client's own old value) is not the one whose move
 		// the branch shows once git is done, and no proposal of it may take the branch.
@@ -268,6 +309,9 @@ func (c *checker) checkProposal(u update) error {
 // checkCommit checks the tree of one pushed commit. What is the same, at the same path, as
 // in one of its parents was checked with that parent, or is already on main.
 func (c *checker) checkCommit(h string) error {
+	if err := c.late(); err != nil {
+		return err
+	}
 	ci, err := c.objs.commit(h)
 	if err != nil {
 		return err
@@ -279,6 +323,12 @@ func (c *checker) checkCommit(h string) error {
 		c.fail(where, "its message has gitmem's own trailers ("+strings.Join(keys, ", ")+"), which name the API key or "+
 			"session and the ids of a version: only gitmem writes them; remove them (git commit --amend, or git rebase -i and reword)")
 		c.commit = where[len("commit "):]
+	}
+	if len(ci.parents) > MaxParents {
+		where := "commit " + c.commit
+		c.commit = ""
+		c.fail(where, fmt.Sprintf("has %d parents; a pushed commit has at most %d (git merge makes two): merge the branches in fewer steps", len(ci.parents), MaxParents))
+		return nil
 	}
 	var parents []string
 	for _, p := range ci.parents {
@@ -297,6 +347,9 @@ func (c *checker) checkTree(h string, parents []string, dir string) error {
 	key := h + "\x00" + dir
 	if c.trees[key] {
 		return nil
+	}
+	if err := c.late(); err != nil {
+		return err
 	}
 	c.trees[key] = true
 	entries, err := c.objs.tree(h)
@@ -406,6 +459,10 @@ func (c *checker) checkTree(h string, parents []string, dir string) error {
 // differ only in case from another name in the folder. Names the parents have are taken as
 // they are, so that a store that holds such names from before can still change them.
 func (c *checker) checkNewNames(entries []entry, inParents []map[string]entry, dir string) {
+	// The folder's names by their case fold, each in the folder's order: a name is compared
+	// with the names of its own fold only, not with every other (a folder may hold hundreds
+	// of thousands of names, and a push is checked while its request waits).
+	var folds map[string][]int
 	for _, e := range entries {
 		known := false
 		for _, m := range inParents {
@@ -420,8 +477,15 @@ func (c *checker) checkNewNames(entries []entry, inParents []map[string]entry, d
 			c.fail(display(path), ruleOf(err))
 			continue
 		}
-		for _, o := range entries {
-			if o.name != e.name && strings.EqualFold(o.name, e.name) {
+		if folds == nil {
+			folds = make(map[string][]int, len(entries))
+			for i, o := range entries {
+				k := foldKey(o.name)
+				folds[k] = append(folds[k], i)
+			}
+		}
+		for _, i := range folds[foldKey(e.name)] {
+			if o := entries[i]; o.name != e.name {
 				other := display(dir + o.name)
 				if o.isTree() {
 					other += "/"
@@ -432,6 +496,22 @@ func (c *checker) checkNewNames(entries []entry, inParents []map[string]entry, d
 			}
 		}
 	}
+}
+
+// foldKey is the same for two names exactly when strings.EqualFold says they are equal: each
+// rune (U+FFFD for a byte that is not UTF-8, as EqualFold reads it) as the least rune of its
+// orbit under unicode.SimpleFold.
+func foldKey(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, r := range s {
+		least := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			least = min(least, f)
+		}
+		b.WriteRune(least)
+	}
+	return b.String()
 }
 
 // checkReview refuses a pushed change of path (a file, or a folder) that the store's review
@@ -492,6 +572,58 @@ func (c *checker) checkFile(path, blob string) error {
 		c.fail(display(path), rule)
 	}
 	return nil
+}
+
+// checkPushedObjects refuses a push whose pack brings an object larger than any that a store
+// holds: a blob over gitstore.MaxContentBytes, or another object over maxMeta. The rules
+// above check what the pushed commits hold, but git keeps whatever the pack holds, and
+// gitmem reads no object over 64 MiB: one such object that no commit holds made the store's
+// pack maintenance fail at every write, each write then leaving one more pack. The objects
+// are those of git's quarantine (GIT_QUARANTINE_PATH) alone, with their sizes as git reads
+// them (a delta's size is that of the object it makes).
+func (c *checker) checkPushedObjects() error {
+	q := os.Getenv("GIT_QUARANTINE_PATH")
+	if q == "" {
+		return nil // a git before 2.11, which keeps no quarantine
+	}
+	c.commit = "" // no commit holds what this finds
+	ctx, cancel := c.context()
+	defer cancel()
+	cmd := gitexec.Command(ctx, "cat-file", "--batch-all-objects", "--unordered",
+		"--batch-check=%(objectname) %(objecttype) %(objectsize)")
+	cmd.Env = append(slices.Clip(c.env), "GIT_OBJECT_DIRECTORY="+q, "GIT_ALTERNATE_OBJECT_DIRECTORIES=")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("git cat-file: %w", err)
+	}
+	sc := bufio.NewScanner(out)
+	for sc.Scan() && len(c.problems) < maxShown {
+		f := strings.Fields(sc.Text())
+		if len(f) != 3 {
+			continue
+		}
+		size, err := strconv.ParseInt(f[2], 10, 64)
+		if err != nil {
+			continue
+		}
+		if f[1] == "blob" && size > gitstore.MaxContentBytes || size > maxMeta {
+			c.fail("object "+short(f[0]), fmt.Sprintf("the push brings a %s of %d bytes, larger than any a memory store holds "+
+				"(a memory is at most %d bytes): push the commits' own objects only", f[1], size, gitstore.MaxContentBytes))
+		}
+	}
+	io.Copy(io.Discard, out)
+	if err := cmd.Wait(); err != nil {
+		if ctx.Err() != nil {
+			return errLate
+		}
+		return fmt.Errorf("git cat-file --batch-all-objects: %w: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	return sc.Err()
 }
 
 // checkMeta checks the .gitmem folder: nothing but store.json, and store.json valid
@@ -597,11 +729,16 @@ func (c *checker) archivedAt() *time.Time {
 
 // run runs a git command in the hook's environment and returns its output, trimmed.
 func (c *checker) run(args ...string) (string, error) {
-	cmd := gitexec.Command(context.Background(), args...)
+	ctx, cancel := c.context()
+	defer cancel()
+	cmd := gitexec.Command(ctx, args...)
 	cmd.Env = c.env
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
+	if err != nil && ctx.Err() != nil {
+		return "", errLate
+	}
 	if err != nil && !isExit(err, 1) {
 		return "", fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}

@@ -7,7 +7,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gitmem/gitmem/gitstore"
 	"github.com/gitmem/gitmem/internal/gitexec"
@@ -19,6 +21,10 @@ const (
 	storeEnv  = "GITMEM_STORE_ID"    // the store the push goes to
 	acceptEnv = "GITMEM_PUSH_ACCEPT" // the server's socket that accepts a checked push (accept.go)
 	accessEnv = "GITMEM_PUSH_ACCESS" // the pushing key's access: propose pushes proposal branches only
+	// deadlineEnv is when the hook gives up its checks (Request.Deadline), in Unix milliseconds.
+	deadlineEnv = "GITMEM_PUSH_DEADLINE"
+	// maxBranchesEnv is the most proposal branches one push may update (Request.MaxBranches).
+	maxBranchesEnv = "GITMEM_PUSH_MAX_BRANCHES"
 )
 
 // RunHookIfAsked runs the git hook that the program was started as, by the script that New
@@ -91,7 +97,19 @@ func runHook(name string, stdin io.Reader, stderr io.Writer) int {
 	defer objs.close()
 	c := &checker{storeID: storeID, objs: objs, reported: map[string]bool{}, access: os.Getenv(accessEnv),
 		trees: map[string]bool{}, blobs: map[string]string{}}
+	if ms, err := strconv.ParseInt(os.Getenv(deadlineEnv), 10, 64); err == nil {
+		c.deadline = time.UnixMilli(ms)
+	}
+	c.maxBranches, _ = strconv.Atoi(os.Getenv(maxBranchesEnv))
 	commits, err := c.check(updates)
+	if err == nil && len(c.problems) == 0 {
+		err = c.checkPushedObjects()
+	}
+	if errors.Is(err, errLate) {
+		fmt.Fprintln(errw, "gitmem could not check this push within the time the server gives a git request (gitmem serve --git-timeout); "+
+			"nothing was changed: push fewer commits or branches at a time")
+		return 1
+	}
 	if err != nil {
 		fmt.Fprintf(errw, "gitmem could not check this push (%v); nothing was changed\n", err)
 		return 1

@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/utils/diff"
 	"github.com/sergi/go-diff/diffmatchpatch"
 )
 
@@ -261,15 +261,34 @@ func splitLines(s string) []string {
 	return out
 }
 
-// lineDiff diffs a and b line by line (Myers, through go-git's diff utility). In each run
-// of changes between kept lines the removed lines come first, as git shows them.
+// DiffTimeout bounds the search of one line diff for the shortest diff, whose time grows
+// with the product of the two contents' lines (16 s, unbounded, for two memories of 100 KB
+// that share no line): past it the lines not yet matched are shown removed and added whole,
+// still a diff from one content to the other, if not the shortest. Memories as people and
+// agents write them diff in milliseconds.
+const DiffTimeout = time.Second
+
+// maxDiffCells bounds the product of the lines that a line diff compares, once the lines the
+// two contents begin and end with alike are set aside: beyond it the lines between are shown
+// removed and added whole, without a search. The diff library has steps that no deadline
+// bounds and that take time in that product (a search for one text in the other, its
+// "half match" of repeated lines): 5 s for 50,000 lines that differ only at both ends. A
+// memory of 100 KB has a few thousand lines, far below.
+const maxDiffCells = 1 << 25
+
+// BlameTimeout bounds a blame, which diffs every two consecutive versions of a memory.
+const BlameTimeout = 10 * time.Second
+
+// lineDiff diffs a and b line by line (Myers, through diff-match-patch, within DiffTimeout
+// and maxDiffCells). In each run of changes between kept lines the removed lines come first,
+// as git shows them.
 func lineDiff(a, b string) []lineOp {
 	var out, del, ins []lineOp
 	flush := func() {
 		out = append(append(out, del...), ins...)
 		del, ins = del[:0], ins[:0]
 	}
-	for _, d := range diff.Do(a, b) {
+	for _, d := range lineDiffs(a, b) {
 		for _, l := range splitLines(d.Text) {
 			switch d.Type {
 			case diffmatchpatch.DiffDelete:
@@ -284,6 +303,39 @@ func lineDiff(a, b string) []lineOp {
 	}
 	flush()
 	return out
+}
+
+// lineDiffs is the line diff of a and b as diff-match-patch makes it (go-git's diff.Do), but
+// bounded: within DiffTimeout, and with the lines between the common beginning and end
+// replaced whole when more than maxDiffCells pairs of them would be compared.
+func lineDiffs(a, b string) []diffmatchpatch.Diff {
+	dmp := diffmatchpatch.New()
+	dmp.DiffTimeout = DiffTimeout
+	ra, rb, lines := dmp.DiffLinesToRunes(a, b)
+	pre := 0
+	for pre < len(ra) && pre < len(rb) && ra[pre] == rb[pre] {
+		pre++
+	}
+	suf := 0
+	for suf < len(ra)-pre && suf < len(rb)-pre && ra[len(ra)-1-suf] == rb[len(rb)-1-suf] {
+		suf++
+	}
+	var diffs []diffmatchpatch.Diff
+	if midA, midB := len(ra)-pre-suf, len(rb)-pre-suf; midA*midB <= maxDiffCells {
+		diffs = dmp.DiffMainRunes(ra, rb, false)
+	} else {
+		for _, d := range []diffmatchpatch.Diff{
+			{Type: diffmatchpatch.DiffEqual, Text: string(ra[:pre])},
+			{Type: diffmatchpatch.DiffDelete, Text: string(ra[pre : len(ra)-suf])},
+			{Type: diffmatchpatch.DiffInsert, Text: string(rb[pre : len(rb)-suf])},
+			{Type: diffmatchpatch.DiffEqual, Text: string(ra[len(ra)-suf:])},
+		} {
+			if d.Text != "" {
+				diffs = append(diffs, d)
+			}
+		}
+	}
+	return dmp.DiffCharsToLines(diffs, lines)
 }
 
 // diffContext is the number of unchanged lines shown around each change.
@@ -373,7 +425,9 @@ type BlameLine struct {
 
 // Blame returns, for each line of the current content of memory memoryID, the version that
 // last changed it: the versions are walked oldest to newest, and each line keeps the version
-// it came from through every line diff of consecutive contents, as git blame does. A
+// it came from through every line diff of consecutive contents, as git blame does (a diff
+// past DiffTimeout gives the lines it did not match to the newer version; a blame past
+// BlameTimeout is refused). A
 // deletion empties the content, so the lines of a restored memory belong to the restore.
 // A renamed memory is followed through its renames.
 func (s *Store) Blame(ctx context.Context, memoryID string) ([]BlameLine, error) {
@@ -394,7 +448,15 @@ func (s *Store) Blame(ctx context.Context, memoryID string) ([]BlameLine, error)
 	}
 	var prev string
 	var origin []int // for each line of prev, the index of its version
+	start := time.Now()
 	for i, v := range versions {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if time.Since(start) > BlameTimeout {
+			return nil, invalidf("the blame of memory %s was stopped at its time budget of %s, at version %d of %d: "+
+				"its versions are too large and too unlike one another to follow line by line; read their diffs instead", memoryID, BlameTimeout, i+1, len(versions))
+		}
 		cur, err := s.versionContent(v)
 		if err != nil {
 			return nil, err

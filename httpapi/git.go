@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -94,10 +95,44 @@ func (s *Server) serveGit(c echo.Context, backend *gitserve.Backend) error {
 		s.log.Debug("git: full duplex", "err", err)
 	}
 	if req.Push && c.Request().Method == http.MethodPost {
+		release, err := s.pushes.take(streamHolder(c), s.opts.Limits.MaxPushesPerKey)
+		if err != nil {
+			return answerGit(c, err)
+		}
+		defer release()
+		// The hook's checks end in time for the answer to reach the pusher within the
+		// request's time (limitRequests): git runs the hook, and nothing else stops it.
+		req.Deadline = time.Now().Add(s.opts.Limits.GitTimeout * 9 / 10)
+		// No push can have more branches' proposals open than the store holds.
+		req.MaxBranches = s.opts.Limits.MaxOpenProposals
 		return s.servePush(c, backend, req, st, keyID)
 	}
 	_, err = backend.Serve(c.Response(), c.Request(), req)
 	return err
+}
+
+// pushCount counts the pushes being served, by whom they count against (streamHolder).
+type pushCount struct {
+	mu    sync.Mutex // guards byKey
+	byKey map[string]int
+}
+
+// take takes a push for holder, or refuses it (429) if holder has max pushes served already.
+func (n *pushCount) take(holder string, max int) (release func(), err error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.byKey[holder] >= max {
+		return nil, refuseGit(http.StatusTooManyRequests, "%s has %d git pushes being checked, the most one key may have at once "+
+			"(gitmem serve --max-pushes-per-key): push again once one is done", holder, n.byKey[holder])
+	}
+	n.byKey[holder]++
+	return func() {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		if n.byKey[holder]--; n.byKey[holder] <= 0 {
+			delete(n.byKey, holder)
+		}
+	}, nil
 }
 
 // gitRefusal is a git request answered with status and message, as plain text.

@@ -42,6 +42,10 @@ type Limits struct {
 	// open at once; a further one is answered 429. Every key's streams together are at most
 	// MaxStreams().
 	MaxStreamsPerKey int
+	// MaxPushesPerKey: git pushes that one key (without keys: one client address) has
+	// checked at once; a further one is answered 429. Each runs git and the push hook, whose
+	// memory grows with what is pushed.
+	MaxPushesPerKey int
 	// MaxOpenProposals and MaxOpenProposalsPerKey bound the open proposals of a store, and
 	// of one key in a store (proposals.Limits): each is a copy of the store on disk. They
 	// apply to the manager that New makes, not to one passed in Options.Proposals.
@@ -65,6 +69,7 @@ var DefaultLimits = Limits{
 	// relay): 16 lets a key run that many at once, and 16 keys' worth fit in the 256 streams
 	// of MaxConns 512.
 	MaxStreamsPerKey:       16,
+	MaxPushesPerKey:        2,
 	MaxOpenProposals:       proposals.DefaultLimits.Open,
 	MaxOpenProposalsPerKey: proposals.DefaultLimits.OpenPerKey,
 }
@@ -81,7 +86,7 @@ func (l Limits) withDefaults() Limits {
 		}
 	}
 	for _, f := range []struct{ v, def *int }{
-		{&l.MaxConns, &d.MaxConns}, {&l.MaxRequests, &d.MaxRequests}, {&l.MaxStreamsPerKey, &d.MaxStreamsPerKey},
+		{&l.MaxConns, &d.MaxConns}, {&l.MaxRequests, &d.MaxRequests}, {&l.MaxStreamsPerKey, &d.MaxStreamsPerKey}, {&l.MaxPushesPerKey, &d.MaxPushesPerKey},
 		{&l.MaxOpenProposals, &d.MaxOpenProposals}, {&l.MaxOpenProposalsPerKey, &d.MaxOpenProposalsPerKey},
 	} {
 		if *f.v <= 0 {

@@ -19,7 +19,7 @@ type Change struct {
 	MemoryID  string `json:"memory_id"`
 	// Before is main's content now ("" and Created for none); After the proposal's ("" for
 	// a delete). Diff is a unified diff of the two. All three are left out past
-	// MaxDiffBytes of content in one answer (Truncated).
+	// MaxDiffBytes of content in one answer, or past MaxDiffTime of diffing (Truncated).
 	Before    *string `json:"before,omitempty"`
 	After     *string `json:"after,omitempty"`
 	Diff      string  `json:"diff,omitempty"`
@@ -32,6 +32,11 @@ type Change struct {
 // MaxDiffBytes bounds the content that one Diff answers; the changes past it are listed
 // without content.
 const MaxDiffBytes = 8 << 20
+
+// MaxDiffTime bounds the time that one Diff spends diffing: each read of a proposal makes
+// it, and one line diff of 100 KB can take a quarter of a second (gitstore.DiffTimeout bounds
+// each). The changes past it are listed without content, as past MaxDiffBytes.
+const MaxDiffTime = 2 * time.Second
 
 // Diff returns what proposal id changes, path by path, against main as it is now.
 func (m *Manager) Diff(ctx context.Context, st *gitstore.Store, id string) ([]Change, error) {
@@ -82,6 +87,7 @@ func diff(ctx context.Context, st, f *gitstore.Store, p Proposal) ([]Change, err
 	}
 	out := make([]Change, 0, len(changed))
 	budget := MaxDiffBytes
+	start := time.Now()
 	for _, ch := range changed {
 		c := Change{Path: ch.Path, MemoryID: ch.MemoryID}
 		var before, after *string
@@ -115,7 +121,7 @@ func diff(ctx context.Context, st, f *gitstore.Store, p Proposal) ([]Change, err
 			c.Operation = "modified"
 		}
 		size := len(deref(before)) + len(deref(after))
-		if size > budget {
+		if size > budget || time.Since(start) > MaxDiffTime {
 			c.Truncated = true
 		} else {
 			budget -= size

@@ -31,7 +31,10 @@ var Events = []string{"memory.created", "memory.modified", "memory.deleted", "me
 
 // Limits of the registry.
 const (
-	MaxHooks      = 100
+	MaxHooks = 100
+	// MaxStoreHooks bounds the webhooks of one store, so that a key limited to a store
+	// cannot take all MaxHooks and leave none to the others.
+	MaxStoreHooks = 10
 	MaxURLBytes   = 2048
 	keptDelivered = 100 // entries of a webhook's delivery log
 )
@@ -186,6 +189,9 @@ func (r *Registry) Create(ctx context.Context, in Input, createdBy string, start
 	if len(hooks) >= MaxHooks {
 		return Hook{}, invalid("there are %d webhooks already, the most a data directory keeps; delete one first", MaxHooks)
 	}
+	if err := roomInStore(hooks, h.StoreID, ""); err != nil {
+		return Hook{}, err
+	}
 	st := state{Cursors: map[string]string{}}
 	for id, v := range starts {
 		if h.StoreID == "" || h.StoreID == id {
@@ -214,11 +220,34 @@ func (r *Registry) Update(ctx context.Context, id string, in Input) (Hook, error
 		if err := r.apply(ctx, &h, in); err != nil {
 			return Hook{}, err
 		}
+		if h.StoreID != hooks[i].StoreID {
+			if err := roomInStore(hooks, h.StoreID, h.ID); err != nil {
+				return Hook{}, err
+			}
+		}
 		h.UpdatedAt = time.Now().UTC()
 		hooks[i] = h
 		return h, r.save(hooks)
 	}
 	return Hook{}, noHook(id)
+}
+
+// roomInStore refuses a webhook of store storeID (none for "", every store's) if the store
+// has MaxStoreHooks already, but for the webhook except.
+func roomInStore(hooks []Hook, storeID, except string) error {
+	if storeID == "" {
+		return nil
+	}
+	n := 0
+	for _, o := range hooks {
+		if o.StoreID == storeID && o.ID != except {
+			n++
+		}
+	}
+	if n >= MaxStoreHooks {
+		return invalid("memory store %s has %d webhooks already, the most one store keeps; delete one first", storeID, MaxStoreHooks)
+	}
+	return nil
 }
 
 // Delete removes a webhook and its delivery state.

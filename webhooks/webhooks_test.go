@@ -353,3 +353,32 @@ func TestSignMatchesTheSpecification(t *testing.T) {
 		t.Fatal("a changed body verified")
 	}
 }
+
+// TestStoreKeyLeavesRoomForOthers: a key limited to one store cannot take every webhook of
+// the data directory. The registry keeps at most 100 for all stores together, and a
+// store-limited key could create all 100 for its store: no other key, the operator's
+// included, could create one until they were deleted (which only a key of that store, or
+// an unlimited one, sees to do).
+func TestStoreKeyLeavesRoomForOthers(t *testing.T) {
+	e := start(t, false, false)
+	admin, _ := keyOf(t, e, "admin", apikeys.ReadWrite, "")
+	var mine, theirs struct{ ID string }
+	e.api("POST", "/v1/memory_stores", admin, map[string]string{"name": "mine"}, &mine)
+	e.api("POST", "/v1/memory_stores", admin, map[string]string{"name": "theirs"}, &theirs)
+	limited, _ := keyOf(t, e, "limited", apikeys.ReadWrite, mine.ID)
+	made := 0
+	for range webhooks.MaxHooks {
+		if st := e.api("POST", "/v1/webhooks", limited, map[string]any{"url": "https://203.0.113.9/h"}, nil); st != 200 {
+			break
+		}
+		made++
+	}
+	t.Logf("the store-limited key made %d webhooks", made)
+	var out map[string]any
+	if st := e.api("POST", "/v1/webhooks", admin, map[string]any{"url": "https://203.0.113.9/t", "memory_store_id": theirs.ID}, &out); st != 200 {
+		t.Fatalf("another store's webhook after the store-limited key made %d: %d %v", made, st, out)
+	}
+	if st := e.api("POST", "/v1/webhooks", admin, map[string]any{"url": "https://203.0.113.9/all"}, &out); st != 200 {
+		t.Fatalf("a webhook of every store after the store-limited key made %d: %d %v", made, st, out)
+	}
+}

@@ -82,6 +82,7 @@ Create a key with "gitmem keys create" to require keys and to serve on other add
 	positiveIntVar(cmd.Flags(), &f.limits.MaxConns, "max-conns", d.MaxConns, "connections served at once; a new one takes the place of the one idle longest, or waits while all are busy; half of them at most are event streams")
 	positiveIntVar(cmd.Flags(), &f.limits.MaxRequests, "max-requests", d.MaxRequests, "requests served at once; more are answered 503")
 	positiveIntVar(cmd.Flags(), &f.limits.MaxStreamsPerKey, "max-streams-per-key", d.MaxStreamsPerKey, "event streams one key (without keys: one client address) holds open at once; more are answered 429")
+	positiveIntVar(cmd.Flags(), &f.limits.MaxPushesPerKey, "max-pushes-per-key", d.MaxPushesPerKey, "git pushes one key (without keys: one client address) has checked at once; more are answered 429")
 	positiveIntVar(cmd.Flags(), &f.limits.MaxOpenProposals, "max-open-proposals", d.MaxOpenProposals, "open proposals a store holds at once, each a copy of the store on disk; past it a new one is refused (409)")
 	positiveIntVar(cmd.Flags(), &f.limits.MaxOpenProposalsPerKey, "max-open-proposals-per-key", d.MaxOpenProposalsPerKey, "open proposals one key (its sessions and pushed branches) holds in a store at once; past it a new one is refused (409)")
 	cmd.Flags().DurationVar(&f.expire, "expire-every", time.Hour, "how often to expire the memories of stores that have an expiry (gitmem expire); 0 turns it off")
