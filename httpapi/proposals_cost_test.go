@@ -45,7 +45,7 @@ func TestProposalDiffCost(t *testing.T) {
 		t.Fatalf("proposals: %s", body)
 	}
 	prop = list.Data[0].ID
-	status, body := getWithin(t, base+"/proposals/"+prop, pk, 6*time.Second)
+	status, body := getWithin(t, base+"/proposals/"+prop, pk, 10*time.Second)
 	if status != 200 {
 		t.Fatalf("the proposal: %d %.300s", status, body)
 	}
