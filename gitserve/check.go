@@ -514,6 +514,15 @@ func foldKey(s string) string {
 	return b.String()
 }
 
+// pusher is the actor of the push: its key, the hook's REMOTE_USER.
+func pusher() gitstore.Actor {
+	actor := gitstore.Actor{Type: gitstore.UserActor, ID: os.Getenv("REMOTE_USER")}
+	if strings.HasPrefix(actor.ID, "apikey_") {
+		actor.Type = gitstore.APIActor
+	}
+	return actor
+}
+
 // checkReview refuses a pushed change of path (a file, or a folder) that the store's review
 // policy keeps for proposals, unless the pushing key is exempt (the hook's REMOTE_USER).
 func (c *checker) checkReview(path string, folder, deleted bool) {
@@ -524,10 +533,7 @@ func (c *checker) checkReview(path string, folder, deleted bool) {
 	if folder {
 		p += "/"
 	}
-	actor := gitstore.Actor{Type: gitstore.UserActor, ID: os.Getenv("REMOTE_USER")}
-	if strings.HasPrefix(actor.ID, "apikey_") {
-		actor.Type = gitstore.APIActor
-	}
+	actor := pusher()
 	reviewed := c.oldInfo.Policy.Reviews(p, actor)
 	if !reviewed && folder && deleted {
 		// A folder deleted whole takes the reviewed folders below it too (a changed one is
@@ -698,6 +704,10 @@ func (c *checker) checkMeta(e entry, inParents []map[string]entry) error {
 		default:
 			if err := gitstore.ValidateStoreInfo(info); err != nil {
 				c.fail("/"+gitstore.StoreFile, ruleOf(err))
+			} else if c.oldInfo != nil && !c.importing {
+				if err := c.oldInfo.Policy.ReviewChange(info.Policy, pusher()); err != nil {
+					c.fail("/"+gitstore.StoreFile, ruleOf(err))
+				}
 			}
 		}
 	}

@@ -60,10 +60,7 @@ func (b *batch) review(p Policy, actor Actor, reviewed bool, paths ...string) er
 
 // Reviews tells whether a change of path by actor needs review under the policy.
 func (p Policy) Reviews(path string, actor Actor) bool {
-	key := actor.KeyID()
-	if key == "" {
-		key = actor.APIKeyID
-	}
+	key := actorKey(actor)
 	if key != "" && slices.Contains(p.ReviewExempt, key) {
 		return false
 	}
@@ -73,6 +70,36 @@ func (p Policy) Reviews(path string, actor Actor) bool {
 		}
 	}
 	return false
+}
+
+// actorKey is the API key that actor acts with: its own id, or its session's key; "" for
+// none (the data directory's user, a server without keys).
+func actorKey(actor Actor) string {
+	if key := actor.KeyID(); key != "" {
+		return key
+	}
+	return actor.APIKeyID
+}
+
+// ReviewedBy refuses what only a key that the review policy exempts may do, while the policy
+// reviews any folder, when actor acts with another key: else a key under review could lift
+// the review or exempt itself (what), or approve its own proposal of a reviewed folder,
+// where its writes go, and so change the folder after all. An actor without a key may.
+func (p Policy) ReviewedBy(actor Actor, what string) error {
+	key := actorKey(actor)
+	if len(p.ReviewPaths) == 0 || key == "" || slices.Contains(p.ReviewExempt, key) {
+		return nil
+	}
+	return &Error{Kind: KindInvalid, Rule: RuleReview, Message: fmt.Sprintf("%s: only a key that this store's review policy exempts (review_exempt) may, and %s is not one", what, key)}
+}
+
+// ReviewChange refuses a change of the review policy, from p to next, by an actor that p
+// does not exempt (ReviewedBy).
+func (p Policy) ReviewChange(next Policy, actor Actor) error {
+	if slices.Equal(p.ReviewPaths, next.ReviewPaths) && slices.Equal(p.ReviewExempt, next.ReviewExempt) {
+		return nil
+	}
+	return p.ReviewedBy(actor, "changing the review policy (review_paths, review_exempt)")
 }
 
 // SecretsPolicy says what a write that holds a secret does.

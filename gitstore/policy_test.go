@@ -333,3 +333,39 @@ func TestParseDuration(t *testing.T) {
 		t.Errorf("error %v is not a gitstore error", err)
 	}
 }
+
+// TestReviewChange: while a policy reviews a folder, only a key that it exempts (or a session
+// of one, or an actor without a key) changes its review; any actor changes the rest, and any
+// sets up a review where there is none.
+func TestReviewChange(t *testing.T) {
+	reviewed := Policy{ReviewPaths: []string{"/team/"}, ReviewExempt: []string{"apikey_lead"}}
+	lifted := Policy{ReviewExempt: []string{"apikey_lead"}}
+	exempted := Policy{ReviewPaths: []string{"/team/"}, ReviewExempt: []string{"apikey_lead", "apikey_agent"}}
+	quota := reviewed
+	quota.MaxMemories = 10
+	lead := Actor{Type: APIActor, ID: "apikey_lead"}
+	leadSession := Actor{Type: SessionActor, ID: "sesn_1", APIKeyID: "apikey_lead"}
+	agent := Actor{Type: APIActor, ID: "apikey_agent"}
+	agentSession := Actor{Type: SessionActor, ID: "sesn_2", APIKeyID: "apikey_agent"}
+	local := Actor{Type: UserActor, ID: "user_local"}
+	for _, tc := range []struct {
+		name     string
+		from, to Policy
+		actor    Actor
+		refused  bool
+	}{
+		{"the agent lifts the review", reviewed, lifted, agent, true},
+		{"the agent exempts itself", reviewed, exempted, agent, true},
+		{"the agent's session lifts it", reviewed, lifted, agentSession, true},
+		{"the agent sets a quota", reviewed, quota, agent, false},
+		{"the lead lifts it", reviewed, lifted, lead, false},
+		{"the lead's session exempts the agent", reviewed, exempted, leadSession, false},
+		{"the data directory's user lifts it", reviewed, lifted, local, false},
+		{"the agent sets up a review", lifted, reviewed, agent, false},
+	} {
+		err := tc.from.ReviewChange(tc.to, tc.actor)
+		if refused := ErrorRule(err) == RuleReview; refused != tc.refused {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+	}
+}

@@ -64,6 +64,9 @@ func (s *Store) UpdateInfo(ctx context.Context, p StorePatch) (StoreInfo, error)
 		if err := ValidatePolicy(next.Policy); err != nil {
 			return StoreInfo{}, err
 		}
+		if err := info.Policy.ReviewChange(next.Policy, p.Actor); err != nil {
+			return StoreInfo{}, err
+		}
 		if sameInfo(info, next) {
 			return info, nil
 		}

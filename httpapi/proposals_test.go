@@ -228,7 +228,8 @@ func TestProposalsOfOthers(t *testing.T) {
 
 // TestReviewPolicy: a store whose policy reviews /team/ takes a read_write key's write there
 // as that key's proposal (named in a header), writes elsewhere directly, an exempt key's
-// directly; a tool's write there is refused with what to do; approval brings it in.
+// directly; a tool's write there is refused with what to do; only an exempt key approves it
+// or changes the review; approval brings it in.
 func TestReviewPolicy(t *testing.T) {
 	ts := startServer(t, Options{})
 	_, admin, _ := ts.keys.Create("admin", apikeys.ReadWrite, "")
@@ -277,6 +278,18 @@ func TestReviewPolicy(t *testing.T) {
 	}
 	if have("/team/x.md") || !have("/notes/y.md") || !have("/team/z.md") || have("/team/t.md") {
 		t.Errorf("main holds x %v y %v z %v t %v; want y and z", have("/team/x.md"), have("/notes/y.md"), have("/team/z.md"), have("/team/t.md"))
+	}
+	// Only a key that the review exempts approves a change there, or changes the review.
+	for _, key := range []string{agent, admin} {
+		if status, body := rawRequest(t, "POST", ts.url+"/v1/memory_stores/"+store.ID+"/proposals/"+prop+"/approve", `{}`, h(key)); status != 400 || !strings.Contains(body, "only a key that this store's review policy exempts") {
+			t.Errorf("approval by a key under review: %d %s", status, body)
+		}
+		if status, body := rawRequest(t, "POST", ts.url+"/v1/memory_stores/"+store.ID, `{"policy":{"review_paths":[]}}`, h(key)); status != 400 || !strings.Contains(body, "only a key that this store's review policy exempts") {
+			t.Errorf("a key under review lifts the review: %d %s", status, body)
+		}
+	}
+	if have("/team/x.md") {
+		t.Error("a refused approval brought the change in")
 	}
 	if status, body := rawRequest(t, "POST", ts.url+"/v1/memory_stores/"+store.ID+"/proposals/"+prop+"/approve", `{}`, h(lead)); status != 200 {
 		t.Fatalf("approve: %d %s", status, body)

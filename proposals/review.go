@@ -207,7 +207,7 @@ func (m *Manager) Approve(ctx context.Context, st *gitstore.Store, id string, by
 	if err != nil {
 		return Proposal{}, gitstore.MergeResult{}, err
 	}
-	err = m.admissible(ctx, st, f, p)
+	err = m.admissible(ctx, st, f, p, by)
 	m.takeFork(st.ID(), id)
 	if cerr := f.CloseFork(); err == nil {
 		err = cerr
@@ -326,6 +326,16 @@ func (m *Manager) Reject(ctx context.Context, st *gitstore.Store, id string, by 
 	})
 }
 
+// approvable refuses an approval by by of a change of path, in a folder that the store's
+// policy reviews, unless the policy exempts by (gitstore.Policy.ReviewedBy): a write of a key
+// under review goes to its own proposal, which it could otherwise approve.
+func approvable(p gitstore.Policy, path string, by gitstore.Actor) error {
+	if !p.Reviews(path, by) {
+		return nil
+	}
+	return p.ReviewedBy(by, "approving the change of "+path+", in a folder that this store changes only through review")
+}
+
 // MaxApprovePaths bounds the paths of one approval of some of a proposal's changes.
 const MaxApprovePaths = 10_000
 
@@ -353,6 +363,10 @@ func (m *Manager) approveSome(ctx context.Context, st *gitstore.Store, p Proposa
 	if err != nil {
 		return Proposal{}, gitstore.MergeResult{}, err
 	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		return Proposal{}, gitstore.MergeResult{}, err
+	}
 	type step struct {
 		c     Change
 		now   *gitstore.Memory // main's memory at the path now
@@ -364,6 +378,9 @@ func (m *Manager) approveSome(ctx context.Context, st *gitstore.Store, p Proposa
 		c, ok := byPath[path]
 		if !ok {
 			return Proposal{}, gitstore.MergeResult{}, &gitstore.Error{Kind: gitstore.KindInvalid, Message: fmt.Sprintf("proposal %s does not change %s", p.ID, path)}
+		}
+		if err := approvable(info.Policy, path, by); err != nil {
+			return Proposal{}, gitstore.MergeResult{}, err
 		}
 		s := step{c: c}
 		if mine, err := f.GetByPath(ctx, path, true); err == nil {
@@ -457,7 +474,7 @@ func oneLine(s string, max int) string {
 // redaction: taking the proposal would bring the redacted content back), and the proposal's
 // contents keep the store's current secrets policy and quotas (the fork has the policy of
 // when it opened).
-func (m *Manager) admissible(ctx context.Context, st, f *gitstore.Store, p Proposal) error {
+func (m *Manager) admissible(ctx context.Context, st, f *gitstore.Store, p Proposal, by gitstore.Actor) error {
 	info, err := st.Info(ctx)
 	if err != nil {
 		return err
@@ -480,6 +497,9 @@ func (m *Manager) admissible(ctx context.Context, st, f *gitstore.Store, p Propo
 	}
 	secretsOn := info.Policy.Secrets.Effective() != gitstore.SecretsOff
 	for _, ch := range changed {
+		if err := approvable(info.Policy, ch.Path, by); err != nil {
+			return err
+		}
 		after := ""
 		if ch.Blob != "" {
 			if after, err = f.Blob(ctx, ch.Blob); err != nil {

@@ -153,9 +153,26 @@ func TestReviewPolicyCLI(t *testing.T) {
 	}
 	out, _, _ = c.runEnv(env, "", "proposals", "list", "team")
 	mustContain(t, "proposals", out, `Changes by key "agent"`)
-	c.runEnv(env, "", "stores", "set", "team", "--review", "")
-	if out, _, _ := c.runEnv(env, "", "stores", "show", "team"); strings.Contains(out, "review ") {
-		t.Errorf("--review \"\" left a review policy:\n%s", out)
+
+	// The agent's key, which the review does not exempt, may neither lift it nor approve its
+	// own proposal, through the API or with a push of the store's metadata.
+	_, errOut, _ = c.runEnv(env, "", "stores", "set", "team", "--review", "")
+	mustContain(t, "the agent lifts the review", errOut, "only a key that this store's review policy exempts")
+	prop := regexp.MustCompile(`prop_[0-9A-Z]+`).FindString(out)
+	_, errOut, _ = c.runEnv(env, "", "proposals", "approve", "team", prop)
+	mustContain(t, "the agent approves its own proposal", errOut, "approving the change of /team/", "only a key that this store's review policy exempts")
+	git(wt, "pull", "-q", "origin", "main")
+	meta, err := os.ReadFile(filepath.Join(wt, ".gitmem", "store.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(wt, ".gitmem", "store.json"), []byte(strings.Replace(string(meta), `"/team/"`, `"/other/"`, 1)), 0o644)
+	git(wt, "commit", "-qam", "no more review of /team/")
+	if out, err := git(wt, "push", "-q", "origin", "main"); err == nil || !strings.Contains(out, "only a key that this store's review policy exempts") {
+		t.Errorf("a push that moves the review: %v\n%s", err, out)
+	}
+	if out, _, _ := c.runEnv(env, "", "stores", "show", "team"); !strings.Contains(out, "review       /team/") {
+		t.Errorf("the review policy after the refusals:\n%s", out)
 	}
 }
 
