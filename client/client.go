@@ -13,6 +13,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -125,7 +126,7 @@ func (c *Client) doHeader(ctx context.Context, method, path string, q url.Values
 		req.Header.Set(SessionHeader, c.session)
 	}
 	for k, v := range extra {
-		req.Header[k] = v
+		req.Header[k] = slices.Clone(v) // extra may be shared (includeVersion)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil && ctx.Err() != nil {

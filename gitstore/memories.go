@@ -145,7 +145,6 @@ func (s *Store) UpdateMemory(ctx context.Context, in UpdateInput) (WriteResult, 
 	return submitAs(ctx, s, func(b *batch) (WriteResult, error) { return b.update(in, scan) })
 }
 
-// validateUpdate checks an update's input, before it is queued to the writer.
 // newMemoryID is the id of a memory that the batch creates: want, if it is a memory id
 // that the store has never had, else a new one.
 func (b *batch) newMemoryID(want string) (string, error) {
@@ -161,6 +160,7 @@ func (b *batch) newMemoryID(want string) (string, error) {
 	return NewID(MemoryPrefix, b.now()), nil
 }
 
+// validateUpdate checks an update's input, before it is queued to the writer.
 func validateUpdate(in UpdateInput) error {
 	if err := validateTarget("update", in.ID, in.FromPath); err != nil {
 		return err
