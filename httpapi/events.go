@@ -31,24 +31,43 @@ const eventBatch = 256
 // streamCount counts the open event streams: a stream is not a request in flight
 // (limitRequests), as it lasts, so it has caps of its own, Limits.MaxStreams of every key
 // and Limits.MaxStreamsPerKey of each.
-type streamCount struct {
-	mu    sync.Mutex // guards the following
-	all   int
-	byKey map[string]int // by key id, or "client " and the address of a caller without a key
-}
+type streamCount struct{ held holdCount }
 
 // open takes a stream for holder, or answers why not: 429 if holder has its limit open,
 // 503 if the server has.
 func (n *streamCount) open(holder string, l Limits) (release func(), err error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
+	release, held, ok := n.held.take(holder, l.MaxStreamsPerKey, l.MaxStreams())
 	switch {
-	case n.byKey[holder] >= l.MaxStreamsPerKey:
+	case ok:
+		return release, nil
+	case held >= l.MaxStreamsPerKey:
 		return nil, &apiError{status: http.StatusTooManyRequests, typ: "rate_limit_error",
-			message: fmt.Sprintf("%s has %d event streams open, the most one key may have (gitmem serve --max-streams-per-key): close one first; one stream of GET /v1/events follows every store the key may read", holder, n.byKey[holder])}
-	case n.all >= l.MaxStreams():
+			message: fmt.Sprintf("%s has %d event streams open, the most one key may have (gitmem serve --max-streams-per-key): close one first; one stream of GET /v1/events follows every store the key may read", holder, held)}
+	default:
 		return nil, &apiError{status: http.StatusServiceUnavailable, typ: "overloaded_error",
 			message: fmt.Sprintf("gitmem has its limit of %d event streams open (half of gitmem serve --max-conns); retry shortly", l.MaxStreams())}
+	}
+}
+
+// holdCount counts what callers hold at once (event streams, pushes being checked), of each
+// holder (streamHolder: a key, or a client address without keys) and of all. Its zero value
+// is ready.
+type holdCount struct {
+	mu    sync.Mutex // guards the following
+	all   int
+	byKey map[string]int
+}
+
+// take takes one for holder if it holds fewer than perKey and all holders fewer than total
+// (0: no bound); else it answers how many holder holds, and false.
+func (n *holdCount) take(holder string, perKey, total int) (release func(), held int, ok bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if held = n.byKey[holder]; held >= perKey || total > 0 && n.all >= total {
+		return nil, held, false
+	}
+	if n.byKey == nil {
+		n.byKey = map[string]int{}
 	}
 	n.all++
 	n.byKey[holder]++
@@ -59,7 +78,7 @@ func (n *streamCount) open(holder string, l Limits) (release func(), err error) 
 		if n.byKey[holder]--; n.byKey[holder] <= 0 {
 			delete(n.byKey, holder)
 		}
-	}, nil
+	}, held, true
 }
 
 // streamHolder is whom a stream counts against: the caller's key, or without a key the

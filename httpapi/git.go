@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -95,9 +94,10 @@ func (s *Server) serveGit(c echo.Context, backend *gitserve.Backend) error {
 		s.log.Debug("git: full duplex", "err", err)
 	}
 	if req.Push && c.Request().Method == http.MethodPost {
-		release, err := s.pushes.take(streamHolder(c), s.opts.Limits.MaxPushesPerKey)
-		if err != nil {
-			return answerGit(c, err)
+		release, held, ok := s.pushes.take(streamHolder(c), s.opts.Limits.MaxPushesPerKey, 0)
+		if !ok {
+			return answerGit(c, refuseGit(http.StatusTooManyRequests, "%s has %d git pushes being checked, the most one key may have at once "+
+				"(gitmem serve --max-pushes-per-key): push again once one is done", streamHolder(c), held))
 		}
 		defer release()
 		// The hook's checks end in time for the answer to reach the pusher within the
@@ -109,30 +109,6 @@ func (s *Server) serveGit(c echo.Context, backend *gitserve.Backend) error {
 	}
 	_, err = backend.Serve(c.Response(), c.Request(), req)
 	return err
-}
-
-// pushCount counts the pushes being served, by whom they count against (streamHolder).
-type pushCount struct {
-	mu    sync.Mutex // guards byKey
-	byKey map[string]int
-}
-
-// take takes a push for holder, or refuses it (429) if holder has max pushes served already.
-func (n *pushCount) take(holder string, max int) (release func(), err error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.byKey[holder] >= max {
-		return nil, refuseGit(http.StatusTooManyRequests, "%s has %d git pushes being checked, the most one key may have at once "+
-			"(gitmem serve --max-pushes-per-key): push again once one is done", holder, n.byKey[holder])
-	}
-	n.byKey[holder]++
-	return func() {
-		n.mu.Lock()
-		defer n.mu.Unlock()
-		if n.byKey[holder]--; n.byKey[holder] <= 0 {
-			delete(n.byKey, holder)
-		}
-	}, nil
 }
 
 // gitRefusal is a git request answered with status and message, as plain text.

@@ -167,6 +167,20 @@ func TestGitPushUnreadableObject(t *testing.T) {
 	gitOK(t, wa, "push", "-q", "origin", "HEAD:proposals/note")
 }
 
+// branchesOfOneCommit makes n local branches x/bNNNN of one new commit in the clone wa, to
+// push as so many proposal branches (refs/heads/x/*:refs/heads/proposals/*): a few hundred
+// bytes of pack that the hook checks branch by branch.
+func branchesOfOneCommit(t *testing.T, wa string, n int) {
+	t.Helper()
+	commitFile(t, wa, "note.md", "a note\n", "a note")
+	head := strings.TrimSpace(gitOK(t, wa, "rev-parse", "HEAD"))
+	var refs strings.Builder
+	for i := range n {
+		fmt.Fprintf(&refs, "create refs/heads/x/b%04d %s\n", i, head)
+	}
+	gitIn(t, wa, refs.String(), "update-ref", "--stdin")
+}
+
 // TestGitPushCheckedWithinGitTimeout: the hook gives up a push that it cannot check within
 // the server's time for a git request, and refuses it. The request of a push waits for the
 // hook, which git runs and nothing stopped: past --git-timeout it went on, and held one of
@@ -179,13 +193,7 @@ func TestGitPushCheckedWithinGitTimeout(t *testing.T) {
 	// Room for the branches' proposals, so that the hook checks each (TestGitPushManyBranches).
 	g := startGitServerLimited(t, GitOptions{HookProgram: fastHook}, Limits{GitTimeout: timeout, MaxOpenProposals: 5000})
 	_, _, a, store, wa := proposerClone(t, g)
-	commitFile(t, wa, "note.md", "a note\n", "a note")
-	head := strings.TrimSpace(gitOK(t, wa, "rev-parse", "HEAD"))
-	var refs strings.Builder
-	for i := range 2000 {
-		fmt.Fprintf(&refs, "create refs/heads/x/b%04d %s\n", i, head)
-	}
-	gitIn(t, wa, refs.String(), "update-ref", "--stdin")
+	branchesOfOneCommit(t, wa, 2000)
 	// git's client takes 2-3 s of its own over 2,000 branches, more under -race on a busy
 	// machine; the message says that the deadline ended the checks (17 s without it).
 	out := pushWithin(t, wa, 30*time.Second, "origin", "refs/heads/x/*:refs/heads/proposals/*")
@@ -243,13 +251,7 @@ func TestGitPushesPerKey(t *testing.T) {
 func TestGitPushManyBranches(t *testing.T) {
 	g := startGitServer(t)
 	_, _, _, _, wa := proposerClone(t, g)
-	commitFile(t, wa, "note.md", "a note\n", "a note")
-	head := strings.TrimSpace(gitOK(t, wa, "rev-parse", "HEAD"))
-	var refs strings.Builder
-	for i := range 2000 {
-		fmt.Fprintf(&refs, "create refs/heads/x/b%04d %s\n", i, head)
-	}
-	gitIn(t, wa, refs.String(), "update-ref", "--stdin")
+	branchesOfOneCommit(t, wa, 2000)
 	// git's client takes 2-3 s of its own over 2,000 branches, more under -race on a busy
 	// machine; the message says that the count refused the push, before any check.
 	out := pushWithin(t, wa, 30*time.Second, "origin", "refs/heads/x/*:refs/heads/proposals/*")

@@ -74,8 +74,8 @@ type Server struct {
 	props     *proposals.Manager
 	ownsProps bool
 
-	// pushes counts the git pushes being served, of each key (git.go).
-	pushes pushCount
+	// pushes counts the git pushes being checked, of each key (git.go).
+	pushes holdCount
 
 	// streams counts the open event streams, of every key and of each (events.go); closing
 	// is closed when the server shuts down, which ends them.
@@ -91,7 +91,7 @@ func New(data *gitstore.DataDir, keys *apikeys.Keys, opts Options) *Server {
 	}
 	opts.Limits = opts.Limits.withDefaults()
 	s := &Server{data: data, keys: keys, opts: opts, log: opts.Logger, e: echo.New(), started: time.Now(),
-		streams: streamCount{byKey: map[string]int{}}, pushes: pushCount{byKey: map[string]int{}}, closing: make(chan struct{})}
+		closing: make(chan struct{})}
 	s.props = opts.Proposals
 	if s.props == nil {
 		l := proposals.Limits{Open: opts.Limits.MaxOpenProposals, OpenPerKey: opts.Limits.MaxOpenProposalsPerKey}
