@@ -409,7 +409,9 @@ func (m *Manager) update(storeID, id string, fn func(p *Proposal) error) (Propos
 
 // Filter selects proposals; zero fields do not filter.
 type Filter struct {
-	State    State
+	State State
+	// Decided selects the decided proposals: every state but Open.
+	Decided  bool
 	AuthorID string
 	// ReaderKeyID and ReaderProposes select what a caller with that key may read
 	// (ReadableBy): with ReaderProposes, a propose key's own key's proposals only.
@@ -419,8 +421,8 @@ type Filter struct {
 
 // selects tells whether f selects p.
 func (f Filter) selects(p Proposal) bool {
-	return (f.State == "" || p.State == f.State) && (f.AuthorID == "" || p.Author.ID == f.AuthorID) &&
-		p.ReadableBy(f.ReaderKeyID, f.ReaderProposes)
+	return (f.State == "" || p.State == f.State) && (!f.Decided || p.State != Open) &&
+		(f.AuthorID == "" || p.Author.ID == f.AuthorID) && p.ReadableBy(f.ReaderKeyID, f.ReaderProposes)
 }
 
 // List returns the store's proposals that f selects, newest first: all of them, with their
