@@ -627,7 +627,9 @@ func lastKey(items []ListItem) []byte {
 	return []byte(it.Prefix)
 }
 
-// Versions lists versions newest first.
+// Versions lists versions newest first. A filter by memory, session or API key walks the
+// versions of that memory, session or key (catalog_versions.go, versionIndex); the other
+// filters alone walk the store's versions until a page is full.
 func (s *Store) Versions(ctx context.Context, f VersionFilter) (VersionPage, error) {
 	limit, err := checkLimit(f.Limit, 20, 1000)
 	if err != nil {
@@ -646,7 +648,7 @@ func (s *Store) Versions(ctx context.Context, f VersionFilter) (VersionPage, err
 	}
 	var page VersionPage
 	err = s.view(ctx, func(ct catTx) error {
-		for v, err := range ct.versionsBefore(f.MemoryID, before) {
+		for v, err := range ct.versionsBefore(f, before) {
 			if err != nil {
 				return err
 			}
