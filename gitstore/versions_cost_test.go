@@ -2,6 +2,7 @@ package gitstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -39,6 +40,24 @@ func TestVersionListingCost(t *testing.T) {
 		if took*20 > walk {
 			t.Errorf("a listing by %s took %s, a walk of every version %s", what, took, walk)
 		}
+	}
+}
+
+// TestVersionsEndWithContext: a listing that walks the store's versions (by operation) stops
+// with its context's error once the context is done.
+func TestVersionsEndWithContext(t *testing.T) {
+	s := newTestStore(t)
+	seedVersions(t, s, 2000)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	p, err := s.Versions(ctx, VersionFilter{Operation: OpDeleted})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("a listing under a canceled context: %d versions, %v", len(p.Versions), err)
+	}
+	dl, stop := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer stop()
+	if _, err := s.Versions(dl, VersionFilter{Operation: OpDeleted}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a listing past its deadline: %v", err)
 	}
 }
 

@@ -3,13 +3,16 @@ package httpapi
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
 
 	"github.com/gitmem/gitmem/apikeys"
+	"github.com/gitmem/gitmem/gitstore"
 )
 
 // TestSDKVersionsBySessionAndKey: the SDK pages through the versions of a session and of an
@@ -99,5 +102,40 @@ func TestSDKVersionsBySessionAndKey(t *testing.T) {
 	}
 	if len(want["sesn_ab"]) != 12 || len(want[keyA.ID]) != 18 {
 		t.Fatalf("the writes were not spread as meant: %d by sesn_ab, %d by key a", len(want["sesn_ab"]), len(want[keyA.ID]))
+	}
+}
+
+// TestVersionsEndAtWriteTimeout: a listing that walks the store's versions (by operation)
+// ends once its answer could no longer be written (--write-timeout): here at once, and the
+// request ends in an error rather than a page that no one receives.
+func TestVersionsEndAtWriteTimeout(t *testing.T) {
+	ctx := context.Background()
+	statuses := make(chan int, 1)
+	ts := startServer(t, Options{Limits: Limits{WriteTimeout: time.Nanosecond},
+		Observe: func(route, _, _ string, status int, _ time.Duration) {
+			if route == "/v1/memory_stores/:store/memory_versions" {
+				statuses <- status
+			}
+		}})
+	st, err := ts.data.CreateStore(ctx, gitstore.CreateStoreInput{Name: "walked", Actor: gitstore.SystemActor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 300 {
+		if _, err := st.Write(ctx, gitstore.WriteInput{Path: fmt.Sprintf("/%d.md", i), Content: "x", Actor: gitstore.SystemActor}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resp, err := http.Get(ts.url + "/v1/memory_stores/" + st.ID() + "/memory_versions?operation=deleted")
+	if err == nil {
+		resp.Body.Close() // the answer's write fails at the deadline: an error, or a cut answer
+	}
+	select {
+	case status := <-statuses:
+		if status == http.StatusOK {
+			t.Fatal("the listing walked on past its deadline and answered 200")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the listing did not end")
 	}
 }
