@@ -61,9 +61,45 @@ func TestVersionsEndWithContext(t *testing.T) {
 	}
 }
 
+// BenchmarkVersionListing lists the first page of versions of a store of 10,000 versions
+// (100,000 with GITMEM_BENCH_LARGE) by filters that match none or few of them: a session
+// and a key that never wrote, a session of a key of its own that wrote 5 versions spread
+// over the history (seedVersions), and an operation that no version has, which walks them
+// all (docs/performance.md, Listing versions by session or key).
+func BenchmarkVersionListing(b *testing.B) {
+	n := 10000
+	if benchLarge() {
+		n = 100000
+	}
+	s := benchStore(b)
+	seedVersions(b, s, n)
+	for _, c := range []struct {
+		name string
+		f    VersionFilter
+	}{
+		{"session=none", VersionFilter{SessionID: "sesn_none"}},
+		{"key=none", VersionFilter{APIKeyID: "apikey_none"}},
+		{"session=rare", VersionFilter{SessionID: seedRare.ID}},
+		{"key=rare", VersionFilter{APIKeyID: seedRare.APIKeyID}},
+		{"operation=deleted", VersionFilter{Operation: OpDeleted}},
+		{"unfiltered", VersionFilter{}},
+	} {
+		b.Run(fmt.Sprintf("versions=%d,%s", n, c.name), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := s.Versions(context.Background(), c.f); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// seedRare is the session of seedVersions that wrote 5 versions, with a key of its own.
+var seedRare = Actor{Type: SessionActor, ID: "sesn_01SEEDRARE", APIKeyID: "apikey_01SEEDRARE"}
+
 // seedVersions adds n versions to s's catalog directly, records as the writer makes them (of
-// no commit: nothing reads their history): a quarter by apiActor, the others by three
-// sessions of it, a second apart.
+// no commit: nothing reads their history), a second apart: a quarter by apiActor, the
+// others by three sessions of it, but 5 spread evenly by seedRare.
 func seedVersions(tb testing.TB, s *Store, n int) {
 	tb.Helper()
 	start := time.Now().Add(-time.Duration(n) * time.Second)
@@ -71,7 +107,9 @@ func seedVersions(tb testing.TB, s *Store, n int) {
 		err := s.updateCatalog(func(ct catTx) error {
 			for k := 0; k < 10000 && done < n; k++ {
 				a := apiActor
-				if done%4 != 0 {
+				if n >= 10 && done%(n/5) == n/10 {
+					a = seedRare
+				} else if done%4 != 0 {
 					a = Actor{Type: SessionActor, ID: fmt.Sprintf("sesn_01SEEDSESSION%013d", done%3), APIKeyID: apiActor.ID}
 				}
 				at := start.Add(time.Duration(done) * time.Second)
