@@ -23,7 +23,8 @@ import (
 //	webhooks.json          the webhooks, with their signing secrets (package webhooks)
 //	webhooks/<id>.json     a webhook's delivery cursors and log (package webhooks)
 //	.ready-probe           written and removed by each readiness check (health.go)
-//	proposals/<store>.json a store's proposals (package proposals)
+//	proposals/<store>.json a store's proposals in one list, as gitmem kept them before records (read, then moved into them)
+//	proposals/<store>/<prop_id>.json a proposal's record: its state and thread (package proposals)
 //	proposals/<store>/<prop_id>/ a proposal's fork: repo.git and catalog.db (fork.go)
 //	proposals/<store>/.redacting the versions whose redaction the forks may lack (forkmarks.go)
 type Layout struct{ Root string }
@@ -71,11 +72,24 @@ func (Layout) RepoStore(name string) (string, bool) {
 // ProposalsDir holds the stores' proposals and their forks.
 func (l Layout) ProposalsDir() string { return filepath.Join(l.Root, "proposals") }
 
-// ProposalsFile lists the proposals of the store id.
+// ProposalsFile listed the proposals of the store id in one file, which each change rewrote
+// whole; a data directory made before records (ProposalRecord) may still hold it.
 func (l Layout) ProposalsFile(id string) string { return filepath.Join(l.ProposalsDir(), id+".json") }
 
-// ProposalForks holds the forks of the proposals of store id.
+// ProposalForks holds the proposals of store id: their records and their forks.
 func (l Layout) ProposalForks(id string) string { return filepath.Join(l.ProposalsDir(), id) }
+
+// ProposalRecord is the record of proposal prop of store id (package proposals).
+func (l Layout) ProposalRecord(id, prop string) string {
+	return filepath.Join(l.ProposalForks(id), prop+".json")
+}
+
+// RecordProposal returns the proposal whose record is named name in ProposalForks, and false
+// for any other name (a fork, a temporary file).
+func (Layout) RecordProposal(name string) (string, bool) {
+	prop, ok := strings.CutSuffix(name, ".json")
+	return prop, ok && prop != "" && !strings.HasPrefix(prop, ".")
+}
 
 // ProposalFork is the fork that holds the changes of proposal prop of store id.
 func (l Layout) ProposalFork(id, prop string) string { return filepath.Join(l.ProposalForks(id), prop) }

@@ -49,6 +49,7 @@ type Store struct {
 	trees     map[plumbing.Hash][]object.TreeEntry // writer goroutine only: decoded trees
 	// treeEntries is how many entries trees holds, all told (writer goroutine only).
 	treeEntries int
+	adlers      map[plumbing.Hash]uint32 // writer goroutine only: of wide trees (adlerCache)
 
 	// publishing is the head of the group the writer is publishing (a plumbing.Hash): main
 	// may be there before the catalog is.

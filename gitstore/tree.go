@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	"errors"
 	"fmt"
+	"hash/adler32"
 	"io"
 	"slices"
 	"sort"
@@ -138,7 +139,7 @@ func canonicalMode(m filemode.FileMode) filemode.FileMode {
 // and grows the object's buffer by doubling (a profile of 100,000 writes found it the
 // largest live allocation at the heap's peak); appending into a reused buffer and copying it
 // into a MemoryObject took 13 µs for a folder of 1,000 entries, against 4 µs so.
-func encodeTree(entries []object.TreeEntry) (plumbing.EncodedObject, error) {
+func encodeTree(entries []object.TreeEntry) (*builtTree, error) {
 	n := 0
 	for i := range entries {
 		e := &entries[i]
@@ -173,6 +174,49 @@ func encodeTree(entries []object.TreeEntry) (plumbing.EncodedObject, error) {
 	return newBuiltTree(buf), nil
 }
 
+// wideTree is the number of entries from which the writer keeps the Adler-32 of the trees
+// it builds (adlerCache), which a pack's entry of a tree ends with (odb.Summed): the next
+// version of such a tree mostly differs in one entry's hash, and its Adler-32 is then the
+// one before, updated for those 20 bytes (adlerReplaced), where computing it over the whole
+// took 17 µs of a write at 100,000 memories, for the 33 KB top folder that each rebuilds.
+const wideTree = 256
+
+// adlerCache keeps the Adler-32 of the wide trees that the writer built.
+type adlerCache interface {
+	adlerOf(h plumbing.Hash) (uint32, bool)
+	keepAdler(h plumbing.Hash, sum uint32)
+}
+
+// entrySize is the length of e in a tree's encoding.
+func entrySize(e *object.TreeEntry) int {
+	n := len(e.Name) + 1 + len(e.Hash)
+	switch e.Mode {
+	case filemode.Regular:
+		return n + len("100644 ")
+	case filemode.Dir:
+		return n + len("40000 ")
+	}
+	for m := uint64(e.Mode); m > 0; m >>= 3 { // its octal digits
+		n++
+	}
+	return n + 1 // and a space
+}
+
+// adlerReplaced returns the Adler-32 of n bytes whose Adler-32 was sum, once the bytes from
+// off, were, are now is (as long). Adler-32 (RFC 1950) is two sums modulo 65,521: a, one
+// plus the bytes, and b, the sum of a after each byte, where byte i of n counts n-i times.
+func adlerReplaced(sum uint32, n, off int, were, is []byte) uint32 {
+	const mod = 65521
+	a, b := int64(sum&0xffff), int64(sum>>16)
+	for i := range is {
+		d := int64(is[i]) - int64(were[i])
+		a += d
+		b += int64(n-off-i) * d
+	}
+	a, b = (a%mod+mod)%mod, (b%mod+mod)%mod
+	return uint32(b<<16 | a)
+}
+
 // builtTree is a tree this store built: its content, which it owns, and its hash, computed
 // once with crypto/sha1. go-git's objects hash with a collision-detecting SHA-1, which
 // guards objects that others made: a tree built here holds only validated names and hashes,
@@ -185,6 +229,9 @@ func encodeTree(entries []object.TreeEntry) (plumbing.EncodedObject, error) {
 type builtTree struct {
 	content []byte
 	h       plumbing.Hash
+	// adler is the Adler-32 of content, if adlerKnown: a wide tree's (wideTree).
+	adler      uint32
+	adlerKnown bool
 }
 
 func (o *builtTree) Hash() plumbing.Hash         { return o.h }
@@ -193,6 +240,7 @@ func (o *builtTree) SetType(plumbing.ObjectType) {}
 func (o *builtTree) Size() int64                 { return int64(len(o.content)) }
 func (o *builtTree) SetSize(int64)               {}
 func (o *builtTree) Content() []byte             { return o.content }
+func (o *builtTree) Adler32() (uint32, bool)     { return o.adler, o.adlerKnown }
 func (o *builtTree) Writer() (io.WriteCloser, error) {
 	return nil, errors.New("a built tree cannot change")
 }
@@ -201,7 +249,7 @@ func (o *builtTree) Reader() (io.ReadCloser, error) {
 }
 
 // newBuiltTree returns the tree object holding content, which it keeps, hashed as git does.
-func newBuiltTree(content []byte) plumbing.EncodedObject {
+func newBuiltTree(content []byte) *builtTree {
 	h := sha1.New()
 	h.Write(plumbing.TreeObject.Bytes())
 	h.Write([]byte{' '})
@@ -334,6 +382,7 @@ func setEntry(or objectReader, root plumbing.Hash, segs []string, blob plumbing.
 	}
 	var out []object.TreeEntry
 	edit := treeEdit{from: root, at: idx, to: -1}
+	inPlace := false // the entry's hash replaced, its name and mode as they were
 	if idx >= 0 && child.Name != "" && child.Mode == entries[idx].Mode {
 		// A new version of the entry, in its place: a memory written again, or a folder on
 		// the path of one. One copy of the whole folder, which is 1,000 entries wide at the
@@ -341,6 +390,7 @@ func setEntry(or objectReader, root plumbing.Hash, segs []string, blob plumbing.
 		out = slices.Clone(entries)
 		out[idx].Hash = child.Hash
 		edit.to = idx
+		inPlace = true
 	} else {
 		out = make([]object.TreeEntry, 0, len(entries)+1)
 		for i, e := range entries {
@@ -363,6 +413,21 @@ func setEntry(or objectReader, root plumbing.Hash, segs []string, blob plumbing.
 	o, err := encodeTree(out)
 	if err != nil {
 		return plumbing.ZeroHash, err
+	}
+	if ac, ok := or.(adlerCache); ok && len(out) >= wideTree {
+		sum, known := ac.adlerOf(root)
+		if known && inPlace {
+			// One hash replaced in place, the 20 bytes that end the entry.
+			end := 0
+			for i := range out[:idx+1] {
+				end += entrySize(&out[i])
+			}
+			sum = adlerReplaced(sum, len(o.content), end-len(child.Hash), entries[idx].Hash[:], child.Hash[:])
+		} else {
+			sum = adler32.Checksum(o.content)
+		}
+		o.adler, o.adlerKnown = sum, true
+		ac.keepAdler(o.h, sum)
 	}
 	emit(o)
 	if el, ok := or.(editLog); ok && root != o.Hash() {

@@ -289,6 +289,7 @@ func (s *Store) runTrial(r *request) result {
 			s.treeEntries -= len(e)
 			delete(s.trees, h)
 		}
+		delete(s.adlers, h)
 	}
 	if b.broken != nil {
 		return result{err: b.broken}
@@ -368,6 +369,7 @@ func (b *batch) forgetReplaced() {
 			b.s.treeEntries -= len(e)
 			delete(b.s.trees, h)
 		}
+		delete(b.s.adlers, h)
 	}
 }
 
@@ -394,6 +396,22 @@ func (b *batch) keepTree(h plumbing.Hash, entries []object.TreeEntry) {
 	}
 	b.s.trees[h] = entries
 	b.s.treeEntries += len(entries)
+}
+
+func (b *batch) adlerOf(h plumbing.Hash) (uint32, bool) {
+	sum, ok := b.s.adlers[h]
+	return sum, ok
+}
+
+// maxAdlers bounds the Adler-32 sums that the writer keeps, which are emptied past it as
+// the tree cache is: a sum is 24 bytes with its key.
+const maxAdlers = 4096
+
+func (b *batch) keepAdler(h plumbing.Hash, sum uint32) {
+	if b.s.adlers == nil || len(b.s.adlers) >= maxAdlers {
+		b.s.adlers = map[plumbing.Hash]uint32{}
+	}
+	b.s.adlers[h] = sum
 }
 
 // object implements objectReader: pending objects first, then the repository.

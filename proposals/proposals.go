@@ -8,18 +8,18 @@
 // the fork: main as it was when the proposal opened, with the proposal applied. Approval
 // takes the fork's main into the store's repository as the branch proposals/<prop_id> and
 // merges it into main by the rules sync has (gitstore.Store.Integrate), so the versions in
-// main are the ones the proposer made, by the proposer. The list of a store's proposals,
-// with their titles, states and comments, is proposals/<store_id>.json.
+// main are the ones the proposer made, by the proposer. Each proposal's record, with its
+// title, state and comments, is a file of its own beside its fork (records.go).
 package proposals
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -101,7 +101,7 @@ func (p Proposal) ReadableBy(keyID string, proposes bool) bool {
 	return !proposes || p.ByKey(keyID)
 }
 
-// Actor is an actor as the proposals file keeps it.
+// Actor is an actor as a proposal's record keeps it.
 type Actor struct {
 	Type     gitstore.ActorType `json:"type"`
 	ID       string             `json:"id"`
@@ -110,7 +110,7 @@ type Actor struct {
 	APIKeyID string             `json:"api_key_id,omitempty"`
 }
 
-// ActorOf is a store's actor as the proposals file keeps it.
+// ActorOf is a store's actor as a proposal's record keeps it.
 func ActorOf(a gitstore.Actor) Actor {
 	return Actor{Type: a.Type, ID: a.ID, Name: a.Name, Email: a.Email, APIKeyID: a.APIKeyID}
 }
@@ -149,7 +149,7 @@ type Proposal struct {
 	// with (refs/heads/proposals/NAME); a push to it again updates the proposal.
 	Branch string `json:"branch,omitempty"`
 	// Writing: the proposal's fork was opened to writes since UpdatedAt last took them in,
-	// so UpdatedAt may miss some (the list is not saved at each write): the answers read
+	// so UpdatedAt may miss some (the record is not saved at each write): the answers read
 	// them from the fork (current). Set before a manager opens the fork (fork), so that it
 	// holds after a crash too; cleared when a manager closes the fork (Close).
 	Writing bool `json:"writing,omitempty"`
@@ -172,7 +172,8 @@ type Manager struct {
 // each other.
 type storeProposals struct {
 	mu    sync.Mutex
-	list  []Proposal                 // as the store's file holds it, once read
+	list  []Proposal                 // as the store's records hold them, in their order, once read
+	seq   map[string]int64           // the place of each proposal of list, as its record holds it
 	read  bool                       // list was read
 	forks map[string]*gitstore.Store // open forks, by proposal id
 }
@@ -218,7 +219,7 @@ func (m *Manager) Forget(storeID string) {
 		f.CloseFork()
 		delete(sp.forks, id)
 	}
-	sp.list, sp.read = nil, false
+	sp.list, sp.seq, sp.read = nil, nil, false
 }
 
 // Close closes the open forks, and saves in each open proposal's UpdatedAt its fork's last
@@ -281,23 +282,16 @@ func (m *Manager) list(storeID string) ([]Proposal, error) {
 	if sp.read {
 		return sp.list, nil
 	}
-	var l []Proposal
-	b, err := os.ReadFile(m.data.Layout().ProposalsFile(storeID))
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-	case err != nil:
+	l, seq, err := m.load(storeID)
+	if err != nil {
 		return nil, err
-	default:
-		if err := json.Unmarshal(b, &l); err != nil {
-			return nil, fmt.Errorf("read the proposals of %s: %w", storeID, err)
-		}
 	}
-	sp.list, sp.read = l, true
+	sp.list, sp.seq, sp.read = l, seq, true
 	m.removeOrphans(storeID, l)
 	// A redaction that a crash interrupted before it reached the forks: finished before
 	// anyone reads them.
 	if err := m.finishRedactions(context.Background(), storeID); err != nil {
-		sp.list, sp.read = nil, false
+		sp.list, sp.seq, sp.read = nil, nil, false
 		return nil, fmt.Errorf("finish redacting the proposals of %s (redact the version again): %w", storeID, err)
 	}
 	return sp.list, nil
@@ -306,7 +300,8 @@ func (m *Manager) list(storeID string) ([]Proposal, error) {
 // removeOrphans removes the fork directories of store storeID that no proposal of l names:
 // what a crash left between making a fork and saving its proposal, or a fork half made.
 // Nothing would read them, nor redact them: they may hold what the store has redacted since.
-// The store's lock is held, so that no fork is being made.
+// It removes the temporary files that a crash left among the records too. The store's lock
+// is held, so that no fork or record is being made.
 func (m *Manager) removeOrphans(storeID string, l []Proposal) {
 	dir := m.data.Layout().ProposalForks(storeID)
 	entries, err := os.ReadDir(dir)
@@ -314,6 +309,9 @@ func (m *Manager) removeOrphans(storeID string, l []Proposal) {
 		return // none; or unreadable, which the forks' own use will report
 	}
 	for _, e := range entries {
+		if !e.IsDir() && strings.HasPrefix(e.Name(), durable.TempPrefix) {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
 		if !e.IsDir() || slices.ContainsFunc(l, func(p Proposal) bool { return p.ID == e.Name() }) {
 			continue
 		}
@@ -324,17 +322,22 @@ func (m *Manager) removeOrphans(storeID string, l []Proposal) {
 	}
 }
 
-// save writes a store's proposals durably, keeping the newest MaxDecided decided ones and
-// the forks of the newest MaxKeptRejected rejected ones. The store's lock is held.
+// save makes l the store's proposals, durably, keeping the newest MaxDecided decided ones
+// and the forks of the newest MaxKeptRejected rejected ones: it writes the records of the
+// proposals that differ from the list as it was, and removes those of the proposals it drops
+// (records.go). l holds the list's proposals in their order, new ones at its end. The
+// store's lock is held.
 func (m *Manager) save(storeID string, l []Proposal) error {
 	decided, rejected := 0, 0
 	kept := l[:0:0]
+	var gone []string
 	for i := len(l) - 1; i >= 0; i-- { // newest first
 		p := l[i]
 		if p.State != Open {
 			p.Writing = false // its fork takes no more writes
 			if decided++; decided > MaxDecided {
 				os.RemoveAll(m.data.Layout().ProposalFork(storeID, p.ID))
+				gone = append(gone, p.ID)
 				continue
 			}
 		}
@@ -349,23 +352,41 @@ func (m *Manager) save(storeID string, l []Proposal) error {
 		kept = append(kept, p)
 	}
 	slices.Reverse(kept)
-	l = kept
-	if err := os.MkdirAll(m.data.Layout().ProposalsDir(), 0o755); err != nil {
-		return gitstore.NoSpace(err, m.data.Dir())
+	sp := m.of(storeID)
+	was := make(map[string]*Proposal, len(sp.list))
+	for i := range sp.list {
+		was[sp.list[i].ID] = &sp.list[i]
 	}
-	b, err := json.MarshalIndent(l, "", "  ")
-	if err != nil {
+	seq := maps.Clone(sp.seq)
+	if seq == nil {
+		seq = map[string]int64{}
+	}
+	var next int64
+	for _, s := range seq {
+		next = max(next, s)
+	}
+	var changed []Proposal
+	for _, p := range kept {
+		if q, ok := was[p.ID]; ok && reflect.DeepEqual(*q, p) {
+			continue
+		}
+		if _, ok := seq[p.ID]; !ok {
+			next++
+			seq[p.ID] = next
+		}
+		changed = append(changed, p)
+	}
+	if err := m.writeRecords(storeID, changed, seq, gone); err != nil {
 		return err
 	}
-	if err := durable.WriteFile(m.data.Layout().ProposalsFile(storeID), b, 0o600); err != nil {
-		return gitstore.NoSpace(err, m.data.Dir())
+	for _, id := range gone {
+		delete(seq, id)
 	}
-	sp := m.of(storeID)
-	sp.list, sp.read = l, true
+	sp.list, sp.seq, sp.read = kept, seq, true
 	return nil
 }
 
-// update changes proposal id of a store with fn and saves the list. The store's lock is held.
+// update changes proposal id of a store with fn and saves its record. The store's lock is held.
 func (m *Manager) update(storeID, id string, fn func(p *Proposal) error) (Proposal, error) {
 	l, err := m.list(storeID)
 	if err != nil {
@@ -417,7 +438,7 @@ func (m *Manager) Get(storeID, id string) (Proposal, error) {
 }
 
 // current is p with UpdatedAt no earlier than the last write to its fork, for an answer.
-// The writes to a fork are commits of its own store, not steps of the list, which a write
+// The writes to a fork are commits of its own store, not steps of the record, which a write
 // does not save (a durable save per write would be dear): while the fork may hold writes
 // that UpdatedAt misses (Writing), their time is read from the fork, opened if it is not.
 // The store's lock is held.
@@ -496,7 +517,7 @@ func (m *Manager) openOf(storeID string, author gitstore.Actor) (Proposal, bool,
 }
 
 // fork returns the open fork of proposal p, opening it. An open proposal is marked Writing
-// first, in the saved list: writes may reach the fork from then on. The store's lock is held.
+// first, in its saved record: writes may reach the fork from then on. The store's lock is held.
 func (m *Manager) fork(p Proposal) (*gitstore.Store, error) {
 	sp := m.of(p.StoreID)
 	if f, ok := sp.forks[p.ID]; ok {

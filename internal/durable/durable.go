@@ -18,6 +18,15 @@ const TempPrefix = ".tmp-"
 // WriteFile replaces path with data, atomically and durably, with the mode perm. On error
 // path is as it was and no temporary file is left.
 func WriteFile(path string, data []byte, perm fs.FileMode) error {
+	if err := Replace(path, data, perm); err != nil {
+		return err
+	}
+	return SyncDir(filepath.Dir(path))
+}
+
+// Replace is WriteFile but for the fsync of the directory, for files written in a group:
+// call SyncDir after the last of them.
+func Replace(path string, data []byte, perm fs.FileMode) error {
 	f, err := Create(path, perm)
 	if err != nil {
 		return err
@@ -26,10 +35,7 @@ func WriteFile(path string, data []byte, perm fs.FileMode) error {
 	if _, err := f.Write(data); err != nil {
 		return err
 	}
-	if err := f.Commit(); err != nil {
-		return err
-	}
-	return SyncDir(filepath.Dir(path))
+	return f.Commit()
 }
 
 // File is a file being written in place of a path: a temporary file beside it until Commit.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha1"
 	"fmt"
+	"hash/adler32"
 	"io"
 	"os"
 	"path/filepath"
@@ -270,7 +271,7 @@ func TestWriteStored(t *testing.T) {
 			data[i] = byte(i * 7)
 		}
 		var b bytes.Buffer
-		if err := writeStored(&b, data); err != nil {
+		if err := writeStored(&b, data, adler32.Checksum(data)); err != nil {
 			t.Fatal(err)
 		}
 		zr, err := stdzlib.NewReader(&b)
@@ -285,7 +286,7 @@ func TestWriteStored(t *testing.T) {
 			t.Fatalf("%d bytes read back as %d others", n, len(got))
 		}
 		b.Reset()
-		writeStored(&b, data)
+		writeStored(&b, data, adler32.Checksum(data))
 		raw := b.Bytes()
 		raw[len(raw)-1] ^= 1
 		zr, _ = stdzlib.NewReader(bytes.NewReader(raw))

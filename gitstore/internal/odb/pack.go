@@ -57,6 +57,13 @@ type Whole interface {
 	Content() []byte
 }
 
+// Summed is a Whole object that may know its content's Adler-32, which a pack's entry of it
+// ends with (writeStored): the writer updates a wide folder's from its version before,
+// where computing it took 17 µs of a write at 100,000 memories.
+type Summed interface {
+	Adler32() (sum uint32, known bool)
+}
+
 // wholeContent returns o's content: its own bytes if it is Whole, else a copy read.
 func wholeContent(o plumbing.EncodedObject) ([]byte, error) {
 	if w, ok := o.(Whole); ok {
@@ -80,6 +87,11 @@ func (ww *wholeWriter) write(w io.Writer, o plumbing.EncodedObject) (uint32, err
 		data, err := wholeContent(o)
 		if err != nil {
 			return 0, err
+		}
+		if s, ok := o.(Summed); ok {
+			if sum, known := s.Adler32(); known {
+				return writeSummedTree(w, data, sum)
+			}
 		}
 		return writeTree(w, data)
 	}
@@ -106,22 +118,27 @@ func (ww *wholeWriter) write(w io.Writer, o plumbing.EncodedObject) (uint32, err
 // writeTree writes a tree whose content is data to w, whole and stored (wholeWriter), and
 // returns the CRC-32 of the bytes written.
 func writeTree(w io.Writer, data []byte) (uint32, error) {
+	return writeSummedTree(w, data, adler32.Checksum(data))
+}
+
+// writeSummedTree is writeTree for data whose Adler-32 is sum.
+func writeSummedTree(w io.Writer, data []byte, sum uint32) (uint32, error) {
 	crc := crc32.NewIEEE()
 	mw := io.MultiWriter(w, crc)
 	if _, err := mw.Write(appendObjectHeader(nil, byte(plumbing.TreeObject), len(data))); err != nil {
 		return 0, err
 	}
-	if err := writeStored(mw, data); err != nil {
+	if err := writeStored(mw, data, sum); err != nil {
 		return 0, err
 	}
 	return crc.Sum32(), nil
 }
 
 // writeStored writes data to w as a zlib stream without compression: zlib's header, stored
-// deflate blocks of at most 65,535 bytes each (RFC 1951, 3.2.4), and data's Adler-32. zlib's
+// deflate blocks of at most 65,535 bytes each (RFC 1951, 3.2.4), and data's Adler-32, sum. zlib's
 // writer at NoCompression makes the same kind of stream but copies the bytes through its
 // window first: 47 µs of a write's 530 µs of CPU at 100,000 memories, for the 33 KB folder.
-func writeStored(w io.Writer, data []byte) error {
+func writeStored(w io.Writer, data []byte, sum uint32) error {
 	if _, err := w.Write([]byte{0x78, 0x01}); err != nil { // deflate, 32 KB window, no level
 		return err
 	}
@@ -144,7 +161,7 @@ func writeStored(w io.Writer, data []byte) error {
 			break
 		}
 	}
-	_, err := w.Write(binary.BigEndian.AppendUint32(nil, adler32.Checksum(data)))
+	_, err := w.Write(binary.BigEndian.AppendUint32(nil, sum))
 	return err
 }
 

@@ -1,0 +1,120 @@
+package gitstore
+
+import (
+	"context"
+	"fmt"
+	"hash/adler32"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// TestAdlerReplaced: the Adler-32 updated for bytes replaced in place is the one computed
+// over the whole, for lengths past the sums' modulus and replacements anywhere.
+func TestAdlerReplaced(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{20, 21, 4096, 65521, 65542, 200000} {
+		data := make([]byte, n)
+		for i := range data {
+			data[i] = byte(r.Uint32())
+		}
+		sum := adler32.Checksum(data)
+		for try := 0; try < 200; try++ {
+			off := r.IntN(n - 19)
+			if try == 0 {
+				off = 0
+			} else if try == 1 {
+				off = n - 20
+			}
+			were := append([]byte(nil), data[off:off+20]...)
+			is := make([]byte, 20)
+			for i := range is {
+				is[i] = byte(r.Uint32())
+				if try == 2 {
+					is[i] = 0xff // the largest changes, all one way
+					were[i], data[off+i] = 0, 0
+				}
+			}
+			if try == 2 {
+				sum = adler32.Checksum(data)
+			}
+			copy(data[off:], is)
+			got, want := adlerReplaced(sum, n, off, were, is), adler32.Checksum(data)
+			if got != want {
+				t.Fatalf("%d bytes, 20 replaced at %d: %08x, want %08x", n, off, got, want)
+			}
+			sum = got
+		}
+	}
+}
+
+// TestWideFolderRebuilt: writes to wide folders, whose new versions' Adler-32 the writer
+// updates from their versions before (adlerReplaced), leave on main exactly the files
+// written, as git reads them, and packs that git fsck finds whole (the Adler-32 of each
+// tree's entry is checked as git inflates it, and by the merges). Folders of memories and of folders, written one at a time and
+// by concurrent writers, so that groups hold several versions of a folder.
+func TestWideFolderRebuilt(t *testing.T) {
+	s := newTestStore(t)
+	ctx := context.Background()
+	want := map[string]string{}
+	var mu sync.Mutex
+	write := func(path, content string) {
+		if _, err := s.Write(ctx, WriteInput{Path: path, Content: content, Actor: apiActor}); err != nil {
+			t.Error(err)
+			return
+		}
+		mu.Lock()
+		want[path] = content
+		mu.Unlock()
+	}
+	flat := func(i int) string { return fmt.Sprintf("/flat/m%04d.md", i) }
+	nested := func(i int) string { return fmt.Sprintf("/wide/p%04d/notes.md", i) }
+	n := wideTree + 44
+	fill(t, s, n, flat)
+	fill(t, s, n, nested)
+	for i := 0; i < n; i++ {
+		want[flat(i)], want[nested(i)] = benchContent(i), benchContent(i)
+	}
+	for round := 0; round < 3; round++ {
+		for i := 0; i < 60; i++ { // one at a time: a group of one commit each
+			k := (i*7919 + round) % n
+			write(flat(k), fmt.Sprintf("flat %d, round %d", k, round))
+			write(nested(k), fmt.Sprintf("nested %d, round %d", k, round))
+		}
+		var wg sync.WaitGroup
+		for w := 0; w < 16; w++ { // together: groups of several
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := w; i < n; i += 16 {
+					if i%3 == round {
+						write(flat(i), fmt.Sprintf("flat %d, together %d", i, round))
+						write(nested(i), fmt.Sprintf("nested %d, together %d", i, round))
+					}
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	if t.Failed() {
+		return
+	}
+	fsck(t, s)
+	// What git finds on main, path by path, against what was written.
+	files := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(gitIn(t, s.RepoPath(), "ls-tree", "-r", "main")), "\n") {
+		meta, path, _ := strings.Cut(line, "\t")
+		if !strings.HasPrefix(path, ".gitmem/") {
+			files["/"+path] = strings.Fields(meta)[2]
+		}
+	}
+	if len(files) != len(want) {
+		t.Fatalf("main holds %d files, want %d", len(files), len(want))
+	}
+	for path, content := range want {
+		if got := strings.TrimSpace(gitIn(t, s.RepoPath(), "cat-file", "blob", files[path])); got != strings.TrimSpace(content) {
+			t.Fatalf("%s on main holds %q, want %q", path, got, content)
+		}
+	}
+}

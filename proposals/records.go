@@ -1,0 +1,137 @@
+package proposals
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/gitmem/gitmem/gitstore"
+	"github.com/gitmem/gitmem/internal/durable"
+)
+
+// How a store's proposals are kept. Each proposal is a record of its own,
+// proposals/<store_id>/<prop_id>.json beside its fork (gitstore.Layout.ProposalRecord),
+// replaced durably (durable: a temporary file, fsynced, renamed, the directory fsynced) when
+// the proposal changes, before the change is answered. So a comment or a decision costs the
+// writing of one proposal, at most MaxComments comments of MaxComment bytes, however many
+// proposals the store keeps: its MaxDecided decided ones keep their threads. The store's list
+// was one file, rewritten whole at each change, which at those bounds held 420 MB and took
+// seconds to write; a data directory may still hold it (gitstore.Layout.ProposalsFile), and
+// the first use of the store's proposals moves it into records (migrate).
+
+// record is a proposal as its file holds it, with its place in the store's list.
+type record struct {
+	// Seq orders the store's proposals as they opened (the list's order): greater than
+	// every record's that the store had when the proposal opened.
+	Seq int64 `json:"seq"`
+	Proposal
+}
+
+// load reads the proposals of store storeID, in the list's order, and their places: from
+// their records, or from the single file of before, which it moves into records.
+func (m *Manager) load(storeID string) ([]Proposal, map[string]int64, error) {
+	b, err := os.ReadFile(m.data.Layout().ProposalsFile(storeID))
+	switch {
+	case err == nil:
+		var l []Proposal
+		if err := json.Unmarshal(b, &l); err != nil {
+			return nil, nil, fmt.Errorf("read the proposals of %s: %w", storeID, err)
+		}
+		seq, err := m.migrate(storeID, l)
+		return l, seq, err
+	case !errors.Is(err, os.ErrNotExist):
+		return nil, nil, err
+	}
+	dir := m.data.Layout().ProposalForks(storeID)
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, map[string]int64{}, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	var recs []record
+	for _, e := range entries {
+		if _, ok := m.data.Layout().RecordProposal(e.Name()); !ok || e.IsDir() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, nil, err
+		}
+		var r record
+		if err := json.Unmarshal(b, &r); err != nil {
+			return nil, nil, fmt.Errorf("read the proposals of %s: %s: %w", storeID, e.Name(), err)
+		}
+		recs = append(recs, r)
+	}
+	slices.SortFunc(recs, func(a, b record) int { return cmp.Compare(a.Seq, b.Seq) })
+	l := make([]Proposal, len(recs))
+	seq := make(map[string]int64, len(recs))
+	for i, r := range recs {
+		l[i], seq[r.ID] = r.Proposal, r.Seq
+	}
+	return l, seq, nil
+}
+
+// migrate moves the list l, read from the single file of before, into records: each one
+// written, then the file removed. A crash in between leaves the file, which the next use
+// reads and moves again. The file is the list: a record of a proposal that it does not hold
+// is removed. It returns the records' places: the list's order.
+func (m *Manager) migrate(storeID string, l []Proposal) (map[string]int64, error) {
+	seq := make(map[string]int64, len(l))
+	for i, p := range l {
+		seq[p.ID] = int64(i) + 1
+	}
+	var gone []string
+	entries, err := os.ReadDir(m.data.Layout().ProposalForks(storeID))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	for _, e := range entries {
+		if id, ok := m.data.Layout().RecordProposal(e.Name()); ok && !e.IsDir() && seq[id] == 0 {
+			gone = append(gone, id)
+		}
+	}
+	if err := m.writeRecords(storeID, l, seq, gone); err != nil {
+		return nil, fmt.Errorf("move the proposals of %s into records: %w", storeID, err)
+	}
+	if err := os.Remove(m.data.Layout().ProposalsFile(storeID)); err != nil {
+		return nil, fmt.Errorf("move the proposals of %s into records: %w", storeID, err)
+	}
+	return seq, durable.SyncDir(m.data.Layout().ProposalsDir())
+}
+
+// writeRecords writes the records of the proposals changed, at their places seq, and removes
+// those of the proposals gone, durably: the directory is fsynced once, after all of them.
+func (m *Manager) writeRecords(storeID string, changed []Proposal, seq map[string]int64, gone []string) error {
+	layout := m.data.Layout()
+	dir := layout.ProposalForks(storeID)
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return gitstore.NoSpace(err, m.data.Dir())
+		}
+		if err := durable.SyncDir(layout.ProposalsDir()); err != nil { // the directory's name
+			return err
+		}
+	}
+	for _, p := range changed {
+		b, err := json.MarshalIndent(record{Seq: seq[p.ID], Proposal: p}, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := durable.Replace(layout.ProposalRecord(storeID, p.ID), b, 0o600); err != nil {
+			return gitstore.NoSpace(err, m.data.Dir())
+		}
+	}
+	for _, id := range gone {
+		if err := os.Remove(layout.ProposalRecord(storeID, id)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return durable.SyncDir(dir)
+}
