@@ -78,7 +78,7 @@ func checkServerURL(raw, via string) error {
 		like = g.String() // a host and port without the scheme: the same with http://
 	}
 	bad := func(why string) error {
-		return usageError{fmt.Errorf("%s %q: %s; give the server's address, like %s", via, raw, why, like)}
+		return invalidf("%s %q: %s; give the server's address, like %s", via, raw, why, like)
 	}
 	switch {
 	case err != nil || u.Host == "" || u.Opaque != "":
@@ -281,7 +281,7 @@ func (a *app) needsDataDir(le *gitstore.LockedError) error {
 	}
 	if le == nil {
 		_, via := a.serverURL()
-		return usageError{fmt.Errorf("%s works on a data directory, not through a server (%s is set); run it where the data directory is", name, via)}
+		return invalidf("%s works on a data directory, not through a server (%s is set); run it where the data directory is", name, via)
 	}
 	return &gitstore.Error{Kind: gitstore.KindUnavailable, Err: le,
 		Message: fmt.Sprintf("%s needs the data directory %s, which %s holds at %s; stop it first", name, le.Dir, le.Holder, le.URL)}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/gitmem/gitmem/client"
 	"github.com/gitmem/gitmem/gitstore"
@@ -19,6 +20,14 @@ const (
 	exitStorage     = 7   // the disk of the data directory is full
 	exitInterrupted = 130 // Ctrl-C or SIGTERM, as shells report a command that SIGINT ended
 )
+
+// invalidf is an error that exits 2 as a usageError does, but is not in the command line: of
+// a config file, the environment, the input or a store's state. It is printed as it is,
+// without the command's usage line.
+func invalidf(format string, a ...any) error {
+	err := fmt.Errorf(format, a...)
+	return &gitstore.Error{Kind: gitstore.KindInvalid, Message: err.Error(), Err: errors.Unwrap(err)}
+}
 
 // exitCode is the exit code for err.
 func exitCode(err error) int {

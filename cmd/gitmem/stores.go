@@ -92,7 +92,7 @@ func newStoresListCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List memory stores, newest first",
-		Args:  cobra.NoArgs,
+		Args:  exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withTarget(cmd.Context(), func(t target) error {
 				stores, err := allStores(cmd.Context(), t.lister(), all)
