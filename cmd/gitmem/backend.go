@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"strings"
@@ -249,16 +250,20 @@ func (t target) find(ctx context.Context, ref string) (storeAPI, error) {
 }
 
 // resolveStore finds the id of a store named by id or by a name that one store has
-// (gitstore.ResolveStoreRef), among the stores that l lists.
+// (gitstore.ResolveStoreRef), among the stores that l lists. A store that is not there,
+// by name or by id, is an error that says where gitmem looked and how to list the stores.
 func resolveStore(ctx context.Context, l storeLister, ref string) (string, error) {
+	var id string
+	var err error
 	if strings.HasPrefix(ref, gitstore.StorePrefix) {
-		return ref, nil
+		id, err = ref, storeExists(ctx, l, ref)
+	} else {
+		var stores []gitstore.StoreInfo
+		if stores, err = allStores(ctx, l, true); err != nil {
+			return "", err
+		}
+		id, err = gitstore.ResolveStoreRef(stores, ref)
 	}
-	stores, err := allStores(ctx, l, true)
-	if err != nil {
-		return "", err
-	}
-	id, err := gitstore.ResolveStoreRef(stores, ref)
 	if errors.Is(err, gitstore.ErrNoStore) { // say where it looked: a mistyped --data is a common cause
 		where := ""
 		switch l := l.(type) {
@@ -270,6 +275,27 @@ func resolveStore(ctx context.Context, l storeLister, ref string) (string, error
 		return "", fmt.Errorf("%w%s (see \"gitmem stores list --all\")", err, where)
 	}
 	return id, err
+}
+
+// storeExists returns an error that is gitstore.ErrNoStore if no store of l has the id. In a
+// data directory it opens nothing (a store that is there but does not open is the command's
+// to meet); a server it asks for the store, and returns what refused the question (a key,
+// no answer) as the command would have met it.
+func storeExists(ctx context.Context, l storeLister, id string) error {
+	switch l := l.(type) {
+	case *gitstore.DataDir:
+		if _, err := os.Stat(l.Layout().StoreRepo(id)); !errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+	case *client.Client:
+		if _, err := l.Store(id).Info(ctx); !gitstore.IsKind(err, gitstore.KindNotFound) {
+			return err
+		}
+	default:
+		return nil
+	}
+	return &gitstore.Error{Kind: gitstore.KindNotFound, Err: gitstore.ErrNoStore,
+		Message: fmt.Sprintf("memory store %s not found", id)}
 }
 
 // needsDataDir is the error of a command that works on the data directory itself when a
