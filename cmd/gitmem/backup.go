@@ -317,6 +317,13 @@ func (a *app) verifyData(ctx context.Context, path string) (backup.Report, error
 	b.dataDir = path
 	var rep backup.Report
 	err := b.withTarget(ctx, func(t target) error {
+		if t.srv != nil {
+			// A key missing or refused would be a problem of every store's catalog, found
+			// after each store's fsck: say so first, as any other command does.
+			if _, err := t.srv.ListStores(ctx, gitstore.StoreListOptions{Limit: 1}); err != nil {
+				return err
+			}
+		}
 		var err error
 		rep, err = backup.VerifyData(ctx, path, func(id string) (backup.Live, error) {
 			if t.srv != nil {
