@@ -176,6 +176,9 @@ func TestMemoriesEndToEnd(t *testing.T) {
 	if out := c.ok("", "reindex", "prefs", "--only", "search"); strings.Contains(out, "reindexed") || !strings.Contains(out, "rebuilt the search index") {
 		t.Errorf("reindex --only search: %q", out)
 	}
+	c.ok("", "stores", "create", "one")
+	c.ok("x\n", "put", "one", "/x.md")
+	mustContain(t, "reindex of one memory", c.ok("", "reindex", "one"), ": 2 commits in", ": 1 memory in")
 	if got := c.ok("", "log", "prefs", "/code.md", "--json"); !strings.Contains(got, versions[0]["id"].(string)) {
 		t.Errorf("version ids changed by reindex: %s", got)
 	}
