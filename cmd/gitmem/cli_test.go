@@ -38,6 +38,7 @@ func TestMain(m *testing.M) {
 type cli struct {
 	t    *testing.T
 	data string
+	dir  string // the folder gitmem runs in, if not this one: data may be relative to it
 }
 
 func newCLI(t *testing.T) *cli {
@@ -60,6 +61,7 @@ func (c *cli) runEnv(env []string, stdin string, args ...string) (string, string
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, append([]string{"--data", c.data}, args...)...)
 	cmd.Stdin = strings.NewReader(stdin)
+	cmd.Dir = c.dir
 	cmd.Env = append(env, "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
