@@ -3,10 +3,14 @@ package gitstore
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/gitmem/gitmem/internal/testlog"
 )
 
 // TestCatalogOfOlderFormat: a catalog of another format (here with its records in JSON, as
@@ -42,11 +46,7 @@ func TestCatalogOfOlderFormat(t *testing.T) {
 	}
 
 	// Make it what format 3 wrote: JSON records, and the format's mark.
-	db, err := bolt.Open(filepath.Join(dir, "catalog", id+".db"), 0o644, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = db.Update(func(tx *bolt.Tx) error {
+	editCatalog(t, dir, id, func(tx *bolt.Tx) error {
 		for _, name := range [][]byte{bMem, bVer} {
 			b := tx.Bucket(name)
 			recs := map[string][]byte{}
@@ -75,10 +75,6 @@ func TestCatalogOfOlderFormat(t *testing.T) {
 		}
 		return tx.Bucket(bMeta).Put(kFormat, []byte("3"))
 	})
-	db.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
 
 	d = openDir(t, dir)
 	defer d.Close()
@@ -113,5 +109,75 @@ func TestCatalogOfOlderFormat(t *testing.T) {
 		if after.Versions[i].ID != before.Versions[i].ID {
 			t.Fatalf("version %d: id %s after the rebuild, %s before", i, after.Versions[i].ID, before.Versions[i].ID)
 		}
+	}
+}
+
+// TestCatalogOfFormat4: a catalog of format 4, which had no sesver or keyver, gets them from
+// its versions at open, without a rebuild; the versions listed by session and by API key
+// are then those a scan finds, and the writes after list theirs too.
+func TestCatalogOfFormat4(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	d := openDir(t, dir)
+	s := mustCreate(t, d, "four")
+	id := s.ID()
+	ses := Actor{Type: SessionActor, ID: "sesn_01FORMATFOUR", APIKeyID: apiActor.ID}
+	m := mustWrite(t, s, "/a.md", "one", apiActor)
+	mustWrite(t, s, "/a.md", "two", ses)
+	mustWrite(t, s, "/b.md", "one", Actor{Type: SessionActor, ID: "sesn_01OTHER"})
+	mustDelete(t, s, m.Memory.ID, ses)
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Make it what format 4 wrote: no sesver or keyver, and the format's mark.
+	editCatalog(t, dir, id, func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bSesVer, bKeyVer} {
+			if err := tx.DeleteBucket(b); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket(bMeta).Put(kFormat, []byte("4"))
+	})
+
+	logs := &testlog.Buffer{}
+	d, err := Open(ctx, dir, Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if s, err = d.Store(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if l := logs.String(); !strings.Contains(l, "format 4") || strings.Contains(l, "rebuilding") {
+		t.Fatalf("the catalog of format 4 was not filled in place:\n%s", l)
+	}
+	checkVersionIndexes(t, s, "after the upgrade")
+	mustWrite(t, s, "/c.md", "one", ses)
+	checkVersionIndexes(t, s, "after a write")
+	err = s.readCatalog(func(ct catTx) error {
+		if f := string(ct.tx.Bucket(bMeta).Get(kFormat)); f != catalogFormat {
+			t.Errorf("format %q after the upgrade, want %q", f, catalogFormat)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// editCatalog changes the catalog of store id in the data directory dir, closed, with fn.
+func editCatalog(t *testing.T, dir, id string, fn func(tx *bolt.Tx) error) {
+	t.Helper()
+	db, err := bolt.Open(filepath.Join(dir, "catalog", id+".db"), 0o644, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(fn)
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
 	}
 }

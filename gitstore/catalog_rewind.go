@@ -211,7 +211,7 @@ func (c catTx) rewind(or objectReader, base plumbing.Hash, undone, reused, touch
 				lostElsewhere = append(lostElsewhere, v.ID)
 			}
 		}
-		if err := c.tx.Bucket(bMemVer).Delete(append([]byte(v.Memory), k...)); err != nil {
+		if err := c.unindexVersion(v); err != nil {
 			return err
 		}
 	}

@@ -209,11 +209,15 @@ func forkAndMerge(t *testing.T, rng *rand.Rand, d *DataDir, s *Store, paths []st
 }
 
 // dumpCatalog writes out every record that the catalog derives from history, without the
-// numbers that order them (a rebuild numbers them afresh).
+// numbers that order them (a rebuild numbers them afresh). sesver and keyver must list the
+// versions as a scan of ver does (versionIndexApart).
 func dumpCatalog(t *testing.T, s *Store) string {
 	t.Helper()
 	var b strings.Builder
 	err := s.readCatalog(func(ct catTx) error {
+		if diff := versionIndexApart(t, ct); diff != "" {
+			return fmt.Errorf("the versions listed by session and API key differ from a scan:\n%s", diff)
+		}
 		fmt.Fprintf(&b, "applied %s\nusage %+v\n", ct.applied(), ct.usage())
 		info, err := ct.storeInfo()
 		if err != nil {

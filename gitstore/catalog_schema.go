@@ -19,7 +19,7 @@ import (
 //
 // Derived buckets hold what the history of main says, and resetCatalog empties them for a
 // rebuild from the first commit (catalog.go: meta and its keys; catalog_memories.go: mem,
-// path; catalog_versions.go: ver, verid, memver):
+// path; catalog_versions.go: ver, verid, memver, sesver, keyver):
 //
 //	meta     applied -> the commit the catalog reflects (20 bytes);
 //	         seq -> the last version number (8 bytes, big endian);
@@ -32,6 +32,9 @@ import (
 //	         (binary: catalog_codec.go)
 //	verid    version id -> version number
 //	memver   memory id + version number -> nothing (the versions of a memory, also deleted)
+//	sesver   idRun(session id) + version number -> nothing: the versions a session made
+//	keyver   idRun(API key id) + version number -> nothing: the versions of an API key,
+//	         made by the key or by a session of it (Actor.KeyID)
 //	storechg number -> storeChgRec (JSON): a change of .gitmem/store.json, numbered in the
 //	         same sequence as the versions, so that a feed of both is in commit order
 //
@@ -55,6 +58,8 @@ var (
 	bVer    = []byte("ver")
 	bVerID  = []byte("verid")
 	bMemVer = []byte("memver")
+	bSesVer = []byte("sesver")
+	bKeyVer = []byte("keyver")
 	bStore  = []byte("storechg")
 
 	bPushKey   = []byte("pushkey")
@@ -77,13 +82,14 @@ var (
 // derivedBuckets are emptied by a rebuild; keptBuckets are not. ensureBuckets makes both
 // but rewritten, prune and rewriting, which redaction makes when it needs them.
 var (
-	derivedBuckets = [][]byte{bMeta, bMem, bPath, bVer, bVerID, bMemVer, bStore}
+	derivedBuckets = [][]byte{bMeta, bMem, bPath, bVer, bVerID, bMemVer, bSesVer, bKeyVer, bStore}
 	keptBuckets    = [][]byte{bPushKey, bRead}
 )
 
 // catalogFormat changes when the records change shape; a catalog of another format is
-// rebuilt at open.
-const catalogFormat = "4" // 2: meta holds the usage counters (quota.go); 3: storechg; 4: mem and ver binary (catalog_codec.go)
+// rebuilt at open, but for one of format 4, whose versions fill sesver and keyver
+// (openCatalog).
+const catalogFormat = "5" // 2: meta holds the usage counters (quota.go); 3: storechg; 4: mem and ver binary (catalog_codec.go); 5: sesver, keyver
 
 // memRec is a memory's state (bucket mem; its encoding is catalog_codec.go's).
 type memRec struct {
@@ -188,6 +194,14 @@ func seqKey(n uint64) []byte {
 	var k [8]byte
 	binary.BigEndian.PutUint64(k[:], n)
 	return k[:]
+}
+
+// idRun is the prefix of the keys of a session's or an API key's versions in sesver or
+// keyver: the id's length, then the id. The length keeps the run of each id apart from that
+// of an id that begins with it, whatever bytes ids hold (those of commits pushed with git
+// are the trailers' text).
+func idRun(id string) []byte {
+	return append(binary.AppendUvarint(nil, uint64(len(id))), id...)
 }
 
 func seqOf(k []byte) uint64 {

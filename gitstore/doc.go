@@ -16,9 +16,9 @@
 //     git (plain.go).
 //   - catalog: a bbolt file per store, never part of the repository; its schema is in
 //     catalog_schema.go, and only the catalog's files (catalog*.go) open its buckets. The
-//     derived buckets (meta, mem, path, ver, verid, memver: memory id -> path and state, and
-//     the list of versions) come from the history of main and are rebuilt from it at any
-//     time. The kept buckets hold what history does not: which API key pushed a commit
+//     derived buckets (meta, mem, path, ver, verid, memver, sesver, keyver: memory id -> path
+//     and state, the list of versions, and the versions of each memory, session and API key)
+//     come from the history of main and are rebuilt from it at any time. The kept buckets hold what history does not: which API key pushed a commit
 //     (pushkey), when a memory was last read (read), which commits a redaction rewrote
 //     (rewritten) and which objects it left to prune (prune); a rebuild keeps them, and
 //     nothing can rebuild them if the catalog file is lost.

@@ -627,7 +627,10 @@ func lastKey(items []ListItem) []byte {
 	return []byte(it.Prefix)
 }
 
-// Versions lists versions newest first.
+// Versions lists versions newest first. A filter by memory, session or API key walks the
+// versions of that memory, session or key (catalog_versions.go, versionIndex); the other
+// filters alone walk the store's versions until a page is full, and the walk ends with
+// ctx's error once ctx is done.
 func (s *Store) Versions(ctx context.Context, f VersionFilter) (VersionPage, error) {
 	limit, err := checkLimit(f.Limit, 20, 1000)
 	if err != nil {
@@ -646,9 +649,15 @@ func (s *Store) Versions(ctx context.Context, f VersionFilter) (VersionPage, err
 	}
 	var page VersionPage
 	err = s.view(ctx, func(ct catTx) error {
-		for v, err := range ct.versionsBefore(f.MemoryID, before) {
+		walked := 0
+		for v, err := range ct.versionsBefore(f, before) {
 			if err != nil {
 				return err
+			}
+			if walked++; walked%versionsPerCheck == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
 			}
 			if !f.matches(v) {
 				continue
@@ -669,6 +678,10 @@ func (s *Store) Versions(ctx context.Context, f VersionFilter) (VersionPage, err
 	})
 	return page, err
 }
+
+// versionsPerCheck is how many versions a listing walks between looks at its context: a
+// few hundred microseconds.
+const versionsPerCheck = 256
 
 func lastSeq(ct catTx, vs []Version) []byte {
 	return ct.versionKey(vs[len(vs)-1].ID)

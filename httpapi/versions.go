@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -31,7 +32,11 @@ func (s *Server) listVersions(c echo.Context) error {
 		// gitmem has no service accounts, so none of its versions match.
 		return c.JSON(http.StatusOK, page(data, ""))
 	}
-	p, err := st.Versions(c.Request().Context(), f)
+	// A listing by operation or time alone walks the store's versions until it fills a
+	// page: it ends when the client goes, or when its answer could no longer be written.
+	ctx, cancel := context.WithTimeout(c.Request().Context(), s.opts.Limits.WriteTimeout)
+	defer cancel()
+	p, err := st.Versions(ctx, f)
 	if err != nil {
 		return err
 	}

@@ -80,8 +80,8 @@ can change the stores.`,
   gitmem agent --store notes --watch "Keep /summary.md a summary of the other notes"`,
 		DisableFlagsInUseLine: true,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return fmt.Errorf("usage: gitmem agent --store STORE [--store ...] TASK...: give the task, quoted or as words")
+			if err := rangeArgs([]string{"TASK..."})(cmd, args); err != nil {
+				return fmt.Errorf("%w, quoted or as words", err)
 			}
 			return nil
 		},
@@ -163,7 +163,7 @@ gateway), and ANTHROPIC_AUTH_TOKEN, a bearer token used instead of a key.`)
 
 func runAgent(ctx context.Context, a *app, o agentOptions, task string, stdout, stderr io.Writer) (err error) {
 	if len(o.stores) == 0 {
-		return usageError{fmt.Errorf("attach a store with --store STORE (1 to %d; see \"gitmem agent --help\")", tooladapter.MaxStores)}
+		return usageError{fmt.Errorf("attach a store with --store STORE (1 to %d)", tooladapter.MaxStores)}
 	}
 	if len(o.stores) > tooladapter.MaxStores {
 		return usageError{fmt.Errorf("%d stores given; an agent can have at most %d", len(o.stores), tooladapter.MaxStores)}
@@ -195,7 +195,7 @@ func runAgent(ctx context.Context, a *app, o agentOptions, task string, stdout, 
 			return agentThroughServer(ctx, t, o, specs, task, stdout, stderr)
 		}
 		if o.watch {
-			return usageError{errors.New("--watch needs a running gitmem serve (in this folder, or --server URL): while this command holds the data directory, nobody else can change the stores")}
+			return invalidf("--watch needs a running gitmem serve (in this folder, or --server URL): while this command holds the data directory, nobody else can change the stores")
 		}
 		d := t.data
 		opts := tooladapter.Options{ID: o.sessionID}

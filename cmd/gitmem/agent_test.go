@@ -485,7 +485,7 @@ func TestAgentUsageErrors(t *testing.T) {
 	mustContain(t, "no key", run(nil, "--store", "s", "hello"),
 		"ANTHROPIC_API_KEY is not set", "export ANTHROPIC_API_KEY=", "ANTHROPIC_BASE_URL")
 	mustContain(t, "no store", run(key, "hello"), "attach a store with --store STORE")
-	mustContain(t, "no task", run(key, "--store", "s"), "give the task")
+	mustContain(t, "no task", run(key, "--store", "s"), "agent: missing TASK, quoted or as words")
 	mustContain(t, "unknown store", run(key, "--store", "nope", "hello"), `no store with id or name "nope"`)
 	mustContain(t, "twice", run(key, "--store", "s", "--store", "s:read_only", "hello"), "attached twice")
 	mustContain(t, "bad session", run(key, "--store", "s", "--session", "abc", "hello"), "must start with sesn_")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"strings"
@@ -78,7 +79,7 @@ func checkServerURL(raw, via string) error {
 		like = g.String() // a host and port without the scheme: the same with http://
 	}
 	bad := func(why string) error {
-		return usageError{fmt.Errorf("%s %q: %s; give the server's address, like %s", via, raw, why, like)}
+		return invalidf("%s %q: %s; give the server's address, like %s", via, raw, why, like)
 	}
 	switch {
 	case err != nil || u.Host == "" || u.Opaque != "":
@@ -249,16 +250,20 @@ func (t target) find(ctx context.Context, ref string) (storeAPI, error) {
 }
 
 // resolveStore finds the id of a store named by id or by a name that one store has
-// (gitstore.ResolveStoreRef), among the stores that l lists.
+// (gitstore.ResolveStoreRef), among the stores that l lists. A store that is not there,
+// by name or by id, is an error that says where gitmem looked and how to list the stores.
 func resolveStore(ctx context.Context, l storeLister, ref string) (string, error) {
+	var id string
+	var err error
 	if strings.HasPrefix(ref, gitstore.StorePrefix) {
-		return ref, nil
+		id, err = ref, storeExists(ctx, l, ref)
+	} else {
+		var stores []gitstore.StoreInfo
+		if stores, err = allStores(ctx, l, true); err != nil {
+			return "", err
+		}
+		id, err = gitstore.ResolveStoreRef(stores, ref)
 	}
-	stores, err := allStores(ctx, l, true)
-	if err != nil {
-		return "", err
-	}
-	id, err := gitstore.ResolveStoreRef(stores, ref)
 	if errors.Is(err, gitstore.ErrNoStore) { // say where it looked: a mistyped --data is a common cause
 		where := ""
 		switch l := l.(type) {
@@ -272,6 +277,27 @@ func resolveStore(ctx context.Context, l storeLister, ref string) (string, error
 	return id, err
 }
 
+// storeExists returns an error that is gitstore.ErrNoStore if no store of l has the id. In a
+// data directory it opens nothing (a store that is there but does not open is the command's
+// to meet); a server it asks for the store, and returns what refused the question (a key,
+// no answer) as the command would have met it.
+func storeExists(ctx context.Context, l storeLister, id string) error {
+	switch l := l.(type) {
+	case *gitstore.DataDir:
+		if _, err := os.Stat(l.Layout().StoreRepo(id)); !errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+	case *client.Client:
+		if _, err := l.Store(id).Info(ctx); !gitstore.IsKind(err, gitstore.KindNotFound) {
+			return err
+		}
+	default:
+		return nil
+	}
+	return &gitstore.Error{Kind: gitstore.KindNotFound, Err: gitstore.ErrNoStore,
+		Message: fmt.Sprintf("memory store %s not found", id)}
+}
+
 // needsDataDir is the error of a command that works on the data directory itself when a
 // server holds it, or when a server was named.
 func (a *app) needsDataDir(le *gitstore.LockedError) error {
@@ -281,7 +307,7 @@ func (a *app) needsDataDir(le *gitstore.LockedError) error {
 	}
 	if le == nil {
 		_, via := a.serverURL()
-		return usageError{fmt.Errorf("%s works on a data directory, not through a server (%s is set); run it where the data directory is", name, via)}
+		return invalidf("%s works on a data directory, not through a server (%s is set); run it where the data directory is", name, via)
 	}
 	return &gitstore.Error{Kind: gitstore.KindUnavailable, Err: le,
 		Message: fmt.Sprintf("%s needs the data directory %s, which %s holds at %s; stop it first", name, le.Dir, le.Holder, le.URL)}

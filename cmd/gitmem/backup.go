@@ -181,7 +181,7 @@ func (s serverSource) Open(string) (io.ReadCloser, error) {
 // restoreBackup is "gitmem restore SRC --data DIR": a data directory made from a backup.
 func (a *app) restoreBackup(cmd *cobra.Command, src string, asJSON bool) error {
 	if _, err := os.Stat(src); os.IsNotExist(err) {
-		return usageError{fmt.Errorf("%s does not exist: gitmem restore takes STORE VERSION_ID (a memory's version), or BACKUP --data DIR (a data directory from a backup)", src)}
+		return usageError{fmt.Errorf("there is no backup at %s; a memory's version is restored with STORE VERSION_ID", src)}
 	}
 	if u, _ := a.serverURL(); u != "" {
 		return usageError{errors.New("restore makes a data directory on this machine: give --data DIR, not --server")}
@@ -196,7 +196,7 @@ func (a *app) restoreBackup(cmd *cobra.Command, src string, asJSON bool) error {
 		return err
 	}
 	if ids, _ := (backup.Dir{Root: a.dataDir}).StoreIDs(ctx); len(ids) > 0 {
-		return usageError{fmt.Errorf("%s holds %d stores already: restore into a new or empty directory (--data DIR)", a.dataDir, len(ids))}
+		return invalidf("%s holds %d stores already: restore into a new or empty directory (--data DIR)", a.dataDir, len(ids))
 	}
 	d, err := gitstore.Open(ctx, a.dataDir, gitstore.Options{})
 	if err != nil {
@@ -254,7 +254,7 @@ directory (PATH, else --data), also while gitmem serve runs:
 Exits 0 when nothing is wrong, and 1 after listing what is.`,
 		Example: `  gitmem verify
   gitmem verify /backups/gitmem-2026-11-25.tar`,
-		Args: cobra.MaximumNArgs(1),
+		Args: rangeArgs(nil, "PATH"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			path := a.dataDir
@@ -274,7 +274,7 @@ Exits 0 when nothing is wrong, and 1 after listing what is.`,
 			} else {
 				what = "data directory"
 				if u, via := a.serverURL(); u != "" {
-					return usageError{fmt.Errorf("verify reads the data directory on this machine; %s names a server (leave it out)", via)}
+					return invalidf("verify reads the data directory on this machine; %s names a server (leave it out)", via)
 				}
 				if _, serr := os.Stat(gitstore.Layout{Root: path}.StoresDir()); serr != nil {
 					return fmt.Errorf("%s is neither a gitmem backup (no %s) nor a data directory (no stores/)", path, backup.ManifestFile)
@@ -317,6 +317,13 @@ func (a *app) verifyData(ctx context.Context, path string) (backup.Report, error
 	b.dataDir = path
 	var rep backup.Report
 	err := b.withTarget(ctx, func(t target) error {
+		if t.srv != nil {
+			// A key missing or refused would be a problem of every store's catalog, found
+			// after each store's fsck: say so first, as any other command does.
+			if _, err := t.srv.ListStores(ctx, gitstore.StoreListOptions{Limit: 1}); err != nil {
+				return err
+			}
+		}
 		var err error
 		rep, err = backup.VerifyData(ctx, path, func(id string) (backup.Live, error) {
 			if t.srv != nil {

@@ -93,6 +93,11 @@ func TestBackupWhileWriting(t *testing.T) {
 		t.Fatalf("verify while serving: exit %d: %s %s", code, out, stderr)
 	}
 	mustContain(t, "verify while serving", out, "verified the data directory", "no problem found")
+	// Without it, verify says so, not that every store has a problem.
+	out, stderr, code = c.runEnv(os.Environ(), "", "verify")
+	if code != exitAuth || out != "" || !strings.Contains(stderr, "requires an API key; set GITMEM_API_KEY") || strings.Contains(stderr, "problem") {
+		t.Errorf("verify while serving, without the key: exit %d: %q %q; want exit %d and what the server wants", code, out, stderr, exitAuth)
+	}
 
 	// Restore into a new directory: every write acknowledged before the backup is there.
 	r := &cli{t: t, data: filepath.Join(t.TempDir(), "restored")}

@@ -38,6 +38,7 @@ func TestMain(m *testing.M) {
 type cli struct {
 	t    *testing.T
 	data string
+	dir  string // the folder gitmem runs in, if not this one: data may be relative to it
 }
 
 func newCLI(t *testing.T) *cli {
@@ -60,6 +61,7 @@ func (c *cli) runEnv(env []string, stdin string, args ...string) (string, string
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, append([]string{"--data", c.data}, args...)...)
 	cmd.Stdin = strings.NewReader(stdin)
+	cmd.Dir = c.dir
 	cmd.Env = append(env, "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -176,6 +178,9 @@ func TestMemoriesEndToEnd(t *testing.T) {
 	if out := c.ok("", "reindex", "prefs", "--only", "search"); strings.Contains(out, "reindexed") || !strings.Contains(out, "rebuilt the search index") {
 		t.Errorf("reindex --only search: %q", out)
 	}
+	c.ok("", "stores", "create", "one")
+	c.ok("x\n", "put", "one", "/x.md")
+	mustContain(t, "reindex of one memory", c.ok("", "reindex", "one"), ": 2 commits in", ": 1 memory in")
 	if got := c.ok("", "log", "prefs", "/code.md", "--json"); !strings.Contains(got, versions[0]["id"].(string)) {
 		t.Errorf("version ids changed by reindex: %s", got)
 	}
@@ -230,7 +235,7 @@ func TestUsageErrors(t *testing.T) {
 	if _, errOut, _ := c.run("", "stores", "list"); strings.Contains(errOut, "made a new") {
 		t.Errorf("a data directory that exists is called new: %s", errOut)
 	}
-	mustContain(t, "typo", c.fails("", "sotres"), `unknown command "sotres"`, "Did you mean this?", "stores")
+	mustContain(t, "typo", c.fails("", "sotres"), `gitmem: unknown command "sotres"; did you mean stores? (usage: gitmem COMMAND [flags]; see "gitmem --help")`+"\n")
 	mustContain(t, "missing args", c.fails("", "put", "s"), "usage: gitmem put STORE PATH [FILE|-]")
 	mustContain(t, "bad path", c.fails("x", "put", "s", "notes.md"), "must start with /")
 	mustContain(t, "dot segment", c.fails("x", "put", "s", "/a/../b.md"), `".." segment`)
@@ -243,12 +248,12 @@ func TestUsageErrors(t *testing.T) {
 	mustContain(t, "bad op", c.fails("", "log", "s", "--op", "renamed"), "operation must be created, modified or deleted")
 	big := strings.Repeat("x", gitstore.MaxContentBytes+1)
 	mustContain(t, "too big", c.fails(big, "put", "s", "/big.md"), "over the limit of 102400 bytes")
-	mustContain(t, "restore with a path", c.fails("", "restore", "s", "/a.md", "memver_x"), "restore takes no PATH: gitmem restore s memver_x")
+	mustContain(t, "restore with a path", c.fails("", "restore", "s", "/a.md", "memver_x"), "restore: no PATH, as the version names its memory: gitmem restore s memver_x")
 	mustContain(t, "restore with a path, a name with a space", c.fails("", "restore", "User prefs", "/a.md", "memver_x"), "gitmem restore 'User prefs' memver_x")
-	mustContain(t, "group typo", c.fails("", "stores", "craete", "x"), `unknown command "craete" for "gitmem stores"`, "did you mean create?")
+	mustContain(t, "group typo", c.fails("", "stores", "craete", "x"), `stores: unknown command "craete"; did you mean create?`)
 	mustContain(t, "another server's flag", c.fails("", "serve", "--port", "8000"), "unknown flag: --port; did you mean --addr?")
 	mustContain(t, "another server's shorthand", c.fails("", "serve", "-p", "8000"), "unknown shorthand flag: 'p' in -p; did you mean --addr?")
-	mustContain(t, "a port as an argument", c.fails("", "serve", "8000"), "gitmem serve takes no arguments; to listen on 127.0.0.1:8000, use --addr 127.0.0.1:8000")
+	mustContain(t, "a port as an argument", c.fails("", "serve", "8000"), `serve: extra argument "8000"; to listen on 127.0.0.1:8000, use --addr 127.0.0.1:8000`)
 	mustContain(t, "an address as an argument", c.fails("", "serve", "0.0.0.0:8000"), "use --addr 0.0.0.0:8000")
 	if _, errOut, code := c.run("", "serve", "--log-level", "verbose", "--addr", "127.0.0.1:0"); code != exitUsage || !strings.Contains(errOut, `--log-level must be debug, info, warn or error, got "verbose"`) {
 		t.Errorf("serve --log-level verbose: exit %d, %q", code, errOut)

@@ -390,3 +390,43 @@ func TestJSONAndQuiet(t *testing.T) {
 		mustContain(t, "quiet failure", c.fails("", "cat", "notes", "/nope.md", "-q"), "no memory at /nope.md")
 	}
 }
+
+// TestUnknownStoreHint names a store that is not there, by name and by id (a valid id of no
+// store, and a mistyped one), to commands that find it in different ways, on a data
+// directory and through the server that holds it: each says where it looked and how to
+// list the stores, and exits 3.
+func TestUnknownStoreHint(t *testing.T) {
+	c := newCLI(t)
+	c.ok("", "stores", "create", "notes")
+	refs := []string{"nope", "memstore_01M83BB1KXF10C9EEWAJM0FBRY", "memstore_01M83BB1KXF10C9EEWAJM0FBR"}
+	commands := [][]string{
+		{"ls", "{store}"},
+		{"cat", "{store}", "/a.md"},
+		{"put", "{store}", "/a.md"},
+		{"log", "{store}"},
+		{"search", "{store}", "hello"},
+		{"stores", "show", "{store}"},
+		{"stores", "delete", "{store}", "--yes"},
+		{"gc", "{store}"},
+		{"proposals", "list", "{store}"},
+		{"remote", "list", "{store}"},
+	}
+	check := func(where string) {
+		t.Helper()
+		for _, ref := range refs {
+			for _, args := range commands {
+				args = slices.Clone(args)
+				for i, a := range args {
+					args[i] = strings.ReplaceAll(a, "{store}", ref)
+				}
+				_, errOut, code := c.run("x\n", args...)
+				if code != exitNotFound || !strings.Contains(errOut, where+` (see "gitmem stores list --all")`) || !strings.Contains(errOut, ref) {
+					t.Errorf("gitmem %s: exit %d, %q; want exit %d, the store, %q and the hint", strings.Join(args, " "), code, errOut, exitNotFound, where)
+				}
+			}
+		}
+	}
+	check(" in data directory " + c.data)
+	url, _ := serveForGit(t, c)
+	check(" on " + url)
+}

@@ -64,9 +64,9 @@ func loadConfig(explicit string) (*configFile, error) {
 	var raw map[string]any
 	if _, err := toml.DecodeFile(path, &raw); err != nil {
 		if errors.Is(err, fs.ErrNotExist) && chosen {
-			return nil, usageError{fmt.Errorf("config file %s does not exist", path)}
+			return nil, invalidf("config file %s does not exist", path)
 		}
-		return nil, usageError{fmt.Errorf("config file %s: %w", path, err)}
+		return nil, invalidf("config file %s: %w", path, err)
 	}
 	cf := &configFile{path: path, tables: map[string]map[string]any{"": {}}}
 	for k, v := range raw {
@@ -118,7 +118,7 @@ func applyConfig(cmd *cobra.Command, cf *configFile) (map[string]string, error) 
 			sources[f.Name] = "flag --" + f.Name
 		case os.Getenv(envName(f.Name)) != "" && !ownEnv[f.Name]:
 			if e := f.Value.Set(os.Getenv(envName(f.Name))); e != nil {
-				err = usageError{fmt.Errorf("%s: %w", envName(f.Name), e)}
+				err = invalidf("%s: %w", envName(f.Name), e)
 				return
 			}
 			sources[f.Name] = "env " + envName(f.Name)
@@ -138,7 +138,7 @@ func applyConfig(cmd *cobra.Command, cf *configFile) (map[string]string, error) 
 				if table != "" {
 					where = "[" + table + "] " + f.Name
 				}
-				err = usageError{fmt.Errorf("config file %s: %s: %w", cf.path, where, e)}
+				err = invalidf("config file %s: %s: %w", cf.path, where, e)
 				return
 			}
 			sources[f.Name] = "config " + cf.path
@@ -183,12 +183,12 @@ func (cf *configFile) check(cmd *cobra.Command, key string) error {
 			if len(like) > 0 {
 				err = fmt.Errorf("%w; did you mean %s?", err, strings.Join(like, " or "))
 			}
-			return usageError{err}
+			return invalidf("%w", err)
 		}
 	}
 	for name := range cf.tables[""] {
 		if cmd.Root().PersistentFlags().Lookup(name) == nil || notConfigurable[name] {
-			return usageError{fmt.Errorf("config file %s: %s is not a flag of every command; put it in the table of its command ([serve] ...)", cf.path, name)}
+			return invalidf("config file %s: %s is not a flag of every command; put it in the table of its command ([serve] ...)", cf.path, name)
 		}
 	}
 	for table := range cf.tables {
@@ -196,7 +196,7 @@ func (cf *configFile) check(cmd *cobra.Command, key string) error {
 			continue
 		}
 		if c, _, err := cmd.Root().Find(strings.Fields(table)); err != nil || commandKey(c) != table {
-			return usageError{fmt.Errorf("config file %s: [%s] is not a gitmem command", cf.path, table)}
+			return invalidf("config file %s: [%s] is not a gitmem command", cf.path, table)
 		}
 	}
 	return nil
@@ -206,7 +206,7 @@ func newConfigCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{Use: "config", Short: "Show the configuration: flags, environment and the config file"}
 	var asJSON bool
 	show := &cobra.Command{
-		Use:   "show [COMMAND]",
+		Use:   "show [COMMAND [SUBCOMMAND]]",
 		Short: "Print the value of every flag of a command (serve by default) and where it came from",
 		Long: `Prints what a command would run with: each flag's value and where it came from, the
 command line, the environment (GITMEM_<FLAG>) or the config file, or its default.
@@ -225,7 +225,7 @@ flags that every command has (data, server), a table named after a command sets 
 		Example: `  gitmem config show
   gitmem config show agent
   GITMEM_ADDR=0.0.0.0:7437 gitmem config show --config /etc/gitmem/gitmem.toml`,
-		Args: cobra.MaximumNArgs(2),
+		Args: rangeArgs(nil, "COMMAND", "SUBCOMMAND"),
 		RunE: func(c *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				args = []string{"serve"}

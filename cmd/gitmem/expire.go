@@ -72,7 +72,7 @@ are tracked outside the repository: reading makes no commit. A listing is not a 
 					return err
 				}
 				if rep.ExpireAfter == 0 {
-					return usageError{fmt.Errorf("store %s has no expiry (or is archived); set one with: gitmem stores set %s --expire-after 30d", s.ID(), args[0])}
+					return invalidf("store %s has no expiry (or is archived); set one with: gitmem stores set %s --expire-after 30d", s.ID(), args[0])
 				}
 				if asJSON {
 					return printJSON(cmd.OutOrStdout(), httpapi.ExpireJSON(s.ID(), rep))

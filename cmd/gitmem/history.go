@@ -39,7 +39,7 @@ where it was. Then run "gitmem serve --data DIR".`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 3 && strings.HasPrefix(args[1], "/") {
 				// As log and diff take it: the version names its memory already.
-				return fmt.Errorf("restore takes no PATH: gitmem restore %s %s", quoteArg(args[0]), quoteArg(args[2]))
+				return fmt.Errorf("no PATH, as the version names its memory: gitmem restore %s %s", quoteArg(args[0]), quoteArg(args[2]))
 			}
 			return rangeArgs([]string{"STORE|BACKUP"}, "VERSION_ID")(cmd, args)
 		},

@@ -37,8 +37,11 @@ func newKeysCreateCmd(a *app) *cobra.Command {
 		Short: "Create an API key and print its secret, once",
 		Example: `  gitmem keys create --name laptop
   gitmem keys create --name dashboard --access read_only --store notes`,
-		Args: cobra.NoArgs,
+		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if name == "" {
+				return usageError{errors.New("missing --name NAME: a key needs a name, to tell it apart later")}
+			}
 			if store != "" && !strings.HasPrefix(store, gitstore.StorePrefix) {
 				// A name: the data directory, or the server that holds it, says which store.
 				ref := store
@@ -112,7 +115,7 @@ func newKeysListCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List API keys (never their secrets)",
-		Args:  cobra.NoArgs,
+		Args:  exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			keys, err := apikeys.Open(a.dataDir)
 			if err != nil {

@@ -51,26 +51,26 @@ was deleted or renamed away). --since and --until take 2026-01-02T15:04:05Z, a d
 				*b.t = t
 			}
 			return a.withTarget(cmd.Context(), func(t target) error {
-				var refs []string
+				var ids []string
 				names := map[string]string{} // store id -> name, for the STORE column
 				if len(args) > 0 {
-					refs = args[:1]
+					id, err := resolveStore(cmd.Context(), t.lister(), args[0])
+					if err != nil {
+						return err
+					}
+					ids = []string{id}
 				} else {
 					stores, err := allStores(cmd.Context(), t.lister(), true)
 					if err != nil {
 						return err
 					}
 					for _, info := range stores {
-						refs = append(refs, info.ID)
+						ids = append(ids, info.ID)
 						names[info.ID] = info.Name
 					}
 				}
 				var versions []gitstore.Version
-				for _, ref := range refs {
-					id, err := resolveStore(cmd.Context(), t.lister(), ref)
-					if err != nil {
-						return err
-					}
+				for _, id := range ids {
 					s, err := t.store(cmd.Context(), id)
 					if err != nil {
 						return err
@@ -87,7 +87,7 @@ was deleted or renamed away). --since and --until take 2026-01-02T15:04:05Z, a d
 					}
 					versions = append(versions, vs...)
 				}
-				if len(refs) > 1 { // newest first across stores
+				if len(ids) > 1 { // newest first across stores
 					slices.SortStableFunc(versions, func(x, y gitstore.Version) int { return y.CreatedAt.Compare(x.CreatedAt) })
 				}
 				if limit > 0 && len(versions) > limit {

@@ -91,6 +91,21 @@ commands below.`,
 		root.AddCommand(c(a))
 	}
 	addCompletion(a, root)
+	// cobra adds help and completion when it runs; here, so that they refuse a wrong call
+	// as the others do.
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		switch c.Name() {
+		case "help":
+			c.Args = helpArgs
+		case "completion":
+			for _, shell := range c.Commands() {
+				shell.Args = exactArgs() // cobra.NoArgs calls an extra argument an unknown command
+			}
+		}
+	}
+	markUsage(root)
 	return root
 }
 
@@ -99,7 +114,6 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	root := newRootCmd()
-	markUsage(root)
 	cmd, err := root.ExecuteContextC(ctx)
 	if err != nil && ctx.Err() != nil {
 		// What failed failed because of the signal: not the server, not the input. An
@@ -111,10 +125,7 @@ func main() {
 		os.Exit(exitInterrupted)
 	}
 	if err != nil {
-		if cmd == root && !errors.As(err, new(usageError)) {
-			err = usageError{err} // an unknown command
-		}
-		fmt.Fprintln(os.Stderr, "gitmem:", err)
+		fmt.Fprintln(os.Stderr, "gitmem:", usageMessage(cmd, err))
 		os.Exit(exitCode(err))
 	}
 }

@@ -43,7 +43,7 @@ is printed on stderr at start. Nothing but MCP goes to stdout; logs go to stderr
 server's /mcp endpoint, with GITMEM_API_KEY.`,
 		Example: `  gitmem mcp --store notes
   gitmem mcp --store notes --store "Team Wiki:read_only:Conventions: follow them"`,
-		Args: cobra.NoArgs,
+		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			level, err := parseLogLevel(logLevel)
 			if err != nil {

@@ -131,7 +131,7 @@ func readContent(cmd *cobra.Command, args []string) (string, error) {
 		return "", fmt.Errorf("read content: %w", got.err)
 	}
 	if len(got.b) > gitstore.MaxContentBytes { // read no further: its size is unknown
-		return "", usageError{fmt.Errorf("content is over the limit of %d bytes", gitstore.MaxContentBytes)}
+		return "", invalidf("content is over the limit of %d bytes", gitstore.MaxContentBytes)
 	}
 	return string(got.b), nil
 }

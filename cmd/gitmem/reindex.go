@@ -12,6 +12,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/gitmem/gitmem/gitstore"
+	"github.com/gitmem/gitmem/internal/english"
 	"github.com/gitmem/gitmem/search"
 )
 
@@ -66,8 +67,8 @@ the catalog from the whole history, then the search index from the memories at t
 					}
 					report["catalog"] = map[string]any{"commits": commits, "head": s.Head(), "latest_version_id": nilIfEmpty(strings.TrimPrefix(latest, "none")),
 						"took_ms": time.Since(start).Milliseconds()}
-					fmt.Fprintf(out, "reindexed %s: %d commits in %s; head %s, latest version %s\n",
-						s.ID(), commits, time.Since(start).Round(time.Millisecond), s.Head(), latest)
+					fmt.Fprintf(out, "reindexed %s: %s in %s; head %s, latest version %s\n",
+						s.ID(), english.Count(commits, "commit"), time.Since(start).Round(time.Millisecond), s.Head(), latest)
 				}
 				if only != "catalog" {
 					start := time.Now()
@@ -78,8 +79,8 @@ the catalog from the whole history, then the search index from the memories at t
 						return err
 					}
 					report["search"] = map[string]any{"memories": memories, "took_ms": time.Since(start).Milliseconds()}
-					fmt.Fprintf(out, "rebuilt the search index of %s: %d memories in %s\n",
-						s.ID(), memories, time.Since(start).Round(time.Millisecond))
+					fmt.Fprintf(out, "rebuilt the search index of %s: %s in %s\n",
+						s.ID(), english.Count(memories, "memory"), time.Since(start).Round(time.Millisecond))
 				}
 				return nil
 			})

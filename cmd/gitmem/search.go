@@ -41,9 +41,8 @@ and Korean text is found by any part of it.`,
   gitmem search prefs deplo* --path-prefix /projects/
   gitmem search prefs tea --json`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) < 2 {
-				return fmt.Errorf("%s needs a store and a query: %s STORE QUERY... (words, \"a phrase\", prefix*, -word, path:/dir/); see %q",
-					cmd.CommandPath(), cmd.CommandPath(), cmd.CommandPath()+" --help")
+			if err := rangeArgs([]string{"STORE", "QUERY..."})(cmd, args); err != nil {
+				return fmt.Errorf("%w: words, \"a phrase\", prefix*, -word, path:/dir/", err)
 			}
 			return nil
 		},

@@ -145,7 +145,7 @@ func serve(ctx context.Context, a *app, log *slog.Logger, f serveFlags, cmd *cob
 		}
 	}
 	if f.metricsAddr != "" && !anyKey && !isLoopback(f.metricsAddr) {
-		return usageError{fmt.Errorf("refusing to serve metrics on %s without authentication: no API key exists yet; create one with \"gitmem keys create --name NAME\", or use a 127.0.0.1 address", f.metricsAddr)}
+		return invalidf("refusing to serve metrics on %s without authentication: no API key exists yet; create one with \"gitmem keys create --name NAME\", or use a 127.0.0.1 address", f.metricsAddr)
 	}
 	if !anyKey && !isLoopback(addr) {
 		return fmt.Errorf("refusing to serve on %s without authentication: no API key exists yet.\n"+
@@ -314,15 +314,16 @@ func parseNets(specs []string) ([]*net.IPNet, error) {
 
 // serveArgs refuses arguments, and says where an address or a port goes (gitmem serve 8000).
 func serveArgs(cmd *cobra.Command, args []string) error {
-	if len(args) == 0 {
+	err := exactArgs()(cmd, args)
+	if err == nil {
 		return nil
 	}
 	a := args[0]
 	if _, err := strconv.Atoi(a); err == nil {
 		a = "127.0.0.1:" + a
 	}
-	if _, _, err := net.SplitHostPort(a); err == nil {
-		return fmt.Errorf("gitmem serve takes no arguments; to listen on %s, use --addr %s", a, a)
+	if _, _, herr := net.SplitHostPort(a); herr == nil {
+		return fmt.Errorf("%w; to listen on %s, use --addr %s", err, a, a)
 	}
-	return fmt.Errorf("gitmem serve takes no arguments, got %q (gitmem serve --help lists its flags)", args[0])
+	return err
 }

@@ -92,7 +92,7 @@ func newStoresListCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List memory stores, newest first",
-		Args:  cobra.NoArgs,
+		Args:  exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withTarget(cmd.Context(), func(t target) error {
 				stores, err := allStores(cmd.Context(), t.lister(), all)
@@ -306,28 +306,3 @@ func storeJSON(s gitstore.StoreInfo) map[string]any {
 
 // timeFormat is RFC 3339 with milliseconds, as the API writes times.
 const timeFormat = "2006-01-02T15:04:05.000Z07:00"
-
-// exactArgs is cobra.ExactArgs with a message that names the missing arguments.
-func exactArgs(names ...string) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if len(args) == len(names) {
-			return nil
-		}
-		return fmt.Errorf("%s takes %d argument(s): %s (got %d); see %q", cmd.CommandPath(), len(names),
-			strings.Join(names, " "), len(args), cmd.CommandPath()+" --help")
-	}
-}
-
-// rangeArgs accepts the required arguments and then up to len(optional) more.
-func rangeArgs(required []string, optional ...string) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if len(args) >= len(required) && len(args) <= len(required)+len(optional) {
-			return nil
-		}
-		usage := strings.Join(required, " ")
-		for _, o := range optional {
-			usage += " [" + o + "]"
-		}
-		return fmt.Errorf("usage: %s %s (got %d arguments); see %q", cmd.CommandPath(), usage, len(args), cmd.CommandPath()+" --help")
-	}
-}

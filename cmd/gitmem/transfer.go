@@ -158,7 +158,7 @@ func newImportCmd(a *app) *cobra.Command {
 	var name, dir string
 	var overwrite, create, asJSON bool
 	cmd := &cobra.Command{
-		Use:   "import FILE|URL  |  import --dir DIR STORE",
+		Use:   "import FILE|URL | import --dir DIR STORE",
 		Short: "Create a store from a bundle or a git remote, or load a folder of files into a store",
 		Long: `gitmem import FILE|URL creates a store from a git bundle (made by "gitmem export") or from any
 git remote that holds a store's history: a path, file://, http(s):// (such as another gitmem's
@@ -177,11 +177,14 @@ skipped.`,
 		Example: `  gitmem import prefs.bundle
   gitmem import http://gitmem.example:7437/git/memstore_01M83BB1KXF10C9EEWAJM0FBRY.git
   gitmem import --dir ./notes prefs`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if dir != "" {
+				return exactArgs("STORE")(cmd, args)
+			}
+			return exactArgs("FILE|URL")(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if dir != "" {
-				if len(args) != 1 {
-					return usageError{fmt.Errorf("usage: gitmem import --dir DIR STORE")}
-				}
 				if name != "" {
 					return usageError{fmt.Errorf("--name is for an import from a bundle or a remote")}
 				}
@@ -189,9 +192,6 @@ skipped.`,
 			}
 			if overwrite || create {
 				return usageError{fmt.Errorf("--overwrite and --create are for an import with --dir")}
-			}
-			if len(args) != 1 {
-				return usageError{fmt.Errorf("usage: gitmem import FILE|URL, or gitmem import --dir DIR STORE")}
 			}
 			return a.importHistory(cmd, args[0], name, asJSON)
 		},

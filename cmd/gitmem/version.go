@@ -17,7 +17,7 @@ func newVersionCmd(a *app) *cobra.Command {
 		Short: "Print gitmem's version and the revision it was built from",
 		Long: `Prints the version of this gitmem binary and the VCS revision it was built from. A running
 server reports the same at GET /v1/version and in its MCP server info.`,
-		Args: cobra.NoArgs,
+		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			info := buildinfo.Read()
 			if asJSON {

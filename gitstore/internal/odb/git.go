@@ -34,7 +34,9 @@ func (r *Repo) GitOutput(ctx context.Context, args ...string) ([]byte, error) {
 // gitCmd prepares a git command on the repository, with its error output in stderr.
 func (r *Repo) gitCmd(ctx context.Context, args ...string) (*gitexec.Cmd, *bytes.Buffer) {
 	cmd := gitexec.Command(ctx, args...)
-	cmd.Env = []string{"GIT_DIR=" + r.path}
+	// git runs in the repository, so GIT_DIR is "." there: r.path may be relative to this
+	// process's folder (the default data directory, ./gitmem-data), which git's is not.
+	cmd.Env = []string{"GIT_DIR=."}
 	cmd.Dir = r.path
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

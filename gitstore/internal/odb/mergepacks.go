@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
@@ -478,9 +479,12 @@ func (m *merge) copyObject(i, j int, off int64, raw []byte) error {
 			_, err := m.cw.Write(raw)
 			return err
 		}
-		data, err := inflate(bytes.NewReader(raw[pos:]), size)
-		if err != nil {
-			return err
+		data, ok := storedTree(raw, pos, size, src.x.crc(j))
+		if !ok {
+			var err error
+			if data, err = inflate(bytes.NewReader(raw[pos:]), size); err != nil {
+				return err
+			}
 		}
 		return m.writeTree(src, j, data, raw)
 	case plumbing.OFSDeltaObject:
@@ -537,6 +541,38 @@ func (m *merge) copyObject(i, j int, off int64, raw []byte) error {
 	}
 	m.setCRC(src, j, crc)
 	return nil
+}
+
+// storedTree returns the content of the tree whose entry in a pack is raw, its zlib stream
+// from pos, if that stream is stored blocks only, as trees are written here (writeStored),
+// and raw's CRC-32 is crc, the index's: the blocks' bytes copied out, without the
+// decompressor and without the Adler-32, for which the CRC-32 of the same bytes stands.
+// Otherwise it returns false, and the caller inflates. A merge takes every tree of the
+// group packs it merges this way: inflating them was 67 µs of CPU a write at 100,000
+// memories, a third of it the Adler-32.
+func storedTree(raw []byte, pos int, size int64, crc uint32) ([]byte, bool) {
+	z := raw[pos:]
+	if len(z) < 2+5+4 || z[0] != 0x78 || z[1] != 0x01 || crc32.ChecksumIEEE(raw) != crc {
+		return nil, false
+	}
+	data := make([]byte, 0, size)
+	p := 2
+	for last := false; !last; {
+		if p+5 > len(z) || z[p]&^1 != 0 {
+			return nil, false // not a stored block in its own bytes, as writeStored makes them
+		}
+		last = z[p] == 1
+		n := int(binary.LittleEndian.Uint16(z[p+1:]))
+		if uint16(n) != ^binary.LittleEndian.Uint16(z[p+3:]) || p+5+n > len(z) || int64(len(data)+n) > size {
+			return nil, false
+		}
+		data = append(data, z[p+5:p+5+n]...)
+		p += 5 + n
+	}
+	if p+4 != len(z) || int64(len(data)) != size {
+		return nil, false
+	}
+	return data, true
 }
 
 // baseOf returns the source and position of the object at off in the i-th source, as the merge

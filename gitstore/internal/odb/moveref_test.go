@@ -15,7 +15,7 @@ import (
 
 // TestMoveRef: each write leaves main at its commit and no main.lock, and, once the
 // repository is closed, no file of it open (main's old files are closed); a main that git
-// packed into packed-refs is moved as well.
+// packed into packed-refs is moved as well, also once refs/heads is gone.
 func TestMoveRef(t *testing.T) {
 	path := initTestRepo(t)
 	r, err := Open(path)
@@ -48,7 +48,15 @@ func TestMoveRef(t *testing.T) {
 		t.Fatal(err)
 	}
 	h = publish(h, "five")
-	publish(h, "six")
+	h = publish(h, "six")
+	// And with refs/heads gone too (git pack-refs leaves the folder, a hand may not).
+	if err := os.WriteFile(filepath.Join(path, "packed-refs"), []byte(h.String()+" "+MainRef+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Dir(filepath.Join(path, MainRef))); err != nil {
+		t.Fatal(err)
+	}
+	publish(h, "seven")
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"crypto/sha1"
 	"fmt"
 	"hash/adler32"
+	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
@@ -292,6 +293,57 @@ func TestWriteStored(t *testing.T) {
 		zr, _ = stdzlib.NewReader(bytes.NewReader(raw))
 		if _, err := io.ReadAll(zr); err == nil {
 			t.Fatalf("%d bytes: a stream with a wrong checksum read without an error", n)
+		}
+	}
+}
+
+// TestStoredTree: a merge takes a tree's content from its stored blocks (storedTree) only
+// when the entry is exactly as writeStored makes it and its CRC-32 is the index's; the
+// content is then what inflating gives. Anything else goes to the decompressor.
+func TestStoredTree(t *testing.T) {
+	for _, n := range []int{600, 65535, 65536, 200000} {
+		data := make([]byte, n)
+		for i := range data {
+			data[i] = byte(i * 13)
+		}
+		var b bytes.Buffer
+		crc, err := writeTree(&b, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw := b.Bytes()
+		_, size, pos, err := objectHeader(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := storedTree(raw, pos, size, crc)
+		if !ok || !bytes.Equal(got, data) {
+			t.Fatalf("%d bytes: stored blocks read as %d bytes, %v", n, len(got), ok)
+		}
+		refused := map[string][]byte{
+			"another CRC-32":  nil,
+			"cut short":       raw[:len(raw)-1],
+			"a byte too many": append(bytes.Clone(raw), 0),
+			"a length off":    bytes.Clone(raw),
+		}
+		refused["a length off"][pos+3]++ // the first block's length, no longer its complement's
+		for what, r := range refused {
+			sum := crc32.ChecksumIEEE(r)
+			if r == nil {
+				r, sum = raw, crc+1
+			}
+			if _, ok := storedTree(r, pos, size, sum); ok {
+				t.Errorf("%d bytes, %s: taken as stored blocks", n, what)
+			}
+		}
+		// A compressed stream, as git writes trees.
+		var z bytes.Buffer
+		z.Write(raw[:pos])
+		zw := zlib.NewWriter(&z)
+		zw.Write(data)
+		zw.Close()
+		if _, ok := storedTree(z.Bytes(), pos, size, crc32.ChecksumIEEE(z.Bytes())); ok {
+			t.Errorf("%d bytes: a compressed stream taken as stored blocks", n)
 		}
 	}
 }

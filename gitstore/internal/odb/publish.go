@@ -213,7 +213,7 @@ func (r *Repo) ForgetJournal() error {
 
 // syncRef fsyncs main and the directories that hold it.
 func (r *Repo) syncRef() error {
-	ref := filepath.Join(r.path, MainRef)
+	ref := r.mainRef
 	f, err := os.Open(ref)
 	if err == nil {
 		err = f.Sync()

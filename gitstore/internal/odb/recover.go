@@ -121,7 +121,7 @@ func (r *Repo) recoverRef(recs []record, last plumbing.Hash) error {
 // writing it and making it main, or between the exchange that made it main and moving main's
 // old file away (moveRef): empty, or holding one of the journal's commits, new or old.
 func (r *Repo) removeStaleLock(recs []record) {
-	lock := filepath.Join(r.path, MainRef) + ".lock"
+	lock := r.mainRef + ".lock"
 	b, err := os.ReadFile(lock)
 	if err != nil {
 		return

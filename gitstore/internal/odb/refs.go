@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,7 +34,7 @@ func (e *lockedError) Unwrap() []error { return []error{ErrRefLocked, e.err} }
 // ReadRef returns the commit main points at, or the zero hash if main does not exist yet.
 // It reads the loose ref first and then packed-refs, as git does.
 func (r *Repo) ReadRef() (plumbing.Hash, error) {
-	b, err := readFile(filepath.Join(r.path, MainRef))
+	b, err := readFile(r.mainRef)
 	if err == nil {
 		h, ok := ParseHash(strings.TrimSpace(string(b)))
 		if !ok {
@@ -110,16 +111,22 @@ func createExclusive(path string) (*os.File, error) {
 
 // lockRef is LockRef, creating the lock file with create.
 func (r *Repo) lockRef(create func(string) (*os.File, error)) (*RefLock, error) {
-	refPath := filepath.Join(r.path, MainRef)
+	refPath := r.mainRef
 	lockPath := refPath + ".lock"
-	if err := os.MkdirAll(filepath.Dir(refPath), 0o755); err != nil {
-		return nil, fmt.Errorf("update %s: %w", MainRef, err)
-	}
 	r.dropLeftLock()
-	for wait := time.Millisecond; ; wait *= 2 {
+	for wait, made := time.Millisecond, false; ; wait *= 2 {
 		f, err := create(lockPath)
 		if err == nil {
 			return &RefLock{f: f, lockPath: lockPath, refPath: refPath}, nil
+		}
+		if errors.Is(err, fs.ErrNotExist) && !made {
+			// refs/heads is gone (git keeps refs in packed-refs, and a hand may remove the
+			// folder): made again, once, rather than looked for at every write.
+			if err := os.MkdirAll(filepath.Dir(refPath), 0o755); err != nil {
+				return nil, fmt.Errorf("update %s: %w", MainRef, err)
+			}
+			made, wait = true, wait/2
+			continue
 		}
 		if !os.IsExist(err) || wait > time.Second {
 			return nil, &lockedError{msg: fmt.Sprintf("%s is locked by another git process (%s exists)", MainRef, lockPath), err: err}

@@ -40,7 +40,8 @@ const MainRef = "refs/heads/main"
 // Repo is one bare repository. Reads look in an immutable set of packs (objects.go),
 // replaced whole under mu; objects are immutable, so reads share everything else.
 type Repo struct {
-	path string
+	path    string
+	mainRef string // path's MainRef, the file of main: named once, not at each write
 
 	mu sync.Mutex // held to replace objs
 	// placing is held (read) by placePack from its renames until its pack is in the set,
@@ -181,7 +182,7 @@ func open(path string, spares int) (*Repo, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Repo{path: path, spares: newSpares(packDir, makeDir, spares), journal: j, standby: standby, checkpointAt: checkpointBytes, merging: map[string]bool{}}
+	r := &Repo{path: path, mainRef: filepath.Join(path, MainRef), spares: newSpares(packDir, makeDir, spares), journal: j, standby: standby, checkpointAt: checkpointBytes, merging: map[string]bool{}}
 	r.objs.Store(&objectSet{cache: cache.NewObjectLRU(objectCacheSize)})
 	err = r.reload()
 	if err == nil {
