@@ -184,7 +184,7 @@ var queryParams = map[string][]string{
 	"POST /v1/memory_stores/:store/tools/:name":                      {"at"},
 	"GET /v1/memory_stores/:store/events":                            {"after"},
 	"GET /v1/events":                                                 {"after"},
-	"GET /v1/memory_stores/:store/proposals":                         {"state", "author_id"},
+	"GET /v1/memory_stores/:store/proposals":                         {"state", "author_id", "limit", "page"},
 }
 
 // checkQuery refuses a request with a query parameter its route does not take, naming the

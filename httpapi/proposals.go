@@ -18,7 +18,7 @@ import (
 // session with the session header), and its reads see that proposal applied. People review
 // them:
 //
-//	GET    /v1/memory_stores/{id}/proposals?state=&author_id=   newest first
+//	GET    /v1/memory_stores/{id}/proposals?state=&author_id=&limit=&page=   newest first, paged
 //	GET    /v1/memory_stores/{id}/proposals/{prop}               with its changes against main
 //	PATCH  /v1/memory_stores/{id}/proposals/{prop}               {title}
 //	POST   /v1/memory_stores/{id}/proposals/{prop}/approve       {allow_conflicts?, paths?}
@@ -195,7 +195,8 @@ type proposalJSON struct {
 	DecidedBy     actorJSON             `json:"decided_by"`
 	DecidedAt     *string               `json:"decided_at"`
 	Merge         *string               `json:"merge"`
-	Comments      []commentJSON         `json:"comments"`
+	CommentCount  int                   `json:"comment_count"`
+	Comments      []commentJSON         `json:"comments"` // the thread; in a list, its last listedComments
 	Changes       *[]proposals.Change   `json:"changes,omitempty"`
 	MergeResult   *gitstore.MergeResult `json:"merge_result,omitempty"`
 }
@@ -211,7 +212,7 @@ func ProposalObject(p proposals.Proposal, changes *[]proposals.Change, merge *gi
 func toProposal(p proposals.Proposal) proposalJSON {
 	out := proposalJSON{Type: "memory_proposal", ID: p.ID, MemoryStoreID: p.StoreID, Title: p.Title,
 		Author: toActor(p.Author.Store()), State: p.State, Base: p.Base, CreatedAt: wireTime(p.CreatedAt),
-		UpdatedAt: wireTime(p.UpdatedAt), DecidedAt: wireTimePtr(p.DecidedAt), Comments: []commentJSON{}}
+		UpdatedAt: wireTime(p.UpdatedAt), DecidedAt: wireTimePtr(p.DecidedAt), CommentCount: len(p.Comments), Comments: []commentJSON{}}
 	if p.Author.APIKeyID != "" {
 		out.Author["api_key_id"] = p.Author.APIKeyID // a session's key: the session id alone is the client's to choose
 	}
@@ -227,29 +228,44 @@ func toProposal(p proposals.Proposal) proposalJSON {
 	return out
 }
 
+// listedComments is how many comments, the last ones, a proposal of a list holds (with
+// comment_count, the thread's length): a page of MaxPageSize proposals holds at most that many
+// of MaxComment bytes each, where whole threads would be MaxComments times as many (40 MB a
+// page of 100 at the bounds). The whole thread is GET .../proposals/{prop}'s.
+const listedComments = 1
+
+// ProposalPage is a page of proposals as the list route answers it: for the CLI's output of
+// a data directory's proposals.
+func ProposalPage(pg proposals.Page) any {
+	data := make([]proposalJSON, len(pg.Proposals))
+	for i, p := range pg.Proposals {
+		p.Comments = p.Comments[max(0, len(p.Comments)-listedComments):]
+		data[i] = toProposal(p)
+		data[i].CommentCount = len(pg.Proposals[i].Comments)
+	}
+	return page(data, pg.NextCursor)
+}
+
 func (s *Server) listProposals(c echo.Context) error {
-	st, _, err := s.store(c, false)
+	st, cl, err := s.store(c, false)
 	if err != nil {
 		return err
 	}
-	f := proposals.Filter{State: proposals.State(c.QueryParam("state")), AuthorID: c.QueryParam("author_id")}
-	switch f.State {
+	opts := proposals.PageOptions{Filter: proposals.Filter{State: proposals.State(c.QueryParam("state")), AuthorID: c.QueryParam("author_id"),
+		ReaderKeyID: cl.actor.KeyID(), ReaderProposes: cl.proposes()}, Cursor: c.QueryParam("page")} // a proposer sees its own key's proposals only (readable)
+	switch opts.State {
 	case "", proposals.Open, proposals.Approved, proposals.Rejected, proposals.Superseded:
 	default:
-		return badRequest("state %q must be open, approved, rejected or superseded", f.State)
+		return badRequest("state %q must be open, approved, rejected or superseded", opts.State)
 	}
-	list, err := s.props.List(st.ID(), f)
+	if opts.Limit, err = limit(c, false); err != nil {
+		return err
+	}
+	pg, err := s.props.Page(st.ID(), opts)
 	if err != nil {
 		return err
 	}
-	data := []proposalJSON{}
-	for _, p := range list {
-		if !readable(callerOf(c), p) {
-			continue // a proposer sees its own proposals only
-		}
-		data = append(data, toProposal(p))
-	}
-	return c.JSON(http.StatusOK, map[string]any{"data": data})
+	return c.JSON(http.StatusOK, ProposalPage(pg))
 }
 
 // proposal is the store and the proposal a request names.

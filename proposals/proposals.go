@@ -409,11 +409,24 @@ func (m *Manager) update(storeID, id string, fn func(p *Proposal) error) (Propos
 
 // Filter selects proposals; zero fields do not filter.
 type Filter struct {
-	State    State
+	State State
+	// Decided selects the decided proposals: every state but Open.
+	Decided  bool
 	AuthorID string
+	// ReaderKeyID and ReaderProposes select what a caller with that key may read
+	// (ReadableBy): with ReaderProposes, a propose key's own key's proposals only.
+	ReaderKeyID    string
+	ReaderProposes bool
 }
 
-// List returns the store's proposals that f selects, newest first.
+// selects tells whether f selects p.
+func (f Filter) selects(p Proposal) bool {
+	return (f.State == "" || p.State == f.State) && (!f.Decided || p.State != Open) &&
+		(f.AuthorID == "" || p.Author.ID == f.AuthorID) && p.ReadableBy(f.ReaderKeyID, f.ReaderProposes)
+}
+
+// List returns the store's proposals that f selects, newest first: all of them, with their
+// threads. An answer to a client takes a page of them (Page).
 func (m *Manager) List(storeID string, f Filter) ([]Proposal, error) {
 	defer m.lock(storeID)()
 	l, err := m.list(storeID)
@@ -422,9 +435,8 @@ func (m *Manager) List(storeID string, f Filter) ([]Proposal, error) {
 	}
 	var out []Proposal
 	for i := len(l) - 1; i >= 0; i-- {
-		p := l[i]
-		if (f.State == "" || p.State == f.State) && (f.AuthorID == "" || p.Author.ID == f.AuthorID) {
-			out = append(out, m.current(p))
+		if f.selects(l[i]) {
+			out = append(out, m.current(l[i]))
 		}
 	}
 	return out, nil

@@ -41,6 +41,50 @@ func shots(t *testing.T) string {
 	return t.TempDir()
 }
 
+// tab starts headless Chromium exe for test t and returns the context of its tab, which
+// closes when t ends or 90 s have passed.
+func tab(t *testing.T, exe string) context.Context {
+	alloc, cancel := chromedp.NewExecAllocator(context.Background(), chromedp.ExecPath(exe), chromedp.Headless,
+		chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1280, 900))
+	t.Cleanup(cancel)
+	ctx, cancel := chromedp.NewContext(alloc)
+	t.Cleanup(cancel)
+	ctx, cancel = context.WithTimeout(ctx, 90*time.Second)
+	t.Cleanup(cancel)
+
+	// The first action starts the browser and its tab on ctx itself: a context derived
+	// from it and cancelled later would close them.
+	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatal(err)
+	}
+	return ctx
+}
+
+// runSteps does steps in the tab of ctx, each within 20 s, and fails t at the first that
+// fails, saying where the tab was.
+func runSteps(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	for i, step := range steps {
+		sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		err := chromedp.Do(sctx, step)
+		cancel()
+		if err != nil {
+			loc, _ := chromedp.Run(ctx, chromedp.Location())
+			t.Fatalf("%s, step %d (at %s): %v", what, i+1, loc, err)
+		}
+	}
+}
+
+// evaluate evaluates expr in the tab of ctx, and fails t if it cannot.
+func evaluate[T any](t *testing.T, ctx context.Context, expr string) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		t.Fatalf("evaluate %s: %v", expr, err)
+	}
+	return v
+}
+
 // TestBrowser drives the UI in headless Chromium as a reviewer would: sign in, browse, open
 // a memory, see its history, diff two versions, restore, redact, revert a session, edit
 // against a concurrent agent write, and search.
@@ -58,30 +102,10 @@ func TestBrowser(t *testing.T) {
 	e.write(admin, st, "/support/junk.md", "lorem ipsum from a confused agent\n", "x-gitmem-session-id", "sesn_confused")
 	e.write(admin, st, "/support/tone.md", "Be curt.\n", "x-gitmem-session-id", "sesn_confused")
 
-	alloc, cancel := chromedp.NewExecAllocator(context.Background(), chromedp.ExecPath(exe), chromedp.Headless,
-		chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1280, 900))
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(alloc)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 90*time.Second)
-	defer cancel()
-
-	// The first action starts the browser and its tab on ctx itself: a context derived
-	// from it and cancelled later would close them.
-	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
-		t.Fatal(err)
-	}
+	ctx := tab(t, exe)
 	run := func(what string, steps ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
-		for i, step := range steps {
-			sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-			err := chromedp.Do(sctx, step)
-			cancel()
-			if err != nil {
-				loc, _ := chromedp.Run(ctx, chromedp.Location())
-				t.Fatalf("%s, step %d (at %s): %v", what, i+1, loc, err)
-			}
-		}
+		runSteps(t, ctx, what, steps...)
 	}
 	shot := func(name string) chromedp.Action[chromedp.Void] {
 		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
@@ -102,11 +126,7 @@ func TestBrowser(t *testing.T) {
 	}
 	eval := func(expr string) any {
 		t.Helper()
-		v, err := chromedp.Run(ctx, chromedp.Evaluate[any](expr))
-		if err != nil {
-			t.Fatalf("evaluate %s: %v", expr, err)
-		}
-		return v
+		return evaluate[any](t, ctx, expr)
 	}
 	base := e.url + "/ui/stores/" + st
 

@@ -15,8 +15,15 @@ import (
 
 type proposalsPage struct {
 	Open, Decided []proposals.Proposal
-	Off           bool // the UI was built without proposals
+	// OpenAt and DecidedAt are the cursors the sections start at ("" the first page), and
+	// NextOpen and NextDecided those of their next pages ("" none).
+	OpenAt, DecidedAt, NextOpen, NextDecided string
+	Off                                      bool // the UI was built without proposals
 }
+
+// proposalsPageSize is how many proposals each section of the queue shows at once; "More"
+// shows the next ones.
+const proposalsPageSize = proposals.MaxPageSize
 
 type changeView struct {
 	proposals.Change
@@ -31,24 +38,22 @@ type proposalPage struct {
 }
 
 func (u *UI) proposalsQueue(w http.ResponseWriter, r *http.Request, q *request) error {
-	var page proposalsPage
+	qs := r.URL.Query()
+	page := proposalsPage{OpenAt: qs.Get("open"), DecidedAt: qs.Get("decided")}
 	if u.opts.Proposals == nil {
 		page.Off = true
 	} else {
-		list, err := u.opts.Proposals.List(q.storeID, proposals.Filter{})
+		open, decided := readerFilter(q), readerFilter(q)
+		open.State, decided.Decided = proposals.Open, true
+		p, err := u.opts.Proposals.Page(q.storeID, proposals.PageOptions{Filter: open, Limit: proposalsPageSize, Cursor: page.OpenAt})
 		if err != nil {
 			return err
 		}
-		for _, p := range list {
-			if !mayRead(q, p) {
-				continue // a proposer sees its own proposals only, as in the API
-			}
-			if p.State == proposals.Open {
-				page.Open = append(page.Open, p)
-			} else {
-				page.Decided = append(page.Decided, p)
-			}
+		page.Open, page.NextOpen = p.Proposals, p.NextCursor
+		if p, err = u.opts.Proposals.Page(q.storeID, proposals.PageOptions{Filter: decided, Limit: proposalsPageSize, Cursor: page.DecidedAt}); err != nil {
+			return err
 		}
+		page.Decided, page.NextDecided = p.Proposals, p.NextCursor
 	}
 	u.render(w, r, q, http.StatusOK, "proposals", page)
 	return nil
@@ -66,11 +71,20 @@ func (u *UI) proposalOf(r *http.Request, q *request) (proposals.Proposal, error)
 	return p, err
 }
 
-// mayRead tells whether the caller may see proposal p, by the API's rule
-// (proposals.Proposal.ReadableBy).
+// readerFilter selects the proposals that the caller may see, by the API's rule
+// (proposals.Proposal.ReadableBy): a proposer sees its own key's only.
+func readerFilter(q *request) proposals.Filter {
+	var f proposals.Filter
+	if k := q.caller.Key; k != nil {
+		f.ReaderKeyID, f.ReaderProposes = k.ID, k.Access == apikeys.Propose
+	}
+	return f
+}
+
+// mayRead tells whether the caller may see proposal p (readerFilter).
 func mayRead(q *request, p proposals.Proposal) bool {
-	k := q.caller.Key
-	return k == nil || p.ReadableBy(k.ID, k.Access == apikeys.Propose)
+	f := readerFilter(q)
+	return p.ReadableBy(f.ReaderKeyID, f.ReaderProposes)
 }
 
 func (u *UI) proposal(w http.ResponseWriter, r *http.Request, q *request) error {

@@ -5,10 +5,17 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/gitmem/gitmem/apikeys"
+	"github.com/gitmem/gitmem/gitstore"
+	"github.com/gitmem/gitmem/proposals"
+	"github.com/gitmem/gitmem/proposals/proposalstest"
 )
 
 // TestProposalsQueue: an agent's proposal is in the store's queue, shown as one diff across
@@ -166,5 +173,77 @@ func TestProposalsProposerSeesOwnOnly(t *testing.T) {
 	}
 	if p := b.get("/ui/stores/" + st + "/proposals/" + idB); p.status != 200 || !strings.Contains(p.body, "B&#39;s own") {
 		t.Errorf("B's own proposal (%d): %.2000s", p.status, p.body)
+	}
+}
+
+// TestProposalsQueuePages: in headless Chromium, the queue of a store with more open and more
+// decided proposals than a page of each (100) shows every one, newest first and once, in its
+// section, through the sections' links to the next page.
+func TestProposalsQueuePages(t *testing.T) {
+	exe := chromium(t)
+	e := start(t)
+	admin, _ := e.key("reviewer", apikeys.ReadWrite, "")
+	st := e.store(admin, "queue")
+	agent := gitstore.Actor{Type: gitstore.APIActor, ID: "apikey_01M8A1ZCW3TN4QA7YRPCH6C3Y1", Name: "agent"}
+	seeded := proposalstest.Decided(st, 360, agent, func(i int, p *proposals.Proposal) {
+		if i%3 == 0 {
+			p.State, p.Merge, p.DecidedBy, p.DecidedAt = proposals.Open, "", nil, nil
+		}
+	})
+	if err := proposalstest.Write(e.data.Layout(), st, seeded); err != nil {
+		t.Fatal(err)
+	}
+	var wantOpen, wantDecided []string // newest first
+	for i := len(seeded) - 1; i >= 0; i-- {
+		if seeded[i].State == proposals.Open {
+			wantOpen = append(wantOpen, seeded[i].ID)
+		} else {
+			wantDecided = append(wantDecided, seeded[i].ID)
+		}
+	}
+
+	ctx := tab(t, exe)
+	runSteps(t, ctx, "sign in",
+		chromedp.Navigate(e.url+"/ui/stores/"+st+"/proposals"),
+		chromedp.WaitVisible(chromedp.CSS(`#key`)),
+		chromedp.SendKeys(chromedp.CSS(`#key`), admin),
+		chromedp.Submit(chromedp.CSS(`#key`)),
+		chromedp.WaitVisible(chromedp.CSS(`table#open`)),
+	)
+	eval := func(expr string) string {
+		t.Helper()
+		return evaluate[string](t, ctx, expr)
+	}
+	// follow shows the pages of a section (its table and its link to more) from the one
+	// shown, following the link as a reader clicks it, and returns the proposals they list.
+	follow := func(table, more string) []string {
+		t.Helper()
+		var got []string
+		for page := 1; ; page++ {
+			ids := strings.Fields(eval(`[...document.querySelectorAll("table#` + table + ` a[href*='/proposals/prop_']")].map(a => a.pathname.split("/").pop()).join(" ")`))
+			if len(ids) > 100 {
+				t.Errorf("%s: page %d shows %d proposals; a page shows at most 100", table, page, len(ids))
+			}
+			got = append(got, ids...)
+			if eval(`document.querySelector("#`+more+`") ? "more" : ""`) == "" {
+				return got
+			}
+			if page > 10 {
+				t.Fatalf("%s: the pages do not end", table)
+			}
+			eval(`document.body.dataset.shown = "yes"; ""`) // gone once the next page is shown
+			runSteps(t, ctx, table+" page "+strconv.Itoa(page+1),
+				chromedp.Click(chromedp.CSS(`#`+more)),
+				chromedp.WaitNotPresent(chromedp.CSS(`body[data-shown]`)),
+				chromedp.WaitVisible(chromedp.CSS(`table#`+table)),
+			)
+		}
+	}
+	if got := follow("open", "more-open"); !slices.Equal(got, wantOpen) {
+		t.Errorf("open proposals shown: %d, want %d, newest first", len(got), len(wantOpen))
+	}
+	runSteps(t, ctx, "the queue again", chromedp.Navigate(e.url+"/ui/stores/"+st+"/proposals"), chromedp.WaitVisible(chromedp.CSS(`table#decided`)))
+	if got := follow("decided", "more-decided"); !slices.Equal(got, wantDecided) {
+		t.Errorf("decided proposals shown: %d, want %d, newest first", len(got), len(wantDecided))
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -53,25 +55,32 @@ type propOut struct {
 	MergeResult *gitstore.MergeResult `json:"merge_result"`
 }
 
-// propCall does one proposal operation on store ref: through the server's API, or on the
-// data directory's proposals with the same answer. sub is "" (the list), an id, or
-// id/approve, id/reject, id/comments.
-func (a *app) propCall(ctx context.Context, ref, method, sub string, query string, body map[string]any) (json.RawMessage, error) {
-	var raw json.RawMessage
-	err := a.withTarget(ctx, func(t target) error {
+// propCaller does one proposal operation on a store: sub is "" (the list), an id, or
+// id/approve, id/reject, id/comments; the answer is the API's.
+type propCaller func(method, sub, query string, body map[string]any) (json.RawMessage, error)
+
+// propCalls runs fn with a propCaller of store ref: through the server's API, or on the
+// data directory's proposals with the same answers, one manager for all of fn's calls (it
+// reads the store's proposals once).
+func (a *app) propCalls(ctx context.Context, ref string, fn func(call propCaller) error) error {
+	return a.withTarget(ctx, func(t target) error {
 		id, err := resolveStore(ctx, t.lister(), ref)
 		if err != nil {
 			return err
 		}
 		if t.srv != nil {
-			path := "/v1/memory_stores/" + id + "/proposals"
-			if sub != "" {
-				path += "/" + sub
-			}
-			if query != "" {
-				path += "?" + query
-			}
-			return t.srv.Call(ctx, method, path, body, &raw)
+			return fn(func(method, sub, query string, body map[string]any) (json.RawMessage, error) {
+				path := "/v1/memory_stores/" + id + "/proposals"
+				if sub != "" {
+					path += "/" + sub
+				}
+				if query != "" {
+					path += "?" + query
+				}
+				var raw json.RawMessage
+				err := t.srv.Call(ctx, method, path, body, &raw)
+				return raw, err
+			})
 		}
 		st, err := t.data.Store(ctx, id)
 		if err != nil {
@@ -79,11 +88,21 @@ func (a *app) propCall(ctx context.Context, ref, method, sub string, query strin
 		}
 		m := proposals.New(t.data)
 		defer m.Close()
-		v, err := localProposals(ctx, m, st, method, sub, query, body)
-		if err != nil {
-			return err
-		}
-		raw, err = json.Marshal(v)
+		return fn(func(method, sub, query string, body map[string]any) (json.RawMessage, error) {
+			v, err := localProposals(ctx, m, st, method, sub, query, body)
+			if err != nil {
+				return nil, err
+			}
+			return json.Marshal(v)
+		})
+	})
+}
+
+// propCall does one proposal operation on store ref (propCaller).
+func (a *app) propCall(ctx context.Context, ref, method, sub string, query string, body map[string]any) (json.RawMessage, error) {
+	var raw json.RawMessage
+	err := a.propCalls(ctx, ref, func(call propCaller) (err error) {
+		raw, err = call(method, sub, query, body)
 		return err
 	})
 	return raw, err
@@ -95,16 +114,21 @@ func localProposals(ctx context.Context, m *proposals.Manager, st *gitstore.Stor
 	me := cliActor()
 	switch {
 	case sub == "":
-		state, _ := strings.CutPrefix(query, "state=")
-		list, err := m.List(st.ID(), proposals.Filter{State: proposals.State(state)})
+		q, err := url.ParseQuery(query)
 		if err != nil {
 			return nil, err
 		}
-		data := []any{}
-		for _, p := range list {
-			data = append(data, httpapi.ProposalObject(p, nil, nil))
+		opts := proposals.PageOptions{Filter: proposals.Filter{State: proposals.State(q.Get("state"))}, Cursor: q.Get("page")}
+		if l := q.Get("limit"); l != "" {
+			if opts.Limit, err = strconv.Atoi(l); err != nil {
+				return nil, err
+			}
 		}
-		return map[string]any{"data": data}, nil
+		pg, err := m.Page(st.ID(), opts)
+		if err != nil {
+			return nil, err
+		}
+		return httpapi.ProposalPage(pg), nil
 	case action == "" && method == http.MethodGet:
 		p, err := m.Get(st.ID(), id)
 		if err != nil {
@@ -176,11 +200,11 @@ func newProposalsListCmd(a *app) *cobra.Command {
 			default:
 				return usageError{fmt.Errorf("--state %q must be open, approved, rejected or superseded", state)}
 			}
-			query := ""
-			if state != "" {
-				query = "state=" + state
+			all, err := a.allProposals(cmd.Context(), args[0], state)
+			if err != nil {
+				return err
 			}
-			raw, err := a.propCall(cmd.Context(), args[0], http.MethodGet, "", query, nil)
+			raw, err := json.Marshal(map[string]any{"data": append([]json.RawMessage{}, all...)}) // [] for none
 			if err != nil {
 				return err
 			}
@@ -203,8 +227,36 @@ func newProposalsListCmd(a *app) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&state, "state", "", "only proposals in this state: open, approved, rejected or superseded")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the list as the API gives it")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the proposals as the API lists them, every page's in one data array")
 	return cmd
+}
+
+// allProposals lists store ref's proposals in state (all for ""), newest first, as the
+// API's list gives them, page after page.
+func (a *app) allProposals(ctx context.Context, ref, state string) (all []json.RawMessage, err error) {
+	q := url.Values{"limit": {strconv.Itoa(proposals.MaxPageSize)}}
+	if state != "" {
+		q.Set("state", state)
+	}
+	err = a.propCalls(ctx, ref, func(call propCaller) error {
+		all, err = allPages(func(cursor string) ([]json.RawMessage, string, error) {
+			if cursor != "" {
+				q.Set("page", cursor)
+			}
+			raw, err := call(http.MethodGet, "", q.Encode(), nil)
+			if err != nil {
+				return nil, "", err
+			}
+			var page struct {
+				Data     []json.RawMessage `json:"data"`
+				NextPage *string           `json:"next_page"`
+			}
+			err = json.Unmarshal(raw, &page)
+			return page.Data, deref(page.NextPage), err
+		})
+		return err
+	})
+	return all, err
 }
 
 func newProposalsShowCmd(a *app) *cobra.Command {

@@ -7,8 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gitmem/gitmem/gitstore"
+	"github.com/gitmem/gitmem/proposals"
+	"github.com/gitmem/gitmem/proposals/proposalstest"
 )
 
 // TestProposalsCLI: an agent with a propose key writes with the CLI; a person lists, reads,
@@ -103,6 +108,55 @@ func TestProposalsCLILocal(t *testing.T) {
 	if _, errOut, code := c.run("", "proposals", "list", "nope"); code != exitNotFound {
 		t.Errorf("list of a missing store: exit %d %s", code, errOut)
 	}
+}
+
+// TestProposalsCLIPages: gitmem proposals list shows every proposal of a store that has
+// more than a page of them (the API's largest is 100), newest first, each once, with
+// --state too: on the data directory and through the server.
+func TestProposalsCLIPages(t *testing.T) {
+	c := newCLI(t)
+	id := storeIDRe.FindString(c.ok("", "stores", "create", "team"))
+	agent := gitstore.Actor{Type: gitstore.APIActor, ID: "apikey_01M8A1ZCW3TN4QA7YRPCH6C3Y1", Name: "agent"}
+	seeded := proposalstest.Decided(id, 230, agent, func(i int, p *proposals.Proposal) {
+		if i%3 == 0 {
+			p.State, p.Merge, p.Dropped = proposals.Rejected, "", true
+		}
+	})
+	if err := proposalstest.Write(gitstore.Layout{Root: c.data}, id, seeded); err != nil {
+		t.Fatal(err)
+	}
+	var all, rejected []string // newest first
+	for i := len(seeded) - 1; i >= 0; i-- {
+		all = append(all, seeded[i].ID)
+		if seeded[i].State == proposals.Rejected {
+			rejected = append(rejected, seeded[i].ID)
+		}
+	}
+	listed := regexp.MustCompile(`(?m)^(prop_[0-9A-Z]+) `)
+	check := func(where string) {
+		t.Helper()
+		for _, tc := range []struct {
+			args []string
+			want []string
+		}{{nil, all}, {[]string{"--state", "rejected"}, rejected}} {
+			var got []string
+			for _, m := range listed.FindAllStringSubmatch(c.ok("", append([]string{"proposals", "list", "team"}, tc.args...)...), -1) {
+				got = append(got, m[1])
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("%s: gitmem proposals list team %v: %d proposals, want %d, newest first", where, tc.args, len(got), len(tc.want))
+			}
+			var asJSON struct {
+				Data []struct{ ID string } `json:"data"`
+			}
+			if err := json.Unmarshal([]byte(c.ok("", append([]string{"proposals", "list", "team", "--json"}, tc.args...)...)), &asJSON); err != nil || len(asJSON.Data) != len(tc.want) || asJSON.Data[0].ID != tc.want[0] {
+				t.Errorf("%s: gitmem proposals list team --json %v: %d proposals (%v), want %d", where, tc.args, len(asJSON.Data), err, len(tc.want))
+			}
+		}
+	}
+	check("on the data directory")
+	serveForGit(t, c)
+	check("through the server")
 }
 
 // TestReviewPolicyCLI: stores set --review makes a folder reviewed: the CLI's own write there
