@@ -335,3 +335,27 @@ func TestVersionIndexSetBack(t *testing.T) {
 	}
 	checkVersionIndexes(t, s, "after writes on the set back catalog")
 }
+
+// TestWriterIndexesVersions: the writer adds the versions it wrote to sesver and keyver by
+// itself, between groups once indexEvery has passed, and when it goes idle.
+func TestWriterIndexesVersions(t *testing.T) {
+	ses := Actor{Type: SessionActor, ID: "sesn_01WRITER", APIKeyID: apiActor.ID}
+	s := mustCreate(t, newTestDataDir(t, Options{IdlePack: time.Hour}), "between")
+	mustWrite(t, s, "/a.md", "one", ses)
+	time.Sleep(indexEvery)
+	mustWrite(t, s, "/b.md", "one", ses)
+	if lag := indexLag(t, s); lag != 0 {
+		t.Errorf("between groups: %d version numbers past the index's mark, %v after the last step", lag, indexEvery)
+	}
+
+	s = mustCreate(t, newTestDataDir(t, Options{IdlePack: 20 * time.Millisecond}), "idle")
+	for i := range 3 {
+		mustWrite(t, s, fmt.Sprintf("/%d.md", i), "one", ses)
+	}
+	for deadline := time.Now().Add(10 * time.Second); indexLag(t, s) != 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("idle: %d version numbers past the index's mark", indexLag(t, s))
+		}
+	}
+	checkVersionListings(t, s, "once idle", 2)
+}
