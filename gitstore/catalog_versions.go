@@ -185,8 +185,8 @@ func (c catTx) lowerIndexMark(n uint64) error {
 	return c.setIndexedUpTo(n)
 }
 
-// actorsPerStep bounds the versions that one step adds to sesver and keyver: a step of that
-// many is one transaction of some 50 ms.
+// actorsPerStep bounds the versions that one step adds to sesver and keyver, so that one
+// transaction does not hold a large catalog's whole pass (0.4 to 0.6 s at 100,000 versions).
 const actorsPerStep = 10000
 
 // indexActorsStep adds to sesver and keyver the entries of up to limit versions numbered
