@@ -1,9 +1,12 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -306,5 +309,69 @@ func TestProposalsListSize(t *testing.T) {
 			t.Fatalf("?%s: the first proposal is listed with %d comments of %d", tc.query, len(p.Comments), p.CommentCount)
 		}
 		t.Logf("?%s: a page of %d proposals at the bounds is %d bytes", tc.query, len(pg.Data), len(body))
+	}
+}
+
+// TestProposalRecordsNamesRefused: a store's proposals file of before, or a record, whose
+// proposal id is a path ("../../keys") or another record's, or whose store is another, is
+// refused when the server first reads the store's proposals (a 500, said in the log): no
+// file outside the store's proposals is written, as moving the file into records would
+// have written DATA/keys.json.
+func TestProposalRecordsNamesRefused(t *testing.T) {
+	author := gitstore.Actor{Type: gitstore.UserActor, ID: "user_local"}
+	for _, tc := range []struct {
+		name  string
+		write func(layout gitstore.Layout, storeID string) error
+	}{
+		{"an old file's id", func(layout gitstore.Layout, storeID string) error {
+			l := proposalstest.Decided(storeID, 2, author, func(i int, p *proposals.Proposal) {
+				if i == 1 {
+					p.ID = "../../keys"
+				}
+			})
+			b, _ := json.Marshal(l)
+			return os.WriteFile(layout.ProposalsFile(storeID), b, 0o600)
+		}},
+		{"a record's id", func(layout gitstore.Layout, storeID string) error {
+			l := proposalstest.Decided(storeID, 2, author, nil)
+			if err := proposalstest.Write(layout, storeID, l); err != nil {
+				return err
+			}
+			l[1].ID = "../../keys"
+			b, _ := json.Marshal(l[1])
+			return os.WriteFile(layout.ProposalRecord(storeID, l[0].ID), b, 0o600)
+		}},
+		{"a record's store", func(layout gitstore.Layout, storeID string) error {
+			return proposalstest.Write(layout, storeID, proposalstest.Decided("../../x", 1, author, nil))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := startServer(t, Options{})
+			_, rw, _ := ts.keys.Create("person", apikeys.ReadWrite, "")
+			layout := ts.data.Layout()
+			keysBefore, err := os.ReadFile(layout.KeysFile())
+			if err != nil {
+				t.Fatal(err)
+			}
+			status, body := rawRequest(t, "POST", ts.url+"/v1/memory_stores", `{"name":"queue"}`,
+				map[string]string{"x-api-key": rw, "content-type": "application/json"})
+			if status != 200 {
+				t.Fatalf("create the store: %d %s", status, body)
+			}
+			id := decodeJSON[struct{ ID string }](t, body).ID
+			if err := os.MkdirAll(layout.ProposalsDir(), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.write(layout, id); err != nil {
+				t.Fatal(err)
+			}
+			status, body = rawRequest(t, "GET", ts.url+"/v1/memory_stores/"+id+"/proposals", "", map[string]string{"x-api-key": rw})
+			if status != 500 {
+				t.Errorf("the list: %d %.300s; want 500", status, body)
+			}
+			if got, err := os.ReadFile(layout.KeysFile()); err != nil || !bytes.Equal(got, keysBefore) {
+				t.Fatalf("keys.json after the list: %v\n%.300s", err, got)
+			}
+		})
 	}
 }

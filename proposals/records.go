@@ -8,6 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+
+	"github.com/oklog/ulid/v2"
 
 	"github.com/gitmem/gitmem/gitstore"
 	"github.com/gitmem/gitmem/internal/durable"
@@ -41,6 +44,11 @@ func (m *Manager) load(storeID string) ([]Proposal, map[string]int64, error) {
 		if err := json.Unmarshal(b, &l); err != nil {
 			return nil, nil, fmt.Errorf("read the proposals of %s: %w", storeID, err)
 		}
+		for _, p := range l {
+			if err := checkNames(storeID, p, p.ID); err != nil {
+				return nil, nil, fmt.Errorf("read the proposals of %s: %w", storeID, err)
+			}
+		}
 		seq, err := m.migrate(storeID, l)
 		return l, seq, err
 	case !errors.Is(err, os.ErrNotExist):
@@ -67,6 +75,9 @@ func (m *Manager) load(storeID string) ([]Proposal, map[string]int64, error) {
 		if err := json.Unmarshal(b, &r); err != nil {
 			return nil, nil, fmt.Errorf("read the proposals of %s: %s: %w", storeID, e.Name(), err)
 		}
+		if err := checkNames(storeID, r.Proposal, strings.TrimSuffix(e.Name(), ".json")); err != nil {
+			return nil, nil, fmt.Errorf("read the proposals of %s: %s: %w", storeID, e.Name(), err)
+		}
 		recs = append(recs, r)
 	}
 	slices.SortFunc(recs, func(a, b record) int { return cmp.Compare(a.Seq, b.Seq) })
@@ -76,6 +87,22 @@ func (m *Manager) load(storeID string) ([]Proposal, map[string]int64, error) {
 		l[i], seq[r.ID] = r.Proposal, r.Seq
 	}
 	return l, seq, nil
+}
+
+// checkNames refuses a proposal p, read from store storeID's records or its file of before,
+// whose id is not a proposal id or not want (its record's name), or whose store is another:
+// its id and store name its record's and its fork's files (gitstore.Layout.ProposalRecord,
+// ProposalFork), which are written and removed, so that one such as "../../keys" would reach
+// files outside the store's proposals.
+func checkNames(storeID string, p Proposal, want string) error {
+	rest, ok := strings.CutPrefix(p.ID, Prefix)
+	if _, err := ulid.ParseStrict(rest); !ok || err != nil || p.ID != want {
+		return fmt.Errorf("proposal %q is not a proposal id, or not that of its record", p.ID)
+	}
+	if p.StoreID != storeID {
+		return fmt.Errorf("proposal %s is of memory store %q", p.ID, p.StoreID)
+	}
+	return nil
 }
 
 // migrate moves the list l, read from the single file of before, into records: each one

@@ -21,7 +21,7 @@ import (
 // file as gitmem wrote it before records (one list, rewritten whole at each change), made by
 // that version with approvals, a supersession, rejections past MaxKeptRejected (dropped), a
 // pushed branch's proposal and comments.
-const listBefore = "memstore_01M8MQJVVH9VRD33PQD1YDV4X9"
+const listBefore = "memstore_01M8MQK692HKTKP3QHD95DHH3H"
 
 // writeListBefore writes l as the single proposals file of store storeID, as gitmem wrote it
 // before records.

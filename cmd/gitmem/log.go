@@ -151,7 +151,7 @@ func printVersions(w io.Writer, versions []gitstore.Version, asJSON bool, stores
 			op = "\033[" + map[gitstore.Operation]string{gitstore.OpCreated: "32", gitstore.OpModified: "33", gitstore.OpDeleted: "31"}[v.Operation] + "m" + op + "\033[0m"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s", v.CreatedAt.Local().Format(time.DateTime+".000"),
-			op, path, actorString(v.CreatedBy), v.ID)
+			op, shown(path), actorString(v.CreatedBy), v.ID)
 		if withStore {
 			fmt.Fprintf(tw, "\t%s", stores[v.StoreID])
 		}
@@ -187,7 +187,10 @@ func memoryAtPath(cmd *cobra.Command, s storeAPI, path string) (string, error) {
 	}
 }
 
-func actorString(a gitstore.Actor) string {
+// actorString names an actor in the CLI's text output, its text as shown shows it.
+func actorString(a gitstore.Actor) string { return shown(actorText(a)) }
+
+func actorText(a gitstore.Actor) string {
 	switch {
 	case a.Type == gitstore.UserActor && a.Email != "":
 		return fmt.Sprintf("%s <%s>", a.Name, a.Email)

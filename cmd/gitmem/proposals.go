@@ -221,7 +221,7 @@ func newProposalsListCmd(a *app) *cobra.Command {
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "ID\tSTATE\tBY\tCREATED\tTITLE")
 			for _, p := range list.Data {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", p.ID, p.State, actorOf(p.Author), shownTime(p.CreatedAt), p.Title)
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", shown(p.ID), shown(p.State), shown(actorOf(p.Author)), shown(shownTime(p.CreatedAt)), shown(p.Title))
 			}
 			return w.Flush()
 		},
@@ -269,21 +269,21 @@ func newProposalsShowCmd(a *app) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.propDo(cmd, args[0], http.MethodGet, args[1], "", nil, asJSON, func(p propOut) error {
 				out := cmd.OutOrStdout()
-				fmt.Fprintf(out, "%s  %s  (%s, by %s, %s)\n", p.ID, p.Title, p.State, actorOf(p.Author), shownTime(p.CreatedAt))
+				fmt.Fprintf(out, "%s  %s  (%s, by %s, %s)\n", shown(p.ID), shown(p.Title), shown(p.State), shown(actorOf(p.Author)), shown(shownTime(p.CreatedAt)))
 				for _, c := range p.Comments {
-					fmt.Fprintf(out, "  %s, %s: %s\n", actorOf(c.Author), shownTime(c.CreatedAt), c.Body)
+					fmt.Fprintf(out, "  %s, %s: %s\n", shown(actorOf(c.Author)), shown(shownTime(c.CreatedAt)), shown(c.Body))
 				}
 				if p.State == "approved" && p.Merge != nil {
-					fmt.Fprintf(out, "approved by %s: merged into main as %s\n", actorOf(p.DecidedBy), *p.Merge)
+					fmt.Fprintf(out, "approved by %s: merged into main as %s\n", shown(actorOf(p.DecidedBy)), shown(*p.Merge))
 					return nil
 				}
 				fmt.Fprintf(out, "%d change(s) against main:\n", len(p.Changes))
 				for _, c := range p.Changes {
-					fmt.Fprintf(out, "\n%s %s\n", c.Operation, c.Path)
+					fmt.Fprintf(out, "\n%s %s\n", c.Operation, shown(c.Path))
 					if c.Truncated {
 						fmt.Fprintln(out, "  (content left out: the diff is too large to show whole)")
 					}
-					fmt.Fprint(out, c.Diff)
+					fmt.Fprint(out, shownText(c.Diff))
 				}
 				return nil
 			})
@@ -321,7 +321,7 @@ the agent, and the others are dropped.`,
 				if r := p.MergeResult; r != nil {
 					fmt.Fprintf(cmd.OutOrStdout(), " (%s)", r.Outcome)
 					for _, c := range r.Conflicts {
-						fmt.Fprintf(cmd.OutOrStdout(), "\n  conflict at %s: main's side kept at %s", c.Path, c.CopyPath)
+						fmt.Fprintf(cmd.OutOrStdout(), "\n  conflict at %s: main's side kept at %s", shown(c.Path), shown(c.CopyPath))
 					}
 				}
 				fmt.Fprintln(cmd.OutOrStdout())

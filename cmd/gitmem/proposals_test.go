@@ -19,20 +19,7 @@ import (
 // TestProposalsCLI: an agent with a propose key writes with the CLI; a person lists, reads,
 // comments on, rejects and approves its proposals with the CLI through the server.
 func TestProposalsCLI(t *testing.T) {
-	c := newCLI(t)
-	c.ok("", "stores", "create", "team")
-	secret := regexp.MustCompile(`gitmem_[A-Za-z0-9_-]+`)
-	rw := secret.FindString(c.ok("", "keys", "create", "--name", "person"))
-	pk := secret.FindString(c.ok("", "keys", "create", "--name", "agent", "--access", "propose"))
-	url, _ := serveForGit(t, c)
-	as := func(key string, wantCode int, stdin string, args ...string) string {
-		t.Helper()
-		out, errOut, code := c.runEnv(append(os.Environ(), "GITMEM_API_KEY="+key), stdin, args...)
-		if code != wantCode {
-			t.Fatalf("gitmem %v: exit %d, want %d\n%s%s", args, code, wantCode, out, errOut)
-		}
-		return out + errOut
-	}
+	_, url, rw, pk, as := servedTeam(t)
 	as(rw, 0, "Review every change.\n", "put", "team", "/rules.md")
 	mustContain(t, "the agent's put", as(pk, 0, "Ship on Fridays.\n", "put", "team", "/idea.md"),
 		"created /idea.md (mem_", "version memver_", "in proposal prop_", "not in main until a person approves it")
@@ -93,6 +80,27 @@ func TestProposalsCLI(t *testing.T) {
 	mustContain(t, "approve some", as(rw, 0, "", "proposals", "approve", "team", open.Data[0].ID, "--path", "/yes.md"), "approved "+open.Data[0].ID)
 	as(rw, 0, "", "cat", "team", "/yes.md")
 	as(rw, 3, "", "cat", "team", "/no.md")
+}
+
+// servedTeam is a data directory with the store "team", a read_write key (rw, named
+// "person") and a propose key (pk, named "agent"), held by a running server at url; as runs
+// gitmem with a key, fails the test unless it exits with wantCode, and returns its output.
+func servedTeam(t *testing.T) (c *cli, url, rw, pk string, as func(key string, wantCode int, stdin string, args ...string) string) {
+	c = newCLI(t)
+	c.ok("", "stores", "create", "team")
+	secret := regexp.MustCompile(`gitmem_[A-Za-z0-9_-]+`)
+	rw = secret.FindString(c.ok("", "keys", "create", "--name", "person"))
+	pk = secret.FindString(c.ok("", "keys", "create", "--name", "agent", "--access", "propose"))
+	url, _ = serveForGit(t, c)
+	as = func(key string, wantCode int, stdin string, args ...string) string {
+		t.Helper()
+		out, errOut, code := c.runEnv(append(os.Environ(), "GITMEM_API_KEY="+key), stdin, args...)
+		if code != wantCode {
+			t.Fatalf("gitmem %v: exit %d, want %d\n%s%s", args, code, wantCode, out, errOut)
+		}
+		return out + errOut
+	}
+	return c, url, rw, pk, as
 }
 
 // TestProposalsCLILocal: without a server the commands read the data directory's proposals.
