@@ -3,6 +3,7 @@ package gitstore
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -116,7 +117,6 @@ func TestCatalogOfOlderFormat(t *testing.T) {
 // its versions at open, without a rebuild; the versions listed by session and by API key
 // are then those a scan finds, and the writes after list theirs too.
 func TestCatalogOfFormat4(t *testing.T) {
-	ctx := context.Background()
 	dir := t.TempDir()
 	d := openDir(t, dir)
 	s := mustCreate(t, d, "four")
@@ -140,22 +140,72 @@ func TestCatalogOfFormat4(t *testing.T) {
 		return tx.Bucket(bMeta).Put(kFormat, []byte("4"))
 	})
 
-	logs := &testlog.Buffer{}
-	d, err := Open(ctx, dir, Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	if s, err = d.Store(ctx, id); err != nil {
-		t.Fatal(err)
-	}
+	s, logs := reopenLogged(t, dir, id)
 	if l := logs.String(); !strings.Contains(l, "format 4") || strings.Contains(l, "rebuilding") {
 		t.Fatalf("the catalog of format 4 was not filled in place:\n%s", l)
 	}
 	checkVersionIndexes(t, s, "after the upgrade")
 	mustWrite(t, s, "/c.md", "one", ses)
 	checkVersionIndexes(t, s, "after a write")
-	err = s.readCatalog(func(ct catTx) error {
+	checkFormat(t, s)
+}
+
+// TestCatalogOfFormat5: a catalog of format 5, which wrote sesver and keyver with every
+// version, is marked as listing them all at open, without a rebuild or a pass over them.
+func TestCatalogOfFormat5(t *testing.T) {
+	dir := t.TempDir()
+	d := openDir(t, dir)
+	s := mustCreate(t, d, "five")
+	id := s.ID()
+	ses := Actor{Type: SessionActor, ID: "sesn_01FORMATFIVE", APIKeyID: apiActor.ID}
+	mustWrite(t, s, "/a.md", "one", apiActor)
+	mustWrite(t, s, "/a.md", "two", ses)
+	indexSeeded(t, s)
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// What format 5 wrote: every version in sesver and keyver, and no mark.
+	editCatalog(t, dir, id, func(tx *bolt.Tx) error {
+		ct := catTx{tx}
+		if ct.indexedUpTo() != ct.versionCount() {
+			return fmt.Errorf("closed with the index at %d of %d", ct.indexedUpTo(), ct.versionCount())
+		}
+		if err := tx.Bucket(bMeta).Delete(kIndexed); err != nil {
+			return err
+		}
+		return tx.Bucket(bMeta).Put(kFormat, []byte("5"))
+	})
+	s, logs := reopenLogged(t, dir, id)
+	if l := logs.String(); strings.Contains(l, "rebuilding") {
+		t.Fatalf("the catalog of format 5 was rebuilt:\n%s", l)
+	}
+	checkFormat(t, s)
+	if lag := indexLag(t, s); lag != 0 {
+		t.Errorf("%d version numbers past the index's mark after the upgrade", lag)
+	}
+	checkVersionIndexes(t, s, "after the upgrade")
+}
+
+// reopenLogged opens the data directory dir, its logs kept, and in it store id.
+func reopenLogged(t *testing.T, dir, id string) (*Store, *testlog.Buffer) {
+	t.Helper()
+	logs := &testlog.Buffer{}
+	d, err := Open(context.Background(), dir, Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	s, err := d.Store(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, logs
+}
+
+// checkFormat checks that the catalog of s is of catalogFormat.
+func checkFormat(t *testing.T, s *Store) {
+	t.Helper()
+	err := s.readCatalog(func(ct catTx) error {
 		if f := string(ct.tx.Bucket(bMeta).Get(kFormat)); f != catalogFormat {
 			t.Errorf("format %q after the upgrade, want %q", f, catalogFormat)
 		}

@@ -4,22 +4,33 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gitmem/gitmem/internal/testlog"
 )
 
-// versionIndexApart compares sesver and keyver with what a scan of ver gives them, each
-// version under its session and under its API key, and returns the entries that one has and
-// the other lacks ("" if they agree).
+// versionIndexApart compares sesver and keyver with what a scan of ver gives them up to
+// their mark (meta's indexed), each version under its session and under its API key, and
+// returns the entries that one has and the other lacks ("" if they agree). A mark past the
+// last version number is a difference too.
 func versionIndexApart(t *testing.T, ct catTx) string {
 	t.Helper()
+	mark := ct.indexedUpTo()
+	if last := ct.versionCount(); mark > last {
+		return fmt.Sprintf("the index's mark %d is past the last number %d", mark, last)
+	}
 	var want, got []string
 	for v, err := range ct.versionsFrom(0) {
 		if err != nil {
 			t.Fatal(err)
+		}
+		if v.seq > mark {
+			break
 		}
 		a := v.actor()
 		if id := a.SessionID(); id != "" {
@@ -47,11 +58,34 @@ func versionIndexApart(t *testing.T, ct catTx) string {
 	return linesApart(strings.Join(got, "\n"), strings.Join(want, "\n"))
 }
 
+// indexLag returns how many version numbers are above the mark of sesver and keyver.
+func indexLag(t *testing.T, s *Store) uint64 {
+	t.Helper()
+	var lag uint64
+	if err := s.readCatalog(func(ct catTx) error { lag = ct.versionCount() - ct.indexedUpTo(); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return lag
+}
+
 // checkVersionIndexes checks that the catalog's lists of each session's and API key's
-// versions agree with a scan of every version: the buckets themselves, the listings by
-// session and by key (with and without another filter, in pages of two) and the versions
-// a revert selects.
+// versions agree with a scan of every version, as they lag (the versions since the last
+// step) and once every version is added: the buckets themselves up to their mark, the
+// listings by session and by key (with and without another filter, in pages of two) and
+// the versions a revert selects.
 func checkVersionIndexes(t *testing.T, s *Store, when string) {
+	t.Helper()
+	checkVersionListings(t, s, when, 2)
+	indexSeeded(t, s)
+	if lag := indexLag(t, s); lag != 0 {
+		t.Fatalf("%s: %d numbers past the index's mark after a catch-up", when, lag)
+	}
+	checkVersionListings(t, s, when+", every version indexed", 2)
+}
+
+// checkVersionListings is checkVersionIndexes at the index's mark as it is, the listings in
+// pages of limit.
+func checkVersionListings(t *testing.T, s *Store, when string, limit int) {
 	t.Helper()
 	ctx := context.Background()
 	var all []verRec // newest first
@@ -95,7 +129,7 @@ func checkVersionIndexes(t *testing.T, s *Store, when string) {
 		}
 		var got []string
 		page := f
-		page.Limit = 2
+		page.Limit = limit
 		for {
 			p, err := s.Versions(ctx, page)
 			if err != nil {
@@ -110,7 +144,7 @@ func checkVersionIndexes(t *testing.T, s *Store, when string) {
 			page.Cursor = p.NextCursor
 		}
 		if !slices.Equal(got, want) {
-			t.Fatalf("%s: versions of %+v:\n got %v\nwant %v", when, f, got, want)
+			t.Fatalf("%s: versions of %+v in pages of %d:\n got %v\nwant %v", when, f, limit, got, want)
 		}
 
 		var wantOrder []string
@@ -145,10 +179,14 @@ func checkVersionIndexes(t *testing.T, s *Store, when string) {
 // TestVersionIndexes: the versions listed by session and by API key are those a scan of
 // every version finds, after creations, updates, moves and deletions by keys, sessions of a
 // key and a session of none (one whose id begins with another's), a redaction, a revert of
-// a session, a commit made with git, main set back by a forced push, and a rebuild.
+// a session, a commit made with git, main set back by a forced push, and a rebuild; each
+// time with the writes since the last check not yet in sesver and keyver (the writer
+// leaves them to the test), and once they are.
 func TestVersionIndexes(t *testing.T) {
 	ctx := context.Background()
-	s, logs := newLoggedStore(t)
+	logs := &testlog.Buffer{}
+	d := newTestDataDir(t, Options{Logger: slog.New(slog.NewTextHandler(logs, nil)), lagIndex: true})
+	s := mustCreate(t, d, "rewind")
 	keyB := Actor{Type: APIActor, ID: "apikey_01INDEXKEYB"}
 	ses1 := Actor{Type: SessionActor, ID: "sesn_1", APIKeyID: apiActor.ID}
 	ses10 := Actor{Type: SessionActor, ID: "sesn_10", APIKeyID: keyB.ID}
@@ -164,6 +202,9 @@ func TestVersionIndexes(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustDelete(t, s, a.Memory.ID, ses1)
+	if lag := indexLag(t, s); lag == 0 {
+		t.Fatal("the writer indexed the versions itself: nothing lags")
+	}
 	checkVersionIndexes(t, s, "after writes, a move and a deletion")
 
 	if _, err := s.Redact(ctx, RedactInput{VersionID: b.Version.ID, Actor: apiActor}); err != nil {
@@ -199,4 +240,122 @@ func TestVersionIndexes(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkVersionIndexes(t, s, "after a rebuild")
+}
+
+// TestVersionListingAcrossTheMark: with sesver and keyver behind the newest versions (written
+// after the last catch-up), a listing by session or key is still complete and newest first,
+// in pages of every size from 1 to past the whole, so that a page ends on the index's mark,
+// just above it and just below it; a revert selects as a scan would. The newest indexed
+// version and the oldest not indexed are the same session's.
+func TestVersionListingAcrossTheMark(t *testing.T) {
+	ctx := context.Background()
+	d := newTestDataDir(t, Options{lagIndex: true})
+	s := mustCreate(t, d, "lag")
+	ses := Actor{Type: SessionActor, ID: "sesn_01LAG", APIKeyID: apiActor.ID}
+	other := Actor{Type: SessionActor, ID: "sesn_01OTHER"}
+	for i := range 5 {
+		mustWrite(t, s, fmt.Sprintf("/%d.md", i), "one", ses)
+		mustWrite(t, s, fmt.Sprintf("/o%d.md", i%2), fmt.Sprint(i), other)
+	}
+	last := mustWrite(t, s, "/0.md", "two", ses)
+	indexSeeded(t, s)
+	mustWrite(t, s, "/1.md", "two", ses)
+	mustWrite(t, s, "/o0.md", "last", other)
+	for i := range 4 {
+		mustWrite(t, s, fmt.Sprintf("/%d.md", i+2), "two", ses)
+	}
+	mustWrite(t, s, "/new.md", "one", apiActor)
+	err := s.readCatalog(func(ct catTx) error {
+		if got, want := ct.indexedUpTo(), seqOf(ct.versionKey(last.Version.ID)); got != want {
+			t.Fatalf("the index's mark is at %d, want %d (the last version before the catch-up)", got, want)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lag := indexLag(t, s); lag != 7 {
+		t.Fatalf("%d versions above the mark, want 7", lag)
+	}
+	for limit := 1; limit <= 14; limit++ {
+		checkVersionListings(t, s, "with the index behind", limit)
+	}
+	if _, err := s.Revert(ctx, RevertInput{SessionID: ses.ID, Since: time.Unix(0, 0), Actor: apiActor}); err != nil {
+		t.Fatal(err)
+	}
+	checkVersionIndexes(t, s, "after a revert of the lagging session")
+}
+
+// TestVersionIndexSetBack: main set back by a forced push past versions that sesver and
+// keyver list undoes their entries (versionIndexApart finds any left); the versions written
+// after, numbered after those undone (the sequence does not go back, so no number the mark
+// covers is given again), are listed, before and after the writer adds them.
+func TestVersionIndexSetBack(t *testing.T) {
+	ctx := context.Background()
+	logs := &testlog.Buffer{}
+	d := newTestDataDir(t, Options{Logger: slog.New(slog.NewTextHandler(logs, nil)), lagIndex: true})
+	s := mustCreate(t, d, "setback")
+	ses := Actor{Type: SessionActor, ID: "sesn_01SETBACK", APIKeyID: apiActor.ID}
+	mustWrite(t, s, "/a.md", "one", ses)
+	base := s.Head()
+	wt := filepath.Join(t.TempDir(), "clone")
+	gitIn(t, ".", "clone", "-q", s.RepoPath(), wt)
+	for i := range 4 {
+		mustWrite(t, s, fmt.Sprintf("/b%d.md", i), "one", ses)
+	}
+	indexSeeded(t, s)
+	var mark uint64
+	if err := s.readCatalog(func(ct catTx) error { mark = ct.indexedUpTo(); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, wt, "push", "-qf", "origin", base+":main")
+	if err := s.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "catalog set back") {
+		t.Fatalf("the catalog was rebuilt, not set back:\n%s", logs.String())
+	}
+	checkVersionListings(t, s, "after main was set back", 2)
+	for i := range 3 {
+		mustWrite(t, s, fmt.Sprintf("/c%d.md", i), "one", ses)
+	}
+	err := s.readCatalog(func(ct catTx) error {
+		for v, err := range ct.versionsFrom(0) {
+			if err != nil {
+				return err
+			}
+			if v.Path == "/c0.md" && v.seq <= mark {
+				t.Errorf("a version written after the setting back is numbered %d, under the mark %d of before", v.seq, mark)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkVersionIndexes(t, s, "after writes on the set back catalog")
+}
+
+// TestWriterIndexesVersions: the writer adds the versions it wrote to sesver and keyver by
+// itself, between groups once indexEvery has passed, and when it goes idle.
+func TestWriterIndexesVersions(t *testing.T) {
+	ses := Actor{Type: SessionActor, ID: "sesn_01WRITER", APIKeyID: apiActor.ID}
+	s := mustCreate(t, newTestDataDir(t, Options{IdlePack: time.Hour}), "between")
+	mustWrite(t, s, "/a.md", "one", ses)
+	time.Sleep(indexEvery)
+	mustWrite(t, s, "/b.md", "one", ses)
+	if lag := indexLag(t, s); lag != 0 {
+		t.Errorf("between groups: %d version numbers past the index's mark, %v after the last step", lag, indexEvery)
+	}
+
+	s = mustCreate(t, newTestDataDir(t, Options{IdlePack: 20 * time.Millisecond}), "idle")
+	for i := range 3 {
+		mustWrite(t, s, fmt.Sprintf("/%d.md", i), "one", ses)
+	}
+	for deadline := time.Now().Add(10 * time.Second); indexLag(t, s) != 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("idle: %d version numbers past the index's mark", indexLag(t, s))
+		}
+	}
+	checkVersionListings(t, s, "once idle", 2)
 }

@@ -220,6 +220,11 @@ func (c catTx) rewind(or objectReader, base plumbing.Hash, undone, reused, touch
 			return err
 		}
 	}
+	// Numbers above kept name no record now: the mark of sesver and keyver says nothing of
+	// them.
+	if err := c.lowerIndexMark(kept); err != nil {
+		return err
+	}
 
 	// Each memory as its versions before leave it, live where base's tree holds its content:
 	// a catalog where a memory lives at a path that base does not hold it at (a commit that

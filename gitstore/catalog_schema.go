@@ -25,16 +25,19 @@ import (
 //	         seq -> the last version number (8 bytes, big endian);
 //	         store -> the store.json as of applied;
 //	         usage -> live memories and their bytes (8 + 8 bytes, big endian; quota.go);
-//	         format -> catalogFormat (a catalog of another format is rebuilt at open)
+//	         format -> catalogFormat (a catalog of another format is rebuilt at open);
+//	         indexed -> the version number up to which sesver and keyver list every version
+//	         (8 bytes, big endian; catalog_versions.go): they lag the versions
 //	mem      memory id -> memRec (binary: catalog_codec.go; deleted memories stay, marked)
 //	path     live memory path -> memory id (path order: listings are range scans)
 //	ver      version number (8 bytes, big endian, in the order commits were applied) -> verRec
 //	         (binary: catalog_codec.go)
 //	verid    version id -> version number
 //	memver   memory id + version number -> nothing (the versions of a memory, also deleted)
-//	sesver   idRun(session id) + version number -> nothing: the versions a session made
+//	sesver   idRun(session id) + version number -> nothing: the versions a session made,
+//	         up to meta's indexed
 //	keyver   idRun(API key id) + version number -> nothing: the versions of an API key,
-//	         made by the key or by a session of it (Actor.KeyID)
+//	         made by the key or by a session of it (Actor.KeyID), up to meta's indexed
 //	storechg number -> storeChgRec (JSON): a change of .gitmem/store.json, numbered in the
 //	         same sequence as the versions, so that a feed of both is in commit order
 //
@@ -74,6 +77,7 @@ var (
 	kStore   = []byte("store")
 	kUsage   = []byte("usage")
 	kFormat  = []byte("format")
+	kIndexed = []byte("indexed")
 
 	// The key of rewriting that holds the head.
 	kRewritingHead = []byte("head")
@@ -87,9 +91,9 @@ var (
 )
 
 // catalogFormat changes when the records change shape; a catalog of another format is
-// rebuilt at open, but for one of format 4, whose versions fill sesver and keyver
+// rebuilt at open, but for one of format 4 or 5, which its versions bring up to date
 // (openCatalog).
-const catalogFormat = "5" // 2: meta holds the usage counters (quota.go); 3: storechg; 4: mem and ver binary (catalog_codec.go); 5: sesver, keyver
+const catalogFormat = "6" // 2: meta holds the usage counters (quota.go); 3: storechg; 4: mem and ver binary (catalog_codec.go); 5: sesver, keyver; 6: they lag (meta's indexed)
 
 // memRec is a memory's state (bucket mem; its encoding is catalog_codec.go's).
 type memRec struct {

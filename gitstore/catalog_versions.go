@@ -7,12 +7,22 @@ import (
 	"iter"
 	"math"
 	"slices"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // The catalog's versions: the versions by number (bucket ver), in the order their commits
 // were applied, which is the order of main's first-parent history; the number of each
 // version id (verid); and the numbers of the versions of each memory (memver), session
 // (sesver) and API key (keyver), so that a listing of those walks their versions only.
+//
+// memver is written with each version. sesver and keyver lag: the writer adds their entries
+// in batches, between groups (indexActorsStep, run by Store.indexActors), so that a write
+// pays no Put in them (two or three more dirty pages at each commit: 7% of a write at 100
+// memories). meta's indexed holds the number up to which they list every version; a
+// listing walks the versions above it in ver itself, then the index (versionsBefore,
+// versionsUp), in one transaction, and so answers as a full scan would.
 
 // everyVersion, as the upper bound of versionsDown, yields every version.
 const everyVersion = math.MaxUint64
@@ -114,18 +124,21 @@ func (c catTx) addVersion(v verRec) error {
 	if err := c.tx.Bucket(bVerID).Put([]byte(v.ID), seqKey(n)); err != nil {
 		return err
 	}
-	return c.indexVersion(v)
+	return c.tx.Bucket(bMemVer).Put(memVerKey(v), nil)
 }
 
-// versionEntry is a key that lists a version in memver, sesver or keyver.
+// memVerKey is the key that lists version v in memver.
+func memVerKey(v verRec) []byte { return append([]byte(v.Memory), seqKey(v.seq)...) }
+
+// versionEntry is a key that lists a version in sesver or keyver.
 type versionEntry struct{ bucket, key []byte }
 
-// versionEntries are the keys that list version v: in memver, and in sesver and keyver if
-// a session or an API key made it. They follow from the record's memory and actor, which
-// nothing changes once it is added: a redaction rewrites its content and its commit.
-func versionEntries(v verRec) []versionEntry {
+// actorEntries are the keys that list version v in sesver and keyver, if a session or an API
+// key made it. They follow from the record's actor, which nothing changes once it is added:
+// a redaction rewrites its content and its commit.
+func actorEntries(v verRec) []versionEntry {
 	n := seqKey(v.seq)
-	out := []versionEntry{{bMemVer, append([]byte(v.Memory), n...)}}
+	var out []versionEntry
 	a := v.actor()
 	if id := a.SessionID(); id != "" {
 		out = append(out, versionEntry{bSesVer, append(idRun(id), n...)})
@@ -136,19 +149,13 @@ func versionEntries(v verRec) []versionEntry {
 	return out
 }
 
-// indexVersion lists v in memver, sesver and keyver.
-func (c catTx) indexVersion(v verRec) error {
-	for _, e := range versionEntries(v) {
-		if err := c.tx.Bucket(e.bucket).Put(e.key, nil); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// unindexVersion takes v out of memver, sesver and keyver, as it is undone.
+// unindexVersion takes v out of memver, sesver and keyver, as it is undone (an entry not
+// added yet, above the mark, is no matter).
 func (c catTx) unindexVersion(v verRec) error {
-	for _, e := range versionEntries(v) {
+	if err := c.tx.Bucket(bMemVer).Delete(memVerKey(v)); err != nil {
+		return err
+	}
+	for _, e := range actorEntries(v) {
 		if err := c.tx.Bucket(e.bucket).Delete(e.key); err != nil {
 			return err
 		}
@@ -156,31 +163,68 @@ func (c catTx) unindexVersion(v verRec) error {
 	return nil
 }
 
-// indexActors fills sesver and keyver, empty, from the versions, for a catalog of format 4,
-// which had neither: what a rebuild would give them, in one pass over ver. It puts each
-// bucket's keys in their order: bbolt splits a transaction's nodes only as it commits, and
-// a node that took 75,000 keys, each in its middle, made the pass take 10 s at 100,000
-// versions (0.4 s in order).
-func (c catTx) indexActors() error {
+// indexedUpTo is the mark of sesver and keyver: they list every version numbered up to it,
+// and none above it.
+func (c catTx) indexedUpTo() uint64 {
+	if raw := c.tx.Bucket(bMeta).Get(kIndexed); len(raw) == 8 {
+		return seqOf(raw)
+	}
+	return 0
+}
+
+func (c catTx) setIndexedUpTo(n uint64) error {
+	return c.tx.Bucket(bMeta).Put(kIndexed, seqKey(n))
+}
+
+// lowerIndexMark keeps the mark at most n, once the versions above n are undone (setting
+// back), so that it says nothing of versions numbered above n later.
+func (c catTx) lowerIndexMark(n uint64) error {
+	if c.indexedUpTo() <= n {
+		return nil
+	}
+	return c.setIndexedUpTo(n)
+}
+
+// actorsPerStep bounds the versions that one step adds to sesver and keyver, so that one
+// transaction does not hold a large catalog's whole pass (0.4 to 0.6 s at 100,000 versions).
+const actorsPerStep = 10000
+
+// indexActorsStep adds to sesver and keyver the entries of up to limit versions numbered
+// above the mark, and moves the mark past them. It tells whether the buckets then list
+// every version. It puts each bucket's keys in their order: bbolt splits a transaction's
+// nodes only as it commits, and a node that took 75,000 keys, each in its middle, made a
+// pass over 100,000 versions take 10 s (0.4 s in order).
+func (c catTx) indexActorsStep(limit int) (bool, error) {
+	mark, last := c.indexedUpTo(), c.versionCount()
+	if mark >= last {
+		return true, nil
+	}
+	upTo := last
 	keys := map[string][][]byte{}
-	for v, err := range c.versionsFrom(0) {
+	n := 0
+	for v, err := range c.versionsFrom(mark + 1) {
 		if err != nil {
-			return err
+			return false, err
 		}
-		for _, e := range versionEntries(v)[1:] {
+		if n == limit {
+			upTo = v.seq - 1
+			break
+		}
+		for _, e := range actorEntries(v) {
 			keys[string(e.bucket)] = append(keys[string(e.bucket)], e.key)
 		}
+		n++
 	}
 	for name, ks := range keys {
 		slices.SortFunc(ks, bytes.Compare)
 		b := c.tx.Bucket([]byte(name))
 		for _, k := range ks {
 			if err := b.Put(k, nil); err != nil {
-				return err
+				return false, err
 			}
 		}
 	}
-	return nil
+	return upTo == last, c.setIndexedUpTo(upTo)
 }
 
 // putVersion stores v under its number, in place of the record that was there. It must not
@@ -295,44 +339,106 @@ func (c catTx) memoryVersionsDown(id string, upTo uint64) iter.Seq2[verRec, erro
 	}
 }
 
+// indexEvery is how often, at most, the writer adds the versions written since to sesver
+// and keyver while writes come (afterGroup): a listing by session or key walks those in ver,
+// a few hundred under load. It adds them all when it goes idle, and at open and after a
+// catch-up with main, the versions that these applied.
+const indexEvery = 100 * time.Millisecond
+
+// indexActors adds the versions above the mark to sesver and keyver, a step of
+// actorsPerStep at a time, each step a transaction of its own: until they list every
+// version, or, after a step, until more says there is no time for another. The
+// transactions are not synced: the catalog's next sync takes them, and a crash before it
+// loses them with the mark. It runs on the writer goroutine, or at open before it starts.
+func (s *Store) indexActors(more func() bool) error {
+	behind := false
+	if err := s.readCatalog(func(ct catTx) error {
+		behind = ct.indexedUpTo() < ct.versionCount()
+		return nil
+	}); err != nil || !behind {
+		return err
+	}
+	for {
+		done := false
+		err := s.db.Update(func(tx *bolt.Tx) error {
+			var err error
+			done, err = writeTx(tx).indexActorsStep(actorsPerStep)
+			return err
+		})
+		if err != nil {
+			s.db.commitFailed(err)
+			return fmt.Errorf("list the versions of %s by session and API key: %w", s.id, err)
+		}
+		s.indexedAt = time.Now()
+		if done || more != nil && !more() {
+			return nil
+		}
+	}
+}
+
+// indexActorsDue is the writer's step between groups: the versions written since the last,
+// if that was indexEvery ago.
+func (s *Store) indexActorsDue() {
+	if s.opts.lagIndex || time.Since(s.indexedAt) < indexEvery {
+		return
+	}
+	if err := s.indexActors(func() bool { return false }); err != nil {
+		s.log.Error("index versions", "store", s.id, "err", err)
+	}
+}
+
+// indexActorsIdle is the writer's when it goes idle: every version, while no request waits.
+func (s *Store) indexActorsIdle() {
+	if s.opts.lagIndex {
+		return
+	}
+	if err := s.indexActors(func() bool { return len(s.reqs) == 0 }); err != nil {
+		s.log.Error("index versions", "store", s.id, "err", err)
+	}
+}
+
 // versionIndex returns where the versions that f can match are listed, oldest first: the
 // run of keys that begin with prefix, each then a version's number, in bucket. That is the
 // versions of f's memory (memver), else of its session (sesver), else of its API key
 // (keyver); else every version (ver itself, prefix nil), which the other filters select from.
-func versionIndex(f VersionFilter) (bucket, prefix []byte) {
+// lags says that the index lists only the versions up to the mark (indexedUpTo): those
+// above it are in ver alone.
+func versionIndex(f VersionFilter) (bucket, prefix []byte, lags bool) {
 	switch {
 	case f.MemoryID != "":
-		return bMemVer, []byte(f.MemoryID)
+		return bMemVer, []byte(f.MemoryID), false
 	case f.SessionID != "":
-		return bSesVer, idRun(f.SessionID)
+		return bSesVer, idRun(f.SessionID), true
 	case f.APIKeyID != "":
-		return bKeyVer, idRun(f.APIKeyID)
+		return bKeyVer, idRun(f.APIKeyID), true
 	}
-	return bVer, nil
+	return bVer, nil, false
 }
 
 // versionsBefore yields, newest first, the versions that f's index lists (versionIndex)
 // numbered before the version key before (as a listing's cursor holds it; nil: from the
-// newest). An error ends the walk, as in versionsDown.
+// newest). Of an index that lags, it yields first every version above the mark, from ver,
+// and then the index's up to the mark: the caller's filter (VersionFilter.matches) picks
+// f's among the first. An error ends the walk, as in versionsDown.
 func (c catTx) versionsBefore(f VersionFilter, before []byte) iter.Seq2[verRec, error] {
 	return func(yield func(verRec, error) bool) {
-		bucket, prefix := versionIndex(f)
-		cur := c.tx.Bucket(bucket).Cursor()
-		var k, raw []byte
-		if before != nil {
-			cur.Seek(append(append([]byte{}, prefix...), before...))
-			k, raw = cur.Prev()
-		} else if prefix != nil {
-			k, _ = cur.Seek(append(append([]byte{}, prefix...), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff))
-			if k == nil {
-				k, _ = cur.Last()
-			} else {
-				k, _ = cur.Prev()
+		bucket, prefix, lags := versionIndex(f)
+		if lags {
+			mark := c.indexedUpTo()
+			for k, raw := range c.runBelow(bVer, nil, before) {
+				if seqOf(k) <= mark {
+					break
+				}
+				v, err := decodeVersion(k, raw)
+				if !yield(v, err) || err != nil {
+					return
+				}
 			}
-		} else {
-			k, raw = cur.Last()
+			if below := seqKey(mark + 1); before == nil || bytes.Compare(below, before) < 0 {
+				before = below
+			}
 		}
-		for ; k != nil && bytes.HasPrefix(k, prefix) && len(k) == len(prefix)+8; k, raw = cur.Prev() {
+		for k, raw := range c.runBelow(bucket, prefix, before) {
 			v, err := c.indexedVersion(prefix, k, raw)
 			if !yield(v, err) || err != nil {
 				return
@@ -341,16 +447,53 @@ func (c catTx) versionsBefore(f VersionFilter, before []byte) iter.Seq2[verRec, 
 	}
 }
 
-// versionsUp yields, oldest first, the versions that f's index lists (versionIndex). An error
-// ends the walk, as in versionsDown.
+// runBelow yields, last first, the keys of bucket that are prefix and then a version number
+// and come before prefix+below (below nil: all of them), with their values.
+func (c catTx) runBelow(bucket, prefix, below []byte) iter.Seq2[[]byte, []byte] {
+	return func(yield func(k, v []byte) bool) {
+		if below == nil {
+			below = []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff} // after every number
+		}
+		cur := c.tx.Bucket(bucket).Cursor()
+		k, raw := cur.Seek(append(append([]byte{}, prefix...), below...))
+		if k == nil {
+			k, raw = cur.Last()
+		} else {
+			k, raw = cur.Prev()
+		}
+		for ; k != nil && bytes.HasPrefix(k, prefix) && len(k) == len(prefix)+8; k, raw = cur.Prev() {
+			if !yield(k, raw) {
+				return
+			}
+		}
+	}
+}
+
+// versionsUp yields, oldest first, the versions that f's index lists (versionIndex); of an
+// index that lags, then every version above the mark, from ver, which the caller's filter
+// picks f's from. An error ends the walk, as in versionsDown.
 func (c catTx) versionsUp(f VersionFilter) iter.Seq2[verRec, error] {
 	return func(yield func(verRec, error) bool) {
-		bucket, prefix := versionIndex(f)
+		bucket, prefix, lags := versionIndex(f)
+		mark := uint64(everyVersion)
+		if lags {
+			mark = c.indexedUpTo()
+		}
 		cur := c.tx.Bucket(bucket).Cursor()
 		for k, raw := cur.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && len(k) == len(prefix)+8; k, raw = cur.Next() {
+			if seqOf(k[len(prefix):]) > mark {
+				break
+			}
 			v, err := c.indexedVersion(prefix, k, raw)
 			if !yield(v, err) || err != nil {
 				return
+			}
+		}
+		if lags {
+			for v, err := range c.versionsFrom(mark + 1) {
+				if !yield(v, err) || err != nil {
+					return
+				}
 			}
 		}
 	}
@@ -366,7 +509,7 @@ func (c catTx) indexedVersion(prefix, k, raw []byte) (verRec, error) {
 }
 
 // firstMatchingVersions finds the versions that f matches (by session or API key, and
-// time), walking the versions of f's session or key, and returns the memories they touched,
+// time), walking the versions of f's session or key (versionsUp), and returns the memories they touched,
 // in the order of their first matching version, with that version's key in ver.
 func (c catTx) firstMatchingVersions(f VersionFilter) (order []string, first map[string][]byte, err error) {
 	first = map[string][]byte{}

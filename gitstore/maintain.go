@@ -27,10 +27,12 @@ const idlePacks = 8
 // running merges are replacing.
 const backlogFactor = 4
 
-// afterGroup asks for a merge when packs have piled up, and merges itself when the
-// maintainers have fallen far behind.
+// afterGroup adds the versions written lately to sesver and keyver (indexActorsDue), asks
+// for a merge when packs have piled up, and merges itself when the maintainers have fallen
+// far behind.
 func (s *Store) afterGroup() {
 	s.checkpoint(false)
+	s.indexActorsDue()
 	if err := s.db.maybeSync(); err != nil {
 		s.log.Error("sync the catalog", "store", s.id, "err", err)
 	}

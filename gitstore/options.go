@@ -27,6 +27,10 @@ type Options struct {
 	// checkpointBytes, if set, is how much journal piles up before a checkpoint (the
 	// power-loss test sets it low, so that checkpoints happen often).
 	checkpointBytes int64
+	// lagIndex, if set (by tests of the listings by session and key), keeps the writer from
+	// adding versions to sesver and keyver between groups and when idle: only the open,
+	// a catch-up with main and the test do (Store.indexActors).
+	lagIndex bool
 	// redactWrap holds the data directory's RedactWrapper (WrapRedact), shared by its stores.
 	redactWrap *atomic.Pointer[RedactWrapper]
 	// forkMarks keeps the list of redactions that the forks may lack (forkmarks.go); nil

@@ -40,6 +40,8 @@ type Store struct {
 	maintMu     sync.RWMutex
 
 	lastTime time.Time // writer goroutine only
+	// indexedAt is when the writer last added versions to sesver and keyver (writer only).
+	indexedAt time.Time
 	// head is the last head commit that the writer read or made, and its tree, so that a
 	// group need not read the commit back from the packs (18-30 µs a write). Writer only.
 	head commitTree
@@ -100,6 +102,12 @@ func openStoreProgress(id, repoPath, catalogPath string, opts Options, progress 
 		maint: make(chan int, 1),
 		trees: map[plumbing.Hash][]object.TreeEntry{}}
 	if err := s.catchUp(progress); err != nil {
+		db.Close()
+		return nil, NoSpace(fmt.Errorf("open store %s: %w", id, err), opts.dataDir)
+	}
+	// Versions that sesver and keyver lack (the last session's newest, all of a catalog of
+	// format 4) would be walked in ver by every listing by session or key.
+	if err := s.indexActors(nil); err != nil {
 		db.Close()
 		return nil, NoSpace(fmt.Errorf("open store %s: %w", id, err), opts.dataDir)
 	}
@@ -200,7 +208,9 @@ func (s *Store) catchUp(progress Progress) error {
 		}
 	}
 	s.moved.notify()
-	return nil
+	// What it applied, in sesver and keyver at once: a push or a rebuild can bring many
+	// versions, which listings would walk in ver until the writer's steps had them.
+	return s.indexActors(nil)
 }
 
 // rebuild empties the catalog and reads the whole history again.

@@ -13,17 +13,26 @@ import (
 // session or key, not the store's, counted without a clock: under a context already done, a
 // listing by operation, which walks all of 2,000 versions, stops with the context's error
 // once it has walked versionsPerCheck of them; one by a session or key that made none of
-// them walks none and answers. (The versions are added to the catalog directly, as the
-// writer records them, to be many in little time.) BenchmarkVersionListing times them.
+// them walks none and answers, once the versions are in sesver and keyver. Before, it walks
+// those above the index's mark in ver, and stops likewise. (The versions are added to the
+// catalog directly, as the writer records them, to be many in little time.)
+// BenchmarkVersionListing times them.
 func TestVersionListingCost(t *testing.T) {
-	s := newTestStore(t)
-	seedVersions(t, s, 2000)
+	s := mustCreate(t, newTestDataDir(t, Options{lagIndex: true}), "cost")
+	addSeedVersions(t, s, 2000)
 	done, cancel := context.WithCancel(context.Background())
 	cancel()
+	none := []VersionFilter{{SessionID: "sesn_none"}, {APIKeyID: "apikey_none"}, {SessionID: "sesn_none", Operation: OpDeleted}}
+	for _, f := range append([]VersionFilter{{Operation: OpDeleted}}, none...) {
+		if _, err := s.Versions(done, f); !errors.Is(err, context.Canceled) {
+			t.Fatalf("a walk of every version by %+v, none indexed, under a canceled context: %v", f, err)
+		}
+	}
+	indexSeeded(t, s)
 	if _, err := s.Versions(done, VersionFilter{Operation: OpDeleted}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("a walk of every version under a canceled context: %v", err)
 	}
-	for _, f := range []VersionFilter{{SessionID: "sesn_none"}, {APIKeyID: "apikey_none"}, {SessionID: "sesn_none", Operation: OpDeleted}} {
+	for _, f := range none {
 		p, err := s.Versions(done, f)
 		if err != nil || len(p.Versions) != 0 {
 			t.Errorf("a listing by session %q key %q operation %q walked the store's versions: %d versions, %v",
@@ -88,8 +97,24 @@ var seedRare = Actor{Type: SessionActor, ID: "sesn_01SEEDRARE", APIKeyID: "apike
 
 // seedVersions adds n versions to s's catalog directly, records as the writer makes them (of
 // no commit: nothing reads their history), a second apart: a quarter by apiActor, the
-// others by three sessions of it, but 5 spread evenly by seedRare.
+// others by three sessions of it, but 5 spread evenly by seedRare; and then adds them to
+// sesver and keyver, as the writer does soon after it writes.
 func seedVersions(tb testing.TB, s *Store, n int) {
+	tb.Helper()
+	addSeedVersions(tb, s, n)
+	indexSeeded(tb, s)
+}
+
+// indexSeeded has the writer add every version to sesver and keyver.
+func indexSeeded(tb testing.TB, s *Store) {
+	tb.Helper()
+	if err := s.runTask(context.Background(), func() error { return s.indexActors(nil) }); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// addSeedVersions is seedVersions, its versions left out of sesver and keyver.
+func addSeedVersions(tb testing.TB, s *Store, n int) {
 	tb.Helper()
 	start := time.Now().Add(-time.Duration(n) * time.Second)
 	for done := 0; done < n; {

@@ -175,6 +175,7 @@ func (s *Store) run() {
 			idle.Reset(s.opts.IdlePack)
 		case <-idle.C:
 			s.checkpoint(true)
+			s.indexActorsIdle()
 			if err := s.db.sync(); err != nil { // what the last groups committed, durable while idle
 				s.log.Error("sync the catalog", "store", s.id, "err", err)
 			}

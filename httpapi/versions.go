@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -33,10 +32,8 @@ func (s *Server) listVersions(c echo.Context) error {
 		return c.JSON(http.StatusOK, page(data, ""))
 	}
 	// A listing by operation or time alone walks the store's versions until it fills a
-	// page: it ends when the client goes, or when its answer could no longer be written.
-	ctx, cancel := context.WithTimeout(c.Request().Context(), s.opts.Limits.WriteTimeout)
-	defer cancel()
-	p, err := st.Versions(ctx, f)
+	// page: it ends when the client goes, or at the answer's deadline (limitRequests).
+	p, err := st.Versions(c.Request().Context(), f)
 	if err != nil {
 		return err
 	}

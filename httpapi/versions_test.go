@@ -139,3 +139,28 @@ func TestVersionsEndAtWriteTimeout(t *testing.T) {
 		t.Fatal("the listing did not end")
 	}
 }
+
+// TestRequestContextEndsAtDeadline: every request's context, a mounted page's (the UI) as an
+// API route's, ends at its answer's deadline (--write-timeout), so that work which stops on
+// its context (a walk of a store's versions for the UI's activity by folder) stops there.
+func TestRequestContextEndsAtDeadline(t *testing.T) {
+	const within = 3 * time.Second
+	left := make(chan time.Duration, 1)
+	ts := startServer(t, Options{Limits: Limits{WriteTimeout: within}}, func(s *Server) {
+		s.Mount("/probe/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			d, ok := r.Context().Deadline()
+			if !ok {
+				d = time.Now().Add(time.Hour)
+			}
+			left <- time.Until(d)
+		}))
+	})
+	resp, err := http.Get(ts.url + "/probe/page")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if d := <-left; d <= 0 || d > within {
+		t.Fatalf("a mounted page's context ends in %s, want within %s", d, within)
+	}
+}
