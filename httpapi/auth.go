@@ -41,6 +41,9 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
+		if err := s.limitRate(c, cl); err != nil { // ratelimit.go
+			return err
+		}
 		if sid := c.Request().Header.Get(SessionHeader); sid != "" {
 			if !sessionID.MatchString(sid) {
 				return badRequest("header %s must be a session id like sesn_abc123 (sesn_ and 1 to 128 letters, digits, _ or -), got %q", SessionHeader, sid)

@@ -180,6 +180,9 @@ func (s *Server) authorizeGit(c echo.Context, req *gitserve.Request) (keyID stri
 		}
 		return "", refuseGit(ae.status, "%s", ae.message)
 	}
+	if err := s.limitRate(c, cl); err != nil { // ratelimit.go; its Retry-After is set
+		return "", refuseGit(http.StatusTooManyRequests, "%s", errorFor(err).message)
+	}
 	if err := cl.checkStore(req.StoreID); err != nil {
 		return "", refuseGit(http.StatusForbidden, "%s", errorFor(err).message)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"strings"
@@ -51,7 +52,27 @@ type Limits struct {
 	// of one key in a store (proposals.Limits): each is a copy of the store on disk. They
 	// apply to the manager that New makes, not to one passed in Options.Proposals.
 	MaxOpenProposals, MaxOpenProposalsPerKey int
+	// RateLimit: requests a second that one key (its sessions' included) may send to the
+	// API, the tools, MCP and git's route, as a token bucket (ratelimit.go); past it, 429
+	// with Retry-After. Requests without a key are not limited. 0 (or less, or not a finite
+	// number), the default: no limit. It has no default other than off: how many requests an agent needs a
+	// second is the deployment's to say.
+	RateLimit float64
+	// RateBurst: requests one key may send at once, after a pause, before RateLimit paces
+	// it (the bucket's size). 0 (or less): DefaultRateBurst of RateLimit.
+	RateBurst int
 }
+
+// DefaultRateBurst is the burst of a rate limit of perSecond requests a second: two seconds'
+// worth, so that a client that paused may send a short batch at once, and at least 4, so
+// that a git clone or fetch (up to 3 requests in a row with git's protocol v2) is not
+// refused halfway by a rate of 1 or 2 a second.
+func DefaultRateBurst(perSecond float64) int {
+	return int(max(min(math.Ceil(2*perSecond), maxRateBurst), 4))
+}
+
+// maxRateBurst bounds DefaultRateBurst, of any rate.
+const maxRateBurst = 1 << 30
 
 // MaxStreams is how many event streams are open at once, of every key: half of MaxConns,
 // so that the other half is always there for requests and health probes.
@@ -93,6 +114,11 @@ func (l Limits) withDefaults() Limits {
 		if *f.v <= 0 {
 			*f.v = *f.def
 		}
+	}
+	if !(l.RateLimit > 0) || math.IsInf(l.RateLimit, 1) { // NaN too
+		l.RateLimit, l.RateBurst = 0, 0
+	} else if l.RateBurst <= 0 {
+		l.RateBurst = DefaultRateBurst(l.RateLimit)
 	}
 	return l
 }

@@ -48,6 +48,9 @@ type Options struct {
 	// Observe, if set, is told of each request as it ends: its route (the pattern), path,
 	// method, status and duration (for metrics).
 	Observe func(route, path, method string, status int, took time.Duration)
+	// ObserveRateLimited, if set, is told of each request refused past its key's rate
+	// (Limits.RateLimit), with the key's id (for metrics).
+	ObserveRateLimited func(keyID string)
 	// Proposals keeps the stores' proposals; New makes one over the data directory if nil
 	// (then Close closes its forks).
 	Proposals *proposals.Manager
@@ -77,6 +80,9 @@ type Server struct {
 	// pushes counts the git pushes being checked, of each key (git.go).
 	pushes holdCount
 
+	// rates holds each key's token bucket; nil without Limits.RateLimit (ratelimit.go).
+	rates *keyRates
+
 	// streams counts the open event streams, of every key and of each (events.go); closing
 	// is closed when the server shuts down, which ends them.
 	streams   streamCount
@@ -91,7 +97,7 @@ func New(data *gitstore.DataDir, keys *apikeys.Keys, opts Options) *Server {
 	}
 	opts.Limits = opts.Limits.withDefaults()
 	s := &Server{data: data, keys: keys, opts: opts, log: opts.Logger, e: echo.New(), started: time.Now(),
-		closing: make(chan struct{})}
+		closing: make(chan struct{}), rates: newKeyRates(opts.Limits, opts.ObserveRateLimited)}
 	s.props = opts.Proposals
 	if s.props == nil {
 		l := proposals.Limits{Open: opts.Limits.MaxOpenProposals, OpenPerKey: opts.Limits.MaxOpenProposalsPerKey}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,6 +27,11 @@ type Metrics struct {
 	requests        *prometheus.CounterVec
 	requestDuration *prometheus.HistogramVec
 	gitOps          *prometheus.CounterVec
+	rateLimited     *prometheus.CounterVec
+
+	// mu guards rateKeys: the keys labelled in rateLimited so far (RateLimited).
+	mu       sync.Mutex
+	rateKeys map[string]bool
 
 	groups     prometheus.Counter
 	groupSize  prometheus.Histogram
@@ -64,6 +70,8 @@ func New() *Metrics {
 		[]string{"route", "method"})
 	m.gitOps = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gitmem_git_operations_total",
 		Help: "git over HTTP: pushes (receive-pack) and fetches or clones (upload-pack), by status."}, []string{"operation", "status"})
+	m.rateLimited = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gitmem_http_rate_limited_total",
+		Help: "Requests refused (429) past their key's rate (gitmem serve --rate-limit), by key id (the first 1,000 keys refused; others as other)."}, []string{"key"})
 	m.groups = prometheus.NewCounter(prometheus.CounterOpts{Name: "gitmem_write_groups_total",
 		Help: "Groups of writes committed to main (each one pack and one ref update)."})
 	m.groupSize = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "gitmem_write_group_requests",
@@ -90,7 +98,7 @@ func New() *Metrics {
 		Help: "Memories changed on both sides that a sync kept both of (a .conflict- copy)."})
 	m.deliveries = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gitmem_webhook_deliveries_total",
 		Help: "Webhook delivery attempts, by result: delivered or failed (failed ones are retried)."}, []string{"result"})
-	for _, c := range []prometheus.Collector{m.requests, m.requestDuration, m.gitOps, m.groups, m.groupSize,
+	for _, c := range []prometheus.Collector{m.requests, m.requestDuration, m.gitOps, m.rateLimited, m.groups, m.groupSize,
 		m.packWrite, m.refUpdate, m.merges, m.mergeTime, m.secrets, m.redactions, m.searches, m.searchTime,
 		m.syncs, m.conflicts, m.deliveries,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
@@ -131,6 +139,29 @@ func (m *Metrics) Request(route, path, method string, status int, took time.Dura
 			m.gitOps.WithLabelValues("fetch", code).Inc()
 		}
 	}
+}
+
+// perKeyLimit is how many keys RateLimited labels by id; the refusals of others are counted
+// as key "other". Keys are made by an operator, so there are few; the bound keeps a server
+// that is given very many from growing a series for each.
+const perKeyLimit = 1000
+
+// RateLimited counts a request refused past the rate of key keyID
+// (httpapi.Options.ObserveRateLimited).
+func (m *Metrics) RateLimited(keyID string) {
+	m.mu.Lock()
+	if !m.rateKeys[keyID] {
+		if len(m.rateKeys) >= perKeyLimit {
+			keyID = "other"
+		} else {
+			if m.rateKeys == nil {
+				m.rateKeys = map[string]bool{}
+			}
+			m.rateKeys[keyID] = true
+		}
+	}
+	m.mu.Unlock()
+	m.rateLimited.WithLabelValues(keyID).Inc()
 }
 
 // Store is the gitstore.Observer of the metrics.

@@ -68,18 +68,28 @@ func TestServeLimitsRefuseZero(t *testing.T) {
 	if err := os.WriteFile(conf, []byte("[serve]\nmax-open-proposals = 0\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct {
-		env  []string
-		args []string
-		want string
-	}{
+	checkServeRefusals(t, c, []serveRefusal{
 		{nil, []string{"serve", "--max-conns", "0"}, `invalid argument "0" for "--max-conns" flag: must be more than 0`},
 		{nil, []string{"serve", "--max-open-proposals-per-key=-1"}, `"--max-open-proposals-per-key" flag: must be more than 0`},
 		{nil, []string{"serve", "--idle-timeout", "0s"}, `"--idle-timeout" flag: must be more than 0`},
 		{nil, []string{"serve", "--git-timeout", "10"}, `"--git-timeout" flag: not a duration (like 30s, 2m or 1h)`},
 		{[]string{"GITMEM_MAX_REQUESTS=-2"}, []string{"serve"}, "GITMEM_MAX_REQUESTS: must be more than 0"},
 		{nil, []string{"--config", conf, "serve"}, "[serve] max-open-proposals: must be more than 0"},
-	} {
+	})
+}
+
+// serveRefusal is a gitmem serve run in env with args, which must be refused with want.
+type serveRefusal struct {
+	env  []string
+	args []string
+	want string
+}
+
+// checkServeRefusals runs each serve of cases and checks that it exits 2 with its message,
+// and that none made its data directory.
+func checkServeRefusals(t *testing.T, c *cli, cases []serveRefusal) {
+	t.Helper()
+	for _, tc := range cases {
 		_, stderr, code := c.runEnv(append(os.Environ(), tc.env...), "", append(tc.args, "--addr", "127.0.0.1:0")...)
 		if code != 2 || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%v %v: exit %d, %s", tc.env, tc.args, code, stderr)

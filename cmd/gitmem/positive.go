@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -61,4 +62,35 @@ func positiveDurationVar(fs *pflag.FlagSet, v *time.Duration, name string, def t
 		}
 		return d, nil
 	}}, name, usage)
+}
+
+// rateFlag is the flag of a rate that may be 0 (off) or more, a float: a negative number, or
+// one that is not finite, is refused where it is set, as a positive flag's 0 is.
+type rateFlag struct{ v *float64 }
+
+func (r rateFlag) String() string {
+	if r.v == nil {
+		return "0"
+	}
+	return strconv.FormatFloat(*r.v, 'f', -1, 64)
+}
+
+func (r rateFlag) Type() string { return "float" }
+
+func (r rateFlag) Set(s string) error {
+	n, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(n) || math.IsInf(n, 0) {
+		return errors.New("not a number")
+	}
+	if n < 0 {
+		return errors.New("must be 0 (no limit) or more")
+	}
+	*r.v = n
+	return nil
+}
+
+// rateVar defines such a flag, 0 by default.
+func rateVar(fs *pflag.FlagSet, v *float64, name, usage string) {
+	*v = 0
+	fs.Var(rateFlag{v}, name, usage)
 }

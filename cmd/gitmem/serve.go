@@ -85,6 +85,8 @@ Create a key with "gitmem keys create" to require keys and to serve on other add
 	positiveIntVar(cmd.Flags(), &f.limits.MaxPushesPerKey, "max-pushes-per-key", d.MaxPushesPerKey, "git pushes one key (without keys: one client address) has checked at once; more are answered 429")
 	positiveIntVar(cmd.Flags(), &f.limits.MaxOpenProposals, "max-open-proposals", d.MaxOpenProposals, "open proposals a store holds at once, each a copy of the store on disk; past it a new one is refused (409)")
 	positiveIntVar(cmd.Flags(), &f.limits.MaxOpenProposalsPerKey, "max-open-proposals-per-key", d.MaxOpenProposalsPerKey, "open proposals one key (its sessions and pushed branches) holds in a store at once; past it a new one is refused (409)")
+	rateVar(cmd.Flags(), &f.limits.RateLimit, "rate-limit", "requests a second one key (and its sessions) may send to the API, MCP and git, on average; more are answered 429 with Retry-After (0: no limit; requests without a key are not limited)")
+	positiveIntVar(cmd.Flags(), &f.limits.RateBurst, "rate-burst", 0, "requests one key may send at once after a pause, within --rate-limit (default: twice --rate-limit, at least 4)")
 	cmd.Flags().DurationVar(&f.expire, "expire-every", time.Hour, "how often to expire the memories of stores that have an expiry (gitmem expire); 0 turns it off")
 	cmd.Flags().StringVar(&f.tlsCert, "tls-cert", "", "serve HTTPS with this PEM certificate `file` (its chain after it); SIGHUP reads it again")
 	cmd.Flags().StringVar(&f.tlsKey, "tls-key", "", "the PEM private key `file` of --tls-cert")
@@ -167,7 +169,7 @@ func serve(ctx context.Context, a *app, log *slog.Logger, f serveFlags, cmd *cob
 		ln = tls.NewListener(ln, certs.config())
 	}
 	srv := httpapi.New(d, keys, httpapi.Options{StrictCreate: strict, Logger: log,
-		RequireKeys: anyKey || !isLoopback(addr), Limits: f.limits, Observe: m.Request, AccessLog: true, TrustedProxies: proxies})
+		RequireKeys: anyKey || !isLoopback(addr), Limits: f.limits, Observe: m.Request, ObserveRateLimited: m.RateLimited, AccessLog: true, TrustedProxies: proxies})
 	idx := search.New(d, search.Options{Logger: log, Observe: m.Search})
 	m.Read(metrics.Sources{Data: d, SearchBehind: idx.Behind})
 	defer idx.Close() // before d.Close: deferred calls run last first
@@ -229,6 +231,13 @@ func serve(ctx context.Context, a *app, log *slog.Logger, f serveFlags, cmd *cob
 		fmt.Fprintf(out, "  git:   %v; everything else works\n", gitErr)
 	} else {
 		fmt.Fprintf(out, "  git:   git clone %s/git/<memstore_id>.git\n", url)
+	}
+	if r := f.limits.RateLimit; r > 0 {
+		burst := f.limits.RateBurst
+		if burst <= 0 {
+			burst = httpapi.DefaultRateBurst(r)
+		}
+		fmt.Fprintf(out, "  rate:  %s requests a second per key, %d at once (--rate-limit, --rate-burst); then 429\n", strconv.FormatFloat(r, 'f', -1, 64), burst)
 	}
 	fmt.Fprintf(out, "  sync:  %s\n", syncing)
 	if f.expire > 0 {

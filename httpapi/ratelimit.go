@@ -1,0 +1,117 @@
+package httpapi
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"golang.org/x/time/rate"
+)
+
+// keyRates holds a token bucket per API key (Limits.RateLimit, Limits.RateBurst): a request
+// of a key takes a token from its key's bucket, which refills at RateLimit a second up to
+// RateBurst. Requests without a key (a server without keys, which serves loopback only) are
+// not limited. Buckets are made on a key's first request and forgotten once idle (sweep), so
+// what it holds is bounded by the keys that sent requests lately; a revoked key sends none
+// that pass, and its bucket goes with the next sweeps.
+type keyRates struct {
+	limit rate.Limit
+	burst int
+	// idle: a bucket unused this long is full again (burst/limit), or longer, so forgetting
+	// it changes nothing; at least a minute, so that sweeps are rare.
+	idle time.Duration
+	// now is the clock (a test's, to sweep without sleeping).
+	now func() time.Time
+	// refused, if set, is told of each refusal, with the key's id (metrics).
+	refused func(keyID string)
+
+	mu        sync.Mutex // guards the following
+	buckets   map[string]*keyBucket
+	lastSweep time.Time
+}
+
+// keyBucket is the bucket of one key, and when the key last sent a request.
+type keyBucket struct {
+	lim  *rate.Limiter
+	seen time.Time
+}
+
+// minRateIdle is the least time after which an unused bucket is forgotten.
+const minRateIdle = time.Minute
+
+// newKeyRates is the per-key rate limit of l, or nil if l sets none.
+func newKeyRates(l Limits, refused func(keyID string)) *keyRates {
+	if l.RateLimit <= 0 {
+		return nil
+	}
+	refill := time.Duration(float64(l.RateBurst) / l.RateLimit * float64(time.Second))
+	return &keyRates{limit: rate.Limit(l.RateLimit), burst: l.RateBurst, idle: max(refill, minRateIdle),
+		now: time.Now, refused: refused, buckets: map[string]*keyBucket{}}
+}
+
+// take takes a token of keyID's bucket, or answers how long until one is there.
+func (k *keyRates) take(keyID string) (wait time.Duration, ok bool) {
+	now := k.now()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.sweepLocked(now)
+	b := k.buckets[keyID]
+	if b == nil {
+		b = &keyBucket{lim: rate.NewLimiter(k.limit, k.burst)}
+		k.buckets[keyID] = b
+	}
+	b.seen = now
+	r := b.lim.ReserveN(now, 1)
+	if d := r.DelayFrom(now); d > 0 {
+		r.CancelAt(now) // a refused request takes no token
+		return d, false
+	}
+	return 0, true
+}
+
+// sweepLocked forgets the buckets unused for idle, once every idle at most. k.mu is held.
+func (k *keyRates) sweepLocked(now time.Time) {
+	if now.Sub(k.lastSweep) < k.idle {
+		return
+	}
+	k.lastSweep = now
+	for id, b := range k.buckets {
+		if now.Sub(b.seen) >= k.idle {
+			delete(k.buckets, id)
+		}
+	}
+}
+
+// held is how many buckets are held (for tests).
+func (k *keyRates) held() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return len(k.buckets)
+}
+
+// limitRate refuses a request of cl past its key's rate: 429 rate_limit_error with
+// Retry-After, the whole seconds until its key has a token again (at least 1). It is called
+// once the key is known: by authenticate (the API, the tools, MCP; an event stream once, as
+// it opens) and by git's route. The health probes and /metrics do not call it.
+func (s *Server) limitRate(c echo.Context, cl caller) error {
+	if s.rates == nil || cl.key == nil {
+		return nil
+	}
+	wait, ok := s.rates.take(cl.key.ID)
+	if ok {
+		return nil
+	}
+	if s.rates.refused != nil {
+		s.rates.refused(cl.key.ID)
+	}
+	secs := max(int64(math.Ceil(wait.Seconds())), 1)
+	c.Response().Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+	l := s.opts.Limits
+	return &apiError{status: http.StatusTooManyRequests, typ: "rate_limit_error",
+		message: fmt.Sprintf("this API key (%s) sent more than its %s requests a second (gitmem serve --rate-limit), %d at most at once (--rate-burst): retry after %d s",
+			cl.key.ID, strconv.FormatFloat(l.RateLimit, 'f', -1, 64), l.RateBurst, secs)}
+}
