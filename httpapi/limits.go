@@ -280,12 +280,16 @@ func (s *Server) limitRequests() echo.MiddlewareFunc {
 				return &apiError{status: http.StatusServiceUnavailable, typ: "overloaded_error",
 					message: fmt.Sprintf("gitmem is serving its limit of %d requests at once (gitmem serve --max-requests); retry shortly", l.MaxRequests)}
 			}
-			// The work ends with the answer's deadline too: past it, nothing it found could be
-			// written. A walk of a store's versions (a listing by operation, the UI's activity
-			// by folder) stops on its context, and so does a git process.
-			ctx, cancel := context.WithDeadline(r.Context(), now.Add(write))
-			defer cancel()
-			c.SetRequest(r.WithContext(ctx))
+			if (r.Method == http.MethodGet || r.Method == http.MethodHead) && write == l.WriteTimeout {
+				// A read ends with its answer's deadline too: past it, nothing it found could
+				// be written. A walk of a store's versions (a listing by operation, the UI's
+				// activity by folder) stops on its context. A change keeps its context to the
+				// end: one cut off between its steps (an approval that merged but did not
+				// record its decision) would be half done.
+				ctx, cancel := context.WithDeadline(r.Context(), now.Add(write))
+				defer cancel()
+				c.SetRequest(r.WithContext(ctx))
+			}
 			return next(c)
 		}
 	}

@@ -239,9 +239,8 @@ const listedComments = 1
 func ProposalPage(pg proposals.Page) any {
 	data := make([]proposalJSON, len(pg.Proposals))
 	for i, p := range pg.Proposals {
-		p.Comments = p.Comments[max(0, len(p.Comments)-listedComments):]
 		data[i] = toProposal(p)
-		data[i].CommentCount = len(pg.Proposals[i].Comments)
+		data[i].Comments = data[i].Comments[max(0, len(data[i].Comments)-listedComments):]
 	}
 	return page(data, pg.NextCursor)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -140,9 +141,10 @@ func TestVersionsEndAtWriteTimeout(t *testing.T) {
 	}
 }
 
-// TestRequestContextEndsAtDeadline: every request's context, a mounted page's (the UI) as an
-// API route's, ends at its answer's deadline (--write-timeout), so that work which stops on
-// its context (a walk of a store's versions for the UI's activity by folder) stops there.
+// TestRequestContextEndsAtDeadline: a read's context, a mounted page's (the UI) as an API
+// route's, ends at its answer's deadline (--write-timeout), so that work which stops on its
+// context (a walk of a store's versions for the UI's activity by folder) stops there; a
+// change's context does not (it ends when the client goes), so that no change stops halfway.
 func TestRequestContextEndsAtDeadline(t *testing.T) {
 	const within = 3 * time.Second
 	left := make(chan time.Duration, 1)
@@ -162,5 +164,13 @@ func TestRequestContextEndsAtDeadline(t *testing.T) {
 	resp.Body.Close()
 	if d := <-left; d <= 0 || d > within {
 		t.Fatalf("a mounted page's context ends in %s, want within %s", d, within)
+	}
+	resp, err = http.Post(ts.url+"/probe/page", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if d := <-left; d <= within {
+		t.Fatalf("a change's context ends in %s, at its answer's deadline", d)
 	}
 }

@@ -37,8 +37,9 @@ type Page struct {
 // List orders them), so that an answer holds a bounded number of them; the pages chain by
 // NextCursor. A cursor holds the place of the page's last proposal in the store's list (the
 // record's seq): the next page starts below it, so proposals opened meanwhile do not shift
-// it, and a proposal dropped meanwhile (MaxDecided) does not break it. A cursor that no page
-// returned is a KindInvalid error.
+// it, and a proposal dropped meanwhile (MaxDecided) does not break it. A cursor not of the
+// form that pages return is a KindInvalid error; one of that form but for another place
+// only starts the page there (past the last proposal: an empty page).
 func (m *Manager) Page(storeID string, opts PageOptions) (Page, error) {
 	limit := opts.Limit
 	switch {

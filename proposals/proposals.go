@@ -377,6 +377,9 @@ func (m *Manager) save(storeID string, l []Proposal) error {
 		changed = append(changed, p)
 	}
 	if err := m.writeRecords(storeID, changed, seq, gone); err != nil {
+		// Some records may be written (a save of several): the list is read again from them
+		// at its next use, so that what is kept here is what the disk holds.
+		sp.list, sp.seq, sp.read = nil, nil, false
 		return err
 	}
 	for _, id := range gone {

@@ -232,6 +232,9 @@ func (m *Manager) Approve(ctx context.Context, st *gitstore.Store, id string, by
 	if err != nil {
 		return Proposal{}, gitstore.MergeResult{}, err
 	}
+	// main holds the proposal now: what records that runs to its end, whatever the caller's
+	// context does (a client gone, the answer's deadline), or the proposal would stay open.
+	ctx = context.WithoutCancel(ctx)
 	if err := st.SetBranch(ctx, gitstore.ProposalBranches+id, head); err != nil { // its commits as approved
 		return Proposal{}, res, err
 	}
@@ -414,6 +417,9 @@ func (m *Manager) approveSome(ctx context.Context, st *gitstore.Store, p Proposa
 		return Proposal{}, gitstore.MergeResult{}, err
 	}
 	m.takeFork(p.StoreID, p.ID)
+	// From here the approved paths reach main one by one: they and the decision run to the
+	// end whatever the caller's context does, so that none is left half approved.
+	ctx = context.WithoutCancel(ctx)
 	res := gitstore.MergeResult{Outcome: "some", Before: st.Head(), Conflicts: conflicts}
 	author := p.Author.Store()
 	for _, s := range steps {
