@@ -16,7 +16,7 @@ import (
 // no escape sequence of theirs runs there.
 func TestTextOutputEscapesControls(t *testing.T) {
 	c, url, rw, pk, as := servedTeam(t)
-	const evil = "\x1b]0;owned\x07\x1b[1A\x1b[2K\r\u009b2J"
+	const evil = "\x1b]0;owned\x07\x1b[1A\x1b[2K\r\u009b2J\u202edesrever\u2066"
 	as(pk, 0, "fine\n"+evil+"\n", "put", "team", "/idea.md")
 	id := regexp.MustCompile(`prop_[0-9A-Z]+`).FindString(as(rw, 0, "", "proposals", "list", "team"))
 	call := func(method, path, body string) {
@@ -54,10 +54,13 @@ func TestTextOutputEscapesControls(t *testing.T) {
 
 	for _, args := range [][]string{{"proposals", "list", "team"}, {"proposals", "show", "team", id}, {"log", "team"}} {
 		out := as(rw, 0, "", args...)
-		if strings.ContainsAny(out, "\x1b\x07\r\u009b") {
+		if strings.ContainsAny(out, "\x1b\x07\r\u009b\u202e\u2066") {
 			t.Errorf("gitmem %v prints control characters: %q", args, out)
 		}
 		mustContain(t, strings.Join(args, " "), out, `\x1b]0;owned\a`)
+		if args[0] == "proposals" {
+			mustContain(t, strings.Join(args, " "), out, `\u202edesrever\u2066`)
+		}
 	}
 }
 
