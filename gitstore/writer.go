@@ -286,11 +286,7 @@ func (s *Store) runTrial(r *request) result {
 	// it built, which main does not hold.
 	s.lastTime = last
 	for h := range b.edits {
-		if e, ok := s.trees[h]; ok {
-			s.treeEntries -= len(e)
-			delete(s.trees, h)
-		}
-		delete(s.adlers, h)
+		s.forgetTree(h)
 	}
 	if b.broken != nil {
 		return result{err: b.broken}
@@ -366,12 +362,17 @@ func (b *batch) replacedTree(h plumbing.Hash) {
 // the group's commits and their catalog updates have read them by now.
 func (b *batch) forgetReplaced() {
 	for h := range b.replaced {
-		if e, ok := b.s.trees[h]; ok {
-			b.s.treeEntries -= len(e)
-			delete(b.s.trees, h)
-		}
-		delete(b.s.adlers, h)
+		b.s.forgetTree(h)
 	}
+}
+
+// forgetTree drops tree h from the writer's caches: its entries and its Adler-32.
+func (s *Store) forgetTree(h plumbing.Hash) {
+	if e, ok := s.trees[h]; ok {
+		s.treeEntries -= len(e)
+		delete(s.trees, h)
+	}
+	delete(s.adlers, h)
 }
 
 func (b *batch) keepEdit(h plumbing.Hash, e treeEdit) {

@@ -59,19 +59,19 @@ type Limits struct {
 	// second is the deployment's to say.
 	RateLimit float64
 	// RateBurst: requests one key may send at once, after a pause, before RateLimit paces
-	// it (the bucket's size). 0 (or less): DefaultRateBurst of RateLimit.
+	// it (the bucket's size). 0 (or less): defaultRateBurst of RateLimit.
 	RateBurst int
 }
 
-// DefaultRateBurst is the burst of a rate limit of perSecond requests a second: two seconds'
+// defaultRateBurst is the burst of a rate limit of perSecond requests a second: two seconds'
 // worth, so that a client that paused may send a short batch at once, and at least 4, so
 // that a git clone or fetch (up to 3 requests in a row with git's protocol v2) is not
 // refused halfway by a rate of 1 or 2 a second.
-func DefaultRateBurst(perSecond float64) int {
+func defaultRateBurst(perSecond float64) int {
 	return int(max(min(math.Ceil(2*perSecond), maxRateBurst), 4))
 }
 
-// maxRateBurst bounds DefaultRateBurst, of any rate.
+// maxRateBurst bounds defaultRateBurst, of any rate.
 const maxRateBurst = 1 << 30
 
 // MaxStreams is how many event streams are open at once, of every key: half of MaxConns,
@@ -96,8 +96,8 @@ var DefaultLimits = Limits{
 	MaxOpenProposalsPerKey: proposals.DefaultLimits.OpenPerKey,
 }
 
-// withDefaults fills the zero fields from DefaultLimits.
-func (l Limits) withDefaults() Limits {
+// WithDefaults fills the zero fields from DefaultLimits.
+func (l Limits) WithDefaults() Limits {
 	d := DefaultLimits
 	for _, f := range []struct{ v, def *time.Duration }{
 		{&l.HeaderTimeout, &d.HeaderTimeout}, {&l.BodyTimeout, &d.BodyTimeout}, {&l.WriteTimeout, &d.WriteTimeout},
@@ -118,7 +118,7 @@ func (l Limits) withDefaults() Limits {
 	if !(l.RateLimit > 0) || math.IsInf(l.RateLimit, 1) { // NaN too
 		l.RateLimit, l.RateBurst = 0, 0
 	} else if l.RateBurst <= 0 {
-		l.RateBurst = DefaultRateBurst(l.RateLimit)
+		l.RateBurst = defaultRateBurst(l.RateLimit)
 	}
 	return l
 }

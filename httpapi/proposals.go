@@ -209,7 +209,11 @@ func ProposalObject(p proposals.Proposal, changes *[]proposals.Change, merge *gi
 	return out
 }
 
-func toProposal(p proposals.Proposal) proposalJSON {
+func toProposal(p proposals.Proposal) proposalJSON { return proposalWith(p, len(p.Comments)) }
+
+// proposalWith is p as the API shows it with the last n comments of its thread, and the
+// thread's length in comment_count.
+func proposalWith(p proposals.Proposal, n int) proposalJSON {
 	out := proposalJSON{Type: "memory_proposal", ID: p.ID, MemoryStoreID: p.StoreID, Title: p.Title,
 		Author: toActor(p.Author.Store()), State: p.State, Base: p.Base, CreatedAt: wireTime(p.CreatedAt),
 		UpdatedAt: wireTime(p.UpdatedAt), DecidedAt: wireTimePtr(p.DecidedAt), CommentCount: len(p.Comments), Comments: []commentJSON{}}
@@ -222,7 +226,7 @@ func toProposal(p proposals.Proposal) proposalJSON {
 	if p.Merge != "" {
 		out.Merge = &p.Merge
 	}
-	for _, c := range p.Comments {
+	for _, c := range p.Comments[max(0, len(p.Comments)-n):] {
 		out.Comments = append(out.Comments, commentJSON{Author: toActor(c.Author.Store()), Body: c.Body, CreatedAt: wireTime(c.CreatedAt)})
 	}
 	return out
@@ -239,8 +243,7 @@ const listedComments = 1
 func ProposalPage(pg proposals.Page) any {
 	data := make([]proposalJSON, len(pg.Proposals))
 	for i, p := range pg.Proposals {
-		data[i] = toProposal(p)
-		data[i].Comments = data[i].Comments[max(0, len(data[i].Comments)-listedComments):]
+		data[i] = proposalWith(p, listedComments)
 	}
 	return page(data, pg.NextCursor)
 }

@@ -344,7 +344,7 @@ func TestRateLimitDefaults(t *testing.T) {
 		{Limits{RateLimit: 2.6}, 2.6, 6, true},
 		{Limits{RateLimit: 10, RateBurst: 1}, 10, 1, true},
 	} {
-		got := tc.in.withDefaults()
+		got := tc.in.WithDefaults()
 		if got.RateLimit != tc.rate || got.RateBurst != tc.burst || (newKeyRates(got, nil) != nil) != tc.limitsTaken {
 			t.Errorf("%+v: rate %v burst %d", tc.in, got.RateLimit, got.RateBurst)
 		}

@@ -95,7 +95,7 @@ func New(data *gitstore.DataDir, keys *apikeys.Keys, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	opts.Limits = opts.Limits.withDefaults()
+	opts.Limits = opts.Limits.WithDefaults()
 	s := &Server{data: data, keys: keys, opts: opts, log: opts.Logger, e: echo.New(), started: time.Now(),
 		closing: make(chan struct{}), rates: newKeyRates(opts.Limits, opts.ObserveRateLimited)}
 	s.props = opts.Proposals

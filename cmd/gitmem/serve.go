@@ -232,12 +232,8 @@ func serve(ctx context.Context, a *app, log *slog.Logger, f serveFlags, cmd *cob
 	} else {
 		fmt.Fprintf(out, "  git:   git clone %s/git/<memstore_id>.git\n", url)
 	}
-	if r := f.limits.RateLimit; r > 0 {
-		burst := f.limits.RateBurst
-		if burst <= 0 {
-			burst = httpapi.DefaultRateBurst(r)
-		}
-		fmt.Fprintf(out, "  rate:  %s requests a second per key, %d at once (--rate-limit, --rate-burst); then 429\n", strconv.FormatFloat(r, 'f', -1, 64), burst)
+	if l := f.limits.WithDefaults(); l.RateLimit > 0 {
+		fmt.Fprintf(out, "  rate:  %s requests a second per key, %d at once (--rate-limit, --rate-burst); then 429\n", strconv.FormatFloat(l.RateLimit, 'f', -1, 64), l.RateBurst)
 	}
 	fmt.Fprintf(out, "  sync:  %s\n", syncing)
 	if f.expire > 0 {
