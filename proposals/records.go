@@ -50,6 +50,9 @@ func (m *Manager) load(storeID string) ([]Proposal, map[string]int64, error) {
 			}
 		}
 		seq, err := m.migrate(storeID, l)
+		for i := range l {
+			l[i] = listed(l[i]) // the threads are in the records now
+		}
 		return l, seq, err
 	case !errors.Is(err, os.ErrNotExist):
 		return nil, nil, err
@@ -64,20 +67,15 @@ func (m *Manager) load(storeID string) ([]Proposal, map[string]int64, error) {
 	}
 	var recs []record
 	for _, e := range entries {
-		if _, ok := m.data.Layout().RecordProposal(e.Name()); !ok || e.IsDir() {
+		id, ok := m.data.Layout().RecordProposal(e.Name())
+		if !ok || e.IsDir() {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		r, err := m.readSeq(storeID, id)
 		if err != nil {
 			return nil, nil, err
 		}
-		var r record
-		if err := json.Unmarshal(b, &r); err != nil {
-			return nil, nil, fmt.Errorf("read the proposals of %s: %s: %w", storeID, e.Name(), err)
-		}
-		if err := checkNames(storeID, r.Proposal, strings.TrimSuffix(e.Name(), ".json")); err != nil {
-			return nil, nil, fmt.Errorf("read the proposals of %s: %s: %w", storeID, e.Name(), err)
-		}
+		r.Proposal = listed(r.Proposal) // its thread stays on disk
 		recs = append(recs, r)
 	}
 	slices.SortFunc(recs, func(a, b record) int { return cmp.Compare(a.Seq, b.Seq) })
@@ -87,6 +85,29 @@ func (m *Manager) load(storeID string) ([]Proposal, map[string]int64, error) {
 		l[i], seq[r.ID] = r.Proposal, r.Seq
 	}
 	return l, seq, nil
+}
+
+// readRecord reads proposal id of store storeID whole from its record.
+func (m *Manager) readRecord(storeID, id string) (Proposal, error) {
+	r, err := m.readSeq(storeID, id)
+	return r.Proposal, err
+}
+
+// readSeq reads the record of proposal id of store storeID: the proposal whole, and its place.
+func (m *Manager) readSeq(storeID, id string) (record, error) {
+	path := m.data.Layout().ProposalRecord(storeID, id)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return record{}, fmt.Errorf("read the proposals of %s: %w", storeID, err)
+	}
+	var r record
+	if err := json.Unmarshal(b, &r); err != nil {
+		return record{}, fmt.Errorf("read the proposals of %s: %s: %w", storeID, filepath.Base(path), err)
+	}
+	if err := checkNames(storeID, r.Proposal, id); err != nil {
+		return record{}, fmt.Errorf("read the proposals of %s: %s: %w", storeID, filepath.Base(path), err)
+	}
+	return r, nil
 }
 
 // checkNames refuses a proposal p, read from store storeID's records or its file of before,
