@@ -420,9 +420,9 @@ func (m *Manager) save(storeID string, changed []Proposal) error {
 				w.Writing = false // its fork takes no more writes
 			}
 			write = append(write, *w)
-			p = *w
+			p = listed(*w)
 		}
-		kept = append(kept, listed(p))
+		kept = append(kept, p)
 	}
 	slices.Reverse(kept)
 	if err := m.writeRecords(storeID, write, seq, gone); err != nil {
