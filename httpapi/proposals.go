@@ -216,7 +216,7 @@ func toProposal(p proposals.Proposal) proposalJSON { return proposalWith(p, len(
 func proposalWith(p proposals.Proposal, n int) proposalJSON {
 	out := proposalJSON{Type: "memory_proposal", ID: p.ID, MemoryStoreID: p.StoreID, Title: p.Title,
 		Author: toActor(p.Author.Store()), State: p.State, Base: p.Base, CreatedAt: wireTime(p.CreatedAt),
-		UpdatedAt: wireTime(p.UpdatedAt), DecidedAt: wireTimePtr(p.DecidedAt), CommentCount: len(p.Comments), Comments: []commentJSON{}}
+		UpdatedAt: wireTime(p.UpdatedAt), DecidedAt: wireTimePtr(p.DecidedAt), CommentCount: p.CommentCount(), Comments: []commentJSON{}}
 	if p.Author.APIKeyID != "" {
 		out.Author["api_key_id"] = p.Author.APIKeyID // a session's key: the session id alone is the client's to choose
 	}
@@ -235,8 +235,9 @@ func proposalWith(p proposals.Proposal, n int) proposalJSON {
 // listedComments is how many comments, the last ones, a proposal of a list holds (with
 // comment_count, the thread's length): a page of MaxPageSize proposals holds at most that many
 // of MaxComment bytes each, where whole threads would be MaxComments times as many (40 MB a
-// page of 100 at the bounds). The whole thread is GET .../proposals/{prop}'s.
-const listedComments = 1
+// page of 100 at the bounds). The whole thread is GET .../proposals/{prop}'s. A listed
+// proposal (proposals.Manager.Page) holds no more than these.
+const listedComments = proposals.ListedComments
 
 // ProposalPage is a page of proposals as the list route answers it: for the CLI's output of
 // a data directory's proposals.

@@ -19,7 +19,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -153,6 +152,26 @@ type Proposal struct {
 	// them from the fork (current). Set before a manager opens the fork (fork), so that it
 	// holds after a crash too; cleared when a manager closes the fork (Close).
 	Writing bool `json:"writing,omitempty"`
+	// earlier is how many comments of the thread come before Comments: none in a proposal
+	// read whole (Get, and what a change answers); in a listed one (listed), the thread but
+	// its last ListedComments.
+	earlier int
+}
+
+// ListedComments is how many comments, the last ones, a listed proposal holds (List, Page):
+// a list answers no more of each thread, and the manager keeps no more of it in memory.
+const ListedComments = 1
+
+// CommentCount is the length of p's thread, a listed proposal's too.
+func (p Proposal) CommentCount() int { return p.earlier + len(p.Comments) }
+
+// listed is p as the manager keeps it in memory and lists it: with the last ListedComments
+// comments of its thread only, copied, so that the rest of the thread is not held. The whole
+// proposal is its record's (whole).
+func listed(p Proposal) Proposal {
+	n := max(0, len(p.Comments)-ListedComments)
+	p.Comments, p.earlier = slices.Clone(p.Comments[n:]), p.earlier+n
+	return p
 }
 
 // Manager keeps the proposals of the stores of one data directory, and the forks of the
@@ -171,8 +190,12 @@ type Manager struct {
 // different stores, such as an approval's merge and another store's writes, do not wait for
 // each other.
 type storeProposals struct {
-	mu    sync.Mutex
-	list  []Proposal                 // as the store's records hold them, in their order, once read
+	mu sync.Mutex
+	// list is the store's proposals, listed (listed), in the order of their records, once
+	// read: what the list, its filters and the bounds of open proposals use. A proposal's
+	// thread is read from its record when it is asked for or changed (whole), so that what is
+	// held of a store is bounded by its proposals and not by their threads.
+	list  []Proposal
 	seq   map[string]int64           // the place of each proposal of list, as its record holds it
 	read  bool                       // list was read
 	forks map[string]*gitstore.Store // open forks, by proposal id
@@ -260,14 +283,20 @@ func (m *Manager) closeStore(storeID string, sp *storeProposals) error {
 			}
 		}
 	}
-	if len(last) > 0 {
-		l := slices.Clone(sp.list)
-		for i, p := range l {
-			if t, ok := last[p.ID]; ok && p.Writing {
-				l[i].UpdatedAt, l[i].Writing = later(p.UpdatedAt, t), false
+	var changed []Proposal
+	for _, p := range sp.list {
+		if t, ok := last[p.ID]; ok && p.Writing {
+			w, err := m.readRecord(storeID, p.ID)
+			if err != nil {
+				errs = append(errs, err)
+				continue
 			}
+			w.UpdatedAt, w.Writing = later(w.UpdatedAt, t), false
+			changed = append(changed, w)
 		}
-		errs = append(errs, m.save(storeID, l))
+	}
+	if len(changed) > 0 {
+		errs = append(errs, m.save(storeID, changed))
 	}
 	return errors.Join(errs...)
 }
@@ -322,40 +351,16 @@ func (m *Manager) removeOrphans(storeID string, l []Proposal) {
 	}
 }
 
-// save makes l the store's proposals, durably, keeping the newest MaxDecided decided ones
-// and the forks of the newest MaxKeptRejected rejected ones: it writes the records of the
-// proposals that differ from the list as it was, and removes those of the proposals it drops
-// (records.go). l holds the list's proposals in their order, new ones at its end. The
-// store's lock is held.
-func (m *Manager) save(storeID string, l []Proposal) error {
-	decided, rejected := 0, 0
-	kept := l[:0:0]
-	var gone []string
-	for i := len(l) - 1; i >= 0; i-- { // newest first
-		p := l[i]
-		if p.State != Open {
-			p.Writing = false // its fork takes no more writes
-			if decided++; decided > MaxDecided {
-				os.RemoveAll(m.data.Layout().ProposalFork(storeID, p.ID))
-				gone = append(gone, p.ID)
-				continue
-			}
-		}
-		if (p.State == Rejected || p.State == Superseded) && !p.Dropped {
-			if rejected++; rejected > MaxKeptRejected {
-				if err := os.RemoveAll(m.data.Layout().ProposalFork(storeID, p.ID)); err != nil {
-					return err
-				}
-				p.Dropped = true
-			}
-		}
-		kept = append(kept, p)
-	}
-	slices.Reverse(kept)
+// save writes the proposals changed, whole, into the store's records, durably, new ones
+// at the end of its list, and keeps the newest MaxDecided decided ones and the forks of the
+// newest MaxKeptRejected rejected ones: it removes the records of the proposals it drops,
+// and rewrites those whose forks it drops (Dropped), each read whole from its record
+// (records.go). It sets in changed what it changes of them. The store's lock is held.
+func (m *Manager) save(storeID string, changed []Proposal) error {
 	sp := m.of(storeID)
-	was := make(map[string]*Proposal, len(sp.list))
-	for i := range sp.list {
-		was[sp.list[i].ID] = &sp.list[i]
+	whole := make(map[string]*Proposal, len(changed))
+	for i := range changed {
+		whole[changed[i].ID] = &changed[i]
 	}
 	seq := maps.Clone(sp.seq)
 	if seq == nil {
@@ -365,18 +370,62 @@ func (m *Manager) save(storeID string, l []Proposal) error {
 	for _, s := range seq {
 		next = max(next, s)
 	}
-	var changed []Proposal
-	for _, p := range kept {
-		if q, ok := was[p.ID]; ok && reflect.DeepEqual(*q, p) {
-			continue
+	l := make([]Proposal, 0, len(sp.list)+len(changed))
+	for _, p := range sp.list {
+		if w, ok := whole[p.ID]; ok {
+			p = *w
 		}
+		l = append(l, p)
+	}
+	for _, p := range changed {
 		if _, ok := seq[p.ID]; !ok {
 			next++
 			seq[p.ID] = next
+			l = append(l, p)
 		}
-		changed = append(changed, p)
 	}
-	if err := m.writeRecords(storeID, changed, seq, gone); err != nil {
+	decided, rejected := 0, 0
+	kept := l[:0:0]
+	var gone []string
+	var write []Proposal // whole, newest first
+	for i := len(l) - 1; i >= 0; i-- {
+		p := l[i]
+		if p.State != Open {
+			if decided++; decided > MaxDecided {
+				os.RemoveAll(m.data.Layout().ProposalFork(storeID, p.ID))
+				gone = append(gone, p.ID)
+				continue
+			}
+		}
+		drop := false
+		if (p.State == Rejected || p.State == Superseded) && !p.Dropped {
+			if rejected++; rejected > MaxKeptRejected {
+				if err := os.RemoveAll(m.data.Layout().ProposalFork(storeID, p.ID)); err != nil {
+					return err
+				}
+				drop = true
+			}
+		}
+		w, ok := whole[p.ID]
+		if !ok && (drop || p.State != Open && p.Writing) {
+			r, err := m.readRecord(storeID, p.ID)
+			if err != nil {
+				return err
+			}
+			w, ok = &r, true
+		}
+		if ok {
+			w.Dropped = w.Dropped || drop
+			if w.State != Open {
+				w.Writing = false // its fork takes no more writes
+			}
+			write = append(write, *w)
+			p = listed(*w)
+		}
+		kept = append(kept, p)
+	}
+	slices.Reverse(kept)
+	if err := m.writeRecords(storeID, write, seq, gone); err != nil {
 		// Some records may be written (a save of several): the list is read again from them
 		// at its next use, so that what is kept here is what the disk holds.
 		sp.list, sp.seq, sp.read = nil, nil, false
@@ -389,25 +438,22 @@ func (m *Manager) save(storeID string, l []Proposal) error {
 	return nil
 }
 
-// update changes proposal id of a store with fn and saves its record. The store's lock is held.
+// update changes proposal id of a store with fn, read whole from its record, and saves it;
+// it returns the proposal whole. The store's lock is held.
 func (m *Manager) update(storeID, id string, fn func(p *Proposal) error) (Proposal, error) {
-	l, err := m.list(storeID)
+	p, err := m.whole(storeID, id)
 	if err != nil {
 		return Proposal{}, err
 	}
-	i := slices.IndexFunc(l, func(p Proposal) bool { return p.ID == id })
-	if i < 0 {
-		return Proposal{}, notFound(storeID, id)
-	}
-	l = slices.Clone(l)
-	if err := fn(&l[i]); err != nil {
+	if err := fn(&p); err != nil {
 		return Proposal{}, err
 	}
-	l[i].UpdatedAt = time.Now().UTC()
-	if err := m.save(storeID, l); err != nil {
+	p.UpdatedAt = time.Now().UTC()
+	changed := []Proposal{p}
+	if err := m.save(storeID, changed); err != nil {
 		return Proposal{}, err
 	}
-	return l[i], nil
+	return changed[0], nil
 }
 
 // Filter selects proposals; zero fields do not filter.
@@ -428,8 +474,9 @@ func (f Filter) selects(p Proposal) bool {
 		(f.AuthorID == "" || p.Author.ID == f.AuthorID) && p.ReadableBy(f.ReaderKeyID, f.ReaderProposes)
 }
 
-// List returns the store's proposals that f selects, newest first: all of them, with their
-// threads. An answer to a client takes a page of them (Page).
+// List returns the store's proposals that f selects, newest first: all of them, listed, each
+// with the last ListedComments comments of its thread (Proposal.CommentCount counts them
+// all; Get reads one whole). An answer to a client takes a page of them (Page).
 func (m *Manager) List(storeID string, f Filter) ([]Proposal, error) {
 	defer m.lock(storeID)()
 	l, err := m.list(storeID)
@@ -445,10 +492,10 @@ func (m *Manager) List(storeID string, f Filter) ([]Proposal, error) {
 	return out, nil
 }
 
-// Get returns proposal id of the store.
+// Get returns proposal id of the store, whole: with its thread, read from its record.
 func (m *Manager) Get(storeID, id string) (Proposal, error) {
 	defer m.lock(storeID)()
-	p, err := m.get(storeID, id)
+	p, err := m.whole(storeID, id)
 	return m.current(p), err
 }
 
@@ -496,6 +543,7 @@ func later(a, b time.Time) time.Time {
 	return a
 }
 
+// get returns proposal id of the store, listed. The store's lock is held.
 func (m *Manager) get(storeID, id string) (Proposal, error) {
 	l, err := m.list(storeID)
 	if err != nil {
@@ -507,6 +555,15 @@ func (m *Manager) get(storeID, id string) (Proposal, error) {
 		}
 	}
 	return Proposal{}, notFound(storeID, id)
+}
+
+// whole returns proposal id of the store whole, with its thread: read from its record. The
+// store's lock is held.
+func (m *Manager) whole(storeID, id string) (Proposal, error) {
+	if _, err := m.get(storeID, id); err != nil {
+		return Proposal{}, err
+	}
+	return m.readRecord(storeID, id)
 }
 
 // sameAuthor tells whether an actor is a proposal's author, whose writes and pushes go to
@@ -576,9 +633,12 @@ func (m *Manager) markWriting(storeID, id string) error {
 	if i < 0 || l[i].Writing || l[i].State != Open || l[i].Branch != "" {
 		return nil
 	}
-	l = slices.Clone(l)
-	l[i].Writing = true
-	return m.save(storeID, l)
+	p, err := m.readRecord(storeID, id)
+	if err != nil {
+		return err
+	}
+	p.Writing = true
+	return m.save(storeID, []Proposal{p})
 }
 
 // Branches returns the branches of the store's repository (refs/heads/proposals/...) that
@@ -658,7 +718,7 @@ func (m *Manager) WritesTried(ctx context.Context, st *gitstore.Store, author gi
 	if err != nil {
 		return nil, Proposal{}, err
 	}
-	if err := m.save(st.ID(), append(slices.Clone(l), p)); err != nil {
+	if err := m.save(st.ID(), []Proposal{p}); err != nil {
 		os.RemoveAll(dir)
 		return nil, Proposal{}, err
 	}
@@ -834,7 +894,7 @@ func (m *Manager) FromBranch(ctx context.Context, st *gitstore.Store, ref string
 		os.RemoveAll(dir)
 		return Proposal{}, err
 	}
-	if err := m.save(st.ID(), append(slices.Clone(l), p)); err != nil {
+	if err := m.save(st.ID(), []Proposal{p}); err != nil {
 		os.RemoveAll(dir)
 		return Proposal{}, err
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -34,23 +35,14 @@ type record struct {
 	Proposal
 }
 
-// load reads the proposals of store storeID, in the list's order, and their places: from
+// load reads the proposals of store storeID, listed, in the list's order, and their places: from
 // their records, or from the single file of before, which it moves into records.
 func (m *Manager) load(storeID string) ([]Proposal, map[string]int64, error) {
-	b, err := os.ReadFile(m.data.Layout().ProposalsFile(storeID))
+	f, err := os.Open(m.data.Layout().ProposalsFile(storeID))
 	switch {
 	case err == nil:
-		var l []Proposal
-		if err := json.Unmarshal(b, &l); err != nil {
-			return nil, nil, fmt.Errorf("read the proposals of %s: %w", storeID, err)
-		}
-		for _, p := range l {
-			if err := checkNames(storeID, p, p.ID); err != nil {
-				return nil, nil, fmt.Errorf("read the proposals of %s: %w", storeID, err)
-			}
-		}
-		seq, err := m.migrate(storeID, l)
-		return l, seq, err
+		defer f.Close()
+		return m.migrate(storeID, f)
 	case !errors.Is(err, os.ErrNotExist):
 		return nil, nil, err
 	}
@@ -64,20 +56,15 @@ func (m *Manager) load(storeID string) ([]Proposal, map[string]int64, error) {
 	}
 	var recs []record
 	for _, e := range entries {
-		if _, ok := m.data.Layout().RecordProposal(e.Name()); !ok || e.IsDir() {
+		id, ok := m.data.Layout().RecordProposal(e.Name())
+		if !ok || e.IsDir() {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		r, err := m.readSeq(storeID, id)
 		if err != nil {
 			return nil, nil, err
 		}
-		var r record
-		if err := json.Unmarshal(b, &r); err != nil {
-			return nil, nil, fmt.Errorf("read the proposals of %s: %s: %w", storeID, e.Name(), err)
-		}
-		if err := checkNames(storeID, r.Proposal, strings.TrimSuffix(e.Name(), ".json")); err != nil {
-			return nil, nil, fmt.Errorf("read the proposals of %s: %s: %w", storeID, e.Name(), err)
-		}
+		r.Proposal = listed(r.Proposal) // its thread stays on disk
 		recs = append(recs, r)
 	}
 	slices.SortFunc(recs, func(a, b record) int { return cmp.Compare(a.Seq, b.Seq) })
@@ -87,6 +74,29 @@ func (m *Manager) load(storeID string) ([]Proposal, map[string]int64, error) {
 		l[i], seq[r.ID] = r.Proposal, r.Seq
 	}
 	return l, seq, nil
+}
+
+// readRecord reads proposal id of store storeID whole from its record.
+func (m *Manager) readRecord(storeID, id string) (Proposal, error) {
+	r, err := m.readSeq(storeID, id)
+	return r.Proposal, err
+}
+
+// readSeq reads the record of proposal id of store storeID: the proposal whole, and its place.
+func (m *Manager) readSeq(storeID, id string) (record, error) {
+	path := m.data.Layout().ProposalRecord(storeID, id)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return record{}, fmt.Errorf("read the proposals of %s: %w", storeID, err)
+	}
+	var r record
+	if err := json.Unmarshal(b, &r); err != nil {
+		return record{}, fmt.Errorf("read the proposals of %s: %s: %w", storeID, filepath.Base(path), err)
+	}
+	if err := checkNames(storeID, r.Proposal, id); err != nil {
+		return record{}, fmt.Errorf("read the proposals of %s: %s: %w", storeID, filepath.Base(path), err)
+	}
+	return r, nil
 }
 
 // checkNames refuses a proposal p, read from store storeID's records or its file of before,
@@ -105,32 +115,64 @@ func checkNames(storeID string, p Proposal, want string) error {
 	return nil
 }
 
-// migrate moves the list l, read from the single file of before, into records: each one
-// written, then the file removed. A crash in between leaves the file, which the next use
-// reads and moves again. The file is the list: a record of a proposal that it does not hold
-// is removed. It returns the records' places: the list's order.
-func (m *Manager) migrate(storeID string, l []Proposal) (map[string]int64, error) {
-	seq := make(map[string]int64, len(l))
-	for i, p := range l {
-		seq[p.ID] = int64(i) + 1
+// migrate moves the list in file, the single file of before, into records, one proposal at
+// a time, so that the list's threads are not held all at once (420 MB at the bounds): each
+// record written, then the file removed. A crash, or a proposal refused (checkNames), in
+// between leaves the file, which the next use reads and moves again. The file is the list: a
+// record of a proposal that it does not hold is removed. It returns the list, listed, and
+// the records' places: the list's order.
+func (m *Manager) migrate(storeID string, file io.Reader) ([]Proposal, map[string]int64, error) {
+	fail := func(err error) ([]Proposal, map[string]int64, error) {
+		return nil, nil, fmt.Errorf("move the proposals of %s into records: %w", storeID, err)
+	}
+	dec := json.NewDecoder(file)
+	t, err := dec.Token()
+	if err != nil {
+		return fail(err)
+	}
+	list := t == json.Delim('[')
+	if !list && t != nil { // null: none
+		return fail(errors.New("the file is not a list of proposals"))
+	}
+	if err := m.recordsDir(storeID); err != nil {
+		return fail(err)
+	}
+	var l []Proposal
+	seq := map[string]int64{}
+	for list && dec.More() {
+		var p Proposal
+		if err := dec.Decode(&p); err != nil {
+			return fail(err)
+		}
+		if err := checkNames(storeID, p, p.ID); err != nil {
+			return fail(err)
+		}
+		seq[p.ID] = int64(len(l)) + 1
+		if err := m.writeRecord(storeID, p, seq[p.ID]); err != nil {
+			return fail(err)
+		}
+		l = append(l, listed(p))
+	}
+	if _, err := dec.Token(); list && err != nil { // the list's end
+		return fail(err)
 	}
 	var gone []string
 	entries, err := os.ReadDir(m.data.Layout().ProposalForks(storeID))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, err
+	if err != nil {
+		return fail(err)
 	}
 	for _, e := range entries {
 		if id, ok := m.data.Layout().RecordProposal(e.Name()); ok && !e.IsDir() && seq[id] == 0 {
 			gone = append(gone, id)
 		}
 	}
-	if err := m.writeRecords(storeID, l, seq, gone); err != nil {
-		return nil, fmt.Errorf("move the proposals of %s into records: %w", storeID, err)
+	if err := m.writeRecords(storeID, nil, seq, gone); err != nil { // and the directory synced
+		return fail(err)
 	}
 	if err := os.Remove(m.data.Layout().ProposalsFile(storeID)); err != nil {
-		return nil, fmt.Errorf("move the proposals of %s into records: %w", storeID, err)
+		return fail(err)
 	}
-	return seq, durable.SyncDir(m.data.Layout().ProposalsDir())
+	return l, seq, durable.SyncDir(m.data.Layout().ProposalsDir())
 }
 
 // writeRecords writes the records of the proposals changed, at their places seq, and removes
@@ -138,21 +180,12 @@ func (m *Manager) migrate(storeID string, l []Proposal) (map[string]int64, error
 func (m *Manager) writeRecords(storeID string, changed []Proposal, seq map[string]int64, gone []string) error {
 	layout := m.data.Layout()
 	dir := layout.ProposalForks(storeID)
-	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return gitstore.NoSpace(err, m.data.Dir())
-		}
-		if err := durable.SyncDir(layout.ProposalsDir()); err != nil { // the directory's name
-			return err
-		}
+	if err := m.recordsDir(storeID); err != nil {
+		return err
 	}
 	for _, p := range changed {
-		b, err := json.MarshalIndent(record{Seq: seq[p.ID], Proposal: p}, "", "  ")
-		if err != nil {
+		if err := m.writeRecord(storeID, p, seq[p.ID]); err != nil {
 			return err
-		}
-		if err := durable.Replace(layout.ProposalRecord(storeID, p.ID), b, 0o600); err != nil {
-			return gitstore.NoSpace(err, m.data.Dir())
 		}
 	}
 	for _, id := range gone {
@@ -161,4 +194,29 @@ func (m *Manager) writeRecords(storeID string, changed []Proposal, seq map[strin
 		}
 	}
 	return durable.SyncDir(dir)
+}
+
+// recordsDir makes the directory of store storeID's records, durably, if it is not there.
+func (m *Manager) recordsDir(storeID string) error {
+	dir := m.data.Layout().ProposalForks(storeID)
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return gitstore.NoSpace(err, m.data.Dir())
+	}
+	return durable.SyncDir(m.data.Layout().ProposalsDir()) // the directory's name
+}
+
+// writeRecord replaces the record of proposal p, at place seq, with a synced file; the
+// directory is the caller's to sync after it (durable.Replace).
+func (m *Manager) writeRecord(storeID string, p Proposal, seq int64) error {
+	b, err := json.MarshalIndent(record{Seq: seq, Proposal: p}, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := durable.Replace(m.data.Layout().ProposalRecord(storeID, p.ID), b, 0o600); err != nil {
+		return gitstore.NoSpace(err, m.data.Dir())
+	}
+	return nil
 }

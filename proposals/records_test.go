@@ -119,10 +119,19 @@ func checkRecords(t *testing.T, layout gitstore.Layout, storeID string, newest [
 	}
 }
 
+// listedAll is l as List answers it: each proposal listed, with its last comment only.
+func listedAll(l []Proposal) []Proposal {
+	out := make([]Proposal, len(l))
+	for i, p := range l {
+		out[i] = listed(p)
+	}
+	return out
+}
+
 // TestReadsTheListOfBefore: a data directory whose store's proposals are the single file
-// that gitmem wrote before records answers every proposal as that file holds it, with its
-// comments, in its order; the file is moved into records, which hold the same after a
-// comment and a restart.
+// that gitmem wrote before records answers every proposal as that file holds it, in its
+// order: listed in List, whole, with its comments, in Get; the file is moved into records,
+// which hold the same after a comment and a restart.
 func TestReadsTheListOfBefore(t *testing.T) {
 	m, st := newManager(t)
 	layout := m.data.Layout()
@@ -147,8 +156,11 @@ func TestReadsTheListOfBefore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 21 || !reflect.DeepEqual(got, want) {
-		t.Fatalf("the proposals of before:\n%+v\nwant\n%+v", got, want)
+	if len(got) != 21 || !reflect.DeepEqual(got, listedAll(want)) {
+		t.Fatalf("the proposals of before:\n%+v\nwant\n%+v", got, listedAll(want))
+	}
+	if i := slices.IndexFunc(want, func(p Proposal) bool { return len(p.Comments) == 2 }); i < 0 || got[i].CommentCount() != 2 || len(got[i].Comments) != 1 {
+		t.Errorf("a thread of two comments listed: %+v", got[max(i, 0)])
 	}
 	for _, p := range want {
 		if g, err := m.Get(st.ID(), p.ID); err != nil || !reflect.DeepEqual(g, p) {
@@ -168,8 +180,13 @@ func TestReadsTheListOfBefore(t *testing.T) {
 	}
 	m2 := New(m.data)
 	t.Cleanup(func() { m2.Close() })
-	if got, err := m2.List(st.ID(), Filter{}); err != nil || !reflect.DeepEqual(got, want) {
-		t.Errorf("after a comment and a restart:\n%+v %v\nwant\n%+v", got, err, want)
+	if got, err := m2.List(st.ID(), Filter{}); err != nil || !reflect.DeepEqual(got, listedAll(want)) {
+		t.Errorf("after a comment and a restart:\n%+v %v\nwant\n%+v", got, err, listedAll(want))
+	}
+	for _, p := range want {
+		if g, err := m2.Get(st.ID(), p.ID); err != nil || !reflect.DeepEqual(g, p) {
+			t.Errorf("get %s after a restart: %+v %v", p.ID, g, err)
+		}
 	}
 	checkRecords(t, layout, st.ID(), want)
 }
