@@ -195,8 +195,9 @@ func (s *Server) authorizeGit(c echo.Context, req *gitserve.Request) (keyID stri
 		}
 		return "", refuseGit(ae.status, "%s", ae.message)
 	}
-	if err := s.limitRate(c, cl); err != nil { // ratelimit.go; its Retry-After is set
-		return "", refuseGit(http.StatusTooManyRequests, "%s", errorFor(err).message)
+	if err := s.limitRate(cl); err != nil { // ratelimit.go
+		ae := errorFor(err)
+		return "", &gitRefusal{status: ae.status, message: ae.message, retryAfter: ae.retryAfter}
 	}
 	if err := cl.checkStore(req.StoreID); err != nil {
 		return "", refuseGit(http.StatusForbidden, "%s", errorFor(err).message)
