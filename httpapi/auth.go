@@ -41,7 +41,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		if err := s.limitRate(c, cl); err != nil { // ratelimit.go
+		if err := s.limitRate(cl); err != nil { // ratelimit.go
 			return err
 		}
 		if sid := c.Request().Header.Get(SessionHeader); sid != "" {

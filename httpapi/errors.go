@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -20,6 +21,9 @@ type apiError struct {
 	// For path conflicts: the memory in the way.
 	conflictingID, conflictingPath string
 	rule                           gitstore.Rule
+	// retryAfter, if above 0, is the Retry-After of the answer, in seconds: when a retry
+	// may find room (a 429 of a key's rate or of what it holds open).
+	retryAfter int
 }
 
 // errorJSON is the error object inside the envelope.
@@ -155,6 +159,9 @@ func (s *Server) handleError(err error, c echo.Context) {
 	}
 	if ae.status == http.StatusUnauthorized {
 		closeAfter(c) // a client without a valid key keeps no connection open
+	}
+	if ae.retryAfter > 0 {
+		c.Response().Header().Set("Retry-After", strconv.Itoa(ae.retryAfter))
 	}
 	// Deterministic conflicts, and a full disk, which an immediate retry does not cure.
 	switch ae.status {

@@ -33,18 +33,26 @@ const eventBatch = 256
 // and Limits.MaxStreamsPerKey of each.
 type streamCount struct{ held holdCount }
 
+// streamRetryAfter is the Retry-After, in seconds, of a stream refused for want of room. A
+// stream is held until its client goes, which no one can foresee; what a retry can count on
+// is the common case of a client that reconnects or restarts: the stream it left is released
+// as soon as its connection closes (the request's context ends). A few seconds give that
+// time without holding a client back long; a key whose streams are all in use is refused
+// again whenever it retries, and the message says to close one.
+const streamRetryAfter = 5
+
 // open takes a stream for holder, or answers why not: 429 if holder has its limit open,
-// 503 if the server has.
+// 503 if the server has; both with Retry-After (streamRetryAfter).
 func (n *streamCount) open(holder string, l Limits) (release func(), err error) {
 	release, held, ok := n.held.take(holder, l.MaxStreamsPerKey, l.MaxStreams())
 	switch {
 	case ok:
 		return release, nil
 	case held >= l.MaxStreamsPerKey:
-		return nil, &apiError{status: http.StatusTooManyRequests, typ: "rate_limit_error",
+		return nil, &apiError{status: http.StatusTooManyRequests, typ: "rate_limit_error", retryAfter: streamRetryAfter,
 			message: fmt.Sprintf("%s has %d event streams open, the most one key may have (gitmem serve --max-streams-per-key): close one first; one stream of GET /v1/events follows every store the key may read", holder, held)}
 	default:
-		return nil, &apiError{status: http.StatusServiceUnavailable, typ: "overloaded_error",
+		return nil, &apiError{status: http.StatusServiceUnavailable, typ: "overloaded_error", retryAfter: streamRetryAfter,
 			message: fmt.Sprintf("gitmem has its limit of %d event streams open (half of gitmem serve --max-conns); retry shortly", l.MaxStreams())}
 	}
 }
@@ -291,7 +299,6 @@ func clip(s string, n int) string {
 func (s *Server) stream(c echo.Context, banner string, feeds []*feed, refresh func() ([]*feed, error), id func(*feed) string) error {
 	release, err := s.streams.open(streamHolder(c), s.opts.Limits)
 	if err != nil {
-		c.Response().Header().Set("Retry-After", "5")
 		return err
 	}
 	defer release()

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,6 +17,13 @@ import (
 	"github.com/gitmem/gitmem/gitserve"
 	"github.com/gitmem/gitmem/gitstore"
 )
+
+// pushRetryAfter is the Retry-After, in seconds, of a push refused while its key has
+// MaxPushesPerKey pushes being checked. A push of a few changed files is checked and answered
+// in about a quarter of a second (docs/sharing.md), so one of those held is done within 1 s
+// in the common case; a large push holds its place longer, and a retry then is refused
+// alike. git does not retry; clients of their own that read Retry-After do.
+const pushRetryAfter = 1
 
 // GitOptions configure EnableGit.
 type GitOptions struct {
@@ -96,8 +104,9 @@ func (s *Server) serveGit(c echo.Context, backend *gitserve.Backend) error {
 	if req.Push && c.Request().Method == http.MethodPost {
 		release, held, ok := s.pushes.take(streamHolder(c), s.opts.Limits.MaxPushesPerKey, 0)
 		if !ok {
-			return answerGit(c, refuseGit(http.StatusTooManyRequests, "%s has %d git pushes being checked, the most one key may have at once "+
-				"(gitmem serve --max-pushes-per-key): push again once one is done", streamHolder(c), held))
+			return answerGit(c, &gitRefusal{status: http.StatusTooManyRequests, retryAfter: pushRetryAfter,
+				message: fmt.Sprintf("%s has %d git pushes being checked, the most one key may have at once "+
+					"(gitmem serve --max-pushes-per-key): push again once one is done", streamHolder(c), held)})
 		}
 		defer release()
 		// The hook's checks end in time for the answer to reach the pusher within the
@@ -115,6 +124,9 @@ func (s *Server) serveGit(c echo.Context, backend *gitserve.Backend) error {
 type gitRefusal struct {
 	status  int
 	message string
+	// retryAfter, if above 0, is the answer's Retry-After in seconds (git itself does not
+	// retry; a client of its own may).
+	retryAfter int
 }
 
 func (e *gitRefusal) Error() string { return e.message }
@@ -127,6 +139,9 @@ func refuseGit(status int, format string, args ...any) error {
 func answerGit(c echo.Context, err error) error {
 	var r *gitRefusal
 	if errors.As(err, &r) {
+		if r.retryAfter > 0 {
+			c.Response().Header().Set("Retry-After", strconv.Itoa(r.retryAfter))
+		}
 		return gitError(c, r.status, "%s", r.message)
 	}
 	return err
@@ -180,8 +195,9 @@ func (s *Server) authorizeGit(c echo.Context, req *gitserve.Request) (keyID stri
 		}
 		return "", refuseGit(ae.status, "%s", ae.message)
 	}
-	if err := s.limitRate(c, cl); err != nil { // ratelimit.go; its Retry-After is set
-		return "", refuseGit(http.StatusTooManyRequests, "%s", errorFor(err).message)
+	if err := s.limitRate(cl); err != nil { // ratelimit.go
+		ae := errorFor(err)
+		return "", &gitRefusal{status: ae.status, message: ae.message, retryAfter: ae.retryAfter}
 	}
 	if err := cl.checkStore(req.StoreID); err != nil {
 		return "", refuseGit(http.StatusForbidden, "%s", errorFor(err).message)

@@ -7,6 +7,8 @@ import (
 	"crypto/sha1"
 	"encoding/binary"
 	"fmt"
+	"io"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -235,6 +237,20 @@ func TestGitPushesPerKey(t *testing.T) {
 	}
 	if n := hook.paused(); n != 2 {
 		t.Errorf("%d hooks ran, want 2", n)
+	}
+	// As a client of its own sees the refusal (git shows only the 429): with Retry-After,
+	// which such clients and the SDKs wait for.
+	req, _ := http.NewRequest("POST", g.url+"/git/"+store+".git/git-receive-pack", strings.NewReader(""))
+	req.SetBasicAuth("git", one)
+	req.Header.Set("Content-Type", "application/x-git-receive-pack-request")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "1" || !strings.Contains(string(body), "--max-pushes-per-key") {
+		t.Errorf("a third push of one key, over HTTP: %d, Retry-After %q: %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
 	}
 	other := hook.push(t, wts[3])
 	put(t, filepath.Join(hook.dir, "go"), "")

@@ -98,10 +98,14 @@ func TestEventStreamLimits(t *testing.T) {
 		readers = append(readers, s)
 	}
 	for _, u := range []string{url, ls.url + "/v1/events"} {
-		status, body := refused(t, u, reader)
+		status, body, retry := refused(t, u, reader)
 		if status != http.StatusTooManyRequests || !strings.Contains(string(body), "rate_limit_error") ||
 			!strings.Contains(string(body), "3 event streams open") || !strings.Contains(string(body), "--max-streams-per-key") {
 			t.Errorf("a 4th stream of one key (%s): %d %s, want 429 naming the limit", u, status, body)
+		}
+		// The SDKs retry a 429 after Retry-After: it is there, a few seconds.
+		if retry != "5" {
+			t.Errorf("a 4th stream of one key (%s): Retry-After %q, want 5", u, retry)
 		}
 	}
 	// Other keys fill what is left of the server's 8.
@@ -117,9 +121,9 @@ func TestEventStreamLimits(t *testing.T) {
 			readers = append(readers, s)
 		}
 	}
-	status, body := refused(t, url, admin)
-	if status != http.StatusServiceUnavailable || !strings.Contains(string(body), "limit of 8 event streams") {
-		t.Errorf("a stream beyond the server's limit: %d %s, want 503", status, body)
+	status, body, retry := refused(t, url, admin)
+	if status != http.StatusServiceUnavailable || !strings.Contains(string(body), "limit of 8 event streams") || retry != "5" {
+		t.Errorf("a stream beyond the server's limit: %d %s, Retry-After %q, want 503 with Retry-After 5", status, body, retry)
 	}
 	// Every stream taken: the probe, and another key's requests, are answered.
 	if status, body := ls.get(t, "/livez", ""); status != 200 {
@@ -202,17 +206,17 @@ func TestHeldBodiesLeaveRoom(t *testing.T) {
 	}
 }
 
-// refused opens a stream that should be refused, and returns the status and body of the
-// refusal (none if it opened: a stream's body does not end).
-func refused(t *testing.T, url, key string) (int, string) {
+// refused opens a stream that should be refused, and returns the status, body and
+// Retry-After of the refusal (none if it opened: a stream's body does not end).
+func refused(t *testing.T, url, key string) (int, string, string) {
 	t.Helper()
 	s, status := openStream(t, url, key)
 	if status == http.StatusOK {
 		s.resp.Body.Close()
-		return status, "(a stream)"
+		return status, "(a stream)", ""
 	}
 	b, _ := io.ReadAll(s.resp.Body)
-	return status, string(b)
+	return status, string(b), s.resp.Header.Get("Retry-After")
 }
 
 func isTimeout(err error) bool {

@@ -3,12 +3,12 @@ package httpapi
 import (
 	"fmt"
 	"math"
+	"net"
 	"net/http"
 	"strconv"
 	"sync"
 	"time"
 
-	"github.com/labstack/echo/v4"
 	"golang.org/x/time/rate"
 )
 
@@ -96,22 +96,62 @@ func (k *keyRates) held() int {
 // limitRate refuses a request of cl past its key's rate: 429 rate_limit_error with
 // Retry-After, the whole seconds until its key has a token again (at least 1). It is called
 // once the key is known: by authenticate (the API, the tools, MCP; an event stream once, as
-// it opens) and by git's route. The health probes and /metrics do not call it.
-func (s *Server) limitRate(c echo.Context, cl caller) error {
+// it opens), by git's route, and by the UI's pages (LimitRate). The health probes, /metrics
+// and the UI's static files do not call it.
+func (s *Server) limitRate(cl caller) error {
 	if s.rates == nil || cl.key == nil {
 		return nil
 	}
-	wait, ok := s.rates.take(cl.key.ID)
+	l := s.opts.Limits
+	return s.spend(cl.key.ID, cl.key.ID, func(secs int64) string {
+		return fmt.Sprintf("this API key (%s) sent more than its %s requests a second (gitmem serve --rate-limit), %d at most at once (--rate-burst): retry after %d s",
+			cl.key.ID, strconv.FormatFloat(l.RateLimit, 'f', -1, 64), l.RateBurst, secs)
+	})
+}
+
+// signInLabel is the metric label (gitmem_http_rate_limited_total{key}) of the UI's sign-ins
+// refused past their address's rate: no key id has this form.
+const signInLabel = "sign-in"
+
+// limitSignIn refuses a sign-in from the client of r (its address as the access log has it:
+// X-Forwarded-For from a trusted proxy only) past that address's rate, before the key it
+// brings is checked: every attempt takes a token, so that keys cannot be guessed faster than
+// the rate, and a refused one learns nothing of its key. An IPv6 client counts by its /64,
+// which one host commonly holds whole. Its bucket is a key's in size and rate, in the same
+// limiter, under a name no key id has.
+func (s *Server) limitSignIn(r *http.Request) error {
+	if s.rates == nil {
+		return nil
+	}
+	addr := clientNet(s.e.IPExtractor(r))
+	l := s.opts.Limits
+	return s.spend("sign-in from "+addr, signInLabel, func(secs int64) string {
+		return fmt.Sprintf("too many sign-ins from your address: at most %s a second (gitmem serve --rate-limit), %d at once (--rate-burst): retry after %d s",
+			strconv.FormatFloat(l.RateLimit, 'f', -1, 64), l.RateBurst, secs)
+	})
+}
+
+// clientNet is what a client's address counts as: an IPv4 address itself, an IPv6 one its
+// /64.
+func clientNet(addr string) string {
+	ip := net.ParseIP(addr)
+	if ip == nil || ip.To4() != nil {
+		return addr
+	}
+	return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
+}
+
+// spend takes a token of bucket id, or answers the 429 of a request past it, with msg's text
+// and Retry-After, the whole seconds until the bucket has a token again (at least 1); a
+// refusal is counted under the metric label (a key's id). s.rates is not nil.
+func (s *Server) spend(id, label string, msg func(secs int64) string) error {
+	wait, ok := s.rates.take(id)
 	if ok {
 		return nil
 	}
 	if s.rates.refused != nil {
-		s.rates.refused(cl.key.ID)
+		s.rates.refused(label)
 	}
 	secs := max(int64(math.Ceil(wait.Seconds())), 1)
-	c.Response().Header().Set("Retry-After", strconv.FormatInt(secs, 10))
-	l := s.opts.Limits
-	return &apiError{status: http.StatusTooManyRequests, typ: "rate_limit_error",
-		message: fmt.Sprintf("this API key (%s) sent more than its %s requests a second (gitmem serve --rate-limit), %d at most at once (--rate-burst): retry after %d s",
-			cl.key.ID, strconv.FormatFloat(l.RateLimit, 'f', -1, 64), l.RateBurst, secs)}
+	return &apiError{status: http.StatusTooManyRequests, typ: "rate_limit_error", message: msg(secs), retryAfter: int(secs)}
 }

@@ -53,6 +53,20 @@ func ErrorStatus(err error) (status int, typ, message string) {
 	return ae.status, ae.typ, ae.message
 }
 
+// RetryAfter is the Retry-After, in whole seconds, that the API answers err with (a 429 past
+// a key's rate), or 0 for none.
+func RetryAfter(err error) int { return errorFor(err).retryAfter }
+
+// LimitRate takes a request of c from its key's token bucket (gitmem serve --rate-limit), the
+// one the key's API, MCP and git requests take from: the UI's pages call it once they know
+// the key. Past the rate it answers a 429 error (ErrorStatus, RetryAfter) and counts the
+// refusal; without a rate limit, or for a caller without a key, nil.
+func (s *Server) LimitRate(c Caller) error { return s.limitRate(caller{key: c.Key, actor: c.Actor}) }
+
+// LimitSignIn takes a sign-in attempt of r's client address from that address's bucket,
+// before the key it brings is checked (limitSignIn); past it, a 429 error as LimitRate's.
+func (s *Server) LimitSignIn(r *http.Request) error { return s.limitSignIn(r) }
+
 // Mount serves h for every method under prefix (which ends with "/"), behind the server's
 // request ID, logging, recovery, limits and cross-origin refusal, and redirects "/" there.
 func (s *Server) Mount(prefix string, h http.Handler) {

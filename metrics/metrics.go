@@ -71,7 +71,7 @@ func New() *Metrics {
 	m.gitOps = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gitmem_git_operations_total",
 		Help: "git over HTTP: pushes (receive-pack) and fetches or clones (upload-pack), by status."}, []string{"operation", "status"})
 	m.rateLimited = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gitmem_http_rate_limited_total",
-		Help: "Requests refused (429) past their key's rate (gitmem serve --rate-limit), by key id (the first 1,000 keys refused; others as other)."}, []string{"key"})
+		Help: "Requests refused (429) past their key's rate (gitmem serve --rate-limit): the API, MCP, git and the UI, by key id (the first 1,000 keys refused; others as other); sign-ins to the UI past their address's rate as sign-in."}, []string{"key"})
 	m.groups = prometheus.NewCounter(prometheus.CounterOpts{Name: "gitmem_write_groups_total",
 		Help: "Groups of writes committed to main (each one pack and one ref update)."})
 	m.groupSize = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "gitmem_write_group_requests",
@@ -146,8 +146,8 @@ func (m *Metrics) Request(route, path, method string, status int, took time.Dura
 // that is given very many from growing a series for each.
 const perKeyLimit = 1000
 
-// RateLimited counts a request refused past the rate of key keyID
-// (httpapi.Options.ObserveRateLimited).
+// RateLimited counts a request refused past the rate of key keyID, or "sign-in" for a sign-in
+// to the UI refused past its address's rate (httpapi.Options.ObserveRateLimited).
 func (m *Metrics) RateLimited(keyID string) {
 	m.mu.Lock()
 	if !m.rateKeys[keyID] {

@@ -24,9 +24,16 @@ func (u *UI) login(w http.ResponseWriter, r *http.Request, q *request) error {
 	if !q.keys {
 		return redirect(w, r, next)
 	}
-	cl, err := u.opts.Auth.Identify(r, strings.TrimSpace(r.PostFormValue("key")))
+	// Every attempt counts against its address, before its key is checked: a guesser past
+	// the rate learns nothing more of its guesses (httpapi's limitSignIn).
+	err := u.opts.Auth.LimitSignIn(r)
+	var cl httpapi.Caller
+	if err == nil {
+		cl, err = u.opts.Auth.Identify(r, strings.TrimSpace(r.PostFormValue("key")))
+	}
 	if err != nil {
 		status, _, msg := httpapi.ErrorStatus(err)
+		retryAfter(w, err)
 		u.render(w, r, q, status, "login", loginPage{Next: next, Error: msg, TTL: humanDuration(u.opts.SessionTTL)})
 		return nil
 	}

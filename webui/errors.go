@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"strconv"
 
 	"github.com/gitmem/gitmem/gitstore"
 	"github.com/gitmem/gitmem/httpapi"
@@ -45,7 +46,7 @@ func (u *UI) fail(w http.ResponseWriter, r *http.Request, q *request, err error)
 	if status >= 500 {
 		u.log.Error("ui page failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
-	if status == http.StatusServiceUnavailable {
+	if !retryAfter(w, err) && status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "1")
 	}
 	u.render(w, r, q, status, "error", map[string]any{"Status": status, "StatusText": http.StatusText(status), "Message": msg})
@@ -55,4 +56,14 @@ func (u *UI) fail(w http.ResponseWriter, r *http.Request, q *request, err error)
 func statusOf(err error) (int, string) {
 	status, _, msg := httpapi.ErrorStatus(err)
 	return status, msg
+}
+
+// retryAfter gives the answer to err the Retry-After that the API gives it (a 429 past a
+// rate limit), and tells whether there was one.
+func retryAfter(w http.ResponseWriter, err error) bool {
+	secs := httpapi.RetryAfter(err)
+	if secs > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+	}
+	return secs > 0
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/gitmem/gitmem/apikeys"
 	"github.com/gitmem/gitmem/gitstore"
 	"github.com/gitmem/gitmem/httpapi"
+	"github.com/gitmem/gitmem/metrics"
 	"github.com/gitmem/gitmem/search"
 	"github.com/gitmem/gitmem/webhooks"
 	"github.com/gitmem/gitmem/webui"
@@ -34,6 +35,13 @@ type env struct {
 
 func start(t testing.TB) *env {
 	t.Helper()
+	return startWith(t, httpapi.Options{})
+}
+
+// startWith is start, the server with opts (its limits, its proxies), and its metrics at
+// /metrics, as gitmem serve wires them.
+func startWith(t testing.TB, opts httpapi.Options) *env {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	dir := t.TempDir()
 	d, err := gitstore.Open(ctx, dir, gitstore.Options{})
@@ -44,7 +52,10 @@ func start(t testing.TB) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httpapi.New(d, keys, httpapi.Options{})
+	m := metrics.New()
+	opts.Observe, opts.ObserveRateLimited = m.Request, m.RateLimited
+	srv := httpapi.New(d, keys, opts)
+	srv.EnableMetrics(m.Handler())
 	idx := search.New(d, search.Options{})
 	go idx.WatchAll(ctx)
 	srv.EnableSearch(idx)

@@ -28,10 +28,16 @@ import (
 // Prefix is where the UI is served.
 const Prefix = "/ui/"
 
-// Auth decides who a request comes from, by the API's rules (httpapi.Server has them).
+// Auth decides who a request comes from, by the API's rules, and limits how often it may
+// ask, in the API's token buckets (httpapi.Server has both).
 type Auth interface {
 	KeysInForce() (bool, error)
 	Identify(r *http.Request, secret string) (httpapi.Caller, error)
+	// LimitRate takes a page's request from its key's bucket (gitmem serve --rate-limit),
+	// shared with the key's API, MCP and git requests.
+	LimitRate(c httpapi.Caller) error
+	// LimitSignIn takes a sign-in attempt from its client address's bucket.
+	LimitSignIn(r *http.Request) error
 }
 
 // Options configure the UI.
@@ -164,8 +170,10 @@ type handler func(w http.ResponseWriter, r *http.Request, q *request) error
 // maxForm bounds a form's body: a memory is at most 100 KB, and form encoding can triple it.
 const maxForm = 1 << 20
 
-// page wraps a handler with what every page does first: find the caller, check that it may
-// do what the page does, check the CSRF token of a POST, and resolve the store it names.
+// page wraps a handler with what every page does first: find the caller, take the request
+// from its key's rate, check that it may do what the page does, check the CSRF token of a
+// POST, and resolve the store it names. (Static files are served without it, and count
+// against no rate.)
 func (u *UI) page(h handler, n need) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		q := &request{}
@@ -180,6 +188,20 @@ func (u *UI) page(h handler, n need) http.HandlerFunc {
 }
 
 func (u *UI) prepare(w http.ResponseWriter, r *http.Request, q *request, n need) error {
+	var err error
+	if q.keys, err = u.opts.Auth.KeysInForce(); err != nil {
+		return err
+	}
+	q.csrf = u.sessions.csrfToken(w, r) // the error pages' forms (sign out) carry it too
+	// The session's key, from its cookie alone, so that a request past the key's rate is
+	// refused before its form is read or anything done.
+	var identifyErr error
+	q.caller, identifyErr = u.identify(r, q.keys)
+	if q.caller.Key != nil {
+		if err := u.opts.Auth.LimitRate(q.caller); err != nil {
+			return err
+		}
+	}
 	if r.Method == http.MethodPost {
 		r.Body = http.MaxBytesReader(w, r.Body, maxForm)
 		if err := r.ParseForm(); err != nil {
@@ -190,20 +212,14 @@ func (u *UI) prepare(w http.ResponseWriter, r *http.Request, q *request, n need)
 			return badRequest("the form could not be read: " + err.Error())
 		}
 	}
-	var err error
-	if q.keys, err = u.opts.Auth.KeysInForce(); err != nil {
-		return err
-	}
-	q.csrf = u.sessions.csrfToken(w, r)
 	if r.Method == http.MethodPost && !u.sessions.checkCSRF(r, r.PostFormValue("csrf")) {
 		return &pageError{status: http.StatusForbidden, msg: "this form has expired or did not come from this page (CSRF check failed): go back, reload the page and send it again"}
 	}
 	if n == anyone {
-		q.caller, _ = u.identify(r, q.keys)
 		return nil
 	}
-	if q.caller, err = u.identify(r, q.keys); err != nil {
-		return err
+	if identifyErr != nil {
+		return identifyErr
 	}
 	if n == writer && !q.caller.CanWrite() {
 		return forbidden("this API key (" + q.caller.Key.ID + ") is read_only: it can look, not change anything")
