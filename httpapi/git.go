@@ -101,6 +101,10 @@ func (s *Server) serveGit(c echo.Context, backend *gitserve.Backend) error {
 	if err := http.NewResponseController(c.Response()).EnableFullDuplex(); err != nil {
 		s.log.Debug("git: full duplex", "err", err)
 	}
+	// In full duplex, net/http closes a body left unread (a refusal) after the handler, and
+	// then reads the connection's next request while that close still reads: it panics and
+	// drops the connection (golang/go#68560). Closed here, the body is done with first.
+	defer c.Request().Body.Close()
 	if req.Push && c.Request().Method == http.MethodPost {
 		release, held, ok := s.pushes.take(streamHolder(c), s.opts.Limits.MaxPushesPerKey, 0)
 		if !ok {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -240,10 +241,15 @@ func TestGitPushesPerKey(t *testing.T) {
 	}
 	// As a client of its own sees the refusal (git shows only the 429): with Retry-After,
 	// which such clients and the SDKs wait for.
-	req, _ := http.NewRequest("POST", g.url+"/git/"+store+".git/git-receive-pack", strings.NewReader(""))
+	// Its body is left unread; the connection stays open for the client's next request
+	// (net/http read that request while it closed the unread body after the handler, and
+	// dropped the connection with a panic: golang/go#68560).
+	client := &http.Client{Transport: &http.Transport{}}
+	defer client.CloseIdleConnections()
+	req, _ := http.NewRequest("POST", g.url+"/git/"+store+".git/git-receive-pack", strings.NewReader("0000"))
 	req.SetBasicAuth("git", one)
 	req.Header.Set("Content-Type", "application/x-git-receive-pack-request")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,6 +257,18 @@ func TestGitPushesPerKey(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "1" || !strings.Contains(string(body), "--max-pushes-per-key") {
 		t.Errorf("a third push of one key, over HTTP: %d, Retry-After %q: %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+	reused := false
+	req, _ = http.NewRequest("GET", g.url+"/livez", nil)
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+		GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused },
+	}))
+	if resp, err = client.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if !reused {
+		t.Error("the connection of a refused push was not kept for the next request")
 	}
 	other := hook.push(t, wts[3])
 	put(t, filepath.Join(hook.dir, "go"), "")

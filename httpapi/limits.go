@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"net"
 	"net/http"
@@ -126,8 +127,10 @@ func (l Limits) WithDefaults() Limits {
 // httpServer is the http.Server of ServeListener over ln (from listener), with the limits
 // net/http enforces itself: the header timeout and the idle timeout. The others are set per
 // request by limitRequests, because git's requests need longer ones than the API's.
-func (l Limits) httpServer(h http.Handler, ln *connLimit) *http.Server {
-	return &http.Server{Handler: h, ReadHeaderTimeout: l.HeaderTimeout, IdleTimeout: l.IdleTimeout, ConnState: ln.track}
+// net/http's own messages (a handler's panic, a bad TLS handshake) go to log.
+func (l Limits) httpServer(h http.Handler, ln *connLimit, log *slog.Logger) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: l.HeaderTimeout, IdleTimeout: l.IdleTimeout, ConnState: ln.track,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 }
 
 // listener caps the connections served at once (connLimit).

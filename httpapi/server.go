@@ -152,7 +152,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.e.ServeHT
 // gracefully, letting requests in flight finish.
 func (s *Server) ServeListener(ctx context.Context, ln net.Listener) error {
 	lim := s.opts.Limits.listener(ln)
-	srv := s.opts.Limits.httpServer(s, lim)
+	srv := s.opts.Limits.httpServer(s, lim, s.log)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(lim) }()
 	select {
