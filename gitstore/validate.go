@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/gitmem/gitmem/internal/suspect"
 )
 
 // Limits of the data model.
@@ -267,10 +269,8 @@ func validateStoreName(name string) error {
 	if n := utf8.RuneCountInString(name); n > MaxNameChars {
 		return invalidf("name is %d characters; the limit is %d", n, MaxNameChars)
 	}
-	for _, r := range name {
-		if unicode.Is(unicode.Cc, r) {
-			return invalidf("name has a control character (U+%04X)", r)
-		}
+	if msg := suspect.LineError("name", name); msg != "" {
+		return invalidf("%s", msg)
 	}
 	if !utf8.ValidString(name) {
 		return invalidf("name is not valid UTF-8")
@@ -278,12 +278,18 @@ func validateStoreName(name string) error {
 	return nil
 }
 
+// validateDescription checks a store's description: at most MaxDescChars characters of
+// UTF-8, lines (\n or \r\n, as a browser sends a textarea's) and tabs but no other control
+// character (package suspect, which the proposals' comments follow too).
 func validateDescription(d string) error {
 	if n := utf8.RuneCountInString(d); n > MaxDescChars {
 		return invalidf("description is %d characters; the limit is %d", n, MaxDescChars)
 	}
 	if !utf8.ValidString(d) {
 		return invalidf("description is not valid UTF-8")
+	}
+	if msg := suspect.TextError("description", d); msg != "" {
+		return invalidf("%s", msg)
 	}
 	return nil
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/gitmem/gitmem/gitstore"
 	"github.com/gitmem/gitmem/internal/durable"
 	"github.com/gitmem/gitmem/internal/english"
+	"github.com/gitmem/gitmem/internal/suspect"
 )
 
 // Prefix starts every proposal id.
@@ -814,7 +815,7 @@ func describe(a gitstore.Actor) string {
 
 // SetTitle renames an open proposal.
 func (m *Manager) SetTitle(storeID, id, title string) (Proposal, error) {
-	if err := checkText("title", title, MaxTitle); err != nil {
+	if err := checkText("title", title, MaxTitle, suspect.LineError); err != nil {
 		return Proposal{}, err
 	}
 	defer m.lock(storeID)()
@@ -829,7 +830,7 @@ func (m *Manager) SetTitle(storeID, id, title string) (Proposal, error) {
 
 // AddComment adds a comment to a proposal's thread.
 func (m *Manager) AddComment(storeID, id string, by gitstore.Actor, body string) (Proposal, error) {
-	if err := checkText("comment", body, MaxComment); err != nil {
+	if err := checkText("comment", body, MaxComment, suspect.TextError); err != nil {
 		return Proposal{}, err
 	}
 	defer m.lock(storeID)()
@@ -842,7 +843,12 @@ func (m *Manager) AddComment(storeID, id string, by gitstore.Actor, body string)
 	})
 }
 
-func checkText(what, s string, max int) error {
+// checkText checks a text that a client gives a proposal (the API, the UI and the CLI, through
+// the server or on the data directory, all come here): not empty, at most max bytes of UTF-8,
+// and no control character that controls refuses (suspect.LineError for a title, one line;
+// suspect.TextError for a comment, whose line breaks and tabs are text). Bidirectional
+// controls are kept (right-to-left writing uses them); the UI and the CLI show them escaped.
+func checkText(what, s string, max int, controls func(what, s string) string) error {
 	switch {
 	case strings.TrimSpace(s) == "":
 		return &gitstore.Error{Kind: gitstore.KindInvalid, Message: what + " must not be empty"}
@@ -850,6 +856,9 @@ func checkText(what, s string, max int) error {
 		return &gitstore.Error{Kind: gitstore.KindInvalid, Message: fmt.Sprintf("%s is %d bytes; the limit is %d", what, len(s), max)}
 	case !utf8.ValidString(s):
 		return &gitstore.Error{Kind: gitstore.KindInvalid, Message: what + " is not valid UTF-8"}
+	}
+	if msg := controls(what, s); msg != "" {
+		return &gitstore.Error{Kind: gitstore.KindInvalid, Message: msg}
 	}
 	return nil
 }

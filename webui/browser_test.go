@@ -341,3 +341,81 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("the store list scrolls sideways on a phone (scroll width, window width: %s)", wide)
 	}
 }
+
+// TestBrowserShowsControls: in headless Chromium, a proposal whose title, comment and diff
+// line hold bidirectional controls (U+202E) and control characters (ESC), and a memory whose
+// Markdown holds them, show each as its escape in a marked span: the page's text holds the
+// escape, never the rune, so nothing is reordered or hidden from the reviewer.
+func TestBrowserShowsControls(t *testing.T) {
+	exe := chromium(t)
+	dir := shots(t)
+	e := start(t)
+	st, mem, prop, admin, _ := othersText(t, e)
+	ctx := tab(t, exe)
+	run := func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		runSteps(t, ctx, what, steps...)
+	}
+	shot := func(name string) chromedp.Action[chromedp.Void] {
+		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			buf, err := chromedp.FullScreenshot(100)(ctx, tg)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(dir, name+".png"), buf, 0o644)
+		})
+	}
+	base := e.url + "/ui/stores/" + st
+	run("sign in",
+		chromedp.Navigate(base+"/proposals/"+prop),
+		chromedp.WaitVisible(chromedp.CSS(`#key`)),
+		chromedp.SendKeys(chromedp.CSS(`#key`), admin),
+		chromedp.Submit(chromedp.CSS(`#key`)),
+		chromedp.WaitVisible(chromedp.CSS(`section.change pre.diff`)),
+		shot("proposal-controls"),
+	)
+	text := func(sel string) string {
+		t.Helper()
+		return evaluate[string](t, ctx, `document.querySelector(`+fmt.Sprintf("%q", sel)+`).innerText`)
+	}
+	page := evaluate[string](t, ctx, `document.body.innerText`)
+	if i := strings.IndexFunc(page, func(r rune) bool { return r == 0x202e || r == 0x2066 || r == 0x2069 || r == 0x202c || r == 0x1b }); i >= 0 {
+		t.Errorf("the proposal's page shows U+%04X as it is: %q", []rune(page[i:])[0], page[max(i-60, 0):min(i+60, len(page))])
+	}
+	for sel, want := range map[string]string{
+		"h1":             `Tidy \u202etxt.exe`,
+		"div.comment":    `Harmless \u202eesolc`,
+		"section.change": `+if isAdmin \u202e } \u2066if (isAdmin)\u2069 \u2066 begin admins only \u202c\x1b[8mhidden\x1b[0m`,
+		"header nav":     `team \u202emaet`,
+	} {
+		if got := text(sel); !strings.Contains(got, want) {
+			t.Errorf("%s reads %q, want it to hold %q", sel, got, want)
+		}
+	}
+	// Each escape is a marked span that the reviewer sees: laid out in the line, as wide as
+	// its few letters (not stretched over the rest of a diff's line), in the warning colours.
+	if n := evaluate[float64](t, ctx, `[...document.querySelectorAll("main span.ctl")].filter(s => {
+		const r = s.getBoundingClientRect(), c = getComputedStyle(s);
+		return r.width > 0 && r.width < 100 && r.height > 0 && c.borderTopStyle === "solid" && c.backgroundColor !== "rgba(0, 0, 0, 0)";
+	}).length`); n != 13 {
+		t.Errorf("%v marked escapes laid out in the proposal's page, want 13 (1 in the title, 1 in the comment, 11 in the diff)", n)
+	}
+	// The diff's added line keeps its text after the escapes on its one line.
+	if v := evaluate[bool](t, ctx, `(() => {
+		const line = [...document.querySelectorAll("pre.diff > span.add")].pop(), r = line.getBoundingClientRect();
+		const spans = [...line.querySelectorAll("span.ctl")].map(s => s.getBoundingClientRect());
+		return spans.every(s => s.top >= r.top && s.bottom <= r.bottom + 1) && r.height < 40;
+	})()`); !v {
+		t.Errorf("the diff's added line is not one line with its escapes")
+	}
+
+	// A memory whose Markdown holds them: rendered, with each shown escaped.
+	run("memory", chromedp.Navigate(base+"/memories/"+mem), chromedp.WaitVisible(chromedp.CSS(`article.content h1`)), shot("memory-controls"))
+	if got := text("article.content h1"); got != `Plan \u202eeman` {
+		t.Errorf("the memory's heading reads %q", got)
+	}
+	if got := text("article.content"); !strings.Contains(got, `Pay \u2066monthly\u2069 in \x1b[31mred\x1b[0m`) || !strings.Contains(got, `\u202e \u200f referenced`) ||
+		!strings.Contains(got, `access = "user\u202e \u2066// admin\u2069\u2066"`) || strings.ContainsAny(got, "\u202e\u2066\u2069\u200f\x1b") {
+		t.Errorf("the memory reads %q", got)
+	}
+}

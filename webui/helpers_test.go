@@ -9,11 +9,13 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/gitmem/gitmem/apikeys"
+	"github.com/gitmem/gitmem/gitserve"
 	"github.com/gitmem/gitmem/gitstore"
 	"github.com/gitmem/gitmem/httpapi"
 	"github.com/gitmem/gitmem/metrics"
@@ -31,6 +33,13 @@ type env struct {
 	keys  *apikeys.Keys
 	hooks *webhooks.Registry // receivers on loopback allowed: the tests' are
 	h     http.Handler       // the server itself, for benchmarks that leave the network out
+}
+
+// TestMain lets git run this test binary as the push hook of the servers the tests start
+// (the hook script runs the server's own executable, as gitmem serve does).
+func TestMain(m *testing.M) {
+	gitserve.RunHookIfAsked()
+	os.Exit(m.Run())
 }
 
 func start(t testing.TB) *env {
@@ -62,6 +71,7 @@ func startWith(t testing.TB, opts httpapi.Options) *env {
 	hooks := webhooks.Open(d.Layout())
 	hooks.AllowPrivate = true
 	srv.EnableWebhooks(hooks)
+	srv.EnableGit(httpapi.GitOptions{}) // without git, /git/ answers 501 and the rest works
 	ui, err := webui.New(webui.Options{Data: d, Keys: keys, Auth: srv, Search: idx, Webhooks: hooks, Proposals: srv.Proposals()})
 	if err != nil {
 		t.Fatal(err)

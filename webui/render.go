@@ -36,6 +36,7 @@ var funcs = template.FuncMap{
 	"crumbs":    crumbs,
 	"list":      func(s ...string) []string { return s },
 	"highlight": highlight,
+	"suspects":  countSuspects,
 }
 
 // highlight shows a search snippet with its matches marked, every byte of it escaped.
@@ -112,7 +113,7 @@ func (u *UI) render(w http.ResponseWriter, r *http.Request, q *request, status i
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	w.Write(buf.Bytes())
+	w.Write(showControls(buf.Bytes())) // others' control characters and bidi controls, shown (controls.go)
 }
 
 func ago(t time.Time) string {

@@ -12,14 +12,17 @@ import (
 
 // TestTextOutputEscapesControls: what a propose key or a pusher chose (a proposal's title, a
 // comment, a proposed memory's content in the diff, a commit's author name) reaches the
-// reviewer's terminal through the CLI's text output with its control characters escaped:
-// no escape sequence of theirs runs there.
+// reviewer's terminal through the CLI's text output with its control characters and
+// bidirectional controls escaped: no escape sequence of theirs runs there, and no line is
+// reordered. The API refuses control characters in a title or a comment (400, nothing
+// changed), so those carry bidirectional controls, which it keeps.
 func TestTextOutputEscapesControls(t *testing.T) {
 	c, url, rw, pk, as := servedTeam(t)
 	const evil = "\x1b]0;owned\x07\x1b[1A\x1b[2K\r\u009b2J\u202edesrever\u2066"
+	const bidi = "\u202edesrever\u2066"
 	as(pk, 0, "fine\n"+evil+"\n", "put", "team", "/idea.md")
 	id := regexp.MustCompile(`prop_[0-9A-Z]+`).FindString(as(rw, 0, "", "proposals", "list", "team"))
-	call := func(method, path, body string) {
+	call := func(method, path, body string) int {
 		t.Helper()
 		req, _ := http.NewRequest(method, url+"/v1/memory_stores/"+storeIDOf(t, c, rw)+"/proposals/"+id+path, strings.NewReader(body))
 		req.Header.Set("content-type", "application/json")
@@ -29,12 +32,20 @@ func TestTextOutputEscapesControls(t *testing.T) {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		if resp.StatusCode >= 300 {
-			t.Fatalf("%s %s: %d", method, path, resp.StatusCode)
-		}
+		return resp.StatusCode
 	}
-	call(http.MethodPatch, "", `{"title":"Tidy`+jsonEscapes(evil)+`"}`)
-	call(http.MethodPost, "/comments", `{"body":"LGTM`+jsonEscapes(evil)+`"}`)
+	if st := call(http.MethodPatch, "", `{"title":"Tidy`+jsonEscapes(evil)+`"}`); st != http.StatusBadRequest {
+		t.Errorf("a title with control characters: %d, want 400", st)
+	}
+	if st := call(http.MethodPost, "/comments", `{"body":"LGTM`+jsonEscapes(evil)+`"}`); st != http.StatusBadRequest {
+		t.Errorf("a comment with control characters: %d, want 400", st)
+	}
+	if st := call(http.MethodPatch, "", `{"title":"Tidy`+jsonEscapes(bidi)+`"}`); st != http.StatusOK {
+		t.Fatalf("a title with bidirectional controls: %d", st)
+	}
+	if st := call(http.MethodPost, "/comments", `{"body":"LGTM`+jsonEscapes(bidi)+`"}`); st != http.StatusCreated {
+		t.Fatalf("a comment with bidirectional controls: %d", st)
+	}
 
 	// A commit pushed with git whose author's name holds them.
 	work := t.TempDir()
@@ -57,9 +68,14 @@ func TestTextOutputEscapesControls(t *testing.T) {
 		if strings.ContainsAny(out, "\x1b\x07\r\u009b\u202e\u2066") {
 			t.Errorf("gitmem %v prints control characters: %q", args, out)
 		}
-		mustContain(t, strings.Join(args, " "), out, `\x1b]0;owned\a`)
+		if args[1] != "list" { // the list's titles and authors hold none
+			mustContain(t, strings.Join(args, " "), out, `\x1b]0;owned\a`)
+		}
 		if args[0] == "proposals" {
-			mustContain(t, strings.Join(args, " "), out, `\u202edesrever\u2066`)
+			mustContain(t, strings.Join(args, " "), out, "Tidy"+`\u202edesrever\u2066`)
+		}
+		if args[1] == "show" {
+			mustContain(t, strings.Join(args, " "), out, "LGTM"+`\u202edesrever\u2066`)
 		}
 	}
 }
