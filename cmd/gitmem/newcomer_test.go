@@ -1,0 +1,121 @@
+package main
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// A call that a newcomer makes, and what it must answer: the exit code, and words that its
+// stdout and its stderr must hold.
+type newcomerCase struct {
+	args        []string
+	code        int
+	stdout      []string
+	stderr      []string
+	stdoutExact string // if not "", stdout must be this exactly
+}
+
+// checkNewcomer runs each case with c and checks it, where says how c reaches the data.
+func checkNewcomer(t *testing.T, c *cli, where string, cases []newcomerCase) {
+	t.Helper()
+	for _, tc := range cases {
+		out, errOut, code := c.run("", tc.args...)
+		name := where + ": gitmem " + strings.Join(tc.args, " ")
+		if code != tc.code {
+			t.Errorf("%s: exit %d, want %d\nstdout: %s\nstderr: %s", name, code, tc.code, out, errOut)
+		}
+		mustContain(t, name+" (stdout)", out, tc.stdout...)
+		mustContain(t, name+" (stderr)", errOut, tc.stderr...)
+		if tc.stdoutExact != "" && out != tc.stdoutExact {
+			t.Errorf("%s: stdout %q, want %q", name, out, tc.stdoutExact)
+		}
+	}
+}
+
+// TestLogWithNothingToShow: gitmem log with no versions to show says so in a line of its
+// own, with what to do, instead of a table's header alone; --json stays an empty list.
+func TestLogWithNothingToShow(t *testing.T) {
+	c := newCLI(t)
+	if err := os.MkdirAll(c.data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	checkNewcomer(t, c, "no stores", []newcomerCase{
+		{args: []string{"log"}, stdout: []string{"no stores yet; create one with: gitmem stores create NAME"}},
+	})
+	c.ok("", "stores", "create", "notes")
+	c.ok("", "stores", "create", "My notes")
+	cases := []newcomerCase{
+		{args: []string{"log"}, stdout: []string{"no versions yet; write a memory with: gitmem put STORE PATH\n"}},
+		{args: []string{"log", "notes"}, stdout: []string{"no versions yet in notes; write a memory with: gitmem put notes PATH\n"}},
+		{args: []string{"log", "My notes"}, stdout: []string{"gitmem put 'My notes' PATH"}},
+		{args: []string{"log", "--json"}, stdoutExact: "[]\n"},
+		{args: []string{"log", "notes", "--json"}, stdoutExact: "[]\n"},
+	}
+	checkNewcomer(t, c, "data directory", cases)
+	c.ok("hello\n", "put", "notes", "/a.md")
+	filtered := []newcomerCase{
+		{args: []string{"log", "notes", "--op", "deleted", "--since", "1h"}, stdout: []string{"no versions match --op and --since\n"}},
+		{args: []string{"log", "--until", "2001-01-01"}, stdout: []string{"no versions match --until\n"}},
+		{args: []string{"log", "notes", "/a.md", "--op", "deleted", "--json"}, stdoutExact: "[]\n"},
+	}
+	checkNewcomer(t, c, "data directory", filtered)
+	serveForGit(t, c)
+	checkNewcomer(t, c, "through the server", append([]newcomerCase{
+		{args: []string{"log", "My notes"}, stdout: []string{"no versions yet in My notes; write a memory with: gitmem put 'My notes' PATH\n"}},
+		{args: []string{"log", "My notes", "--json"}, stdoutExact: "[]\n"},
+	}, filtered...))
+}
+
+// TestPutContentAsFile: gitmem put with the content where FILE goes says what FILE is and how
+// to give the content, as a usage error; a folder as FILE is one too.
+func TestPutContentAsFile(t *testing.T) {
+	c := newCLI(t)
+	c.ok("", "stores", "create", "notes")
+	cases := []newcomerCase{
+		{args: []string{"put", "notes", "/a/b.md", "hello"}, code: exitUsage, stderr: []string{
+			`gitmem: put: no file "hello": FILE names a file to read the content from; to give the content itself, pipe it in: echo hello | gitmem put notes /a/b.md (usage: gitmem put STORE PATH [FILE|-] [flags]; see "gitmem put --help")`}},
+		{args: []string{"put", "notes", "/a/b.md", "hello world"}, code: exitUsage, stderr: []string{`echo 'hello world' | gitmem put notes /a/b.md (usage:`}},
+		{args: []string{"put", "notes", "/a/b.md", t.TempDir()}, code: exitUsage, stderr: []string{"is a folder, not a file to read the content from (usage:"}},
+	}
+	checkNewcomer(t, c, "data directory", cases)
+	serveForGit(t, c)
+	checkNewcomer(t, c, "through the server", cases)
+	if out := c.ok("", "ls", "notes", "-R"); out != "" {
+		t.Errorf("a refused put wrote: %q", out)
+	}
+}
+
+// TestFolderAsMemoryPath: the commands that take one memory's path, given a folder's (with or
+// without its trailing /) or a name without its .md, say what is there and what to run.
+func TestFolderAsMemoryPath(t *testing.T) {
+	c := newCLI(t)
+	c.ok("", "stores", "create", "notes")
+	c.ok("hello\n", "put", "notes", "/a/b.md")
+	folder := `/a/ is a folder: list it with "gitmem ls notes /a/"`
+	slash := `PATH /a/ ends in /, so it names a folder, not a memory: list it with "gitmem ls notes /a/" (usage: gitmem `
+	cases := []newcomerCase{
+		{args: []string{"cat", "notes", "/a"}, code: exitNotFound, stderr: []string{"no memory at /a; " + folder}},
+		{args: []string{"rm", "notes", "/a"}, code: exitNotFound, stderr: []string{"no memory at /a; " + folder}},
+		{args: []string{"mv", "notes", "/a", "/b"}, code: exitNotFound, stderr: []string{"no memory at /a; " + folder}},
+		{args: []string{"blame", "notes", "/a"}, code: exitNotFound, stderr: []string{"no memory at /a; " + folder}},
+		{args: []string{"log", "notes", "/a"}, code: exitNotFound, stderr: []string{"no memory is or was at /a; " + folder}},
+		{args: []string{"diff", "notes", "/a"}, code: exitNotFound, stderr: []string{"no memory is or was at /a; " + folder}},
+		{args: []string{"cat", "notes", "/a/b"}, code: exitNotFound, stderr: []string{"no memory at /a/b; did you mean /a/b.md?"}},
+		{args: []string{"cat", "notes", "/zz"}, code: exitNotFound, stderr: []string{"gitmem: no memory at /zz\n"}},
+		{args: []string{"cat", "notes", "/a/"}, code: exitUsage, stderr: []string{"gitmem: cat: " + slash + "cat"}},
+		{args: []string{"rm", "notes", "/a/"}, code: exitUsage, stderr: []string{"gitmem: rm: " + slash + "rm"}},
+		{args: []string{"blame", "notes", "/a/"}, code: exitUsage, stderr: []string{"gitmem: blame: " + slash + "blame"}},
+		{args: []string{"diff", "notes", "/a/"}, code: exitUsage, stderr: []string{"gitmem: diff: " + slash + "diff"}},
+		{args: []string{"mv", "notes", "/a/", "/b/"}, code: exitUsage, stderr: []string{"gitmem: mv: FROM /a/ ends in /"}},
+		{args: []string{"log", "notes", "/a/"}, code: exitUsage, stderr: []string{`gitmem: log: PATH /a/ ends in /, so it names a folder, not a memory: the versions of a whole store are in "gitmem log notes"`}},
+		{args: []string{"put", "notes", "/a/"}, code: exitUsage, stderr: []string{"gitmem: put: PATH /a/ ends in /, so it names a folder: a memory's path ends in its name, such as /a/NAME.md"}},
+		{args: []string{"mv", "notes", "/a/b.md", "/c/"}, code: exitUsage, stderr: []string{`gitmem: mv: TO /c/ ends in /, so it names a folder: give the memory's new path in it, as in "gitmem mv notes /a/b.md /c/b.md"`}},
+	}
+	checkNewcomer(t, c, "data directory", cases)
+	serveForGit(t, c)
+	checkNewcomer(t, c, "through the server", cases)
+	if got := c.ok("", "ls", "notes", "-R"); got != "/a/b.md\n" {
+		t.Errorf("the refused calls changed the store: %q", got)
+	}
+}
