@@ -282,6 +282,9 @@ func newLsCmd(a *app) *cobra.Command {
 				opts.Depth = 0
 			}
 			if len(args) == 2 {
+				if !strings.HasPrefix(args[1], "/") { // the store's message names the API's path_prefix
+					return usageError{fmt.Errorf("PREFIX %q must start with /, as in %s", args[1], quoteArg("/"+args[1]))}
+				}
 				opts.PathPrefix = args[1]
 				if !strings.HasSuffix(opts.PathPrefix, "/") {
 					opts.PathPrefix += "/"
@@ -295,6 +298,9 @@ func newLsCmd(a *app) *cobra.Command {
 				items, err := allMemories(cmd.Context(), rd, opts)
 				if err != nil {
 					return err
+				}
+				if len(items) == 0 && !asJSON && !a.quiet { // stdout stays empty, for scripts
+					fmt.Fprintln(cmd.ErrOrStderr(), emptyListing(cmd, rd, args))
 				}
 				if asJSON {
 					out := make([]any, len(items))

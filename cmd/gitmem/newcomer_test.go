@@ -13,7 +13,7 @@ type newcomerCase struct {
 	code        int
 	stdout      []string
 	stderr      []string
-	stdoutExact string // if not "", stdout must be this exactly
+	stdoutExact string // if not "", stdout must be this exactly ("\x00" for nothing)
 }
 
 // checkNewcomer runs each case with c and checks it, where says how c reaches the data.
@@ -27,8 +27,8 @@ func checkNewcomer(t *testing.T, c *cli, where string, cases []newcomerCase) {
 		}
 		mustContain(t, name+" (stdout)", out, tc.stdout...)
 		mustContain(t, name+" (stderr)", errOut, tc.stderr...)
-		if tc.stdoutExact != "" && out != tc.stdoutExact {
-			t.Errorf("%s: stdout %q, want %q", name, out, tc.stdoutExact)
+		if want := strings.TrimPrefix(tc.stdoutExact, "\x00"); tc.stdoutExact != "" && out != want {
+			t.Errorf("%s: stdout %q, want %q", name, out, want)
 		}
 	}
 }
@@ -117,5 +117,30 @@ func TestFolderAsMemoryPath(t *testing.T) {
 	checkNewcomer(t, c, "through the server", cases)
 	if got := c.ok("", "ls", "notes", "-R"); got != "/a/b.md\n" {
 		t.Errorf("the refused calls changed the store: %q", got)
+	}
+}
+
+// TestEmptyListing: gitmem ls that lists nothing says why on stderr (an empty store, nothing
+// below the prefix, a prefix that is a memory's path), with stdout empty for scripts; a
+// PREFIX without its leading / is a usage error that names PREFIX, not the API's field.
+func TestEmptyListing(t *testing.T) {
+	c := newCLI(t)
+	c.ok("", "stores", "create", "notes")
+	c.ok("", "stores", "create", "My notes")
+	c.ok("hello\n", "put", "notes", "/a/b.md")
+	cases := []newcomerCase{
+		{args: []string{"ls", "My notes"}, stdoutExact: "\x00", stderr: []string{"no memories in My notes yet; write one with: gitmem put 'My notes' PATH\n"}},
+		{args: []string{"ls", "notes", "/nope"}, stdoutExact: "\x00", stderr: []string{`nothing below /nope/ ("gitmem ls notes" lists the top of the store)`}},
+		{args: []string{"ls", "notes", "/a/b.md"}, stdoutExact: "\x00", stderr: []string{`nothing below /a/b.md/: /a/b.md is a memory; print it with "gitmem cat notes /a/b.md"`}},
+		{args: []string{"ls", "notes", "--at", "2001-01-01"}, stdoutExact: "\x00", stderr: []string{"no memories below / as of 2001-01-01"}},
+		{args: []string{"ls", "notes", "/nope", "--json"}, stdoutExact: "[]\n"},
+		{args: []string{"ls", "notes", "a/"}, code: exitUsage, stderr: []string{`gitmem: ls: PREFIX "a/" must start with /, as in /a/ (usage: gitmem ls`}},
+		{args: []string{"log", "notes", "--op", "create"}, code: exitUsage, stderr: []string{`gitmem: log: --op must be created, modified or deleted, got "create" (usage: gitmem log`}},
+	}
+	checkNewcomer(t, c, "data directory", cases)
+	serveForGit(t, c)
+	checkNewcomer(t, c, "through the server", cases)
+	if _, errOut, _ := c.run("", "ls", "notes", "/nope", "-q"); errOut != "" {
+		t.Errorf("ls -q printed %q", errOut)
 	}
 }

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"path"
 	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/gitmem/gitmem/gitstore"
 )
@@ -37,6 +40,23 @@ func moveTarget(store, from, to string) error {
 	}
 	return usageError{fmt.Errorf("TO %s ends in /, so it names a folder: give the memory's new path in it, as in \"gitmem mv %s %s %s\"",
 		to, quoteArg(store), quoteArg(from), quoteArg(to+path.Base(from)))}
+}
+
+// emptyListing is what gitmem ls says on stderr when it lists nothing: that the store is
+// empty, or that nothing is below the prefix in args[1], which may be a memory's path.
+func emptyListing(cmd *cobra.Command, rd gitstore.MemoryReader, args []string) string {
+	store := quoteArg(args[0])
+	if at, _ := cmd.Flags().GetString("at"); at != "" {
+		return fmt.Sprintf("no memories below %s as of %s", cmp.Or(strings.Join(args[1:], ""), "/"), at)
+	}
+	if len(args) < 2 || args[1] == "/" {
+		return fmt.Sprintf("no memories in %s yet; write one with: gitmem put %s PATH", args[0], store)
+	}
+	p := strings.TrimSuffix(args[1], "/")
+	if _, err := rd.GetByPath(cmd.Context(), p, false); err == nil {
+		return fmt.Sprintf("nothing below %s/: %s is a memory; print it with \"gitmem cat %s %s\"", p, p, store, quoteArg(p))
+	}
+	return fmt.Sprintf("nothing below %s/ (\"gitmem ls %s\" lists the top of the store)", p, store)
 }
 
 // notFoundHint adds to err, the not-found error of a memory at p in rd, what is there
