@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -142,5 +143,29 @@ func TestEmptyListing(t *testing.T) {
 	checkNewcomer(t, c, "through the server", cases)
 	if _, errOut, _ := c.run("", "ls", "notes", "/nope", "-q"); errOut != "" {
 		t.Errorf("ls -q printed %q", errOut)
+	}
+}
+
+// TestImportClone: gitmem import --dir of a clone of a store (git clone of its /git/ URL)
+// skips the clone's .gitmem/ as it skips .git, instead of refusing the whole folder.
+func TestImportClone(t *testing.T) {
+	c := newCLI(t)
+	c.ok("", "stores", "create", "notes")
+	c.ok("hello\n", "put", "notes", "/a/b.md")
+	url, _ := serveForGit(t, c)
+	parent := t.TempDir()
+	gitIn(t, parent, "clone", "-q", url+"/git/notes.git", "clone")
+	dir := filepath.Join(parent, "clone")
+	if _, err := os.Stat(filepath.Join(dir, ".gitmem", "store.json")); err != nil {
+		t.Fatalf("the clone has no store.json: %v", err)
+	}
+	out, errOut, code := c.run("", "import", "--dir", dir, "copy", "--create")
+	if code != 0 {
+		t.Fatalf("import --dir of a clone: exit %d, %s", code, errOut)
+	}
+	mustContain(t, "import of a clone", out, "1 created, 0 unchanged, 0 updated")
+	mustContain(t, "import of a clone", errOut, "skipped "+filepath.Join(dir, ".gitmem")+" (a store's own metadata, never a memory)")
+	if got := c.ok("", "ls", "copy", "-R"); got != "/a/b.md\n" {
+		t.Errorf("ls copy -R after the import: %q", got)
 	}
 }
