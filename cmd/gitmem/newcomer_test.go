@@ -169,3 +169,28 @@ func TestImportClone(t *testing.T) {
 		t.Errorf("ls copy -R after the import: %q", got)
 	}
 }
+
+// TestBackupIntoDataDir: gitmem backup refuses a DEST that is the data directory or inside
+// it (also by a symbolic link, or as a .tar), which it would copy into itself, and writes
+// nothing there.
+func TestBackupIntoDataDir(t *testing.T) {
+	c := newCLI(t)
+	c.ok("", "stores", "create", "notes")
+	c.ok("hello\n", "put", "notes", "/a/b.md")
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(c.data, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, dest := range []string{c.data, filepath.Join(c.data, "backup"), filepath.Join(c.data, "b.tar"), filepath.Join(link, "backup"), c.data + "/stores/.."} {
+		_, errOut, code := c.run("", "backup", dest)
+		if code != exitUsage || !strings.Contains(errOut, "gitmem: backup: DEST "+dest+" is in the data directory "+c.data+", which the backup copies") {
+			t.Errorf("backup %s: exit %d, %q; want exit %d and that DEST is in the data directory", dest, code, errOut, exitUsage)
+		}
+	}
+	for _, name := range []string{"manifest.json", "backup", "b.tar"} {
+		if _, err := os.Stat(filepath.Join(c.data, name)); err == nil {
+			t.Errorf("a refused backup wrote %s into the data directory", name)
+		}
+	}
+	mustContain(t, "a backup beside it", c.ok("", "backup", c.data+"-backup"), "backed up 1 store")
+}
