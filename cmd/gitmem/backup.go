@@ -65,6 +65,9 @@ keys, remotes and webhooks stay on the server.`,
 				if p, _ := findConfig(a.config); p != "" {
 					opts.ConfigFile = p
 				}
+				if within(dest, a.dataDir) {
+					return usageError{fmt.Errorf("DEST %s is in the data directory %s, which the backup copies: back up to another folder, such as /backups/gitmem", dest, a.dataDir)}
+				}
 			}
 			start := time.Now()
 			dir := dest
@@ -102,6 +105,29 @@ keys, remotes and webhooks stay on the server.`,
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the backup's manifest as JSON")
 	return cmd
+}
+
+// within says whether the path p is dir or is below it, once both are absolute and their
+// symbolic links followed (as far as they exist).
+func within(p, dir string) bool {
+	resolve := func(p string) string {
+		p, err := filepath.Abs(p)
+		if err != nil {
+			return p
+		}
+		for rest := ""; ; { // the longest part of p that exists, with its links followed
+			if r, err := filepath.EvalSymlinks(p); err == nil {
+				return filepath.Join(r, rest)
+			}
+			parent := filepath.Dir(p)
+			if parent == p {
+				return filepath.Join(p, rest)
+			}
+			rest, p = filepath.Join(filepath.Base(p), rest), parent
+		}
+	}
+	rel, err := filepath.Rel(resolve(dir), resolve(p))
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // writeArchive writes the backup directory dir as the tar file dest, whole or not at all.

@@ -245,7 +245,7 @@ func TestUsageErrors(t *testing.T) {
 			t.Errorf("gitmem %v: exit %d, %q; want exit %d naming the flag", args, code, errOut, exitUsage)
 		}
 	}
-	mustContain(t, "bad op", c.fails("", "log", "s", "--op", "renamed"), "operation must be created, modified or deleted")
+	mustContain(t, "bad op", c.fails("", "log", "s", "--op", "renamed"), "--op must be created, modified or deleted")
 	big := strings.Repeat("x", gitstore.MaxContentBytes+1)
 	mustContain(t, "too big", c.fails(big, "put", "s", "/big.md"), "over the limit of 102400 bytes")
 	mustContain(t, "restore with a path", c.fails("", "restore", "s", "/a.md", "memver_x"), "restore: no PATH, as the version names its memory: gitmem restore s memver_x")

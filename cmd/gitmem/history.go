@@ -70,11 +70,12 @@ where it was. Then run "gitmem serve --data DIR".`,
 }
 
 // memoryRef finds a memory by id (mem_…), or by path: the memory at it, or the last one there.
-func memoryRef(cmd *cobra.Command, s storeAPI, ref string) (string, error) {
+// store is how the command line names s.
+func memoryRef(cmd *cobra.Command, s storeAPI, store, ref string) (string, error) {
 	if strings.HasPrefix(ref, gitstore.MemoryPrefix) {
 		return ref, nil
 	}
-	return memoryAtPath(cmd, s, ref)
+	return memoryAtPath(cmd, s, store, ref)
 }
 
 func newDiffCmd(a *app) *cobra.Command {
@@ -98,8 +99,11 @@ Prints nothing if the two contents are the same.`,
 			if len(args) > 3 {
 				to = args[3]
 			}
+			if err := folderArg("diff", args[0], "PATH", args[1]); err != nil {
+				return err
+			}
 			return a.withStoreAPI(cmd.Context(), args[0], func(s storeAPI) error {
-				id, err := memoryRef(cmd, s, args[1])
+				id, err := memoryRef(cmd, s, args[0], args[1])
 				if err != nil {
 					return err
 				}
@@ -133,6 +137,9 @@ The memory is followed through its renames.`,
   gitmem blame prefs /style.md --json`,
 		Args: exactArgs("STORE", "PATH|MEMORY_ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := folderArg("blame", args[0], "PATH", args[1]); err != nil {
+				return err
+			}
 			return a.withStoreAPI(cmd.Context(), args[0], func(s storeAPI) error {
 				var id string
 				if strings.HasPrefix(args[1], gitstore.MemoryPrefix) {
@@ -140,7 +147,7 @@ The memory is followed through its renames.`,
 				} else {
 					m, err := s.GetByPath(cmd.Context(), args[1], false)
 					if err != nil {
-						return err
+						return notFoundHint(cmd.Context(), s, args[0], args[1], err)
 					}
 					id = m.ID
 				}

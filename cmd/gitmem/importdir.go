@@ -130,6 +130,10 @@ func (sc *dirScan) visit(p string, e fs.DirEntry, err error) error {
 			sc.notes = append(sc.notes, "skipped "+filepath.Join(sc.dir, ".git")+" (the folder's own git repository)")
 			return filepath.SkipDir
 		}
+		if rel == ".gitmem" { // in a clone of a store: its metadata, never a memory
+			sc.notes = append(sc.notes, "skipped "+filepath.Join(sc.dir, ".gitmem")+" (a store's own metadata, never a memory)")
+			return filepath.SkipDir
+		}
 		return nil
 	}
 	mpath := "/" + filepath.ToSlash(rel)

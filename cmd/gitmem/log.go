@@ -36,6 +36,11 @@ was deleted or renamed away). --since and --until take 2026-01-02T15:04:05Z, a d
   gitmem log prefs --session sesn_01M83PZ34EVJY3C18AZVHGZ9ME`,
 		Args: rangeArgs(nil, "STORE", "PATH"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			switch gitstore.Operation(op) {
+			case "", gitstore.OpCreated, gitstore.OpModified, gitstore.OpDeleted:
+			default: // the store's own message would not name the flag
+				return usageError{fmt.Errorf("--op must be created, modified or deleted, got %q", op)}
+			}
 			f := gitstore.VersionFilter{Operation: gitstore.Operation(op), SessionID: session, APIKeyID: key, Limit: 1000}
 			for _, b := range []struct {
 				flag, v string
@@ -49,6 +54,11 @@ was deleted or renamed away). --since and --until take 2026-01-02T15:04:05Z, a d
 					return usageError{fmt.Errorf("%s: %w", b.flag, err)}
 				}
 				*b.t = t
+			}
+			if len(args) == 2 {
+				if err := folderArg("log", args[0], "PATH", args[1]); err != nil {
+					return err
+				}
 			}
 			return a.withTarget(cmd.Context(), func(t target) error {
 				var ids []string
@@ -77,7 +87,7 @@ was deleted or renamed away). --since and --until take 2026-01-02T15:04:05Z, a d
 					}
 					sf := f
 					if len(args) == 2 {
-						if sf.MemoryID, err = memoryAtPath(cmd, s, args[1]); err != nil {
+						if sf.MemoryID, err = memoryAtPath(cmd, s, args[0], args[1]); err != nil {
 							return err
 						}
 					}
@@ -93,6 +103,10 @@ was deleted or renamed away). --since and --until take 2026-01-02T15:04:05Z, a d
 				if limit > 0 && len(versions) > limit {
 					versions = versions[:limit]
 				}
+				if len(versions) == 0 && !asJSON { // not a table's header alone
+					fmt.Fprintln(cmd.OutOrStdout(), noVersions(cmd, args, len(ids) == 0))
+					return nil
+				}
 				return printVersions(cmd.OutOrStdout(), versions, asJSON, names, useColor(cmd.OutOrStdout()))
 			})
 		},
@@ -105,6 +119,25 @@ was deleted or renamed away). --since and --until take 2026-01-02T15:04:05Z, a d
 	cmd.Flags().StringVar(&until, "until", "", "only versions made at or before this time")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the versions as JSON")
 	return cmd
+}
+
+// noVersions is what gitmem log prints when it has no version to show: why, and what to do.
+func noVersions(cmd *cobra.Command, args []string, noStores bool) string {
+	var filters []string
+	for _, name := range []string{"op", "session", "key", "since", "until"} {
+		if cmd.Flags().Changed(name) {
+			filters = append(filters, "--"+name)
+		}
+	}
+	switch {
+	case noStores:
+		return "no stores yet; create one with: gitmem stores create NAME"
+	case len(filters) > 0:
+		return "no versions match " + joinAnd(filters)
+	case len(args) > 0:
+		return fmt.Sprintf("no versions yet in %s; write a memory with: gitmem put %s PATH", args[0], quoteArg(args[0]))
+	}
+	return "no versions yet; write a memory with: gitmem put STORE PATH"
 }
 
 // versionsOf pages through a store's versions that f selects, up to limit (0: all).
@@ -160,8 +193,9 @@ func printVersions(w io.Writer, versions []gitstore.Version, asJSON bool, stores
 	return tw.Flush()
 }
 
-// memoryAtPath finds the memory at path, or else the last one that was there.
-func memoryAtPath(cmd *cobra.Command, s storeAPI, path string) (string, error) {
+// memoryAtPath finds the memory at path in s, the store that the command line names store,
+// or else the last one that was there.
+func memoryAtPath(cmd *cobra.Command, s storeAPI, store, path string) (string, error) {
 	m, err := s.GetByPath(cmd.Context(), path, false)
 	if err == nil {
 		return m.ID, nil
@@ -181,7 +215,8 @@ func memoryAtPath(cmd *cobra.Command, s storeAPI, path string) (string, error) {
 			}
 		}
 		if page.NextCursor == "" {
-			return "", &gitstore.Error{Kind: gitstore.KindNotFound, Message: fmt.Sprintf("no memory is or was at %s", path)}
+			err := &gitstore.Error{Kind: gitstore.KindNotFound, Message: fmt.Sprintf("no memory is or was at %s", path)}
+			return "", notFoundHint(cmd.Context(), s, store, path, err)
 		}
 		f.Cursor = page.NextCursor
 	}

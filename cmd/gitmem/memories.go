@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -34,6 +36,9 @@ creating it or replacing what is there. Each write that changes something is one
   gitmem put prefs /style.md new.md --if-sha 2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824`,
 		Args: rangeArgs([]string{"STORE", "PATH"}, "FILE|-"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := folderArg("put", args[0], "PATH", args[1]); err != nil {
+				return err
+			}
 			if ifAbsent && ifSHA != "" {
 				return usageError{fmt.Errorf("--if-absent and --if-sha exclude each other")}
 			}
@@ -41,6 +46,9 @@ creating it or replacing what is there. Each write that changes something is one
 				return err
 			}
 			content, err := readContent(cmd, args[2:])
+			if errors.Is(err, fs.ErrNotExist) && len(args) == 3 {
+				return noContentFile(args)
+			}
 			if err != nil {
 				return err
 			}
@@ -99,6 +107,17 @@ func inProposal(store string, res gitstore.WriteResult) string {
 	return fmt.Sprintf(" in proposal %s, not in main until a person approves it (gitmem proposals show %s %s)", res.Proposal, store, res.Proposal)
 }
 
+// noContentFile is the usage error of a put whose FILE (args[2]) does not exist: most often
+// the content itself, given where the name of a file to read it from goes.
+func noContentFile(args []string) error {
+	echo := "echo " + quoteArg(args[2])
+	if len(args[2]) > 60 || strings.ContainsAny(args[2], "\n\r") {
+		echo = "echo CONTENT"
+	}
+	return usageError{fmt.Errorf("no file %q: FILE names a file to read the content from; to give the content itself, pipe it in: %s | gitmem put %s %s",
+		args[2], echo, quoteArg(args[0]), quoteArg(args[1]))}
+}
+
 func readContent(cmd *cobra.Command, args []string) (string, error) {
 	var r io.Reader = cmd.InOrStdin()
 	if f, ok := r.(*os.File); ok && isTerminal(f) && (len(args) == 0 || args[0] == "-") {
@@ -108,6 +127,10 @@ func readContent(cmd *cobra.Command, args []string) (string, error) {
 		f, err := os.Open(args[0])
 		if err != nil {
 			return "", err
+		}
+		if fi, err := f.Stat(); err == nil && fi.IsDir() {
+			f.Close()
+			return "", usageError{fmt.Errorf("FILE %s is a folder, not a file to read the content from", args[0])}
 		}
 		defer f.Close()
 		r = f
@@ -146,6 +169,9 @@ func newCatCmd(a *app) *cobra.Command {
   gitmem cat prefs /style.md --at 2025-01-02T15:04:05Z`,
 		Args: exactArgs("STORE", "PATH"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := folderArg("cat", args[0], "PATH", args[1]); err != nil {
+				return err
+			}
 			return a.withStoreAPI(cmd.Context(), args[0], func(s storeAPI) error {
 				rd, err := s.ReaderAt(cmd.Context(), at)
 				if err != nil {
@@ -153,7 +179,7 @@ func newCatCmd(a *app) *cobra.Command {
 				}
 				m, err := getMemoryIn(cmd.Context(), rd, args[1])
 				if err != nil {
-					return err
+					return notFoundHint(cmd.Context(), rd, args[0], args[1], err)
 				}
 				if asJSON { // as the API answers a read with view=full
 					out := memoryJSON(m)
@@ -181,10 +207,13 @@ func newRmCmd(a *app) *cobra.Command {
 			if err := checkIfSHA(ifSHA); err != nil {
 				return err
 			}
+			if err := folderArg("rm", args[0], "PATH", args[1]); err != nil {
+				return err
+			}
 			return a.withStoreAPI(cmd.Context(), args[0], func(s storeAPI) error {
 				v, err := s.Delete(cmd.Context(), gitstore.DeleteInput{Path: args[1], ExpectedSHA256: ifSHA, Actor: cliActor()})
 				if err != nil {
-					return err
+					return notFoundHint(cmd.Context(), s, args[0], args[1], err)
 				}
 				if asJSON {
 					return printJSON(cmd.OutOrStdout(), versionJSON(v))
@@ -207,11 +236,17 @@ func newMvCmd(a *app) *cobra.Command {
 		Example: `  gitmem mv prefs /style.md /preferences/style.md`,
 		Args:    exactArgs("STORE", "FROM", "TO"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := folderArg("mv", args[0], "FROM", args[1]); err != nil {
+				return err
+			}
+			if err := moveTarget(args[0], args[1], args[2]); err != nil {
+				return err
+			}
 			return a.withStoreAPI(cmd.Context(), args[0], func(s storeAPI) error {
 				to := args[2]
 				res, err := s.UpdateMemory(cmd.Context(), gitstore.UpdateInput{FromPath: args[1], Path: &to, Actor: cliActor()})
 				if err != nil {
-					return err
+					return notFoundHint(cmd.Context(), s, args[0], args[1], err)
 				}
 				if asJSON {
 					return printJSON(cmd.OutOrStdout(), memoryJSON(res.Memory))
@@ -247,6 +282,9 @@ func newLsCmd(a *app) *cobra.Command {
 				opts.Depth = 0
 			}
 			if len(args) == 2 {
+				if !strings.HasPrefix(args[1], "/") { // the store's message names the API's path_prefix
+					return usageError{fmt.Errorf("PREFIX %q must start with /, as in %s", args[1], quoteArg("/"+args[1]))}
+				}
 				opts.PathPrefix = args[1]
 				if !strings.HasSuffix(opts.PathPrefix, "/") {
 					opts.PathPrefix += "/"
@@ -260,6 +298,9 @@ func newLsCmd(a *app) *cobra.Command {
 				items, err := allMemories(cmd.Context(), rd, opts)
 				if err != nil {
 					return err
+				}
+				if len(items) == 0 && !asJSON && !a.quiet { // stdout stays empty, for scripts
+					fmt.Fprintln(cmd.ErrOrStderr(), emptyListing(cmd, rd, args))
 				}
 				if asJSON {
 					out := make([]any, len(items))

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A call that a newcomer makes, and what it must answer: the exit code, and words that its
+// stdout and its stderr must hold.
+type newcomerCase struct {
+	args        []string
+	code        int
+	stdout      []string
+	stderr      []string
+	stdoutExact string // if not "", stdout must be this exactly ("\x00" for nothing)
+}
+
+// checkNewcomer runs each case with c and checks it, where says how c reaches the data.
+func checkNewcomer(t *testing.T, c *cli, where string, cases []newcomerCase) {
+	t.Helper()
+	for _, tc := range cases {
+		out, errOut, code := c.run("", tc.args...)
+		name := where + ": gitmem " + strings.Join(tc.args, " ")
+		if code != tc.code {
+			t.Errorf("%s: exit %d, want %d\nstdout: %s\nstderr: %s", name, code, tc.code, out, errOut)
+		}
+		mustContain(t, name+" (stdout)", out, tc.stdout...)
+		mustContain(t, name+" (stderr)", errOut, tc.stderr...)
+		if want := strings.TrimPrefix(tc.stdoutExact, "\x00"); tc.stdoutExact != "" && out != want {
+			t.Errorf("%s: stdout %q, want %q", name, out, want)
+		}
+	}
+}
+
+// TestLogWithNothingToShow: gitmem log with no versions to show says so in a line of its
+// own, with what to do, instead of a table's header alone; --json stays an empty list.
+func TestLogWithNothingToShow(t *testing.T) {
+	c := newCLI(t)
+	if err := os.MkdirAll(c.data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	checkNewcomer(t, c, "no stores", []newcomerCase{
+		{args: []string{"log"}, stdout: []string{"no stores yet; create one with: gitmem stores create NAME"}},
+	})
+	c.ok("", "stores", "create", "notes")
+	c.ok("", "stores", "create", "My notes")
+	cases := []newcomerCase{
+		{args: []string{"log"}, stdout: []string{"no versions yet; write a memory with: gitmem put STORE PATH\n"}},
+		{args: []string{"log", "notes"}, stdout: []string{"no versions yet in notes; write a memory with: gitmem put notes PATH\n"}},
+		{args: []string{"log", "My notes"}, stdout: []string{"gitmem put 'My notes' PATH"}},
+		{args: []string{"log", "--json"}, stdoutExact: "[]\n"},
+		{args: []string{"log", "notes", "--json"}, stdoutExact: "[]\n"},
+	}
+	checkNewcomer(t, c, "data directory", cases)
+	c.ok("hello\n", "put", "notes", "/a.md")
+	filtered := []newcomerCase{
+		{args: []string{"log", "notes", "--op", "deleted", "--since", "1h"}, stdout: []string{"no versions match --op and --since\n"}},
+		{args: []string{"log", "--until", "2001-01-01"}, stdout: []string{"no versions match --until\n"}},
+		{args: []string{"log", "notes", "/a.md", "--op", "deleted", "--json"}, stdoutExact: "[]\n"},
+	}
+	checkNewcomer(t, c, "data directory", filtered)
+	serveForGit(t, c)
+	checkNewcomer(t, c, "through the server", append([]newcomerCase{
+		{args: []string{"log", "My notes"}, stdout: []string{"no versions yet in My notes; write a memory with: gitmem put 'My notes' PATH\n"}},
+		{args: []string{"log", "My notes", "--json"}, stdoutExact: "[]\n"},
+	}, filtered...))
+}
+
+// TestPutContentAsFile: gitmem put with the content where FILE goes says what FILE is and how
+// to give the content, as a usage error; a folder as FILE is one too.
+func TestPutContentAsFile(t *testing.T) {
+	c := newCLI(t)
+	c.ok("", "stores", "create", "notes")
+	cases := []newcomerCase{
+		{args: []string{"put", "notes", "/a/b.md", "hello"}, code: exitUsage, stderr: []string{
+			`gitmem: put: no file "hello": FILE names a file to read the content from; to give the content itself, pipe it in: echo hello | gitmem put notes /a/b.md (usage: gitmem put STORE PATH [FILE|-] [flags]; see "gitmem put --help")`}},
+		{args: []string{"put", "notes", "/a/b.md", "hello world"}, code: exitUsage, stderr: []string{`echo 'hello world' | gitmem put notes /a/b.md (usage:`}},
+		{args: []string{"put", "notes", "/a/b.md", t.TempDir()}, code: exitUsage, stderr: []string{"is a folder, not a file to read the content from (usage:"}},
+	}
+	checkNewcomer(t, c, "data directory", cases)
+	serveForGit(t, c)
+	checkNewcomer(t, c, "through the server", cases)
+	if out := c.ok("", "ls", "notes", "-R"); out != "" {
+		t.Errorf("a refused put wrote: %q", out)
+	}
+}
+
+// TestFolderAsMemoryPath: the commands that take one memory's path, given a folder's (with or
+// without its trailing /) or a name without its .md, say what is there and what to run.
+func TestFolderAsMemoryPath(t *testing.T) {
+	c := newCLI(t)
+	c.ok("", "stores", "create", "notes")
+	c.ok("hello\n", "put", "notes", "/a/b.md")
+	folder := `/a/ is a folder: list it with "gitmem ls notes /a/"`
+	slash := `PATH /a/ ends in /, so it names a folder, not a memory: list it with "gitmem ls notes /a/" (usage: gitmem `
+	cases := []newcomerCase{
+		{args: []string{"cat", "notes", "/a"}, code: exitNotFound, stderr: []string{"no memory at /a; " + folder}},
+		{args: []string{"rm", "notes", "/a"}, code: exitNotFound, stderr: []string{"no memory at /a; " + folder}},
+		{args: []string{"mv", "notes", "/a", "/b"}, code: exitNotFound, stderr: []string{"no memory at /a; " + folder}},
+		{args: []string{"blame", "notes", "/a"}, code: exitNotFound, stderr: []string{"no memory at /a; " + folder}},
+		{args: []string{"log", "notes", "/a"}, code: exitNotFound, stderr: []string{"no memory is or was at /a; " + folder}},
+		{args: []string{"diff", "notes", "/a"}, code: exitNotFound, stderr: []string{"no memory is or was at /a; " + folder}},
+		{args: []string{"cat", "notes", "/a/b"}, code: exitNotFound, stderr: []string{"no memory at /a/b; did you mean /a/b.md?"}},
+		{args: []string{"cat", "notes", "/zz"}, code: exitNotFound, stderr: []string{"gitmem: no memory at /zz\n"}},
+		{args: []string{"cat", "notes", "/a/"}, code: exitUsage, stderr: []string{"gitmem: cat: " + slash + "cat"}},
+		{args: []string{"rm", "notes", "/a/"}, code: exitUsage, stderr: []string{"gitmem: rm: " + slash + "rm"}},
+		{args: []string{"blame", "notes", "/a/"}, code: exitUsage, stderr: []string{"gitmem: blame: " + slash + "blame"}},
+		{args: []string{"diff", "notes", "/a/"}, code: exitUsage, stderr: []string{"gitmem: diff: " + slash + "diff"}},
+		{args: []string{"mv", "notes", "/a/", "/b/"}, code: exitUsage, stderr: []string{"gitmem: mv: FROM /a/ ends in /"}},
+		{args: []string{"log", "notes", "/a/"}, code: exitUsage, stderr: []string{`gitmem: log: PATH /a/ ends in /, so it names a folder, not a memory: the versions of a whole store are in "gitmem log notes"`}},
+		{args: []string{"put", "notes", "/a/"}, code: exitUsage, stderr: []string{"gitmem: put: PATH /a/ ends in /, so it names a folder: a memory's path ends in its name, such as /a/NAME.md"}},
+		{args: []string{"mv", "notes", "/a/b.md", "/c/"}, code: exitUsage, stderr: []string{`gitmem: mv: TO /c/ ends in /, so it names a folder: give the memory's new path in it, as in "gitmem mv notes /a/b.md /c/b.md"`}},
+	}
+	checkNewcomer(t, c, "data directory", cases)
+	serveForGit(t, c)
+	checkNewcomer(t, c, "through the server", cases)
+	if got := c.ok("", "ls", "notes", "-R"); got != "/a/b.md\n" {
+		t.Errorf("the refused calls changed the store: %q", got)
+	}
+}
+
+// TestEmptyListing: gitmem ls that lists nothing says why on stderr (an empty store, nothing
+// below the prefix, a prefix that is a memory's path), with stdout empty for scripts; a
+// PREFIX without its leading / is a usage error that names PREFIX, not the API's field.
+func TestEmptyListing(t *testing.T) {
+	c := newCLI(t)
+	c.ok("", "stores", "create", "notes")
+	c.ok("", "stores", "create", "My notes")
+	c.ok("hello\n", "put", "notes", "/a/b.md")
+	cases := []newcomerCase{
+		{args: []string{"ls", "My notes"}, stdoutExact: "\x00", stderr: []string{"no memories in My notes yet; write one with: gitmem put 'My notes' PATH\n"}},
+		{args: []string{"ls", "notes", "/nope"}, stdoutExact: "\x00", stderr: []string{`nothing below /nope/ ("gitmem ls notes" lists the top of the store)`}},
+		{args: []string{"ls", "notes", "/a/b.md"}, stdoutExact: "\x00", stderr: []string{`nothing below /a/b.md/: /a/b.md is a memory; print it with "gitmem cat notes /a/b.md"`}},
+		{args: []string{"ls", "notes", "--at", "2001-01-01"}, stdoutExact: "\x00", stderr: []string{"no memories below / as of 2001-01-01"}},
+		{args: []string{"ls", "notes", "/nope", "--json"}, stdoutExact: "[]\n"},
+		{args: []string{"ls", "notes", "a/"}, code: exitUsage, stderr: []string{`gitmem: ls: PREFIX "a/" must start with /, as in /a/ (usage: gitmem ls`}},
+		{args: []string{"log", "notes", "--op", "create"}, code: exitUsage, stderr: []string{`gitmem: log: --op must be created, modified or deleted, got "create" (usage: gitmem log`}},
+	}
+	checkNewcomer(t, c, "data directory", cases)
+	serveForGit(t, c)
+	checkNewcomer(t, c, "through the server", cases)
+	if _, errOut, _ := c.run("", "ls", "notes", "/nope", "-q"); errOut != "" {
+		t.Errorf("ls -q printed %q", errOut)
+	}
+}
+
+// TestImportClone: gitmem import --dir of a clone of a store (git clone of its /git/ URL)
+// skips the clone's .gitmem/ as it skips .git, instead of refusing the whole folder.
+func TestImportClone(t *testing.T) {
+	c := newCLI(t)
+	c.ok("", "stores", "create", "notes")
+	c.ok("hello\n", "put", "notes", "/a/b.md")
+	url, _ := serveForGit(t, c)
+	parent := t.TempDir()
+	gitIn(t, parent, "clone", "-q", url+"/git/notes.git", "clone")
+	dir := filepath.Join(parent, "clone")
+	if _, err := os.Stat(filepath.Join(dir, ".gitmem", "store.json")); err != nil {
+		t.Fatalf("the clone has no store.json: %v", err)
+	}
+	out, errOut, code := c.run("", "import", "--dir", dir, "copy", "--create")
+	if code != 0 {
+		t.Fatalf("import --dir of a clone: exit %d, %s", code, errOut)
+	}
+	mustContain(t, "import of a clone", out, "1 created, 0 unchanged, 0 updated")
+	mustContain(t, "import of a clone", errOut, "skipped "+filepath.Join(dir, ".gitmem")+" (a store's own metadata, never a memory)")
+	if got := c.ok("", "ls", "copy", "-R"); got != "/a/b.md\n" {
+		t.Errorf("ls copy -R after the import: %q", got)
+	}
+}
+
+// TestBackupIntoDataDir: gitmem backup refuses a DEST that is the data directory or inside
+// it (also by a symbolic link, or as a .tar), which it would copy into itself, and writes
+// nothing there.
+func TestBackupIntoDataDir(t *testing.T) {
+	c := newCLI(t)
+	c.ok("", "stores", "create", "notes")
+	c.ok("hello\n", "put", "notes", "/a/b.md")
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(c.data, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, dest := range []string{c.data, filepath.Join(c.data, "backup"), filepath.Join(c.data, "b.tar"), filepath.Join(link, "backup"), c.data + "/stores/.."} {
+		_, errOut, code := c.run("", "backup", dest)
+		if code != exitUsage || !strings.Contains(errOut, "gitmem: backup: DEST "+dest+" is in the data directory "+c.data+", which the backup copies") {
+			t.Errorf("backup %s: exit %d, %q; want exit %d and that DEST is in the data directory", dest, code, errOut, exitUsage)
+		}
+	}
+	for _, name := range []string{"manifest.json", "backup", "b.tar"} {
+		if _, err := os.Stat(filepath.Join(c.data, name)); err == nil {
+			t.Errorf("a refused backup wrote %s into the data directory", name)
+		}
+	}
+	mustContain(t, "a backup beside it", c.ok("", "backup", c.data+"-backup"), "backed up 1 store")
+}
