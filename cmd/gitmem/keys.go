@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -41,6 +42,9 @@ func newKeysCreateCmd(a *app) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if name == "" {
 				return usageError{errors.New("missing --name NAME: a key needs a name, to tell it apart later")}
+			}
+			if err := checkAccess(access); err != nil {
+				return err
 			}
 			if store != "" && !strings.HasPrefix(store, gitstore.StorePrefix) {
 				// A name: the data directory, or the server that holds it, says which store.
@@ -188,4 +192,22 @@ func newKeysRevokeCmd(a *app) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the revoked key as JSON")
 	return cmd
+}
+
+// checkAccess is the usage error of a --access that names no access level, with the level
+// it most likely meant ("readonly", "Read-Only" for read_only).
+func checkAccess(access string) error {
+	levels := []apikeys.Access{apikeys.ReadWrite, apikeys.ReadOnly, apikeys.Propose}
+	if slices.Contains(levels, apikeys.Access(access)) {
+		return nil
+	}
+	squash := func(s string) string {
+		return strings.ToLower(strings.NewReplacer("_", "", "-", "", " ", "").Replace(s))
+	}
+	for _, l := range levels {
+		if squash(access) == squash(string(l)) {
+			return usageError{fmt.Errorf("--access %q is not an access level: did you mean --access %s?", access, l)}
+		}
+	}
+	return usageError{fmt.Errorf("--access %q is not an access level: give read_write, read_only or propose", access)}
 }

@@ -194,3 +194,18 @@ func TestBackupIntoDataDir(t *testing.T) {
 	}
 	mustContain(t, "a backup beside it", c.ok("", "backup", c.data+"-backup"), "backed up 1 store")
 }
+
+// TestKeyAccessMistyped: a mistyped --access is a usage error that names the flag and the
+// level it likely meant, and makes no key.
+func TestKeyAccessMistyped(t *testing.T) {
+	c := newCLI(t)
+	checkNewcomer(t, c, "data directory", []newcomerCase{
+		{args: []string{"keys", "create", "--name", "dash", "--access", "readonly"}, code: 2,
+			stderr: []string{`--access "readonly" is not an access level: did you mean --access read_only?`, "usage: "}},
+		{args: []string{"keys", "create", "--name", "dash", "--access", "Read-Write"}, code: 2,
+			stderr: []string{"did you mean --access read_write?"}},
+		{args: []string{"keys", "create", "--name", "dash", "--access", "admin"}, code: 2,
+			stderr: []string{`--access "admin" is not an access level: give read_write, read_only or propose`}},
+		{args: []string{"keys", "list"}, stdout: []string{"no API keys"}},
+	})
+}
