@@ -250,30 +250,41 @@ func pathFilter(p string) query.Query {
 	return query.NewDisjunctionQuery([]query.Query{at, below})
 }
 
-// build turns a parsed query into a bleve query. listing is true when the query only
-// filters (no words), so that the caller orders by path instead of by score.
-func (p parsedQuery) build(pathPrefix string, fuzzy bool) (q query.Query, listing bool, err error) {
-	var must, should, mustNot []query.Query
-	add := func(to *[]query.Query, q query.Query) {
-		if q != nil {
-			*to = append(*to, q)
-		}
-	}
+// matching returns the parts of the bleve query of p that find and score its words,
+// prefixes and phrases: phrases must match, the others should. (build adds what only
+// selects: exclusions and filters.)
+func (p parsedQuery) matching(fuzzy bool) (must, should []query.Query) {
 	typos := 0
 	if fuzzy {
 		typos = maxFuzzyWords
 	}
 	for _, w := range p.words {
-		add(&should, wordQuery(w, &typos))
+		should = appendQuery(should, wordQuery(w, &typos))
 	}
 	for _, w := range p.prefixes {
-		add(&should, prefixQuery(w, &typos))
+		should = appendQuery(should, prefixQuery(w, &typos))
 	}
 	for _, ph := range p.phrases {
 		if len(analyze(analyzerText, ph)) > 0 {
-			add(&must, phrase(fieldContent, ph, boostContent))
+			must = append(must, phrase(fieldContent, ph, boostContent))
 		}
 	}
+	return must, should
+}
+
+// appendQuery appends q to qs unless it is nil (a word that analyzes into nothing).
+func appendQuery(qs []query.Query, q query.Query) []query.Query {
+	if q == nil {
+		return qs
+	}
+	return append(qs, q)
+}
+
+// build turns a parsed query into a bleve query. listing is true when the query only
+// filters (no words), so that the caller orders by path instead of by score.
+func (p parsedQuery) build(pathPrefix string, fuzzy bool) (q query.Query, listing bool, err error) {
+	must, should := p.matching(fuzzy)
+	var mustNot []query.Query
 	var filters []query.Query
 	for _, w := range p.pathWords {
 		if len(analyze(analyzerPath, w)) > 0 {
@@ -282,8 +293,7 @@ func (p parsedQuery) build(pathPrefix string, fuzzy bool) (q query.Query, listin
 	}
 	for _, x := range p.exclude {
 		if len(analyze(analyzerText, x)) > 0 {
-			add(&mustNot, phrase(fieldContent, x, 1))
-			add(&mustNot, phrase(fieldPath, x, 1))
+			mustNot = append(mustNot, phrase(fieldContent, x, 1), phrase(fieldPath, x, 1))
 		}
 	}
 	prefixes := p.pathFilters
