@@ -56,26 +56,27 @@ func (x *storeIndex) search(ctx context.Context, req Request, p parsedQuery) (*R
 	if err == nil {
 		res, err = idx.SearchInContext(bctx, sr)
 	}
-	fuzzy := false
 	if err == nil && !listing && res.Total < typosBelow && p.mayHaveTypos() {
 		// Few matches as written: match words with a typo too. Matching typos always cost
 		// most of a search of a frequent word at 100,000 memories (each expands into the
 		// dictionary's neighbours), for hits ranked below the exact ones anyway. The bound
 		// is fixed, not the page's size, so that the total does not depend on the page.
+		// This search asks for the locations itself: a second search would expand the
+		// typos again, most of its cost.
 		var fq query.Query
 		if fq, _, err = p.build(req.PathPrefix, true); err == nil {
-			sr.Query, fuzzy = fq, true
+			sr.Query, sr.IncludeLocations = fq, true
 			res, err = idx.SearchInContext(bctx, sr)
 		}
 	}
 	locs := map[string]bsearch.FieldTermLocationMap{}
 	if err == nil && !listing {
-		if phrasesOnly {
+		if sr.IncludeLocations {
 			for _, h := range res.Hits {
 				locs[h.ID] = h.Locations
 			}
 		} else {
-			locs, err = matchLocations(bctx, idx, p, fuzzy, res.Hits)
+			locs, err = matchLocations(bctx, idx, p, res.Hits)
 		}
 	}
 	x.view.RUnlock()
@@ -105,11 +106,12 @@ func (x *storeIndex) search(ctx context.Context, req Request, p parsedQuery) (*R
 	return out, nil
 }
 
-// matchLocations finds where the words, prefixes and phrases of p (with typos if fuzzy, as
-// the search that found hits) matched in each of hits: a second search, over those documents
-// only and without p's exclusions and filters, which the hits passed already. Both searches
-// run under the same read lock of the published index, so they see the same documents.
-func matchLocations(ctx context.Context, idx bleve.Index, p parsedQuery, fuzzy bool, hits bsearch.DocumentMatchCollection) (map[string]bsearch.FieldTermLocationMap, error) {
+// matchLocations finds where the words, prefixes and phrases of p (as written: the search
+// that found hits matched no typos) matched in each of hits: a second search, over those
+// documents only and without p's exclusions and filters, which the hits passed already. Both
+// searches run under the same read lock of the published index, so they see the same
+// documents.
+func matchLocations(ctx context.Context, idx bleve.Index, p parsedQuery, hits bsearch.DocumentMatchCollection) (map[string]bsearch.FieldTermLocationMap, error) {
 	locs := make(map[string]bsearch.FieldTermLocationMap, len(hits))
 	if len(hits) == 0 {
 		return locs, nil
@@ -120,7 +122,7 @@ func matchLocations(ctx context.Context, idx bleve.Index, p parsedQuery, fuzzy b
 	}
 	// A conjunction, not a filter: the few documents lead, and the words' searchers skip
 	// to them; a filter would walk every match of the words.
-	must, should := p.matching(fuzzy)
+	must, should := p.matching(false)
 	q := query.NewConjunctionQuery([]query.Query{query.NewDocIDQuery(ids), query.NewBooleanQuery(must, should, nil)})
 	sr := bleve.NewSearchRequestOptions(q, len(ids), 0, false)
 	sr.IncludeLocations = true
