@@ -122,7 +122,7 @@ func matchLocations(ctx context.Context, idx bleve.Index, p parsedQuery, hits bs
 	}
 	// A conjunction, not a filter: the few documents lead, and the words' searchers skip
 	// to them; a filter would walk every match of the words.
-	must, should := p.matching(false)
+	must, should := p.matching(false, textFields) // the fields that snippets show
 	q := query.NewConjunctionQuery([]query.Query{query.NewDocIDQuery(ids), query.NewBooleanQuery(must, should, nil)})
 	sr := bleve.NewSearchRequestOptions(q, len(ids), 0, false)
 	sr.IncludeLocations = true
