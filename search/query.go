@@ -144,16 +144,25 @@ func phrase(field, text string, boost float64) query.Query {
 // is matched as a phrase of them, except in scripts without spaces, where the query's
 // bigrams are matched each and rank by how many are found. typos is how many more words of
 // the query may be matched with typos; wordQuery takes one if it uses it.
-func wordQuery(w string, typos *int) query.Query {
+func wordQuery(w string, typos *int, sc scope) query.Query {
 	ts := analyze(analyzerText, w)
 	if len(ts) == 0 {
 		return nil
 	}
+	fields := []struct {
+		name  string
+		boost float64
+	}{{fieldContent, boostContent}, {fieldStem, boostStem}, {fieldPath, boostPath}}
+	if sc == textFields {
+		fields = fields[:2]
+	}
 	var qs []query.Query
-	if len(ts) > 1 && !hasIdeographic(ts) {
-		qs = append(qs, phrase(fieldContent, w, boostContent), phrase(fieldStem, w, boostStem), phrase(fieldPath, w, boostPath))
-	} else {
-		qs = append(qs, match(fieldContent, w, boostContent), match(fieldStem, w, boostStem), match(fieldPath, w, boostPath))
+	for _, f := range fields {
+		if len(ts) > 1 && !hasIdeographic(ts) {
+			qs = append(qs, phrase(f.name, w, f.boost))
+		} else {
+			qs = append(qs, match(f.name, w, f.boost))
+		}
 	}
 	if term, ok := typoTerm(ts); *typos > 0 && ok {
 		*typos--
@@ -167,7 +176,7 @@ func wordQuery(w string, typos *int) query.Query {
 		f.SetBoost(boostFuzzy)
 		qs = append(qs, f)
 	}
-	if strings.HasPrefix(w, gitstore.MemoryPrefix) {
+	if strings.HasPrefix(w, gitstore.MemoryPrefix) && sc == allFields {
 		t := query.NewTermQuery(w)
 		t.SetField(fieldID)
 		t.SetBoost(boostID)
@@ -221,15 +230,19 @@ func isWord(term string) bool {
 	return true
 }
 
-// prefixQuery matches the words of content and path that start with p, folded as the index
-// folds them.
-func prefixQuery(p string, typos *int) query.Query {
+// prefixQuery matches the words of content and path (of content alone in textFields) that
+// start with p, folded as the index folds them.
+func prefixQuery(p string, typos *int, sc scope) query.Query {
 	term, ok := prefixTerm(p)
 	if !ok {
-		return wordQuery(p, typos)
+		return wordQuery(p, typos, sc)
+	}
+	fields := []string{fieldContent, fieldPath}
+	if sc == textFields {
+		fields = fields[:1]
 	}
 	var qs []query.Query
-	for _, field := range []string{fieldContent, fieldPath} {
+	for _, field := range fields {
 		q := query.NewPrefixQuery(term)
 		q.SetField(field)
 		qs = append(qs, q)
@@ -250,30 +263,49 @@ func pathFilter(p string) query.Query {
 	return query.NewDisjunctionQuery([]query.Query{at, below})
 }
 
-// build turns a parsed query into a bleve query. listing is true when the query only
-// filters (no words), so that the caller orders by path instead of by score.
-func (p parsedQuery) build(pathPrefix string, fuzzy bool) (q query.Query, listing bool, err error) {
-	var must, should, mustNot []query.Query
-	add := func(to *[]query.Query, q query.Query) {
-		if q != nil {
-			*to = append(*to, q)
-		}
-	}
+// scope is which fields the words of a query match.
+type scope int
+
+const (
+	allFields  scope = iota // content, stems, path and ids: what a search finds and ranks by
+	textFields              // content and stems: what snippets show (matchLocations)
+)
+
+// matching returns the parts of the bleve query of p that find and score its words,
+// prefixes and phrases, in the fields of sc: phrases must match, the others should. (build
+// adds what only selects: exclusions and filters.)
+func (p parsedQuery) matching(fuzzy bool, sc scope) (must, should []query.Query) {
 	typos := 0
 	if fuzzy {
 		typos = maxFuzzyWords
 	}
 	for _, w := range p.words {
-		add(&should, wordQuery(w, &typos))
+		should = appendQuery(should, wordQuery(w, &typos, sc))
 	}
 	for _, w := range p.prefixes {
-		add(&should, prefixQuery(w, &typos))
+		should = appendQuery(should, prefixQuery(w, &typos, sc))
 	}
 	for _, ph := range p.phrases {
 		if len(analyze(analyzerText, ph)) > 0 {
-			add(&must, phrase(fieldContent, ph, boostContent))
+			must = append(must, phrase(fieldContent, ph, boostContent))
 		}
 	}
+	return must, should
+}
+
+// appendQuery appends q to qs unless it is nil (a word that analyzes into nothing).
+func appendQuery(qs []query.Query, q query.Query) []query.Query {
+	if q == nil {
+		return qs
+	}
+	return append(qs, q)
+}
+
+// build turns a parsed query into a bleve query. listing is true when the query only
+// filters (no words), so that the caller orders by path instead of by score.
+func (p parsedQuery) build(pathPrefix string, fuzzy bool) (q query.Query, listing bool, err error) {
+	must, should := p.matching(fuzzy, allFields)
+	var mustNot []query.Query
 	var filters []query.Query
 	for _, w := range p.pathWords {
 		if len(analyze(analyzerPath, w)) > 0 {
@@ -282,8 +314,7 @@ func (p parsedQuery) build(pathPrefix string, fuzzy bool) (q query.Query, listin
 	}
 	for _, x := range p.exclude {
 		if len(analyze(analyzerText, x)) > 0 {
-			add(&mustNot, phrase(fieldContent, x, 1))
-			add(&mustNot, phrase(fieldPath, x, 1))
+			mustNot = append(mustNot, phrase(fieldContent, x, 1), phrase(fieldPath, x, 1))
 		}
 	}
 	prefixes := p.pathFilters

@@ -260,6 +260,11 @@ func TestSnippets(t *testing.T) {
 	check("resume", 0, "8: last [résumé] line")
 	check(`"tea and coffee"`, 0, "5: second line: [tea and coffee], coffee")
 	check("coff*", 0, "5: second line: tea and [coffee], [coffee]")
+	// Where words matched is found after the search, for the page's hits (matchLocations):
+	// also with filters and exclusions, which it leaves out, with a phrase, and with typos.
+	check("coffee path:/doc.md -zebra", 0, "5: second line: tea and [coffee], [coffee]")
+	check(`needle "first line"`, 0, "3: [first line] about tea", "6: …"+long[at-snippetLead:at]+"[needle]"+long[at+len("needle"):at-snippetLead+maxSnippetBytes]+"…")
+	check("cofee", 0, "5: second line: tea and [coffee], [coffee]")
 	// A match in the path only: the first non-blank line, without highlights.
 	check("doc", 0, "1: # Title")
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/blevesearch/bleve/v2"
+	bsearch "github.com/blevesearch/bleve/v2/search"
 	"github.com/blevesearch/bleve/v2/search/query"
 
 	"github.com/gitmem/gitmem/gitstore"
@@ -32,7 +33,12 @@ func (x *storeIndex) search(ctx context.Context, req Request, p parsedQuery) (*R
 	}
 	sr := bleve.NewSearchRequestOptions(q, req.Limit, 0, false)
 	sr.Fields = []string{fieldID, fieldBlob}
-	sr.IncludeLocations = true
+	// Where the hits matched, for their snippets: found for the page's hits alone, after
+	// the search (matchLocations), since a search asked for them decodes the positions of
+	// every match in the store, most of a frequent word's cost at 100,000 memories. A
+	// query of phrases only finds them in the search: a phrase's match needs its positions.
+	phrasesOnly := len(p.words) == 0 && len(p.prefixes) == 0
+	sr.IncludeLocations = phrasesOnly
 	if listing {
 		sr.SortBy([]string{"_id"})
 	}
@@ -55,10 +61,22 @@ func (x *storeIndex) search(ctx context.Context, req Request, p parsedQuery) (*R
 		// most of a search of a frequent word at 100,000 memories (each expands into the
 		// dictionary's neighbours), for hits ranked below the exact ones anyway. The bound
 		// is fixed, not the page's size, so that the total does not depend on the page.
+		// This search asks for the locations itself: a second search would expand the
+		// typos again, most of its cost.
 		var fq query.Query
 		if fq, _, err = p.build(req.PathPrefix, true); err == nil {
-			sr.Query = fq
+			sr.Query, sr.IncludeLocations = fq, true
 			res, err = idx.SearchInContext(bctx, sr)
+		}
+	}
+	locs := map[string]bsearch.FieldTermLocationMap{}
+	if err == nil && !listing {
+		if sr.IncludeLocations {
+			for _, h := range res.Hits {
+				locs[h.ID] = h.Locations
+			}
+		} else {
+			locs, err = matchLocations(bctx, idx, p, res.Hits)
 		}
 	}
 	x.view.RUnlock()
@@ -82,8 +100,39 @@ func (x *storeIndex) search(ctx context.Context, req Request, p parsedQuery) (*R
 		if err != nil {
 			return nil, fmt.Errorf("read %s for its snippets: %w", h.ID, err)
 		}
-		hit.Snippets = snippets(content, h.Locations, req.Snippets)
+		hit.Snippets = snippets(content, locs[h.ID], req.Snippets)
 		out.Hits = append(out.Hits, hit)
 	}
 	return out, nil
+}
+
+// matchLocations finds where the words, prefixes and phrases of p (as written: the search
+// that found hits matched no typos) matched in each of hits: a second search, over those
+// documents only and without p's exclusions and filters, which the hits passed already. Both
+// searches run under the same read lock of the published index, so they see the same
+// documents.
+func matchLocations(ctx context.Context, idx bleve.Index, p parsedQuery, hits bsearch.DocumentMatchCollection) (map[string]bsearch.FieldTermLocationMap, error) {
+	locs := make(map[string]bsearch.FieldTermLocationMap, len(hits))
+	if len(hits) == 0 {
+		return locs, nil
+	}
+	ids := make([]string, len(hits))
+	for i, h := range hits {
+		ids[i] = h.ID
+	}
+	// A conjunction, not a filter: the few documents lead, and the words' searchers skip
+	// to them; a filter would walk every match of the words.
+	must, should := p.matching(false, textFields) // the fields that snippets show
+	q := query.NewConjunctionQuery([]query.Query{query.NewDocIDQuery(ids), query.NewBooleanQuery(must, should, nil)})
+	sr := bleve.NewSearchRequestOptions(q, len(ids), 0, false)
+	sr.IncludeLocations = true
+	sr.Score = "none"
+	res, err := idx.SearchInContext(ctx, sr)
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range res.Hits {
+		locs[h.ID] = h.Locations
+	}
+	return locs, nil
 }
