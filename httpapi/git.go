@@ -103,8 +103,18 @@ func (s *Server) serveGit(c echo.Context, backend *gitserve.Backend) error {
 	}
 	// In full duplex, net/http closes a body left unread (a refusal) after the handler, and
 	// then reads the connection's next request while that close still reads: it panics and
-	// drops the connection (golang/go#68560). Closed here, the body is done with first.
-	defer c.Request().Body.Close()
+	// drops the connection (golang/go#68560). Closed here, the body is done with first. An
+	// answer written is sent before, as net/http sends it before it closes the body: the
+	// close reads what is left of the body (up to 256 KB), which a client that waits to be
+	// told to continue (Expect: 100-continue) sends only once it has given up waiting for
+	// that answer.
+	body := c.Request().Body
+	defer func() {
+		if c.Response().Committed {
+			http.NewResponseController(c.Response()).Flush()
+		}
+		body.Close()
+	}()
 	if req.Push && c.Request().Method == http.MethodPost {
 		release, held, ok := s.pushes.take(streamHolder(c), s.opts.Limits.MaxPushesPerKey, 0)
 		if !ok {

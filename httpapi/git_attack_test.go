@@ -1,13 +1,16 @@
 package httpapi
 
 import (
+	"bufio"
 	"bytes"
 	"compress/zlib"
 	"context"
 	"crypto/sha1"
+	"encoding/base64"
 	"encoding/binary"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptrace"
 	"os/exec"
@@ -269,6 +272,22 @@ func TestGitPushesPerKey(t *testing.T) {
 	resp.Body.Close()
 	if !reused {
 		t.Error("the connection of a refused push was not kept for the next request")
+	}
+	// A client that asks to continue (Expect: 100-continue, as curl does for git's large
+	// pushes) sends its pack only once told to, or once it gives up waiting: the refusal
+	// reaches it at once, not after the server has waited for the pack it refused.
+	conn, err := net.Dial("tcp", strings.TrimPrefix(g.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	auth := base64.StdEncoding.EncodeToString([]byte("git:" + one))
+	fmt.Fprintf(conn, "POST /git/%s.git/git-receive-pack HTTP/1.1\r\nHost: x\r\nAuthorization: Basic %s\r\n"+
+		"Content-Type: application/x-git-receive-pack-request\r\nContent-Length: 100000\r\nExpect: 100-continue\r\n\r\n", store, auth)
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	status, err := bufio.NewReader(conn).ReadString('\n')
+	if !strings.HasPrefix(status, "HTTP/1.1 429") {
+		t.Errorf("a third push of one key that waits to continue: %q, %v", status, err)
 	}
 	other := hook.push(t, wts[3])
 	put(t, filepath.Join(hook.dir, "go"), "")

@@ -28,6 +28,10 @@ type keyRates struct {
 	now func() time.Time
 	// refused, if set, is told of each refusal, with the key's id (metrics).
 	refused func(keyID string)
+	// max, if above 0, is the most buckets held: a bucket made past it takes the place of
+	// one held (any). Keys are few, and an operator makes them; client addresses (sign-ins)
+	// are as many as a client can send from (an IPv6 one a /64 each, of its /48 or more).
+	max int
 
 	mu        sync.Mutex // guards the following
 	buckets   map[string]*keyBucket
@@ -61,6 +65,12 @@ func (k *keyRates) take(keyID string) (wait time.Duration, ok bool) {
 	k.sweepLocked(now)
 	b := k.buckets[keyID]
 	if b == nil {
+		if k.max > 0 && len(k.buckets) >= k.max {
+			for id := range k.buckets { // one, at random: a client of many addresses gains no more than a new address gives it
+				delete(k.buckets, id)
+				break
+			}
+		}
 		b = &keyBucket{lim: rate.NewLimiter(k.limit, k.burst)}
 		k.buckets[keyID] = b
 	}
@@ -103,7 +113,7 @@ func (s *Server) limitRate(cl caller) error {
 		return nil
 	}
 	l := s.opts.Limits
-	return s.spend(cl.key.ID, cl.key.ID, func(secs int64) string {
+	return s.spend(s.rates, cl.key.ID, cl.key.ID, func(secs int64) string {
 		return fmt.Sprintf("this API key (%s) sent more than its %s requests a second (gitmem serve --rate-limit), %d at most at once (--rate-burst): retry after %d s",
 			cl.key.ID, strconv.FormatFloat(l.RateLimit, 'f', -1, 64), l.RateBurst, secs)
 	})
@@ -113,19 +123,24 @@ func (s *Server) limitRate(cl caller) error {
 // refused past their address's rate: no key id has this form.
 const signInLabel = "sign-in"
 
+// maxSignInBuckets is the most sign-in buckets held at once (some 200 bytes each): past it,
+// a new address's takes the place of one held, so that a client of very many addresses
+// cannot grow the server's memory between sweeps.
+const maxSignInBuckets = 10_000
+
 // limitSignIn refuses a sign-in from the client of r (its address as the access log has it:
 // X-Forwarded-For from a trusted proxy only) past that address's rate, before the key it
 // brings is checked: every attempt takes a token, so that keys cannot be guessed faster than
 // the rate, and a refused one learns nothing of its key. An IPv6 client counts by its /64,
-// which one host commonly holds whole. Its bucket is a key's in size and rate, in the same
-// limiter, under a name no key id has.
+// which one host commonly holds whole. Its bucket is a key's in size and rate, in a limiter
+// of its own that holds at most maxSignInBuckets.
 func (s *Server) limitSignIn(r *http.Request) error {
-	if s.rates == nil {
+	if s.signIns == nil {
 		return nil
 	}
 	addr := clientNet(s.e.IPExtractor(r))
 	l := s.opts.Limits
-	return s.spend("sign-in from "+addr, signInLabel, func(secs int64) string {
+	return s.spend(s.signIns, addr, signInLabel, func(secs int64) string {
 		return fmt.Sprintf("too many sign-ins from your address: at most %s a second (gitmem serve --rate-limit), %d at once (--rate-burst): retry after %d s",
 			strconv.FormatFloat(l.RateLimit, 'f', -1, 64), l.RateBurst, secs)
 	})
@@ -141,16 +156,16 @@ func clientNet(addr string) string {
 	return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
 }
 
-// spend takes a token of bucket id, or answers the 429 of a request past it, with msg's text
-// and Retry-After, the whole seconds until the bucket has a token again (at least 1); a
-// refusal is counted under the metric label (a key's id). s.rates is not nil.
-func (s *Server) spend(id, label string, msg func(secs int64) string) error {
-	wait, ok := s.rates.take(id)
+// spend takes a token of bucket id of k, or answers the 429 of a request past it, with
+// msg's text and Retry-After, the whole seconds until the bucket has a token again (at least
+// 1); a refusal is counted under the metric label (a key's id). k is not nil.
+func (s *Server) spend(k *keyRates, id, label string, msg func(secs int64) string) error {
+	wait, ok := k.take(id)
 	if ok {
 		return nil
 	}
-	if s.rates.refused != nil {
-		s.rates.refused(label)
+	if k.refused != nil {
+		k.refused(label)
 	}
 	secs := max(int64(math.Ceil(wait.Seconds())), 1)
 	return &apiError{status: http.StatusTooManyRequests, typ: "rate_limit_error", message: msg(secs), retryAfter: int(secs)}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"strings"
 	"sync/atomic"
@@ -47,7 +48,7 @@ func startRateLimited(t *testing.T, l Limits, requireKeys bool) *rateServer {
 	srv := New(d, keys, Options{Limits: l, RequireKeys: requireKeys, ObserveRateLimited: m.RateLimited})
 	clock := newFakeClock()
 	if srv.rates != nil {
-		srv.rates.now = clock.now
+		srv.rates.now, srv.signIns.now = clock.now, clock.now
 	}
 	srv.EnableHealth(ReadyChecks(d, nil))
 	srv.EnableMetrics(m.Handler())
@@ -348,5 +349,35 @@ func TestRateLimitDefaults(t *testing.T) {
 		if got.RateLimit != tc.rate || got.RateBurst != tc.burst || (newKeyRates(got, nil) != nil) != tc.limitsTaken {
 			t.Errorf("%+v: rate %v burst %d", tc.in, got.RateLimit, got.RateBurst)
 		}
+	}
+}
+
+// TestSignInBucketsBounded: sign-ins from more addresses than maxSignInBuckets within a
+// minute (a client of an IPv6 /48 has 65,536 /64s) hold no more buckets than that, and do
+// not touch the keys' buckets.
+func TestSignInBucketsBounded(t *testing.T) {
+	rs := startRateLimited(t, Limits{RateLimit: 10, RateBurst: 5}, true)
+	r := httptest.NewRequest("POST", "/ui/login", nil)
+	for i := range maxSignInBuckets + 500 {
+		r.RemoteAddr = fmt.Sprintf("[2001:db8:%x:%x::1]:4000", i>>16, i&0xffff)
+		if err := rs.srv.LimitSignIn(r); err != nil {
+			t.Fatalf("sign-in %d, from a new address: %v", i, err)
+		}
+	}
+	if n := rs.srv.signIns.held(); n != maxSignInBuckets {
+		t.Errorf("%d sign-in buckets held after %d addresses, want %d", n, maxSignInBuckets+500, maxSignInBuckets)
+	}
+	if n := rs.srv.rates.held(); n != 0 {
+		t.Errorf("%d keys' buckets after sign-ins alone", n)
+	}
+	// An address still held is still limited: its burst, then 429.
+	r.RemoteAddr = "203.0.113.9:4000"
+	for i := range 5 {
+		if err := rs.srv.LimitSignIn(r); err != nil {
+			t.Fatalf("sign-in %d of one address: %v", i+1, err)
+		}
+	}
+	if err := rs.srv.LimitSignIn(r); RetryAfter(err) < 1 {
+		t.Errorf("a sign-in past its address's burst: %v", err)
 	}
 }

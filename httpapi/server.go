@@ -82,6 +82,9 @@ type Server struct {
 
 	// rates holds each key's token bucket; nil without Limits.RateLimit (ratelimit.go).
 	rates *keyRates
+	// signIns holds the UI's sign-in buckets, one per client address, at most
+	// maxSignInBuckets; nil without Limits.RateLimit (ratelimit.go).
+	signIns *keyRates
 
 	// streams counts the open event streams, of every key and of each (events.go); closing
 	// is closed when the server shuts down, which ends them.
@@ -98,6 +101,9 @@ func New(data *gitstore.DataDir, keys *apikeys.Keys, opts Options) *Server {
 	opts.Limits = opts.Limits.WithDefaults()
 	s := &Server{data: data, keys: keys, opts: opts, log: opts.Logger, e: echo.New(), started: time.Now(),
 		closing: make(chan struct{}), rates: newKeyRates(opts.Limits, opts.ObserveRateLimited)}
+	if s.signIns = newKeyRates(opts.Limits, opts.ObserveRateLimited); s.signIns != nil {
+		s.signIns.max = maxSignInBuckets
+	}
 	s.props = opts.Proposals
 	if s.props == nil {
 		l := proposals.Limits{Open: opts.Limits.MaxOpenProposals, OpenPerKey: opts.Limits.MaxOpenProposalsPerKey}

@@ -24,12 +24,13 @@ import (
 // It is done once, on each page as rendered (UI.render), rather than in each template: the
 // page's text, wherever it came from (a template's field, the Markdown renderer, an error's
 // message), is HTML, read here as a browser reads it. Each such rune of the text is shown
-// as its Go escape in a marked span (<span class="ctl" title="...">\u202e</span>); where no
-// markup may stand (the page's <title>, an <option>) and in attributes (a link's title) as
-// the escape alone. Line breaks (\n, \r\n) and tabs stay: in HTML they are white space, or
-// the lines of a <pre>. A form's field keeps what it holds (a <textarea>'s text, a value
-// attribute), so that saving it writes back the text as it is: the editor says, above the
-// text, how many such runes it holds.
+// as its Go escape in a marked span (<span class="ctl" title="...">\u202e</span>), the
+// first maxMarks of a page, the others as the escape alone (a page full of them would grow
+// by a span for each); where no markup may stand (the page's <title>, an <option>) and in
+// attributes (a link's title) as the escape alone. Line breaks (\n, \r\n) and tabs stay:
+// in HTML they are white space, or the lines of a <pre>. A form's field keeps what it holds
+// (a <textarea>'s text, a value attribute), so that saving it writes back the text as it
+// is: the editor says, above the text, how many such runes it holds.
 
 // showControls returns page with the suspect runes of its text shown (see above). A page
 // without any is returned as it is, after one pass over its bytes.
@@ -41,6 +42,7 @@ func showControls(page []byte) []byte {
 	var out bytes.Buffer
 	out.Grow(len(page) + 512)
 	plain := "" // the element whose text takes no markup ("title", "option"), or keeps it ("textarea")
+	marks := maxMarks
 	for {
 		tt := z.Next()
 		if tt == html.ErrorToken {
@@ -59,7 +61,7 @@ func showControls(page []byte) []byte {
 			case plain != "":
 				out.WriteString(escapeHTML(escapeSuspects(text)))
 			default:
-				markSuspects(&out, text)
+				markSuspects(&out, text, &marks)
 			}
 		case html.StartTagToken, html.SelfClosingTagToken:
 			tok := z.Token()
@@ -92,7 +94,10 @@ func showControls(page []byte) []byte {
 
 // escapeHTML escapes text for HTML as html/template does, leaving \r as it is (a \r\n stays
 // the line break it was; html.EscapeString would write &#13;, a character of its own).
-var escapeHTML = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;").Replace
+var (
+	htmlEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;")
+	escapeHTML  = htmlEscaper.Replace
+)
 
 // shownAsIs tells whether r, at byte i of s, shows as it is: not suspect, or the line break
 // or tab of a text of lines (suspect.Layout).
@@ -132,23 +137,36 @@ func escapeSuspects(s string) string {
 	return b.String()
 }
 
+// maxMarks is how many runes of a page are shown in a marked span; the page's others are
+// shown as their escape alone, as in a <title>. A span is some 60 to 110 bytes for a rune of
+// 1 to 3: unbounded, a proposal's diff of 8 MB (proposals.MaxDiffBytes) of control characters
+// would be a page of 500 MB, made at each view. Past it a rune costs its escape, at most 4
+// bytes for each of its bytes.
+const maxMarks = 1000
+
 // markSuspects writes text as HTML, each rune that a page shows escaped as its escape in a
-// marked span that says what it is.
-func markSuspects(out *bytes.Buffer, text string) {
+// marked span that says what it is, while marks (the page's) lasts; then as its escape
+// alone.
+func markSuspects(out *bytes.Buffer, text string, marks *int) {
 	from := 0
 	for i, r := range text {
 		if shownAsIs(text, i, r) {
 			continue
 		}
-		out.WriteString(escapeHTML(text[from:i]))
+		htmlEscaper.WriteString(out, text[from:i])
+		from = i + utf8.RuneLen(r)
+		if *marks <= 0 {
+			htmlEscaper.WriteString(out, suspect.Escape(r))
+			continue
+		}
+		*marks--
 		what := "a control character"
 		if suspect.Bidi(r) {
 			what = "a bidirectional control, which would reorder the text around it"
 		}
 		fmt.Fprintf(out, `<span class="ctl" title="U+%04X: %s">%s</span>`, r, what, escapeHTML(suspect.Escape(r)))
-		from = i + utf8.RuneLen(r)
 	}
-	out.WriteString(escapeHTML(text[from:]))
+	htmlEscaper.WriteString(out, text[from:])
 }
 
 // mayHoldSuspect tells, in one pass over page's bytes, whether its text may hold a rune that

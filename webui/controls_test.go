@@ -110,3 +110,27 @@ func TestLookAt(t *testing.T) {
 		t.Error("plain ASCII looked at")
 	}
 }
+
+// TestShowControlsBounded: a page whose text is full of suspect runes (a proposal's diff
+// of control characters, up to 8 MB of them) grows by a bounded factor, not by a span per
+// rune: the first maxMarks runes are marked, the rest shown as their escape alone.
+func TestShowControlsBounded(t *testing.T) {
+	for _, r := range []string{"\x01", "\u202e", "\u0085"} {
+		text := strings.Repeat(r+"a", 500_000)
+		page := []byte("<pre>" + text + "</pre>")
+		out := string(showControls(page))
+		if limit := 4*len(page) + maxMarks*120; len(out) > limit {
+			t.Errorf("%q: a page of %d bytes shown in %d bytes, more than %d", r, len(page), len(out), limit)
+		}
+		if n := strings.Count(out, `<span class="ctl"`); n != maxMarks {
+			t.Errorf("%q: %d runes marked, want %d", r, n, maxMarks)
+		}
+		esc := suspect.Escape([]rune(r)[0])
+		if n := strings.Count(out, esc); n != 500_000 {
+			t.Errorf("%q: %d escapes %s shown, want 500000", r, n, esc)
+		}
+		if strings.Contains(out, r) {
+			t.Errorf("%q: shown as it is", r)
+		}
+	}
+}

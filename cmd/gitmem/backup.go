@@ -107,27 +107,50 @@ keys, remotes and webhooks stay on the server.`,
 	return cmd
 }
 
-// within says whether the path p is dir or is below it, once both are absolute and their
-// symbolic links followed (as far as they exist).
+// within says whether the path p is dir or is below it, as the file system reads p: its
+// symbolic links followed as far as it exists, and each .. after a link taken from where the
+// link leads, not cut from the text before it (filepath.Clean would make link/../x a
+// sibling of link). A folder of p that is dir by another name (a bind mount, a name in
+// other case on a file system that ignores case) is dir too.
 func within(p, dir string) bool {
-	resolve := func(p string) string {
-		p, err := filepath.Abs(p)
-		if err != nil {
-			return p
+	di, err := os.Stat(dir)
+	if err != nil {
+		return false
+	}
+	for q := resolved(p); ; q = filepath.Dir(q) {
+		if qi, err := os.Stat(q); err == nil && os.SameFile(qi, di) {
+			return true
 		}
-		for rest := ""; ; { // the longest part of p that exists, with its links followed
-			if r, err := filepath.EvalSymlinks(p); err == nil {
-				return filepath.Join(r, rest)
-			}
-			parent := filepath.Dir(p)
-			if parent == p {
-				return filepath.Join(p, rest)
-			}
-			rest, p = filepath.Join(filepath.Base(p), rest), parent
+		if filepath.Dir(q) == q {
+			return false
 		}
 	}
-	rel, err := filepath.Rel(resolve(dir), resolve(p))
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// resolved is p absolute, its symbolic links followed, element by element, as far as it
+// exists; the rest of it as written.
+func resolved(p string) string {
+	if !filepath.IsAbs(p) {
+		wd, err := os.Getwd()
+		if err != nil {
+			return filepath.Clean(p)
+		}
+		p = wd + string(filepath.Separator) + p
+	}
+	cur := filepath.VolumeName(p) + string(filepath.Separator)
+	for _, e := range strings.Split(p[len(filepath.VolumeName(p)):], string(filepath.Separator)) {
+		switch e {
+		case "", ".":
+		case "..":
+			cur = filepath.Dir(cur) // cur holds no link (or does not exist): its parent is its text's
+		default:
+			cur = filepath.Join(cur, e)
+			if r, err := filepath.EvalSymlinks(cur); err == nil {
+				cur = r
+			}
+		}
+	}
+	return cur
 }
 
 // writeArchive writes the backup directory dir as the tar file dest, whole or not at all.

@@ -209,3 +209,36 @@ func TestKeyAccessMistyped(t *testing.T) {
 		{args: []string{"keys", "list"}, stdout: []string{"no API keys"}},
 	})
 }
+
+// TestWithin: a DEST is in the data directory as the file system reads it: a .. after a
+// symbolic link goes up from where the link leads, not from the link.
+func TestWithin(t *testing.T) {
+	root := t.TempDir()
+	data := filepath.Join(root, "data")
+	if err := os.MkdirAll(filepath.Join(data, "stores", "deep"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(root, "other")
+	if err := os.Mkdir(other, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(other, "link") // other/link -> data/stores/deep
+	if err := os.Symlink(filepath.Join(data, "stores", "deep"), link); err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]bool{
+		filepath.Join(data, "b"):                 true,
+		data:                                     true,
+		link + "/../../b":                        true, // data/b
+		link + "/../new/../x":                    true, // data/stores/x
+		other + "/new/../link/../../b":           true, // data/b, once new is made
+		filepath.Join(other, "b"):                false,
+		filepath.Join(other, "new") + "/../b":    false,
+		filepath.Join(root, "data-backup"):       false,
+		filepath.Join(data, "..", "data-backup"): false,
+	} {
+		if got := within(p, data); got != want {
+			t.Errorf("within(%s) = %v, want %v", p, got, want)
+		}
+	}
+}
