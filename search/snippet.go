@@ -27,16 +27,26 @@ type Span struct {
 
 // Marked returns the snippet's text with each highlight wrapped in open and close.
 func (s Snippet) Marked(open, close string) string {
+	return s.MarkedFunc(open, close, func(text string) string { return text })
+}
+
+// MarkedFunc is Marked with each piece of the snippet's text, inside highlights and between
+// them, written as text returns it (escaped for a page, or for a terminal). Highlights out
+// of order or past the text are left out.
+func (s Snippet) MarkedFunc(open, close string, text func(string) string) string {
 	var b strings.Builder
 	at := 0
 	for _, h := range s.Highlights {
-		b.WriteString(s.Text[at:h.Start])
+		if h.Start < at || h.End > len(s.Text) || h.Start > h.End {
+			continue
+		}
+		b.WriteString(text(s.Text[at:h.Start]))
 		b.WriteString(open)
-		b.WriteString(s.Text[h.Start:h.End])
+		b.WriteString(text(s.Text[h.Start:h.End]))
 		b.WriteString(close)
 		at = h.End
 	}
-	b.WriteString(s.Text[at:])
+	b.WriteString(text(s.Text[at:]))
 	return b.String()
 }
 

@@ -137,6 +137,10 @@ func escapeSuspects(s string) string {
 	return b.String()
 }
 
+// maxRefName bounds the name of a named character reference with its semicolon: HTML's
+// longest is 32 bytes (&CounterClockwiseContourIntegral;).
+const maxRefName = 33
+
 // maxMarks is how many runes of a page are shown in a marked span; the page's others are
 // shown as their escape alone, as in a <title>. A span is some 60 to 110 bytes for a rune of
 // 1 to 3: unbounded, a proposal's diff of 8 MB (proposals.MaxDiffBytes) of control characters
@@ -161,8 +165,11 @@ func markSuspects(out *bytes.Buffer, text string, marks *int) {
 		}
 		*marks--
 		what := "a control character"
-		if suspect.Bidi(r) {
+		switch {
+		case suspect.Bidi(r):
 			what = "a bidirectional control, which would reorder the text around it"
+		case suspect.Invisible(r):
+			what = "an invisible character, which can carry text that no reader sees"
 		}
 		fmt.Fprintf(out, `<span class="ctl" title="U+%04X: %s">%s</span>`, r, what, escapeHTML(suspect.Escape(r)))
 	}
@@ -218,25 +225,32 @@ func anyToLookAt(w uint64) bool {
 
 // lookAt holds the bytes that mayHoldSuspect looks at more closely: the control characters
 // but \n and \t, &, and the first bytes of the UTF-8 of the suspect runes past ASCII (C2 for
-// C1, D8 for U+061C, E2 for U+200E-200F, U+202A-202E and U+2066-2069). Every other byte of a
-// page, most of them, costs one look-up.
+// C1, D8 for U+061C, E2 for U+200B-200F, U+202A-202E and U+2060-2069, EF for U+FEFF, F3 for
+// the tag characters). Every other byte of a page, most of them, costs one look-up.
 var lookAt = func() (t [256]bool) {
 	for c := range 0x20 {
 		t[c] = c != '\n' && c != '\t'
 	}
-	t[0x7f], t['&'], t[0xc2], t[0xd8], t[0xe2] = true, true, true, true, true
+	for _, c := range []byte{0x7f, '&', 0xc2, 0xd8, 0xe2, 0xef, 0xf3} {
+		t[c] = true
+	}
 	return t
 }()
 
 // refMayBeSuspect tells whether the character reference after an & (b starts after it) may
-// stand for a suspect rune: a numeric one for a control (or past what this reads), or the
-// named direction marks. What html/template writes (&#34;, &#39;, &#43;, &amp;, &lt;) is not.
+// stand for a suspect rune: a numeric one for one (or past what this reads), or a named one
+// (&rlm;, &ZeroWidthSpace;). What html/template writes (&#34;, &#39;, &#43;, &amp;, &lt;,
+// &gt;) is not.
 func refMayBeSuspect(b []byte) bool {
 	if len(b) == 0 {
 		return false
 	}
 	if b[0] != '#' {
-		return bytes.HasPrefix(b, []byte("lrm;")) || bytes.HasPrefix(b, []byte("rlm;"))
+		end := bytes.IndexByte(b[:min(len(b), maxRefName)], ';')
+		if end < 0 || string(b[:end]) == "amp" || string(b[:end]) == "lt" || string(b[:end]) == "gt" {
+			return false // HTML's names without a semicolon stand for none of them
+		}
+		return strings.ContainsFunc(html.UnescapeString("&"+string(b[:end+1])), suspect.Rune)
 	}
 	b = b[1:]
 	base := rune(10)

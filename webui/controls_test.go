@@ -16,6 +16,7 @@ func TestShowControls(t *testing.T) {
 		return `<span class="ctl" title="U+` + code + `: ` + what + `">` + esc + `</span>`
 	}
 	rlo := span(`\u202e`, "202E", "a bidirectional control, which would reorder the text around it")
+	const inv = "an invisible character, which can carry text that no reader sees"
 	for _, c := range []struct{ in, want string }{
 		{"<p>plain &#34;text&#34; &amp; \u05e9\u05dc\u05d5\u05dd\n\ttabbed</p>", ""}, // unchanged
 		{"<p>a \u202etxt.exe</p>", "<p>a " + rlo + "txt.exe</p>"},
@@ -28,6 +29,10 @@ func TestShowControls(t *testing.T) {
 		{"<textarea>keep\u202e\x1b</textarea><p>x</p>", ""},
 		{`<input name="path" value="/a` + "\u202e" + `"><a href="/x" title="t` + "\u202e" + `">l</a>`, `<input name="path" value="/a` + "\u202e" + `"><a href="/x" title="t\u202e">l</a>`},
 		{"<p>&#10;&#9;&#13;&#10; &amp;#8238;</p>", ""}, // line breaks and tabs, and an escaped reference
+		// Invisible characters: a tag character (text a model reads and no reader sees), a
+		// zero-width space, as runes and as references; a zero-width joiner (emoji) stays.
+		{"<p>ok\U000e0072&#xE006D;&ZeroWidthSpace;\u2060 👩‍💻</p>", "<p>ok" +
+			span(`\U000e0072`, "E0072", inv) + span(`\U000e006d`, "E006D", inv) + span(`\u200b`, "200B", inv) + span(`\u2060`, "2060", inv) + " 👩‍💻</p>"},
 	} {
 		want := c.want
 		if want == "" {
@@ -45,6 +50,8 @@ func TestMayHoldSuspect(t *testing.T) {
 		"\u202e": true, "\x1b": true, "\x7f": true, "\u0085": true, "a\rb": true, "a\r": true,
 		"&#8238;": true, "&#x202e;": true, "&#X202E": true, "&#0000000008238;": true, "&rlm;": true, "&lrm;": true,
 		"&#27;": true, "&#10;": false, "&#99999999999999999999;": true, "&#;": false, "&#x;": false,
+		"\u200b": true, "\ufeff": true, "\U000e0041": true, "&#x200b;": true, "&ZeroWidthSpace;": true, "&NoBreak;": true,
+		"&InvisibleTimes;": true, "&it;": true, "&nbsp;&copy;&hellip;&mdash;": false, "&amp": false, "‍": false,
 	} {
 		if got := mayHoldSuspect([]byte(s)); got != want {
 			t.Errorf("mayHoldSuspect(%q) = %v, want %v", s, got, want)

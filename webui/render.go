@@ -41,18 +41,7 @@ var funcs = template.FuncMap{
 
 // highlight shows a search snippet with its matches marked, every byte of it escaped.
 func highlight(s search.Snippet) template.HTML {
-	var b strings.Builder
-	at := 0
-	for _, h := range s.Highlights {
-		if h.Start < at || h.End > len(s.Text) || h.Start > h.End {
-			continue
-		}
-		b.WriteString(template.HTMLEscapeString(s.Text[at:h.Start]))
-		b.WriteString("<mark>" + template.HTMLEscapeString(s.Text[h.Start:h.End]) + "</mark>")
-		at = h.End
-	}
-	b.WriteString(template.HTMLEscapeString(s.Text[at:]))
-	return template.HTML(b.String())
+	return template.HTML(s.MarkedFunc("<mark>", "</mark>", template.HTMLEscapeString))
 }
 
 func parsePages() (*pages, error) {

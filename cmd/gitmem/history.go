@@ -116,7 +116,8 @@ Prints nothing if the two contents are the same.`,
 						"to": d.To.ID, "from_path": nilIfEmpty(d.From.Path), "to_path": d.To.Path, "diff": d.Diff}
 					return printJSON(cmd.OutOrStdout(), out)
 				}
-				_, err = io.WriteString(cmd.OutOrStdout(), colorDiff(d.Diff, useColor(cmd.OutOrStdout())))
+				// Its lines are what the memory's writers chose: shown escaped, as a proposal's.
+				_, err = io.WriteString(cmd.OutOrStdout(), colorDiff(shownText(d.Diff), useColor(cmd.OutOrStdout())))
 				return err
 			})
 		},
@@ -168,16 +169,16 @@ The memory is followed through its renames.`,
 				by := make([]string, len(lines))
 				width, numWidth := 0, len(fmt.Sprint(len(lines)))
 				for i, l := range lines {
-					by[i] = l.Version.CreatedBy.ID
+					by[i] = shown(l.Version.CreatedBy.ID)
 					if a := l.Version.CreatedBy; a.Type == gitstore.UserActor && a.Name != "" {
-						by[i] = a.Name // as git blame names the author
+						by[i] = shown(a.Name) // as git blame names the author; a pushed commit's
 					}
 					width = max(width, len(by[i]))
 				}
 				w := cmd.OutOrStdout()
 				for i, l := range lines {
 					fmt.Fprintf(w, "%s (%-*s %s %*d) %s\n", l.Version.ID, width, by[i],
-						l.Version.CreatedAt.Local().Format(time.DateTime), numWidth, l.Line, l.Text)
+						l.Version.CreatedAt.Local().Format(time.DateTime), numWidth, l.Line, shownText(l.Text))
 				}
 				return nil
 			})

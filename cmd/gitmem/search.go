@@ -129,9 +129,9 @@ func printHits(w io.Writer, res *search.Result, color bool) {
 		open, close = "\033[1;31m", "\033[0m"
 	}
 	for _, h := range res.Hits {
-		fmt.Fprintf(w, "%s  (%s, score %.2f)\n", h.Path, h.MemoryID, h.Score)
+		fmt.Fprintf(w, "%s  (%s, score %.2f)\n", shown(h.Path), h.MemoryID, h.Score)
 		for _, sn := range h.Snippets {
-			fmt.Fprintf(w, "  %4d: %s\n", sn.Line, sn.Marked(open, close))
+			fmt.Fprintf(w, "  %4d: %s\n", sn.Line, sn.MarkedFunc(open, close, shownText)) // a line that its writer chose
 		}
 	}
 	commit := res.Commit

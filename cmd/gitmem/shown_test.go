@@ -63,7 +63,12 @@ func TestTextOutputEscapesControls(t *testing.T) {
 		t.Fatalf("push: %v\n%s", err, out)
 	}
 
-	for _, args := range [][]string{{"proposals", "list", "team"}, {"proposals", "show", "team", id}, {"log", "team"}} {
+	// A memory of main that holds them, changed once: its blame, diff and search snippets.
+	as(rw, 0, "fine\n"+evil+"\n", "put", "team", "/evil.md")
+	as(rw, 0, "changed\n"+evil+"\n", "put", "team", "/evil.md")
+
+	for _, args := range [][]string{{"proposals", "list", "team"}, {"proposals", "show", "team", id}, {"log", "team"},
+		{"blame", "team", "/pushed.md"}, {"blame", "team", "/evil.md"}, {"diff", "team", "/evil.md"}, {"search", "team", "owned"}} {
 		out := as(rw, 0, "", args...)
 		if strings.ContainsAny(out, "\x1b\x07\r\u009b\u202e\u2066") {
 			t.Errorf("gitmem %v prints control characters: %q", args, out)

@@ -6,7 +6,11 @@
 //     line that was one;
 //   - Unicode's bidirectional controls (embeddings, overrides, isolates and direction marks):
 //     they reorder the text around them, so that a line (a diff's, a title) shows other than
-//     what it holds ("Trojan Source").
+//     what it holds ("Trojan Source");
+//   - invisible characters that carry text or split words unseen: the tag characters
+//     (U+E0000-E007F), one for each ASCII character, which a model reads as text but no
+//     reader sees, so that a memory can hold instructions its reviewer cannot; the zero-width
+//     space, the word joiner, the invisible operators and the zero-width no-break space.
 //
 // The CLI and the UI show such runes escaped (String, Escape); the API refuses the control
 // characters where text has no use for them (Line, Text), and keeps the bidirectional controls,
@@ -31,9 +35,19 @@ func Bidi(r rune) bool {
 // (U+0080-009F).
 func Control(r rune) bool { return unicode.IsControl(r) }
 
-// Rune tells whether r is shown escaped in others' text: a control character or a
-// bidirectional control.
-func Rune(r rune) bool { return Control(r) || Bidi(r) }
+// Invisible tells whether r is an invisible character that can carry or split text unseen:
+// a tag character (U+E0000-E007F), the zero-width space (U+200B), the word joiner and the
+// invisible operators (U+2060-2064), or the zero-width no-break space (U+FEFF). The
+// zero-width joiner and non-joiner (U+200C, U+200D) are not: emoji and several scripts
+// need them, and they carry nothing alone. (A flag of a part of a country, an emoji of tag
+// characters, shows escaped.)
+func Invisible(r rune) bool {
+	return r >= 0xe0000 && r <= 0xe007f || r == 0x200b || r >= 0x2060 && r <= 0x2064 || r == 0xfeff
+}
+
+// Rune tells whether r is shown escaped in others' text: a control character, a
+// bidirectional control or an invisible character.
+func Rune(r rune) bool { return Control(r) || Bidi(r) || Invisible(r) }
 
 // Escape is r as Go writes it in a quoted string: \x1b, \a, \u009b, \u202e, \n.
 func Escape(r rune) string {

@@ -7,18 +7,28 @@ import (
 
 func TestRune(t *testing.T) {
 	for _, r := range []rune{0, '\a', '\n', '\r', '\t', 0x1b, 0x7f, 0x80, 0x9b, 0x9f,
-		0x061c, 0x200e, 0x200f, 0x202a, 0x202b, 0x202c, 0x202d, 0x202e, 0x2066, 0x2067, 0x2068, 0x2069} {
+		0x061c, 0x200e, 0x200f, 0x202a, 0x202b, 0x202c, 0x202d, 0x202e, 0x2066, 0x2067, 0x2068, 0x2069,
+		0x200b, 0x2060, 0x2064, 0xfeff, 0xe0000, 0xe0041, 0xe007f} {
 		if !Rune(r) {
 			t.Errorf("U+%04X is not suspect", r)
 		}
 	}
-	for _, r := range []rune{' ', 'a', 0xa0, 0xe9, 0x05d0, 0x0627, 0x200b, 0x200d, 0x2029, 0x2065, 0x206a, 0xfeff} {
+	for _, r := range []rune{' ', 'a', 0xa0, 0xe9, 0x05d0, 0x0627, 0x200c, 0x200d, 0x2029, 0x2065, 0x206a, 0xfefe, 0xdffff, 0xe0080, 0x1f3f4} {
 		if Rune(r) {
 			t.Errorf("U+%04X is suspect", r)
 		}
 	}
-	if Control(0x202e) || !Bidi(0x202e) || Bidi(0x1b) || !Control(0x1b) {
-		t.Error("Control and Bidi mix")
+	if Control(0x202e) || !Bidi(0x202e) || Bidi(0x1b) || !Control(0x1b) || !Invisible(0xe0041) || Invisible(0x202e) {
+		t.Error("Control, Bidi and Invisible mix")
+	}
+	// A memory that says one thing to its reviewer and another to a model: "ok" and, in tag
+	// characters, "rm -rf".
+	hidden := "ok"
+	for _, c := range "rm -rf" {
+		hidden += string(0xe0000 + c)
+	}
+	if got, want := String(hidden, ""), `ok\U000e0072\U000e006d\U000e0020\U000e002d\U000e0072\U000e0066`; got != want {
+		t.Errorf("String of tag characters = %q, want %q", got, want)
 	}
 }
 
