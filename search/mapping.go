@@ -26,7 +26,8 @@ const (
 	fieldContent = "content" // words as written, accents and case folded: phrases, prefixes, typos
 	fieldStem    = "stem"    // the same words stemmed, so that "deploying" finds "deploy"
 	fieldPath    = "path"    // the path's words
-	fieldPathKey = "path_kw" // the whole path, for prefix filters
+	fieldPathKey = "path_kw" // the whole path, for a filter of one memory
+	fieldDirs    = "dirs"    // the folders that hold the memory ("/a/", "/a/b/"), for folder filters
 	fieldID      = "id"      // the memory id
 	fieldBlob    = "blob"    // the content's blob, stored, to build snippets from
 )
@@ -48,7 +49,7 @@ const (
 
 // indexFormat changes whenever the mapping or the analyzers do: an index of another format
 // is rebuilt.
-const indexFormat = "1"
+const indexFormat = "2"
 
 // punctFilter blanks the characters that join words in UAX #29 but that people search
 // across: "." and "_" ("notes.md", "user_id") and apostrophes ("l'hôtel", "John's"). Each
@@ -167,6 +168,7 @@ func newMapping() (*mapping.IndexMappingImpl, error) {
 	doc := mapping.NewDocumentStaticMapping()
 	doc.AddFieldMappingsAt(fieldContent, text(fieldContent, analyzerText), text(fieldStem, analyzerStem))
 	doc.AddFieldMappingsAt(fieldPath, text(fieldPath, analyzerPath), kw(fieldPathKey, true, false))
+	doc.AddFieldMappingsAt(fieldDirs, kw(fieldDirs, true, false))
 	doc.AddFieldMappingsAt(fieldID, kw(fieldID, true, true))
 	doc.AddFieldMappingsAt(fieldBlob, kw(fieldBlob, false, true))
 	im.DefaultMapping = doc
@@ -179,5 +181,17 @@ func newMapping() (*mapping.IndexMappingImpl, error) {
 
 // document is what the index holds of one memory.
 func document(memoryID, path, blob, content string) map[string]any {
-	return map[string]any{fieldID: memoryID, fieldPath: path, fieldBlob: blob, fieldContent: content}
+	return map[string]any{fieldID: memoryID, fieldPath: path, fieldDirs: dirsOf(path), fieldBlob: blob, fieldContent: content}
+}
+
+// dirsOf lists the folders that hold the memory at path, outermost first, each ending in
+// "/": /a/b/c.md is in /a/ and /a/b/ (and in /, which holds every memory and is not listed).
+func dirsOf(path string) []string {
+	var out []string
+	for i := 1; i < len(path); i++ {
+		if path[i] == '/' {
+			out = append(out, path[:i+1])
+		}
+	}
+	return out
 }

@@ -250,16 +250,21 @@ func prefixQuery(p string, typos *int, sc scope) query.Query {
 	return query.NewDisjunctionQuery(qs)
 }
 
-// pathFilter matches the memories at or below a path: "/a/" is a directory; "/a" is the
-// memory /a or the directory /a/.
-func pathFilter(p string) query.Query {
-	below := query.NewPrefixQuery(strings.TrimSuffix(p, "/") + "/")
-	below.SetField(fieldPathKey)
+// folderQuery matches the memories at or below a path: "/a/" is a directory; "/a" is the
+// memory /a or the directory /a/. It is one term of the index's folders (a memory's dirs) or
+// two, and scores nothing (boost 0), so that a search of words can lead with it: the words'
+// searchers then skip to the few memories of a folder, rather than walk all their matches
+// through a filter.
+func folderQuery(p string) query.Query {
+	below := query.NewTermQuery(strings.TrimSuffix(p, "/") + "/")
+	below.SetField(fieldDirs)
+	below.SetBoost(0)
 	if strings.HasSuffix(p, "/") {
 		return below
 	}
 	at := query.NewTermQuery(p)
 	at.SetField(fieldPathKey)
+	at.SetBoost(0)
 	return query.NewDisjunctionQuery([]query.Query{at, below})
 }
 
@@ -321,21 +326,28 @@ func (p parsedQuery) build(pathPrefix string, fuzzy bool) (q query.Query, listin
 	if pathPrefix != "" {
 		prefixes = append(prefixes, pathPrefix)
 	}
+	var folders []query.Query
+	everything := false // path:/, which every memory is below
 	for _, f := range prefixes {
 		if f == "/" {
-			filters = append(filters, pathFilter(f)) // every memory: a listing
+			everything = true
 			continue
 		}
 		if err := gitstore.ValidatePath(strings.TrimSuffix(f, "/")); err != nil {
 			return nil, false, err
 		}
-		filters = append(filters, pathFilter(f))
+		folders = append(folders, folderQuery(f))
 	}
 	if len(must) == 0 && len(should) == 0 {
-		if len(filters) == 0 {
+		if len(filters) == 0 && len(folders) == 0 && !everything {
 			return nil, false, &gitstore.Error{Kind: gitstore.KindInvalid, Message: "the search query has no words to search for"}
 		}
-		must, listing = []query.Query{query.NewMatchAllQuery()}, true
+		// A listing, ordered by path by the caller: the folders' memories, or all.
+		must, listing = folders, true
+		if len(must) == 0 {
+			must = []query.Query{query.NewMatchAllQuery()}
+		}
+		folders = nil
 	}
 	b := query.NewBooleanQuery(must, should, mustNot)
 	switch len(filters) {
@@ -344,6 +356,9 @@ func (p parsedQuery) build(pathPrefix string, fuzzy bool) (q query.Query, listin
 		b.AddFilter(filters[0])
 	default:
 		b.AddFilter(query.NewConjunctionQuery(filters))
+	}
+	if len(folders) > 0 {
+		return query.NewConjunctionQuery(append([]query.Query{b}, folders...)), listing, nil
 	}
 	return b, listing, nil
 }

@@ -138,6 +138,18 @@ func TestPhrasesPrefixesAndFilters(t *testing.T) {
 		t.Errorf("path_prefix /projects/apollo: %q, want the two below apollo/, not apollo.md", paths(got))
 	}
 	f.expectSet("window path:/projects/apollo.md", "/projects/apollo.md")
+	// A folder selects; it changes no score (the words rank as they would without it).
+	all := map[string]float64{}
+	for _, h := range f.search("window launch").Hits {
+		all[h.Path] = h.Score
+	}
+	for _, q := range []string{"window launch path:/projects/apollo/", "window launch path:/projects/apollo path:/projects/"} {
+		for _, h := range f.search(q).Hits {
+			if d := h.Score - all[h.Path]; d > 1e-9 || d < -1e-9 {
+				t.Errorf("%s: %s scores %v, %v without the folder", q, h.Path, h.Score, all[h.Path])
+			}
+		}
+	}
 	f.expectSet("window path:/proj/")
 	f.expectSet("window path:plan", "/projects/apollo/plan.md")
 	f.expectSet("path:plan", "/projects/apollo/plan.md", "/projects/gemini/plan.md")
