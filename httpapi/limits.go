@@ -130,7 +130,7 @@ func (l Limits) WithDefaults() Limits {
 // net/http's own messages (a handler's panic, a bad TLS handshake) go to log.
 func (l Limits) httpServer(h http.Handler, ln *connLimit, log *slog.Logger) *http.Server {
 	return &http.Server{Handler: h, ReadHeaderTimeout: l.HeaderTimeout, IdleTimeout: l.IdleTimeout, ConnState: ln.track,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+		ErrorLog: NetHTTPLog(log)}
 }
 
 // listener caps the connections served at once (connLimit).

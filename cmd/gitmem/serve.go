@@ -286,7 +286,7 @@ func serveMetrics(ctx context.Context, addr string, h http.Handler, log *slog.Lo
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", h)
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+		ErrorLog: httpapi.NetHTTPLog(log)}
 	go func() {
 		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("serve metrics", "addr", addr, "err", err)
