@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/blevesearch/bleve/v2"
+
 	"github.com/gitmem/gitmem/gitstore"
 )
 
@@ -273,4 +275,38 @@ func TestDeletedStore(t *testing.T) {
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Errorf("index of a deleted store still at %s (%v)", path, err)
 	}
+}
+
+// TestIndexOfAnotherFormat: an index written by a release of another format (here, of
+// format 1, whose documents have no folders) is rebuilt at open, so that what the new format
+// answers (a search below a folder) finds what is there.
+func TestIndexOfAnotherFormat(t *testing.T) {
+	dir := t.TempDir()
+	f := openFixture(t, dir, "", Options{})
+	storeID := f.st.ID()
+	f.write("/a/b.md", "the walrus sings\n")
+	f.expectSet("walrus path:/a/", "/a/b.md")
+	indexPath := f.svc.IndexPath(storeID)
+	f.close()
+
+	// The index as format 1 wrote it: the same document without its folders.
+	idx, err := bleve.Open(indexPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := document("mem_01TESTMEMORY000000000000", "/a/b.md", "0000000000000000000000000000000000000000", "the walrus sings\n")
+	delete(doc, fieldDirs)
+	if err := idx.Index("/a/b.md", doc); err != nil {
+		t.Fatal(err)
+	}
+	if err := idx.SetInternal(keyFormat, []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := idx.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	f = openFixture(t, dir, storeID, Options{})
+	f.expectSet("walrus path:/a/", "/a/b.md")
+	f.expectSet("walrus", "/a/b.md")
 }
