@@ -127,6 +127,14 @@ func TestUIRateLimit(t *testing.T) {
 			t.Errorf("metrics: no %s in\n%s", want, rateLines(scrape))
 		}
 	}
+
+	// Signing out is never refused: it ends the session past the rate too.
+	if p := b.post("/ui/logout", url.Values{"csrf": {token}}); p.status != http.StatusSeeOther || p.header.Get("Location") != "/ui/login" {
+		t.Errorf("signing out past the rate: %d %s %.300s", p.status, p.header.Get("Location"), p.body)
+	}
+	if p := b.get("/ui/"); p.status != http.StatusSeeOther {
+		t.Errorf("after signing out past the rate: %d, want the sign-in's redirect", p.status)
+	}
 }
 
 // rateLines is the lines of a scrape about the rate limit.

@@ -94,7 +94,7 @@ func (u *UI) routes() {
 	m.Handle("GET /ui/static/", http.StripPrefix("/ui/static/", http.FileServerFS(sub)))
 	m.HandleFunc("GET /ui/login", u.page(u.loginForm, anyone))
 	m.HandleFunc("POST /ui/login", u.page(u.login, anyone))
-	m.HandleFunc("POST /ui/logout", u.page(u.logout, anyone))
+	m.HandleFunc("POST /ui/logout", u.page(u.logout, leaving))
 
 	m.HandleFunc("GET /ui/{$}", u.page(u.storeList, reader))
 	m.HandleFunc("POST /ui/stores", u.page(u.createStore, writer))
@@ -150,9 +150,10 @@ func (u *UI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 type need int
 
 const (
-	anyone need = iota // the sign-in pages
-	reader             // any signed-in key
-	writer             // a key that can write (POST pages, and forms that only write)
+	anyone  need = iota // the sign-in pages
+	leaving             // signing out: anyone, and never refused past the key's rate
+	reader              // any signed-in key
+	writer              // a key that can write (POST pages, and forms that only write)
 )
 
 // request is what a page handler knows of its request.
@@ -197,7 +198,7 @@ func (u *UI) prepare(w http.ResponseWriter, r *http.Request, q *request, n need)
 	// refused before its form is read or anything done.
 	var identifyErr error
 	q.caller, identifyErr = u.identify(r, q.keys)
-	if q.caller.Key != nil {
+	if q.caller.Key != nil && n != leaving {
 		if err := u.opts.Auth.LimitRate(q.caller); err != nil {
 			return err
 		}
@@ -215,7 +216,7 @@ func (u *UI) prepare(w http.ResponseWriter, r *http.Request, q *request, n need)
 	if r.Method == http.MethodPost && !u.sessions.checkCSRF(r, r.PostFormValue("csrf")) {
 		return &pageError{status: http.StatusForbidden, msg: "this form has expired or did not come from this page (CSRF check failed): go back, reload the page and send it again"}
 	}
-	if n == anyone {
+	if n == anyone || n == leaving {
 		return nil
 	}
 	if identifyErr != nil {
