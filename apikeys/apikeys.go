@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -32,6 +33,12 @@ const (
 	// proposals) for a person to approve, instead of to main.
 	Propose Access = "propose"
 )
+
+// Accesses are the kinds of access, in the order that messages name them.
+var Accesses = []Access{ReadWrite, ReadOnly, Propose}
+
+// Valid tells whether a is one of Accesses.
+func (a Access) Valid() bool { return slices.Contains(Accesses, a) }
 
 // secretPrefix starts every secret, so that a leaked one is easy to recognize and scan for.
 const secretPrefix = "gitmem_"
@@ -167,7 +174,7 @@ func (k *Keys) Create(name string, access Access, storeID string) (Key, string, 
 	if strings.TrimSpace(name) == "" {
 		return Key{}, "", &gitstore.Error{Kind: gitstore.KindInvalid, Message: "a key needs a name (--name), to tell it apart later"}
 	}
-	if access != ReadWrite && access != ReadOnly && access != Propose {
+	if !access.Valid() {
 		return Key{}, "", &gitstore.Error{Kind: gitstore.KindInvalid, Message: fmt.Sprintf("access must be read_write, read_only or propose, got %q", access)}
 	}
 	raw := make([]byte, 32)

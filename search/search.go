@@ -37,8 +37,7 @@ func (x *storeIndex) search(ctx context.Context, req Request, p parsedQuery) (*R
 	// the search (matchLocations), since a search asked for them decodes the positions of
 	// every match in the store, most of a frequent word's cost at 100,000 memories. A
 	// query of phrases only finds them in the search: a phrase's match needs its positions.
-	phrasesOnly := len(p.words) == 0 && len(p.prefixes) == 0
-	sr.IncludeLocations = phrasesOnly
+	sr.IncludeLocations = len(p.words) == 0 && len(p.prefixes) == 0 && !listing
 	if listing {
 		sr.SortBy([]string{"_id"})
 	}

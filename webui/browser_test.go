@@ -41,6 +41,17 @@ func shots(t *testing.T) string {
 	return t.TempDir()
 }
 
+// screenshot saves the whole page as dir/name.png.
+func screenshot(dir, name string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		buf, err := chromedp.FullScreenshot(100)(ctx, tg)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dir, name+".png"), buf, 0o644)
+	})
+}
+
 // tab starts headless Chromium exe for test t and returns the context of its tab, which
 // closes when t ends or 90 s have passed.
 func tab(t *testing.T, exe string) context.Context {
@@ -107,15 +118,7 @@ func TestBrowser(t *testing.T) {
 		t.Helper()
 		runSteps(t, ctx, what, steps...)
 	}
-	shot := func(name string) chromedp.Action[chromedp.Void] {
-		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			buf, err := chromedp.FullScreenshot(100)(ctx, tg)
-			if err != nil {
-				return err
-			}
-			return os.WriteFile(filepath.Join(dir, name+".png"), buf, 0o644)
-		})
-	}
+	shot := func(name string) chromedp.Action[chromedp.Void] { return screenshot(dir, name) }
 	text := func(sel string) string {
 		t.Helper()
 		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
@@ -356,15 +359,7 @@ func TestBrowserShowsControls(t *testing.T) {
 		t.Helper()
 		runSteps(t, ctx, what, steps...)
 	}
-	shot := func(name string) chromedp.Action[chromedp.Void] {
-		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			buf, err := chromedp.FullScreenshot(100)(ctx, tg)
-			if err != nil {
-				return err
-			}
-			return os.WriteFile(filepath.Join(dir, name+".png"), buf, 0o644)
-		})
-	}
+	shot := func(name string) chromedp.Action[chromedp.Void] { return screenshot(dir, name) }
 	base := e.url + "/ui/stores/" + st
 	run("sign in",
 		chromedp.Navigate(base+"/proposals/"+prop),

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -197,14 +196,13 @@ func newKeysRevokeCmd(a *app) *cobra.Command {
 // checkAccess is the usage error of a --access that names no access level, with the level
 // it most likely meant ("readonly", "Read-Only" for read_only).
 func checkAccess(access string) error {
-	levels := []apikeys.Access{apikeys.ReadWrite, apikeys.ReadOnly, apikeys.Propose}
-	if slices.Contains(levels, apikeys.Access(access)) {
+	if apikeys.Access(access).Valid() {
 		return nil
 	}
 	squash := func(s string) string {
 		return strings.ToLower(strings.NewReplacer("_", "", "-", "", " ", "").Replace(s))
 	}
-	for _, l := range levels {
+	for _, l := range apikeys.Accesses {
 		if squash(access) == squash(string(l)) {
 			return usageError{fmt.Errorf("--access %q is not an access level: did you mean --access %s?", access, l)}
 		}
