@@ -9,9 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
-
-	"github.com/oklog/ulid/v2"
 
 	"github.com/gitmem/gitmem/gitstore"
 	"github.com/gitmem/gitmem/internal/durable"
@@ -105,8 +102,7 @@ func (m *Manager) readSeq(storeID, id string) (record, error) {
 // ProposalFork), which are written and removed, so that one such as "../../keys" would reach
 // files outside the store's proposals.
 func checkNames(storeID string, p Proposal, want string) error {
-	rest, ok := strings.CutPrefix(p.ID, Prefix)
-	if _, err := ulid.ParseStrict(rest); !ok || err != nil || p.ID != want {
+	if !isID(p.ID) || p.ID != want {
 		return fmt.Errorf("proposal %q is not a proposal id, or not that of its record", p.ID)
 	}
 	if p.StoreID != storeID {
