@@ -84,7 +84,7 @@ func recordFiles(t *testing.T, layout gitstore.Layout, storeID string) map[strin
 
 // checkRecords checks that store storeID's proposals on disk are its records only (the
 // single file of before gone, no temporary file left), and that they hold newest (the store's
-// proposals, newest first, as List answers them) in its order.
+// proposals, newest first, as Page lists them) in its order.
 func checkRecords(t *testing.T, layout gitstore.Layout, storeID string, newest []Proposal) {
 	t.Helper()
 	if _, err := os.Stat(layout.ProposalsFile(storeID)); !errors.Is(err, os.ErrNotExist) {
@@ -119,7 +119,7 @@ func checkRecords(t *testing.T, layout gitstore.Layout, storeID string, newest [
 	}
 }
 
-// listedAll is l as List answers it: each proposal listed, with its last comment only.
+// listedAll is l as Page lists it: each proposal listed, with its last comment only.
 func listedAll(l []Proposal) []Proposal {
 	out := make([]Proposal, len(l))
 	for i, p := range l {
@@ -130,7 +130,7 @@ func listedAll(l []Proposal) []Proposal {
 
 // TestReadsTheListOfBefore: a data directory whose store's proposals are the single file
 // that gitmem wrote before records answers every proposal as that file holds it, in its
-// order: listed in List, whole, with its comments, in Get; the file is moved into records,
+// order: listed in Page, whole, with its comments, in Get; the file is moved into records,
 // which hold the same after a comment and a restart.
 func TestReadsTheListOfBefore(t *testing.T) {
 	m, st := newManager(t)
@@ -144,7 +144,7 @@ func TestReadsTheListOfBefore(t *testing.T) {
 	if err := json.Unmarshal(b, &want); err != nil {
 		t.Fatal(err)
 	}
-	slices.Reverse(want) // List answers newest first
+	slices.Reverse(want) // Page lists newest first
 	if err := os.MkdirAll(layout.ProposalsDir(), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestReadsTheListOfBefore(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	got, err := m.List(st.ID(), Filter{})
+	got, err := listAll(m, st.ID(), Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestReadsTheListOfBefore(t *testing.T) {
 	}
 	m2 := New(m.data)
 	t.Cleanup(func() { m2.Close() })
-	if got, err := m2.List(st.ID(), Filter{}); err != nil || !reflect.DeepEqual(got, listedAll(want)) {
+	if got, err := listAll(m2, st.ID(), Filter{}); err != nil || !reflect.DeepEqual(got, listedAll(want)) {
 		t.Errorf("after a comment and a restart:\n%+v %v\nwant\n%+v", got, err, listedAll(want))
 	}
 	for _, p := range want {
@@ -232,7 +232,7 @@ func TestUpdateWritesOneRecord(t *testing.T) {
 	if _, _, err := m.Approve(ctx, st, a.ID, person, ApproveOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	list, err := m.List(st.ID(), Filter{})
+	list, err := listAll(m, st.ID(), Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +246,7 @@ func TestUpdateWritesOneRecord(t *testing.T) {
 	}
 	m2 := New(m.data)
 	t.Cleanup(func() { m2.Close() })
-	if got, err := m2.List(st.ID(), Filter{}); err != nil || !reflect.DeepEqual(got, list) {
+	if got, err := listAll(m2, st.ID(), Filter{}); err != nil || !reflect.DeepEqual(got, list) {
 		t.Errorf("after a restart: %d proposals, %v; want the %d before it", len(got), err, len(list))
 	}
 }
@@ -276,7 +276,7 @@ func TestMoveIntoRecordsInterrupted(t *testing.T) {
 		t.Fatal(err)
 	}
 	m = New(d)
-	want, err := m.List(id, Filter{}) // newest first
+	want, err := listAll(m, id, Filter{}) // newest first
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +304,7 @@ func TestMoveIntoRecordsInterrupted(t *testing.T) {
 	if st, err = d.Store(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	got, err := m2.List(id, Filter{})
+	got, err := listAll(m2, id, Filter{})
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("after the crash:\n%+v %v\nwant\n%+v", got, err, want)
 	}
@@ -326,3 +326,4 @@ func TestMoveIntoRecordsInterrupted(t *testing.T) {
 		t.Errorf("main after the approval: %q", got)
 	}
 }
+
