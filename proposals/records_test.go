@@ -327,3 +327,53 @@ func TestMoveIntoRecordsInterrupted(t *testing.T) {
 	}
 }
 
+// TestListOfBeforeWithBytesAfterItsEnd: a proposals file of before with bytes after its
+// list's closing bracket (a file cut or corrupted there) is refused with an error that names
+// the file, and leaves everything as it was: the file as it was, no record written. The
+// migration took such a file as whole, and moved it into records. A file refused for one of
+// its proposals (checkNames) leaves no record either.
+func TestListOfBeforeWithBytesAfterItsEnd(t *testing.T) {
+	for _, tc := range []struct{ name, after, want string }{
+		{"garbage", `garbage`, "bytes follow the end of the list"},
+		{"a second list", "\n[]", "bytes follow the end of the list"},
+		{"a bracket", "]", "bytes follow the end of the list"},
+		{"a proposal cut", `,{"id":"prop_`, "bytes follow the end of the list"},
+		{"null and more", "", "bytes follow the end of the list"}, // the file "null x"
+		{"a proposal refused", "", "is not a proposal id"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, st := newManager(t)
+			layout := m.data.Layout()
+			l := []Proposal{{ID: gitstore.NewID(Prefix, time.Now()), StoreID: st.ID(), Title: "one", State: Approved, Comments: []Comment{}},
+				{ID: gitstore.NewID(Prefix, time.Now()), StoreID: st.ID(), Title: "two", State: Rejected, Comments: []Comment{}}}
+			if tc.name == "a proposal refused" {
+				l[1].ID = "../../keys"
+			}
+			writeListBefore(t, layout, st.ID(), l)
+			file := layout.ProposalsFile(st.ID())
+			b, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b = append(b, tc.after...)
+			if tc.name == "null and more" {
+				b = []byte("null x")
+			}
+			if err := os.WriteFile(file, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			for range 2 { // the file is read again at the next use, and refused again
+				_, err := listAll(m, st.ID(), Filter{})
+				if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), file) {
+					t.Fatalf("the list: %v; want an error naming %s and saying %q", err, file, tc.want)
+				}
+			}
+			if got, err := os.ReadFile(file); err != nil || !bytes.Equal(got, b) {
+				t.Errorf("the file after the refusal: %v\n%q", err, got)
+			}
+			if entries, err := os.ReadDir(layout.ProposalForks(st.ID())); !errors.Is(err, os.ErrNotExist) && len(entries) > 0 {
+				t.Errorf("the store's records after the refusal: %v %v", entries, err)
+			}
+		})
+	}
+}
