@@ -54,10 +54,7 @@ func listPages(t *testing.T, base, query, cursor string, limit int, key string) 
 		if status != 200 {
 			t.Fatalf("GET ?%s, page %d: %d %.500s", query, pages, status, body)
 		}
-		pg := decodeJSON[struct {
-			Data     []listedProposal
-			NextPage *string `json:"next_page"`
-		}](t, body)
+		pg := decodeJSON[proposalPage](t, body)
 		all = append(all, pg.Data...)
 		if pg.NextPage == nil {
 			if len(pg.Data) == 0 && len(all) > 0 {
@@ -72,6 +69,12 @@ func listPages(t *testing.T, base, query, cursor string, limit int, key string) 
 			t.Fatalf("?%s: the pages do not end", query)
 		}
 	}
+}
+
+// proposalPage is a page of the list, as the tests read it.
+type proposalPage struct {
+	Data     []listedProposal
+	NextPage *string `json:"next_page"`
 }
 
 func ids(l []listedProposal) []string {
@@ -238,10 +241,7 @@ func TestProposalsListPagesAcrossDrop(t *testing.T) {
 		t.Fatalf("the agent's write: %d %s", status, body)
 	}
 	status, body := rawRequest(t, "GET", base+"/proposals?limit=100", "", map[string]string{"x-api-key": rw})
-	first := decodeJSON[struct {
-		Data     []listedProposal
-		NextPage *string `json:"next_page"`
-	}](t, body)
+	first := decodeJSON[proposalPage](t, body)
 	if status != 200 || len(first.Data) != 100 || first.NextPage == nil {
 		t.Fatalf("the first page: %d %.300s", status, body)
 	}
@@ -298,10 +298,7 @@ func TestProposalsListSize(t *testing.T) {
 		if len(body) > maxListPage {
 			t.Fatalf("?%s: the answer is %d bytes; the bound is %d", tc.query, len(body), maxListPage)
 		}
-		pg := decodeJSON[struct {
-			Data     []listedProposal
-			NextPage *string `json:"next_page"`
-		}](t, body)
+		pg := decodeJSON[proposalPage](t, body)
 		if len(pg.Data) != tc.n || pg.NextPage == nil {
 			t.Fatalf("?%s: %d proposals, next page %v; want %d and more", tc.query, len(pg.Data), pg.NextPage, tc.n)
 		}
@@ -373,5 +370,88 @@ func TestProposalRecordsNamesRefused(t *testing.T) {
 				t.Fatalf("keys.json after the list: %v\n%.300s", err, got)
 			}
 		})
+	}
+}
+
+// TestProposalsCursorsRevealNothing: a propose key lists its own key's proposals only, so
+// its cursors must tell it nothing of the others': two cursors taken with other keys'
+// proposals opened between them have the same length and, without the ids of the pages'
+// last proposals (which the key was shown), the same bytes. A cursor held the store-wide
+// place of the page's last proposal, from which two cursors told how many proposals others
+// opened in between. The pages still chain, and a cursor that is not one still gets a 400.
+func TestProposalsCursorsRevealNothing(t *testing.T) {
+	ts := startServer(t, Options{})
+	_, rw, _ := ts.keys.Create("person", apikeys.ReadWrite, "")
+	agentKey, pk, _ := ts.keys.Create("agent", apikeys.Propose, "")
+	_, otherPK, _ := ts.keys.Create("other", apikeys.Propose, "")
+	agent := gitstore.Actor{Type: gitstore.APIActor, ID: agentKey.ID, Name: "agent"}
+	var seeded []proposals.Proposal
+	base := proposalStore(t, ts, rw, func(storeID string) []proposals.Proposal {
+		seeded = proposalstest.Decided(storeID, 2, agent, nil)
+		return seeded
+	})
+	open := func(key, session string) {
+		t.Helper()
+		status, body := rawRequest(t, "POST", base+"/memories", fmt.Sprintf(`{"path":"/%s.md","content":"x"}`, session),
+			map[string]string{"x-api-key": key, "content-type": "application/json", "x-gitmem-session-id": session})
+		if status != 200 {
+			t.Fatalf("a write of %s: %d %s", session, status, body)
+		}
+	}
+	// firstPage is the agent's first page of one proposal: its id and cursor.
+	firstPage := func() (string, string) {
+		t.Helper()
+		status, body := rawRequest(t, "GET", base+"/proposals?limit=1", "", map[string]string{"x-api-key": pk})
+		pg := decodeJSON[proposalPage](t, body)
+		if status != 200 || len(pg.Data) != 1 || pg.NextPage == nil {
+			t.Fatalf("the agent's first page: %d %.300s", status, body)
+		}
+		return pg.Data[0].ID, *pg.NextPage
+	}
+	// rest is what cursor holds but the id of its page's last proposal, shown to the caller.
+	rest := func(cursor, shown string) string {
+		t.Helper()
+		raw, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(cursor, "page_"))
+		if err != nil {
+			return cursor // not base64: all of it counts
+		}
+		return strings.Replace(string(raw), shown, "", 1)
+	}
+
+	open(pk, "sesn_x")
+	x, first := firstPage()
+	for i := range 5 {
+		open(otherPK, fmt.Sprintf("sesn_other%d", i))
+	}
+	open(pk, "sesn_y")
+	y, second := firstPage()
+	if x == y {
+		t.Fatalf("the agent's newest proposal is %s before and after it opened another", x)
+	}
+	if len(first) != len(second) || rest(first, x) != rest(second, y) {
+		t.Errorf("two cursors of the agent's list, five proposals of others apart, differ beyond the ids it was shown:\n%s (%q)\n%s (%q)",
+			first, rest(first, x), second, rest(second, y))
+	}
+
+	// The pages chain from either cursor, over the agent's proposals only.
+	if got, want := ids(listPages(t, base, "limit=1", second, 1, pk)), []string{x, seeded[1].ID, seeded[0].ID}; !slices.Equal(got, want) {
+		t.Errorf("the pages after the second cursor: %v, want %v", got, want)
+	}
+	if got, want := ids(listPages(t, base, "limit=1", first, 1, pk)), []string{seeded[1].ID, seeded[0].ID}; !slices.Equal(got, want) {
+		t.Errorf("the pages after the first cursor: %v, want %v", got, want)
+	}
+
+	// Cursors that are none of this listing's are refused, an old one's saying so.
+	cursor := func(payload string) string { return "page_" + base64.RawURLEncoding.EncodeToString([]byte(payload)) }
+	for _, tc := range []struct{ page, want string }{
+		{cursor("p/new.md"), `is not a cursor that this listing returned`}, // a memories listing's
+		{cursor("iprop_nonsense"), `is not a cursor that this listing returned`},
+		{cursor("i" + x + "!"), `is not a cursor that this listing returned`},
+		{cursor("q3"), `is a cursor of an older form, which this listing no longer takes: list again from the first page`},
+	} {
+		status, body := rawRequest(t, "GET", base+"/proposals?limit=1&page="+url.QueryEscape(tc.page), "", map[string]string{"x-api-key": pk})
+		if status != 400 || !strings.Contains(body, `"invalid_request_error"`) || !strings.Contains(body, tc.want) {
+			t.Errorf("page %s: %d %s; want 400 saying %s", tc.page, status, body, tc.want)
+		}
 	}
 }

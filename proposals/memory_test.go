@@ -122,7 +122,7 @@ func limitFileSize(t *testing.T, n uint64) (restore func()) {
 // each proposal it gets whole is its record.
 func checkAgree(t *testing.T, m *Manager, storeID string) []Proposal {
 	t.Helper()
-	l, err := m.List(storeID, Filter{})
+	l, err := listAll(m, storeID, Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,8 +3,10 @@ package proposals
 import (
 	"encoding/base64"
 	"fmt"
-	"strconv"
+	"slices"
 	"strings"
+
+	"github.com/oklog/ulid/v2"
 
 	"github.com/gitmem/gitmem/gitstore"
 )
@@ -33,13 +35,15 @@ type Page struct {
 	NextCursor string
 }
 
-// Page returns a page of the store's proposals that opts.Filter selects, newest first (as
-// List orders them), so that an answer holds a bounded number of them; the pages chain by
-// NextCursor. A cursor holds the place of the page's last proposal in the store's list (the
-// record's seq): the next page starts below it, so proposals opened meanwhile do not shift
-// it, and a proposal dropped meanwhile (MaxDecided) does not break it. A cursor not of the
-// form that pages return is a KindInvalid error; one of that form but for another place
-// only starts the page there (past the last proposal: an empty page).
+// Page returns a page of the store's proposals that opts.Filter selects, newest first (in
+// the order they opened), so that an answer holds a bounded number of them; the pages chain
+// by NextCursor. A cursor names the page's last proposal, which its caller was shown, and
+// nothing else: a place in the store's list, or a count of its proposals, would tell a
+// propose key, which lists its own key's proposals only, how many others opened between two
+// of its pages. The next page starts below that proposal, so proposals opened meanwhile do
+// not shift it; if the proposal was dropped meanwhile (MaxDecided), or the caller may not
+// read it, the page starts below its id instead (ids are ordered by the time they opened,
+// as the list is). A cursor not of the form that pages return is a KindInvalid error.
 func (m *Manager) Page(storeID string, opts PageOptions) (Page, error) {
 	limit := opts.Limit
 	switch {
@@ -48,10 +52,10 @@ func (m *Manager) Page(storeID string, opts PageOptions) (Page, error) {
 	case limit < 1 || limit > MaxPageSize:
 		return Page{}, &gitstore.Error{Kind: gitstore.KindInvalid, Message: fmt.Sprintf("limit must be from 1 to %d, got %d", MaxPageSize, limit)}
 	}
-	var below int64 // 0: the first page (a seq is 1 or more)
+	var after string // the last proposal of the page before; "" for the first page
 	if opts.Cursor != "" {
 		var err error
-		if below, err = decodeCursor(opts.Cursor); err != nil {
+		if after, err = decodeCursor(opts.Cursor); err != nil {
 			return Page{}, err
 		}
 	}
@@ -60,15 +64,23 @@ func (m *Manager) Page(storeID string, opts PageOptions) (Page, error) {
 	if err != nil {
 		return Page{}, err
 	}
-	seq := m.of(storeID).seq
+	keep := opts.selects
+	if after != "" {
+		i := slices.IndexFunc(l, func(p Proposal) bool { return p.ID == after })
+		if i >= 0 && l[i].ReadableBy(opts.ReaderKeyID, opts.ReaderProposes) {
+			l = l[:i] // the list is in the order the proposals opened
+		} else { // the same place for an id the caller may not read as for one gone
+			keep = func(p Proposal) bool { return p.ID < after && opts.selects(p) }
+		}
+	}
 	var page Page
-	for i := len(l) - 1; i >= 0; i-- { // the list is in the order of seq
+	for i := len(l) - 1; i >= 0; i-- {
 		p := l[i]
-		if below > 0 && seq[p.ID] >= below || !opts.selects(p) {
+		if !keep(p) {
 			continue
 		}
 		if len(page.Proposals) == limit {
-			page.NextCursor = encodeCursor(seq[page.Proposals[limit-1].ID])
+			page.NextCursor = encodeCursor(page.Proposals[limit-1].ID)
 			break
 		}
 		page.Proposals = append(page.Proposals, p)
@@ -80,20 +92,35 @@ func (m *Manager) Page(storeID string, opts PageOptions) (Page, error) {
 }
 
 // A cursor is opaque to callers, as the store's listings' are: "page_" and the base64 of
-// "q" and the seq to continue below.
-const cursorPrefix = "page_"
+// "i" and the id of the page's last proposal. Cursors of before held "q" and a place in the
+// store's list; they are refused with a message of their own.
+const (
+	cursorPrefix = "page_"
+	cursorMark   = "i"
+	oldMark      = "q"
+)
 
-func encodeCursor(seq int64) string {
-	return cursorPrefix + base64.RawURLEncoding.EncodeToString([]byte("q"+strconv.FormatInt(seq, 10)))
+func encodeCursor(id string) string {
+	return cursorPrefix + base64.RawURLEncoding.EncodeToString([]byte(cursorMark+id))
 }
 
-func decodeCursor(cursor string) (int64, error) {
+func decodeCursor(cursor string) (string, error) {
 	rest, prefixed := strings.CutPrefix(cursor, cursorPrefix)
 	raw, err := base64.RawURLEncoding.DecodeString(rest)
-	digits, marked := strings.CutPrefix(string(raw), "q")
-	seq, nerr := strconv.ParseInt(digits, 10, 64)
-	if !prefixed || err != nil || !marked || nerr != nil || seq < 1 {
-		return 0, &gitstore.Error{Kind: gitstore.KindInvalid, Message: fmt.Sprintf("page %q is not a cursor that this listing returned", cursor)}
+	if prefixed && err == nil {
+		if id, ok := strings.CutPrefix(string(raw), cursorMark); ok && isID(id) {
+			return id, nil
+		}
+		if digits, ok := strings.CutPrefix(string(raw), oldMark); ok && digits != "" && strings.Trim(digits, "0123456789") == "" {
+			return "", &gitstore.Error{Kind: gitstore.KindInvalid, Message: fmt.Sprintf("page %q is a cursor of an older form, which this listing no longer takes: list again from the first page", cursor)}
+		}
 	}
-	return seq, nil
+	return "", &gitstore.Error{Kind: gitstore.KindInvalid, Message: fmt.Sprintf("page %q is not a cursor that this listing returned", cursor)}
+}
+
+// isID tells whether id is a proposal id.
+func isID(id string) bool {
+	rest, ok := strings.CutPrefix(id, Prefix)
+	_, err := ulid.ParseStrict(rest)
+	return ok && err == nil
 }

@@ -159,7 +159,7 @@ type Proposal struct {
 	earlier int
 }
 
-// ListedComments is how many comments, the last ones, a listed proposal holds (List, Page):
+// ListedComments is how many comments, the last ones, a listed proposal holds (Page):
 // a list answers no more of each thread, and the manager keeps no more of it in memory.
 const ListedComments = 1
 
@@ -473,24 +473,6 @@ type Filter struct {
 func (f Filter) selects(p Proposal) bool {
 	return (f.State == "" || p.State == f.State) && (!f.Decided || p.State != Open) &&
 		(f.AuthorID == "" || p.Author.ID == f.AuthorID) && p.ReadableBy(f.ReaderKeyID, f.ReaderProposes)
-}
-
-// List returns the store's proposals that f selects, newest first: all of them, listed, each
-// with the last ListedComments comments of its thread (Proposal.CommentCount counts them
-// all; Get reads one whole). An answer to a client takes a page of them (Page).
-func (m *Manager) List(storeID string, f Filter) ([]Proposal, error) {
-	defer m.lock(storeID)()
-	l, err := m.list(storeID)
-	if err != nil {
-		return nil, err
-	}
-	var out []Proposal
-	for i := len(l) - 1; i >= 0; i-- {
-		if f.selects(l[i]) {
-			out = append(out, m.current(l[i]))
-		}
-	}
-	return out, nil
 }
 
 // Get returns proposal id of the store, whole: with its thread, read from its record.

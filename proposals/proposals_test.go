@@ -20,6 +20,24 @@ var (
 	proposer = gitstore.Actor{Type: gitstore.SessionActor, ID: "sesn_agent", APIKeyID: "apikey_agent"}
 )
 
+// listAll returns the store's proposals that f selects, newest first, as the pages of Page
+// hold them, each listed: what the server lists, followed to the last page.
+func listAll(m *Manager, storeID string, f Filter) ([]Proposal, error) {
+	var all []Proposal
+	opts := PageOptions{Filter: f, Limit: MaxPageSize}
+	for {
+		pg, err := m.Page(storeID, opts)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, pg.Proposals...)
+		if pg.NextCursor == "" {
+			return all, nil
+		}
+		opts.Cursor = pg.NextCursor
+	}
+}
+
 func newManager(t *testing.T) (*Manager, *gitstore.Store) {
 	t.Helper()
 	return newManagerWith(t, DefaultLimits)
@@ -209,7 +227,7 @@ func TestReject(t *testing.T) {
 	if changes, err := m.Diff(ctx, st, p.ID); err != nil || len(changes) != 1 {
 		t.Errorf("diff of a rejected proposal: %+v %v", changes, err)
 	}
-	if list, _ := m.List(st.ID(), Filter{State: Open}); len(list) != 0 {
+	if list, _ := listAll(m, st.ID(), Filter{State: Open}); len(list) != 0 {
 		t.Errorf("open proposals after the rejection: %+v", list)
 	}
 	if _, err := m.AddComment(st.ID(), p.ID, person, " "); !gitstore.IsKind(err, gitstore.KindInvalid) {
@@ -260,7 +278,7 @@ func TestDeleteStore(t *testing.T) {
 			t.Errorf("%s after the store's deletion: %v", p, err)
 		}
 	}
-	if list, err := m.List(st.ID(), Filter{}); err != nil || len(list) != 0 {
+	if list, err := listAll(m, st.ID(), Filter{}); err != nil || len(list) != 0 {
 		t.Errorf("proposals of the deleted store: %+v %v", list, err)
 	}
 }
@@ -434,7 +452,7 @@ func TestOrphanForksRemoved(t *testing.T) {
 	}
 	m2 := New(m.data)
 	t.Cleanup(func() { m2.Close() })
-	if _, err := m2.List(st.ID(), Filter{}); err != nil {
+	if _, err := listAll(m2, st.ID(), Filter{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, dir := range orphans {
@@ -475,7 +493,7 @@ func TestOpenProposalsLimits(t *testing.T) {
 		!strings.Contains(err.Error(), "has 3 open proposals; 3 is the most it may have") || !strings.Contains(err.Error(), "--max-open-proposals)") {
 		t.Errorf("the store's fourth: %v", err)
 	}
-	l, err := m.List(st.ID(), Filter{})
+	l, err := listAll(m, st.ID(), Filter{})
 	if err != nil || len(l) != 3 {
 		t.Fatalf("%d proposals, %v", len(l), err)
 	}
@@ -577,7 +595,7 @@ func TestSuperseded(t *testing.T) {
 			t.Errorf("%s is %s, want %s", want.id, got.State, want.state)
 		}
 	}
-	if list, _ := m.List(st.ID(), Filter{State: Superseded}); len(list) != 1 || len(list[0].Comments) != 1 {
+	if list, _ := listAll(m, st.ID(), Filter{State: Superseded}); len(list) != 1 || len(list[0].Comments) != 1 {
 		t.Errorf("superseded: %+v", list)
 	}
 }
@@ -659,7 +677,7 @@ func TestNoForkAfterClose(t *testing.T) {
 	if n := len(m.of(st.ID()).forks); n != 0 {
 		t.Errorf("%d forks open after Close", n)
 	}
-	l, err := m.List(st.ID(), Filter{})
+	l, err := listAll(m, st.ID(), Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -852,7 +870,7 @@ func TestFailedForkRecordsNothing(t *testing.T) {
 	ctx := context.Background()
 	m, st := newManager(t)
 	write(t, st, "/m.md", "v1", person)
-	if _, err := m.List(st.ID(), Filter{}); err != nil { // read once, with the forks' folder as it is
+	if _, err := listAll(m, st.ID(), Filter{}); err != nil { // read once, with the forks' folder as it is
 		t.Fatal(err)
 	}
 	forks := m.data.Layout().ProposalForks(st.ID())
@@ -869,7 +887,7 @@ func TestFailedForkRecordsNothing(t *testing.T) {
 	if st.Head() != head {
 		t.Fatalf("main moved from %s to %s: an opening was recorded for a proposal that did not open", head, st.Head())
 	}
-	if l, err := m.List(st.ID(), Filter{}); err != nil || len(l) != 0 {
+	if l, err := listAll(m, st.ID(), Filter{}); err != nil || len(l) != 0 {
 		t.Fatalf("proposals: %+v %v", l, err)
 	}
 	if err := os.Remove(forks); err != nil {

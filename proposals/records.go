@@ -9,9 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
-
-	"github.com/oklog/ulid/v2"
 
 	"github.com/gitmem/gitmem/gitstore"
 	"github.com/gitmem/gitmem/internal/durable"
@@ -105,8 +102,7 @@ func (m *Manager) readSeq(storeID, id string) (record, error) {
 // ProposalFork), which are written and removed, so that one such as "../../keys" would reach
 // files outside the store's proposals.
 func checkNames(storeID string, p Proposal, want string) error {
-	rest, ok := strings.CutPrefix(p.ID, Prefix)
-	if _, err := ulid.ParseStrict(rest); !ok || err != nil || p.ID != want {
+	if !isID(p.ID) || p.ID != want {
 		return fmt.Errorf("proposal %q is not a proposal id, or not that of its record", p.ID)
 	}
 	if p.StoreID != storeID {
@@ -117,43 +113,33 @@ func checkNames(storeID string, p Proposal, want string) error {
 
 // migrate moves the list in file, the single file of before, into records, one proposal at
 // a time, so that the list's threads are not held all at once (420 MB at the bounds): each
-// record written, then the file removed. A crash, or a proposal refused (checkNames), in
-// between leaves the file, which the next use reads and moves again. The file is the list: a
-// record of a proposal that it does not hold is removed. It returns the list, listed, and
-// the records' places: the list's order.
-func (m *Manager) migrate(storeID string, file io.Reader) ([]Proposal, map[string]int64, error) {
+// record written, then the file removed. The file is read whole and checked first, and
+// nothing written, so that a file refused (not one list of proposals, bytes after its end, a
+// proposal refused by checkNames) leaves everything as it was: the file, and no record. A
+// crash in between leaves the file, which the next use reads and moves again. The file is
+// the list: a record of a proposal that it does not hold is removed. It returns the list,
+// listed, and the records' places: the list's order.
+func (m *Manager) migrate(storeID string, file *os.File) ([]Proposal, map[string]int64, error) {
 	fail := func(err error) ([]Proposal, map[string]int64, error) {
-		return nil, nil, fmt.Errorf("move the proposals of %s into records: %w", storeID, err)
+		return nil, nil, fmt.Errorf("move the proposals of %s into records: %s: %w", storeID, file.Name(), err)
 	}
-	dec := json.NewDecoder(file)
-	t, err := dec.Token()
-	if err != nil {
+	if err := eachListed(file, func(p Proposal) error { return checkNames(storeID, p, p.ID) }); err != nil {
 		return fail(err)
 	}
-	list := t == json.Delim('[')
-	if !list && t != nil { // null: none
-		return fail(errors.New("the file is not a list of proposals"))
+	if _, err := file.Seek(0, io.SeekStart); err != nil {
+		return fail(err)
 	}
 	if err := m.recordsDir(storeID); err != nil {
 		return fail(err)
 	}
 	var l []Proposal
 	seq := map[string]int64{}
-	for list && dec.More() {
-		var p Proposal
-		if err := dec.Decode(&p); err != nil {
-			return fail(err)
-		}
-		if err := checkNames(storeID, p, p.ID); err != nil {
-			return fail(err)
-		}
+	err := eachListed(file, func(p Proposal) error {
 		seq[p.ID] = int64(len(l)) + 1
-		if err := m.writeRecord(storeID, p, seq[p.ID]); err != nil {
-			return fail(err)
-		}
 		l = append(l, listed(p))
-	}
-	if _, err := dec.Token(); list && err != nil { // the list's end
+		return m.writeRecord(storeID, p, seq[p.ID])
+	})
+	if err != nil {
 		return fail(err)
 	}
 	var gone []string
@@ -173,6 +159,39 @@ func (m *Manager) migrate(storeID string, file io.Reader) ([]Proposal, map[strin
 		return fail(err)
 	}
 	return l, seq, durable.SyncDir(m.data.Layout().ProposalsDir())
+}
+
+// eachListed calls fn with each proposal of the list that r holds (JSON null: none), in its
+// order, one at a time, and stops at fn's first error. Anything but one list of proposals is
+// an error, bytes after the list's end too: a file cut or corrupted there is not taken as
+// whole.
+func eachListed(r io.Reader, fn func(Proposal) error) error {
+	dec := json.NewDecoder(r)
+	t, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	list := t == json.Delim('[')
+	if !list && t != nil {
+		return errors.New("the file is not a list of proposals")
+	}
+	for list && dec.More() {
+		var p Proposal
+		if err := dec.Decode(&p); err != nil {
+			return err
+		}
+		if err := fn(p); err != nil {
+			return err
+		}
+	}
+	if _, err := dec.Token(); list && err != nil { // the list's end
+		return err
+	}
+	end := dec.InputOffset()
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return fmt.Errorf("bytes follow the end of the list, past byte %d: the file is cut or corrupted", end)
+	}
+	return nil
 }
 
 // writeRecords writes the records of the proposals changed, at their places seq, and removes

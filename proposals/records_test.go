@@ -84,7 +84,7 @@ func recordFiles(t *testing.T, layout gitstore.Layout, storeID string) map[strin
 
 // checkRecords checks that store storeID's proposals on disk are its records only (the
 // single file of before gone, no temporary file left), and that they hold newest (the store's
-// proposals, newest first, as List answers them) in its order.
+// proposals, newest first, as Page lists them) in its order.
 func checkRecords(t *testing.T, layout gitstore.Layout, storeID string, newest []Proposal) {
 	t.Helper()
 	if _, err := os.Stat(layout.ProposalsFile(storeID)); !errors.Is(err, os.ErrNotExist) {
@@ -119,7 +119,7 @@ func checkRecords(t *testing.T, layout gitstore.Layout, storeID string, newest [
 	}
 }
 
-// listedAll is l as List answers it: each proposal listed, with its last comment only.
+// listedAll is l as Page lists it: each proposal listed, with its last comment only.
 func listedAll(l []Proposal) []Proposal {
 	out := make([]Proposal, len(l))
 	for i, p := range l {
@@ -130,7 +130,7 @@ func listedAll(l []Proposal) []Proposal {
 
 // TestReadsTheListOfBefore: a data directory whose store's proposals are the single file
 // that gitmem wrote before records answers every proposal as that file holds it, in its
-// order: listed in List, whole, with its comments, in Get; the file is moved into records,
+// order: listed in Page, whole, with its comments, in Get; the file is moved into records,
 // which hold the same after a comment and a restart.
 func TestReadsTheListOfBefore(t *testing.T) {
 	m, st := newManager(t)
@@ -144,7 +144,7 @@ func TestReadsTheListOfBefore(t *testing.T) {
 	if err := json.Unmarshal(b, &want); err != nil {
 		t.Fatal(err)
 	}
-	slices.Reverse(want) // List answers newest first
+	slices.Reverse(want) // Page lists newest first
 	if err := os.MkdirAll(layout.ProposalsDir(), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestReadsTheListOfBefore(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	got, err := m.List(st.ID(), Filter{})
+	got, err := listAll(m, st.ID(), Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestReadsTheListOfBefore(t *testing.T) {
 	}
 	m2 := New(m.data)
 	t.Cleanup(func() { m2.Close() })
-	if got, err := m2.List(st.ID(), Filter{}); err != nil || !reflect.DeepEqual(got, listedAll(want)) {
+	if got, err := listAll(m2, st.ID(), Filter{}); err != nil || !reflect.DeepEqual(got, listedAll(want)) {
 		t.Errorf("after a comment and a restart:\n%+v %v\nwant\n%+v", got, err, listedAll(want))
 	}
 	for _, p := range want {
@@ -232,7 +232,7 @@ func TestUpdateWritesOneRecord(t *testing.T) {
 	if _, _, err := m.Approve(ctx, st, a.ID, person, ApproveOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	list, err := m.List(st.ID(), Filter{})
+	list, err := listAll(m, st.ID(), Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +246,7 @@ func TestUpdateWritesOneRecord(t *testing.T) {
 	}
 	m2 := New(m.data)
 	t.Cleanup(func() { m2.Close() })
-	if got, err := m2.List(st.ID(), Filter{}); err != nil || !reflect.DeepEqual(got, list) {
+	if got, err := listAll(m2, st.ID(), Filter{}); err != nil || !reflect.DeepEqual(got, list) {
 		t.Errorf("after a restart: %d proposals, %v; want the %d before it", len(got), err, len(list))
 	}
 }
@@ -276,7 +276,7 @@ func TestMoveIntoRecordsInterrupted(t *testing.T) {
 		t.Fatal(err)
 	}
 	m = New(d)
-	want, err := m.List(id, Filter{}) // newest first
+	want, err := listAll(m, id, Filter{}) // newest first
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +304,7 @@ func TestMoveIntoRecordsInterrupted(t *testing.T) {
 	if st, err = d.Store(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	got, err := m2.List(id, Filter{})
+	got, err := listAll(m2, id, Filter{})
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("after the crash:\n%+v %v\nwant\n%+v", got, err, want)
 	}
@@ -324,5 +324,56 @@ func TestMoveIntoRecordsInterrupted(t *testing.T) {
 	}
 	if got := content(t, st, "/kept.md"); got != "proposed\n" {
 		t.Errorf("main after the approval: %q", got)
+	}
+}
+
+// TestListOfBeforeWithBytesAfterItsEnd: a proposals file of before with bytes after its
+// list's closing bracket (a file cut or corrupted there) is refused with an error that names
+// the file, and leaves everything as it was: the file as it was, no record written. The
+// migration took such a file as whole, and moved it into records. A file refused for one of
+// its proposals (checkNames) leaves no record either.
+func TestListOfBeforeWithBytesAfterItsEnd(t *testing.T) {
+	for _, tc := range []struct{ name, after, want string }{
+		{"garbage", `garbage`, "bytes follow the end of the list"},
+		{"a second list", "\n[]", "bytes follow the end of the list"},
+		{"a bracket", "]", "bytes follow the end of the list"},
+		{"a proposal cut", `,{"id":"prop_`, "bytes follow the end of the list"},
+		{"null and more", "", "bytes follow the end of the list"}, // the file "null x"
+		{"a proposal refused", "", "is not a proposal id"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, st := newManager(t)
+			layout := m.data.Layout()
+			l := []Proposal{{ID: gitstore.NewID(Prefix, time.Now()), StoreID: st.ID(), Title: "one", State: Approved, Comments: []Comment{}},
+				{ID: gitstore.NewID(Prefix, time.Now()), StoreID: st.ID(), Title: "two", State: Rejected, Comments: []Comment{}}}
+			if tc.name == "a proposal refused" {
+				l[1].ID = "../../keys"
+			}
+			writeListBefore(t, layout, st.ID(), l)
+			file := layout.ProposalsFile(st.ID())
+			b, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b = append(b, tc.after...)
+			if tc.name == "null and more" {
+				b = []byte("null x")
+			}
+			if err := os.WriteFile(file, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			for range 2 { // the file is read again at the next use, and refused again
+				_, err := listAll(m, st.ID(), Filter{})
+				if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), file) {
+					t.Fatalf("the list: %v; want an error naming %s and saying %q", err, file, tc.want)
+				}
+			}
+			if got, err := os.ReadFile(file); err != nil || !bytes.Equal(got, b) {
+				t.Errorf("the file after the refusal: %v\n%q", err, got)
+			}
+			if entries, err := os.ReadDir(layout.ProposalForks(st.ID())); !errors.Is(err, os.ErrNotExist) && len(entries) > 0 {
+				t.Errorf("the store's records after the refusal: %v %v", entries, err)
+			}
+		})
 	}
 }

@@ -145,7 +145,7 @@ func TestRedactFinishesForksAfterCrash(t *testing.T) {
 
 	m2 := New(m.data) // the process after the crash
 	t.Cleanup(func() { m2.Close() })
-	if _, err := m2.List(st.ID(), Filter{}); err != nil {
+	if _, err := listAll(m2, st.ID(), Filter{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{p.ID, q.ID} {

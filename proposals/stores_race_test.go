@@ -30,7 +30,7 @@ func TestStoresConcurrently(t *testing.T) {
 			}
 			f.Write(ctx, gitstore.WriteInput{Path: fmt.Sprintf("/w/%d/%d.md", n, i), Content: "x\n", Actor: who})
 			m.Reads(st, who)
-			m.List(st.ID(), Filter{})
+			listAll(m, st.ID(), Filter{})
 			m.Get(st.ID(), p.ID)
 			m.Diff(ctx, st, p.ID)
 			m.AddComment(st.ID(), p.ID, person, "hm")
@@ -62,7 +62,7 @@ func TestStoresConcurrently(t *testing.T) {
 	// Close while operations go on.
 	wg.Add(3)
 	go func() { defer wg.Done(); m.Close() }()
-	go func() { defer wg.Done(); m.List(a.ID(), Filter{}) }()
-	go func() { defer wg.Done(); m.List(b.ID(), Filter{}) }()
+	go func() { defer wg.Done(); listAll(m, a.ID(), Filter{}) }()
+	go func() { defer wg.Done(); listAll(m, b.ID(), Filter{}) }()
 	wg.Wait()
 }

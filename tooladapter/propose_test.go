@@ -51,7 +51,8 @@ func TestProposalOpensWhereTheTrialRan(t *testing.T) {
 	if res := call(t, s, "memory", map[string]string{"command": "str_replace", "path": "/memories/r.txt", "old_str": "Hello", "new_str": "Hi"}); res.IsError {
 		t.Fatalf("the edit: %s", res.Content)
 	}
-	l, err := m.List(st.ID(), proposals.Filter{})
+	pg, err := m.Page(st.ID(), proposals.PageOptions{})
+	l := pg.Proposals
 	if err != nil || len(l) != 1 {
 		t.Fatalf("proposals: %+v %v", l, err)
 	}

@@ -245,3 +245,57 @@ func errorOf(body string) string {
 	}
 	return fmt.Sprintf("%.500s", body)
 }
+
+// TestFieldsSayTheirSuspects: a form's field keeps its text as it is, suspect runes too, so
+// that sending it back keeps them; so each field that may hold others' text says, next to
+// it, how many it holds, as the editor does: the memory editor's content, the store
+// settings' description, the search box. A field without any says nothing. The description
+// and the search box said nothing: a bidirectional control in them acted unseen.
+func TestFieldsSayTheirSuspects(t *testing.T) {
+	e := start(t)
+	admin, _ := e.key("admin", apikeys.ReadWrite, "")
+	var s struct{ ID string }
+	if status := e.api("POST", "/v1/memory_stores", admin, map[string]any{"name": "team", "description": "what \u202ewe learned\u2066\r\nand\tmore"}, &s); status != 200 {
+		t.Fatalf("create store: %d", status)
+	}
+	clean := e.store(admin, "clean")
+	mem := e.write(admin, s.ID, "/notes/plan.md", "Pay \u202emonthly\x1b[0m\n")
+	e.write(admin, clean, "/notes/plan.md", "Pay monthly\n")
+	b := e.browser()
+	b.signIn(admin)
+	base, cleanBase := "/ui/stores/"+s.ID, "/ui/stores/"+clean
+	notice := func(id, what string, n int) *regexp.Regexp {
+		plural := map[bool]string{true: "s"}[n != 1]
+		return regexp.MustCompile(`<p class="notice" id="` + id + `-suspects">This ` + what + ` holds ` + fmt.Sprint(n) +
+			` control character` + plural + ` or bidirectional control` + plural + `, which its box shows as the browser does`)
+	}
+	for _, tc := range []struct {
+		path   string
+		notice *regexp.Regexp
+		field  string // what the field holds, as it is
+	}{
+		{base + "/memories/" + mem.ID + "/edit", notice("content", "content", 2), "Pay \u202emonthly\x1b[0m"},
+		{base, notice("sdesc", "description", 2), "what \u202ewe learned\u2066\r\nand\tmore"},
+		{base + "/search?q=" + url.QueryEscape("pay \u202emonthly"), notice("sq", "search", 1), `value="pay ` + "\u202e" + `monthly"`},
+	} {
+		p := b.get(tc.path)
+		if p.status != http.StatusOK {
+			t.Errorf("%s: %d %.500s", tc.path, p.status, p.body)
+			continue
+		}
+		if !tc.notice.MatchString(p.body) {
+			t.Errorf("%s does not say %s: %.3000s", tc.path, tc.notice, p.body)
+		}
+		if !strings.Contains(p.body, tc.field) {
+			t.Errorf("%s changed its field's text %q", tc.path, tc.field)
+		}
+		for _, bad := range rawSuspects(p.body) {
+			t.Errorf("%s shows %s", tc.path, bad)
+		}
+	}
+	for _, path := range []string{cleanBase + "/memories/" + e.write(admin, clean, "/a.md", "plain\r\ntext\n").ID + "/edit", cleanBase, cleanBase + "/search?q=pay"} {
+		if p := b.get(path); p.status != http.StatusOK || strings.Contains(p.body, "-suspects") {
+			t.Errorf("%s, without suspect runes: %d, says %q", path, p.status, regexp.MustCompile(`[^>]*-suspects[^<]*`).FindString(p.body))
+		}
+	}
+}

@@ -37,6 +37,21 @@ var funcs = template.FuncMap{
 	"list":      func(s ...string) []string { return s },
 	"highlight": highlight,
 	"suspects":  countSuspects,
+	"field":     suspectField,
+}
+
+// fieldSuspects is what the partial "suspects" says of a form's field whose text holds runes
+// that a page shows escaped (countSuspects): the field keeps them as they are, to send them
+// back (showControls), so the page says, next to it, that they are there.
+type fieldSuspects struct {
+	ID   string // the field's id; the notice's is ID-suspects
+	What string // what the field holds: "content", "description"
+	Then string // what becomes of them: where they show escaped, what sending keeps
+	Text string
+}
+
+func suspectField(id, what, then, text string) fieldSuspects {
+	return fieldSuspects{ID: id, What: what, Then: then, Text: text}
 }
 
 // highlight shows a search snippet with its matches marked, every byte of it escaped.
