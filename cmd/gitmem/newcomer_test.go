@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -66,6 +67,42 @@ func TestLogWithNothingToShow(t *testing.T) {
 		{args: []string{"log", "My notes"}, stdout: []string{"no versions yet in My notes; write a memory with: gitmem put 'My notes' PATH\n"}},
 		{args: []string{"log", "My notes", "--json"}, stdoutExact: "[]\n"},
 	}, filtered...))
+}
+
+// TestSearchWithoutStore: gitmem search with one argument that names no store takes it for
+// the query the user gave without the store, and says so with the stores to search; one
+// that names a store is missing its query. Both are usage errors that print nothing on stdout.
+func TestSearchWithoutStore(t *testing.T) {
+	c := newCLI(t)
+	if err := os.MkdirAll(c.data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	usage := ` (usage: gitmem search STORE QUERY... [flags]; see "gitmem search --help")`
+	checkNewcomer(t, c, "no stores", []newcomerCase{
+		{args: []string{"search", "hello"}, code: exitUsage, stdoutExact: "\x00", stderr: []string{
+			`gitmem: search: "hello" names no store, so it is likely the QUERY: search takes STORE QUERY; there is no store yet: create one with "gitmem stores create NAME"` + usage}},
+	})
+	c.ok("", "stores", "create", "notes")
+	c.ok("", "stores", "create", "My notes")
+	c.ok("hello\n", "put", "notes", "/a.md")
+	cases := []newcomerCase{
+		{args: []string{"search", "hello"}, code: exitUsage, stdoutExact: "\x00", stderr: []string{
+			`gitmem: search: "hello" names no store, so it is likely the QUERY: search takes STORE QUERY, as in "gitmem search 'My notes' hello" (stores: 'My notes', notes)` + usage}},
+		{args: []string{"search", "hello world"}, code: exitUsage, stderr: []string{`as in "gitmem search 'My notes' 'hello world'"`}},
+		{args: []string{"search", "notes"}, code: exitUsage, stdoutExact: "\x00", stderr: []string{
+			`gitmem: search: missing QUERY, what to search notes for: words, "a phrase", prefix*, -word, path:/dir/` + usage}},
+		{args: []string{"search"}, code: exitUsage, stderr: []string{"gitmem: search: missing STORE and QUERY: words"}},
+		{args: []string{"search", "notes", "hello"}, stdout: []string{"/a.md"}},
+	}
+	checkNewcomer(t, c, "data directory", cases)
+	for i := range 5 { // more stores than a message names
+		c.ok("", "stores", "create", fmt.Sprintf("more%d", i))
+	}
+	many := []newcomerCase{{args: []string{"search", "hello"}, code: exitUsage, stderr: []string{
+		`"hello" names no store, so it is likely the QUERY: search takes STORE QUERY, as in "gitmem search STORE hello" ("gitmem stores list" lists the stores)` + usage}}}
+	checkNewcomer(t, c, "data directory", many)
+	serveForGit(t, c)
+	checkNewcomer(t, c, "through the server", append(cases[2:], many...))
 }
 
 // TestPutContentAsFile: gitmem put with the content where FILE goes says what FILE is and how
