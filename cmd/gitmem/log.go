@@ -103,8 +103,10 @@ was deleted or renamed away). --since and --until take 2026-01-02T15:04:05Z, a d
 				if limit > 0 && len(versions) > limit {
 					versions = versions[:limit]
 				}
-				if len(versions) == 0 && !asJSON { // not a table's header alone
-					fmt.Fprintln(cmd.OutOrStdout(), noVersions(cmd, args, len(ids) == 0))
+				if len(versions) == 0 && !asJSON { // not a table's header alone; stdout stays empty, for scripts, as ls's
+					if !a.quiet {
+						fmt.Fprintln(cmd.ErrOrStderr(), noVersions(cmd, args, len(ids) == 0))
+					}
 					return nil
 				}
 				return printVersions(cmd.OutOrStdout(), versions, asJSON, names, useColor(cmd.OutOrStdout()))
@@ -121,7 +123,8 @@ was deleted or renamed away). --since and --until take 2026-01-02T15:04:05Z, a d
 	return cmd
 }
 
-// noVersions is what gitmem log prints when it has no version to show: why, and what to do.
+// noVersions is what gitmem log says on stderr when it has no version to show: why, and
+// what to do.
 func noVersions(cmd *cobra.Command, args []string, noStores bool) string {
 	var filters []string
 	for _, name := range []string{"op", "session", "key", "since", "until"} {

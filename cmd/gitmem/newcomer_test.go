@@ -35,38 +35,42 @@ func checkNewcomer(t *testing.T, c *cli, where string, cases []newcomerCase) {
 	}
 }
 
-// TestLogWithNothingToShow: gitmem log with no versions to show says so in a line of its
-// own, with what to do, instead of a table's header alone; --json stays an empty list.
+// TestLogWithNothingToShow: gitmem log with no versions to show says so on stderr, with what
+// to do, instead of a table's header alone, and prints nothing on stdout, as gitmem ls; -q
+// silences it; --json stays an empty list.
 func TestLogWithNothingToShow(t *testing.T) {
 	c := newCLI(t)
 	if err := os.MkdirAll(c.data, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	checkNewcomer(t, c, "no stores", []newcomerCase{
-		{args: []string{"log"}, stdout: []string{"no stores yet; create one with: gitmem stores create NAME"}},
+		{args: []string{"log"}, stdoutExact: "\x00", stderr: []string{"no stores yet; create one with: gitmem stores create NAME"}},
 	})
 	c.ok("", "stores", "create", "notes")
 	c.ok("", "stores", "create", "My notes")
 	cases := []newcomerCase{
-		{args: []string{"log"}, stdout: []string{"no versions yet; write a memory with: gitmem put STORE PATH\n"}},
-		{args: []string{"log", "notes"}, stdout: []string{"no versions yet in notes; write a memory with: gitmem put notes PATH\n"}},
-		{args: []string{"log", "My notes"}, stdout: []string{"gitmem put 'My notes' PATH"}},
+		{args: []string{"log"}, stdoutExact: "\x00", stderr: []string{"no versions yet; write a memory with: gitmem put STORE PATH\n"}},
+		{args: []string{"log", "notes"}, stdoutExact: "\x00", stderr: []string{"no versions yet in notes; write a memory with: gitmem put notes PATH\n"}},
+		{args: []string{"log", "My notes"}, stdoutExact: "\x00", stderr: []string{"gitmem put 'My notes' PATH"}},
 		{args: []string{"log", "--json"}, stdoutExact: "[]\n"},
 		{args: []string{"log", "notes", "--json"}, stdoutExact: "[]\n"},
 	}
 	checkNewcomer(t, c, "data directory", cases)
 	c.ok("hello\n", "put", "notes", "/a.md")
 	filtered := []newcomerCase{
-		{args: []string{"log", "notes", "--op", "deleted", "--since", "1h"}, stdout: []string{"no versions match --op and --since\n"}},
-		{args: []string{"log", "--until", "2001-01-01"}, stdout: []string{"no versions match --until\n"}},
+		{args: []string{"log", "notes", "--op", "deleted", "--since", "1h"}, stdoutExact: "\x00", stderr: []string{"no versions match --op and --since\n"}},
+		{args: []string{"log", "--until", "2001-01-01"}, stdoutExact: "\x00", stderr: []string{"no versions match --until\n"}},
 		{args: []string{"log", "notes", "/a.md", "--op", "deleted", "--json"}, stdoutExact: "[]\n"},
 	}
 	checkNewcomer(t, c, "data directory", filtered)
 	serveForGit(t, c)
 	checkNewcomer(t, c, "through the server", append([]newcomerCase{
-		{args: []string{"log", "My notes"}, stdout: []string{"no versions yet in My notes; write a memory with: gitmem put 'My notes' PATH\n"}},
+		{args: []string{"log", "My notes"}, stdoutExact: "\x00", stderr: []string{"no versions yet in My notes; write a memory with: gitmem put 'My notes' PATH\n"}},
 		{args: []string{"log", "My notes", "--json"}, stdoutExact: "[]\n"},
 	}, filtered...))
+	if out, errOut, code := c.run("", "log", "My notes", "-q"); code != 0 || out != "" || errOut != "" {
+		t.Errorf("log -q with nothing to show: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
 }
 
 // TestSearchWithoutStore: gitmem search with one argument that names no store takes it for
