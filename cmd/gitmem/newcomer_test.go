@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A call that a newcomer makes, and what it must answer: the exit code, and words that its
@@ -158,6 +159,63 @@ func TestFolderAsMemoryPath(t *testing.T) {
 	serveForGit(t, c)
 	checkNewcomer(t, c, "through the server", cases)
 	if got := c.ok("", "ls", "notes", "-R"); got != "/a/b.md\n" {
+		t.Errorf("the refused calls changed the store: %q", got)
+	}
+}
+
+// TestNotFoundHintCost: the hint of cat, rm and mv on a missing memory costs at most one
+// request to the server beyond the command's own read (each counts against a key's rate
+// limit), and cat --at hints from the version it read, not from the current tree.
+func TestNotFoundHintCost(t *testing.T) {
+	c := newCLI(t)
+	c.ok("", "stores", "create", "notes")
+	c.ok("hello\n", "put", "notes", "/a/b.md")
+	c.ok("then\n", "put", "notes", "/x.md")
+	time.Sleep(1100 * time.Millisecond) // --at reads to the second
+	then := time.Now().UTC().Format(time.RFC3339)
+	time.Sleep(1100 * time.Millisecond)
+	c.ok("", "rm", "notes", "/x.md")
+	c.ok("now\n", "put", "notes", "/x/y.md")
+	folder := `; /x/ is a folder: list it with "gitmem ls notes /x/"`
+	asOf := []newcomerCase{
+		{args: []string{"cat", "notes", "/x", "--at", then}, code: exitNotFound, stdoutExact: "\x00", stderr: []string{"did you mean /x.md?\n"}},
+		{args: []string{"cat", "notes", "/x"}, code: exitNotFound, stderr: []string{"no memory at /x" + folder + "\n"}},
+		{args: []string{"cat", "notes", "/x.md"}, code: exitNotFound, stderr: []string{"gitmem: no memory at /x.md\n"}},
+	}
+	checkNewcomer(t, c, "data directory", asOf)
+	url, _ := serveForGit(t, c)
+	checkNewcomer(t, c, "through the server", asOf)
+
+	// The listings the server answered for one command: the command's own read of the
+	// path's folder, and the hint's.
+	listings := func(args ...string) (float64, string) {
+		t.Helper()
+		_, before := scrape(t, url+"/metrics", "")
+		_, errOut, _ := c.run("", args...)
+		_, after := scrape(t, url+"/metrics", "")
+		route := []string{"route", "/v1/memory_stores/:store/memories", "method", "GET"}
+		return value(after, "gitmem_http_requests_total", route...) - max(value(before, "gitmem_http_requests_total", route...), 0), errOut
+	}
+	for _, tc := range []struct {
+		args []string
+		hint string
+	}{
+		{[]string{"cat", "notes", "/a/b"}, "did you mean /a/b.md?"},
+		{[]string{"cat", "notes", "/x"}, folder},
+		{[]string{"cat", "notes", "/zz"}, "no memory at /zz\n"},
+		{[]string{"cat", "notes", "/x", "--at", then}, "did you mean /x.md?"},
+		{[]string{"rm", "notes", "/a/b"}, "did you mean /a/b.md?"},
+		{[]string{"rm", "notes", "/zz"}, "no memory at /zz\n"},
+		{[]string{"mv", "notes", "/x", "/y.md"}, folder},
+		{[]string{"mv", "notes", "/a/b", "/y.md"}, "did you mean /a/b.md?"},
+	} {
+		n, errOut := listings(tc.args...)
+		mustContain(t, strings.Join(tc.args, " "), errOut, tc.hint)
+		if n < 1 || n > 2 {
+			t.Errorf("gitmem %s: %v listings, want the read and at most one for the hint", strings.Join(tc.args, " "), n)
+		}
+	}
+	if got := c.ok("", "ls", "notes", "-R"); got != "/a/b.md\n/x/y.md\n" {
 		t.Errorf("the refused calls changed the store: %q", got)
 	}
 }
