@@ -45,11 +45,12 @@ was deleted or renamed away). --since and --until take 2026-01-02T15:04:05Z, a d
 			for _, b := range []struct {
 				flag, v string
 				t       *time.Time
-			}{{"--since", since, &f.CreatedAtGTE}, {"--until", until, &f.CreatedAtLTE}} {
+				parse   func(string, time.Time) (time.Time, error)
+			}{{"--since", since, &f.CreatedAtGTE, gitstore.ParseTime}, {"--until", until, &f.CreatedAtLTE, gitstore.ParseUntil}} {
 				if b.v == "" {
 					continue
 				}
-				t, err := gitstore.ParseTime(b.v, time.Now())
+				t, err := b.parse(b.v, time.Now())
 				if err != nil {
 					return usageError{fmt.Errorf("%s: %w", b.flag, err)}
 				}
@@ -118,7 +119,7 @@ was deleted or renamed away). --since and --until take 2026-01-02T15:04:05Z, a d
 	cmd.Flags().StringVar(&session, "session", "", "only versions written by this session (sesn_…), such as a gitmem agent run")
 	cmd.Flags().StringVar(&key, "key", "", "only versions written with this API key (apikey_…), directly or through its sessions")
 	cmd.Flags().StringVar(&since, "since", "", "only versions made at or after this time (today, 1h, 2026-01-02, ...)")
-	cmd.Flags().StringVar(&until, "until", "", "only versions made at or before this time")
+	cmd.Flags().StringVar(&until, "until", "", "only versions made at or before this time; a day (today, 2026-01-02) up to its end")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the versions as JSON")
 	return cmd
 }

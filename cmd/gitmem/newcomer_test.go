@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gitmem/gitmem/gitstore"
 )
 
 // A call that a newcomer makes, and what it must answer: the exit code, and words that its
@@ -108,6 +111,41 @@ func TestSearchWithoutStore(t *testing.T) {
 	checkNewcomer(t, c, "data directory", many)
 	serveForGit(t, c)
 	checkNewcomer(t, c, "through the server", append(cases[2:], many...))
+}
+
+// TestUntilToday: --until today (and a date, or yesterday) takes in the whole day, as git
+// log --until=today does, while --since today starts at its midnight; log and revert agree,
+// locally and through a server. A bad --until is a usage error.
+func TestUntilToday(t *testing.T) {
+	now := time.Now()
+	day := now.Format(time.DateOnly)
+	if now.Add(time.Minute).Format(time.DateOnly) != day {
+		t.Skip("today ends within the minute that the test takes")
+	}
+	c := newCLI(t)
+	c.ok("", "stores", "create", "notes")
+	asSession(t, c, "notes", func(s *gitstore.Store, a gitstore.Actor) {
+		if _, err := s.Write(context.Background(), gitstore.WriteInput{Path: "/a.md", Content: "today\n", Actor: a}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	session := "sesn_01CLIREVERT00000000000000"
+	cases := []newcomerCase{
+		{args: []string{"log", "notes", "--until", "today"}, stdout: []string{"created    /a.md"}},
+		{args: []string{"log", "notes", "--until", day}, stdout: []string{"created    /a.md"}},
+		{args: []string{"log", "notes", "--since", "today", "--until", "today"}, stdout: []string{"created    /a.md"}},
+		{args: []string{"log", "--until", "today"}, stdout: []string{"/a.md"}},
+		{args: []string{"log", "notes", "--until", "yesterday"}, stdoutExact: "\x00", stderr: []string{"no versions match --until\n"}},
+		{args: []string{"log", "notes", "--until", "tomorrow"}, code: exitUsage, stderr: []string{`gitmem: log: --until: time "tomorrow" must be`}},
+		{args: []string{"revert", "notes", "--session", session, "--until", "today", "--dry-run"}, stdout: []string{"would revert 1,"}},
+		{args: []string{"revert", "notes", "--session", session, "--until", "yesterday", "--dry-run"}, stdout: []string{"changed no memory in that range"}},
+	}
+	checkNewcomer(t, c, "data directory", cases)
+	serveForGit(t, c)
+	checkNewcomer(t, c, "through the server", cases)
+	if got := c.ok("", "cat", "notes", "/a.md"); got != "today\n" {
+		t.Errorf("a dry run changed /a.md: %q", got)
+	}
 }
 
 // TestPutContentAsFile: gitmem put with the content where FILE goes says what FILE is and how
