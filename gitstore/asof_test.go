@@ -239,3 +239,41 @@ func TestParseTime(t *testing.T) {
 		}
 	}
 }
+
+// TestParseUntil: the end of a span takes the forms of ParseTime, and a day means its last
+// instant, so that "until today" includes today.
+func TestParseUntil(t *testing.T) {
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Skip(err)
+	}
+	now := time.Date(2026, 11, 24, 10, 30, 0, 0, time.UTC)
+	endOf := func(y int, m time.Month, d int, loc *time.Location) time.Time {
+		return time.Date(y, m, d+1, 0, 0, 0, 0, loc).Add(-time.Nanosecond)
+	}
+	for _, tc := range []struct {
+		in   string
+		now  time.Time
+		want time.Time
+	}{
+		{"today", now, endOf(2026, 11, 24, time.UTC)},
+		{"Yesterday", now, endOf(2026, 11, 23, time.UTC)},
+		{"2026-11-01", now, endOf(2026, 11, 1, time.UTC)},
+		{"2026-03-29", now.In(berlin), endOf(2026, 3, 29, berlin)}, // a day of 23 hours
+		{"2026-01-02T15:04:05Z", now, time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)},
+		{"now", now, now},
+		{"1h", now, now.Add(-time.Hour)},
+	} {
+		if got, err := ParseUntil(tc.in, tc.now); err != nil || !got.Equal(tc.want) {
+			t.Errorf("ParseUntil(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+		}
+	}
+	if got, _ := ParseUntil("today", now); !got.After(now) || !got.Before(now.Add(14*time.Hour)) {
+		t.Errorf("ParseUntil(today) = %v: not later today than %v", got, now)
+	}
+	for _, in := range []string{"", "monday", "tomorrow"} {
+		if _, err := ParseUntil(in, now); !IsKind(err, KindInvalid) {
+			t.Errorf("ParseUntil(%q): %v, want invalid", in, err)
+		}
+	}
+}

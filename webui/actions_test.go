@@ -166,7 +166,7 @@ func TestActivityAndRevert(t *testing.T) {
 	}
 	for q, want := range map[string]int{
 		"session=sesn_bad": 2, "actor=sesn_good": 1, "actor=user_local": 1, "op=created": 3, "prefix=/junk/": 1,
-		"prefix=/junk": 1, "since=today": 4, "until=" + url.QueryEscape(time.Now().Add(-time.Hour).Format(time.RFC3339)): 0,
+		"prefix=/junk": 1, "since=today": 4, "until=today": 4, "until=yesterday": 0, "until=" + url.QueryEscape(time.Now().Add(-time.Hour).Format(time.RFC3339)): 0,
 	} {
 		p := b.get(base + "/activity?" + q)
 		if p.status != 200 || strings.Count(p.body, "/diff?to=") != want {

@@ -52,7 +52,7 @@ func (f activityFilter) versions(now time.Time) (gitstore.VersionFilter, error) 
 		}
 	}
 	if f.Until != "" {
-		if vf.CreatedAtLTE, err = gitstore.ParseTime(f.Until, now); err != nil {
+		if vf.CreatedAtLTE, err = gitstore.ParseUntil(f.Until, now); err != nil { // today's versions too
 			return vf, badRequest("until: " + err.Error())
 		}
 	}

@@ -8,7 +8,9 @@ import (
 	"github.com/gitmem/gitmem/gitstore"
 )
 
-// The exit codes of every command, for scripts (docs/cli.md lists them).
+// The exit codes of every command, for scripts (docs/cli.md lists them). A refusal for
+// reasons of several kinds (import --dir) exits with the first that applies of exitUsage,
+// then exitConflict.
 const (
 	exitOK          = 0
 	exitError       = 1   // anything else: I/O, an internal error, an error of the server

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -86,7 +87,7 @@ type dirScan struct {
 	paths     []string          // the store's memory paths, sorted
 
 	files     []dirFile
-	problems  []string
+	problems  []importProblem
 	notes     []string
 	unchanged int // files that the store has already, with the same content
 }
@@ -99,7 +100,7 @@ func (sc *dirScan) loadStore(ctx context.Context, s storeAPI) error {
 		return err
 	}
 	if info.ArchivedAt != nil {
-		return fmt.Errorf("store %s (%s) is archived and read-only", info.ID, info.Name)
+		return &gitstore.Error{Kind: gitstore.KindArchived, Message: fmt.Sprintf("store %s (%s) is archived and read-only", info.ID, info.Name)}
 	}
 	mems, err := allMemories(ctx, s, gitstore.ListOptions{})
 	if err != nil {
@@ -118,7 +119,7 @@ func (sc *dirScan) loadStore(ctx context.Context, s storeAPI) error {
 // visit is the WalkDir function: it checks each file, and skips the folder's own .git.
 func (sc *dirScan) visit(p string, e fs.DirEntry, err error) error {
 	if err != nil {
-		sc.problems = append(sc.problems, fmt.Sprintf("%s: %v", p, err))
+		sc.problems = append(sc.problems, importProblem{"", fmt.Sprintf("%s: %v", p, err)})
 		return nil
 	}
 	rel, _ := filepath.Rel(sc.root, p)
@@ -138,7 +139,7 @@ func (sc *dirScan) visit(p string, e fs.DirEntry, err error) error {
 	}
 	mpath := "/" + filepath.ToSlash(rel)
 	b, problem := readMemoryFile(p, mpath, e)
-	if problem != "" {
+	if problem.text != "" {
 		sc.problems = append(sc.problems, problem)
 		return nil
 	}
@@ -146,33 +147,34 @@ func (sc *dirScan) visit(p string, e fs.DirEntry, err error) error {
 	return nil
 }
 
-// readMemoryFile reads the file p as the memory mpath, or says which rule it breaks.
-func readMemoryFile(p, mpath string, e fs.DirEntry) ([]byte, string) {
+// readMemoryFile reads the file p as the memory mpath, or says which rule it breaks, or
+// what kept it from being read.
+func readMemoryFile(p, mpath string, e fs.DirEntry) ([]byte, importProblem) {
 	if !e.Type().IsRegular() {
 		what := "not a regular file"
 		if e.Type()&fs.ModeSymlink != 0 {
 			what = "a symbolic link: memories are plain files (copy the file it points to, or remove the link)"
 		}
-		return nil, mpath + ": " + what
+		return nil, importProblem{gitstore.KindInvalid, mpath + ": " + what}
 	}
 	if err := gitstore.ValidateNewPath(mpath); err != nil {
-		return nil, ruleOf(err)
+		return nil, importProblem{gitstore.KindInvalid, ruleOf(err)}
 	}
 	fi, err := e.Info()
 	if err != nil {
-		return nil, fmt.Sprintf("%s: %v", mpath, err)
+		return nil, importProblem{"", fmt.Sprintf("%s: %v", mpath, err)}
 	}
 	if fi.Size() > gitstore.MaxContentBytes {
-		return nil, fmt.Sprintf("%s: content is %d bytes; the limit is %d bytes", mpath, fi.Size(), gitstore.MaxContentBytes)
+		return nil, importProblem{gitstore.KindInvalid, fmt.Sprintf("%s: content is %d bytes; the limit is %d bytes", mpath, fi.Size(), gitstore.MaxContentBytes)}
 	}
 	b, err := os.ReadFile(p)
 	if err != nil {
-		return nil, fmt.Sprintf("%s: %v", mpath, err)
+		return nil, importProblem{"", fmt.Sprintf("%s: %v", mpath, err)}
 	}
 	if err := gitstore.ValidateContent(string(b)); err != nil {
-		return nil, mpath + ": " + ruleOf(err)
+		return nil, importProblem{gitstore.KindInvalid, mpath + ": " + ruleOf(err)}
 	}
-	return b, ""
+	return b, importProblem{}
 }
 
 // add takes a file to write, unless the store has it already or a memory is in its way.
@@ -183,25 +185,48 @@ func (sc *dirScan) add(f dirFile) {
 			sc.unchanged++
 			return
 		case !sc.overwrite:
-			sc.problems = append(sc.problems, f.path+": a memory with other content is at this path (--overwrite replaces it with a new version)")
+			sc.problems = append(sc.problems, importProblem{gitstore.KindPathConflict, f.path + ": a memory with other content is at this path (--overwrite replaces it with a new version)"})
 			return
 		}
 		f.existing = old
 	} else if other := pathTaken(sc.paths, f.path); other != "" {
-		sc.problems = append(sc.problems, fmt.Sprintf("%s: the memory %s is in the way (a memory cannot also be a folder)", f.path, other))
+		sc.problems = append(sc.problems, importProblem{gitstore.KindPathConflict, fmt.Sprintf("%s: the memory %s is in the way (a memory cannot also be a folder)", f.path, other)})
 		return
 	}
 	sc.files = append(sc.files, f)
 }
 
+// importProblem is one reason a folder is refused: a file that breaks a rule
+// (KindInvalid), a path taken in the store (KindPathConflict), or one that could not be
+// read (no kind).
+type importProblem struct {
+	kind gitstore.Kind
+	text string
+}
+
 // refusal is the error of a folder with problems: up to maxProblems of them, then how many
-// more.
+// more. Its kind, and so the exit code, is the first of the problems' kinds in this order:
+// a rule broken (exit 2), which no store or flag lets in; then a path taken (exit 4), which
+// --overwrite or another store would; else none (exit 1), a file that could not be read.
 func (sc *dirScan) refusal() error {
-	lines := sc.problems
-	if len(lines) > maxProblems {
-		lines = append(lines[:maxProblems:maxProblems], fmt.Sprintf("... and %d more", len(sc.problems)-maxProblems))
+	var lines []string
+	var kinds []gitstore.Kind
+	for i, p := range sc.problems {
+		if i < maxProblems {
+			lines = append(lines, p.text)
+		}
+		kinds = append(kinds, p.kind)
 	}
-	return fmt.Errorf("refused to import %s; nothing was written:\n  %s", sc.dir, strings.Join(lines, "\n  "))
+	if len(sc.problems) > maxProblems {
+		lines = append(lines, fmt.Sprintf("... and %d more", len(sc.problems)-maxProblems))
+	}
+	msg := fmt.Sprintf("refused to import %s; nothing was written:\n  %s", sc.dir, strings.Join(lines, "\n  "))
+	for _, k := range []gitstore.Kind{gitstore.KindInvalid, gitstore.KindPathConflict} {
+		if slices.Contains(kinds, k) {
+			return &gitstore.Error{Kind: k, Message: msg}
+		}
+	}
+	return errors.New(msg)
 }
 
 // importFiles writes the files that a scan found into s and says what it did.

@@ -94,3 +94,46 @@ func TestPathTaken(t *testing.T) {
 		}
 	}
 }
+
+// TestImportDirRefusalCode: a refused import --dir exits by what refused it, locally and
+// through a server: 2 for a file that breaks a rule, 4 for a path taken in the store, and 2
+// for a folder with both (the rule first: no store or flag lets that file in); an archived
+// store exits 2. Nothing is written.
+func TestImportDirRefusalCode(t *testing.T) {
+	c := newCLI(t)
+	c.ok("", "stores", "create", "notes")
+	c.ok("", "stores", "create", "old")
+	c.ok("alpha\n", "put", "notes", "/a.md")
+	c.ok("", "stores", "archive", "old")
+	folder := func(files map[string]string) string {
+		t.Helper()
+		dir := t.TempDir()
+		for name, content := range files {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dir
+	}
+	rule := folder(map[string]string{"bad.md": "caf\xe9\n", "new.md": "new\n"})
+	taken := folder(map[string]string{"a.md": "other\n", "new.md": "new\n"})
+	mixed := folder(map[string]string{"a.md": "other\n", "bad.md": "caf\xe9\n", "new.md": "new\n"})
+	badUTF8 := "/bad.md: content is not valid UTF-8"
+	otherContent := "/a.md: a memory with other content is at this path"
+	cases := []newcomerCase{
+		{args: []string{"import", "--dir", rule, "notes"}, code: exitUsage, stderr: []string{"nothing was written:", badUTF8}},
+		{args: []string{"import", "--dir", taken, "notes"}, code: exitConflict, stderr: []string{"nothing was written:", otherContent}},
+		{args: []string{"import", "--dir", mixed, "notes"}, code: exitUsage, stderr: []string{"nothing was written:", otherContent, badUTF8}},
+		{args: []string{"import", "--dir", mixed, "notes", "--json"}, code: exitUsage, stdoutExact: "\x00", stderr: []string{otherContent, badUTF8}},
+		{args: []string{"import", "--dir", taken, "old"}, code: exitUsage, stderr: []string{"is archived and read-only"}},
+	}
+	checkNewcomer(t, c, "data directory", cases)
+	serveForGit(t, c)
+	checkNewcomer(t, c, "through the server", cases)
+	if got := c.ok("", "ls", "notes", "-R"); got != "/a.md\n" {
+		t.Errorf("a refused import wrote: %q", got)
+	}
+	if got := c.ok("", "cat", "notes", "/a.md"); got != "alpha\n" {
+		t.Errorf("a refused import changed /a.md: %q", got)
+	}
+}

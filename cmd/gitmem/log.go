@@ -45,11 +45,12 @@ was deleted or renamed away). --since and --until take 2026-01-02T15:04:05Z, a d
 			for _, b := range []struct {
 				flag, v string
 				t       *time.Time
-			}{{"--since", since, &f.CreatedAtGTE}, {"--until", until, &f.CreatedAtLTE}} {
+				parse   func(string, time.Time) (time.Time, error)
+			}{{"--since", since, &f.CreatedAtGTE, gitstore.ParseTime}, {"--until", until, &f.CreatedAtLTE, gitstore.ParseUntil}} {
 				if b.v == "" {
 					continue
 				}
-				t, err := gitstore.ParseTime(b.v, time.Now())
+				t, err := b.parse(b.v, time.Now())
 				if err != nil {
 					return usageError{fmt.Errorf("%s: %w", b.flag, err)}
 				}
@@ -103,8 +104,10 @@ was deleted or renamed away). --since and --until take 2026-01-02T15:04:05Z, a d
 				if limit > 0 && len(versions) > limit {
 					versions = versions[:limit]
 				}
-				if len(versions) == 0 && !asJSON { // not a table's header alone
-					fmt.Fprintln(cmd.OutOrStdout(), noVersions(cmd, args, len(ids) == 0))
+				if len(versions) == 0 && !asJSON { // not a table's header alone; stdout stays empty, for scripts, as ls's
+					if !a.quiet {
+						fmt.Fprintln(cmd.ErrOrStderr(), noVersions(cmd, args, len(ids) == 0))
+					}
 					return nil
 				}
 				return printVersions(cmd.OutOrStdout(), versions, asJSON, names, useColor(cmd.OutOrStdout()))
@@ -116,12 +119,13 @@ was deleted or renamed away). --since and --until take 2026-01-02T15:04:05Z, a d
 	cmd.Flags().StringVar(&session, "session", "", "only versions written by this session (sesn_…), such as a gitmem agent run")
 	cmd.Flags().StringVar(&key, "key", "", "only versions written with this API key (apikey_…), directly or through its sessions")
 	cmd.Flags().StringVar(&since, "since", "", "only versions made at or after this time (today, 1h, 2026-01-02, ...)")
-	cmd.Flags().StringVar(&until, "until", "", "only versions made at or before this time")
+	cmd.Flags().StringVar(&until, "until", "", "only versions made at or before this time; a day (today, 2026-01-02) up to its end")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the versions as JSON")
 	return cmd
 }
 
-// noVersions is what gitmem log prints when it has no version to show: why, and what to do.
+// noVersions is what gitmem log says on stderr when it has no version to show: why, and
+// what to do.
 func noVersions(cmd *cobra.Command, args []string, noStores bool) string {
 	var filters []string
 	for _, name := range []string{"op", "session", "key", "since", "until"} {

@@ -1,10 +1,15 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/gitmem/gitmem/gitstore"
 )
 
 // A call that a newcomer makes, and what it must answer: the exit code, and words that its
@@ -34,38 +39,113 @@ func checkNewcomer(t *testing.T, c *cli, where string, cases []newcomerCase) {
 	}
 }
 
-// TestLogWithNothingToShow: gitmem log with no versions to show says so in a line of its
-// own, with what to do, instead of a table's header alone; --json stays an empty list.
+// TestLogWithNothingToShow: gitmem log with no versions to show says so on stderr, with what
+// to do, instead of a table's header alone, and prints nothing on stdout, as gitmem ls; -q
+// silences it; --json stays an empty list.
 func TestLogWithNothingToShow(t *testing.T) {
 	c := newCLI(t)
 	if err := os.MkdirAll(c.data, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	checkNewcomer(t, c, "no stores", []newcomerCase{
-		{args: []string{"log"}, stdout: []string{"no stores yet; create one with: gitmem stores create NAME"}},
+		{args: []string{"log"}, stdoutExact: "\x00", stderr: []string{"no stores yet; create one with: gitmem stores create NAME"}},
 	})
 	c.ok("", "stores", "create", "notes")
 	c.ok("", "stores", "create", "My notes")
 	cases := []newcomerCase{
-		{args: []string{"log"}, stdout: []string{"no versions yet; write a memory with: gitmem put STORE PATH\n"}},
-		{args: []string{"log", "notes"}, stdout: []string{"no versions yet in notes; write a memory with: gitmem put notes PATH\n"}},
-		{args: []string{"log", "My notes"}, stdout: []string{"gitmem put 'My notes' PATH"}},
+		{args: []string{"log"}, stdoutExact: "\x00", stderr: []string{"no versions yet; write a memory with: gitmem put STORE PATH\n"}},
+		{args: []string{"log", "notes"}, stdoutExact: "\x00", stderr: []string{"no versions yet in notes; write a memory with: gitmem put notes PATH\n"}},
+		{args: []string{"log", "My notes"}, stdoutExact: "\x00", stderr: []string{"gitmem put 'My notes' PATH"}},
 		{args: []string{"log", "--json"}, stdoutExact: "[]\n"},
 		{args: []string{"log", "notes", "--json"}, stdoutExact: "[]\n"},
 	}
 	checkNewcomer(t, c, "data directory", cases)
 	c.ok("hello\n", "put", "notes", "/a.md")
 	filtered := []newcomerCase{
-		{args: []string{"log", "notes", "--op", "deleted", "--since", "1h"}, stdout: []string{"no versions match --op and --since\n"}},
-		{args: []string{"log", "--until", "2001-01-01"}, stdout: []string{"no versions match --until\n"}},
+		{args: []string{"log", "notes", "--op", "deleted", "--since", "1h"}, stdoutExact: "\x00", stderr: []string{"no versions match --op and --since\n"}},
+		{args: []string{"log", "--until", "2001-01-01"}, stdoutExact: "\x00", stderr: []string{"no versions match --until\n"}},
 		{args: []string{"log", "notes", "/a.md", "--op", "deleted", "--json"}, stdoutExact: "[]\n"},
 	}
 	checkNewcomer(t, c, "data directory", filtered)
 	serveForGit(t, c)
 	checkNewcomer(t, c, "through the server", append([]newcomerCase{
-		{args: []string{"log", "My notes"}, stdout: []string{"no versions yet in My notes; write a memory with: gitmem put 'My notes' PATH\n"}},
+		{args: []string{"log", "My notes"}, stdoutExact: "\x00", stderr: []string{"no versions yet in My notes; write a memory with: gitmem put 'My notes' PATH\n"}},
 		{args: []string{"log", "My notes", "--json"}, stdoutExact: "[]\n"},
 	}, filtered...))
+	if out, errOut, code := c.run("", "log", "My notes", "-q"); code != 0 || out != "" || errOut != "" {
+		t.Errorf("log -q with nothing to show: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
+
+// TestSearchWithoutStore: gitmem search with one argument that names no store takes it for
+// the query the user gave without the store, and says so with the stores to search; one
+// that names a store is missing its query. Both are usage errors that print nothing on stdout.
+func TestSearchWithoutStore(t *testing.T) {
+	c := newCLI(t)
+	if err := os.MkdirAll(c.data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	usage := ` (usage: gitmem search STORE QUERY... [flags]; see "gitmem search --help")`
+	checkNewcomer(t, c, "no stores", []newcomerCase{
+		{args: []string{"search", "hello"}, code: exitUsage, stdoutExact: "\x00", stderr: []string{
+			`gitmem: search: "hello" names no store, so it is likely the QUERY: search takes STORE QUERY; there is no store yet: create one with "gitmem stores create NAME"` + usage}},
+	})
+	c.ok("", "stores", "create", "notes")
+	c.ok("", "stores", "create", "My notes")
+	c.ok("hello\n", "put", "notes", "/a.md")
+	cases := []newcomerCase{
+		{args: []string{"search", "hello"}, code: exitUsage, stdoutExact: "\x00", stderr: []string{
+			`gitmem: search: "hello" names no store, so it is likely the QUERY: search takes STORE QUERY, as in "gitmem search 'My notes' hello" (stores: 'My notes', notes)` + usage}},
+		{args: []string{"search", "hello world"}, code: exitUsage, stderr: []string{`as in "gitmem search 'My notes' 'hello world'"`}},
+		{args: []string{"search", "notes"}, code: exitUsage, stdoutExact: "\x00", stderr: []string{
+			`gitmem: search: missing QUERY, what to search notes for: words, "a phrase", prefix*, -word, path:/dir/` + usage}},
+		{args: []string{"search"}, code: exitUsage, stderr: []string{"gitmem: search: missing STORE and QUERY: words"}},
+		{args: []string{"search", "notes", "hello"}, stdout: []string{"/a.md"}},
+	}
+	checkNewcomer(t, c, "data directory", cases)
+	for i := range 5 { // more stores than a message names
+		c.ok("", "stores", "create", fmt.Sprintf("more%d", i))
+	}
+	many := []newcomerCase{{args: []string{"search", "hello"}, code: exitUsage, stderr: []string{
+		`"hello" names no store, so it is likely the QUERY: search takes STORE QUERY, as in "gitmem search STORE hello" ("gitmem stores list" lists the stores)` + usage}}}
+	checkNewcomer(t, c, "data directory", many)
+	serveForGit(t, c)
+	checkNewcomer(t, c, "through the server", append(cases[2:], many...))
+}
+
+// TestUntilToday: --until today (and a date, or yesterday) takes in the whole day, as git
+// log --until=today does, while --since today starts at its midnight; log and revert agree,
+// locally and through a server. A bad --until is a usage error.
+func TestUntilToday(t *testing.T) {
+	now := time.Now()
+	day := now.Format(time.DateOnly)
+	if now.Add(time.Minute).Format(time.DateOnly) != day {
+		t.Skip("today ends within the minute that the test takes")
+	}
+	c := newCLI(t)
+	c.ok("", "stores", "create", "notes")
+	asSession(t, c, "notes", func(s *gitstore.Store, a gitstore.Actor) {
+		if _, err := s.Write(context.Background(), gitstore.WriteInput{Path: "/a.md", Content: "today\n", Actor: a}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	session := "sesn_01CLIREVERT00000000000000"
+	cases := []newcomerCase{
+		{args: []string{"log", "notes", "--until", "today"}, stdout: []string{"created    /a.md"}},
+		{args: []string{"log", "notes", "--until", day}, stdout: []string{"created    /a.md"}},
+		{args: []string{"log", "notes", "--since", "today", "--until", "today"}, stdout: []string{"created    /a.md"}},
+		{args: []string{"log", "--until", "today"}, stdout: []string{"/a.md"}},
+		{args: []string{"log", "notes", "--until", "yesterday"}, stdoutExact: "\x00", stderr: []string{"no versions match --until\n"}},
+		{args: []string{"log", "notes", "--until", "tomorrow"}, code: exitUsage, stderr: []string{`gitmem: log: --until: time "tomorrow" must be`}},
+		{args: []string{"revert", "notes", "--session", session, "--until", "today", "--dry-run"}, stdout: []string{"would revert 1,"}},
+		{args: []string{"revert", "notes", "--session", session, "--until", "yesterday", "--dry-run"}, stdout: []string{"changed no memory in that range"}},
+	}
+	checkNewcomer(t, c, "data directory", cases)
+	serveForGit(t, c)
+	checkNewcomer(t, c, "through the server", cases)
+	if got := c.ok("", "cat", "notes", "/a.md"); got != "today\n" {
+		t.Errorf("a dry run changed /a.md: %q", got)
+	}
 }
 
 // TestPutContentAsFile: gitmem put with the content where FILE goes says what FILE is and how
@@ -117,6 +197,63 @@ func TestFolderAsMemoryPath(t *testing.T) {
 	serveForGit(t, c)
 	checkNewcomer(t, c, "through the server", cases)
 	if got := c.ok("", "ls", "notes", "-R"); got != "/a/b.md\n" {
+		t.Errorf("the refused calls changed the store: %q", got)
+	}
+}
+
+// TestNotFoundHintCost: the hint of cat, rm and mv on a missing memory costs at most one
+// request to the server beyond the command's own read (each counts against a key's rate
+// limit), and cat --at hints from the version it read, not from the current tree.
+func TestNotFoundHintCost(t *testing.T) {
+	c := newCLI(t)
+	c.ok("", "stores", "create", "notes")
+	c.ok("hello\n", "put", "notes", "/a/b.md")
+	c.ok("then\n", "put", "notes", "/x.md")
+	time.Sleep(1100 * time.Millisecond) // --at reads to the second
+	then := time.Now().UTC().Format(time.RFC3339)
+	time.Sleep(1100 * time.Millisecond)
+	c.ok("", "rm", "notes", "/x.md")
+	c.ok("now\n", "put", "notes", "/x/y.md")
+	folder := `; /x/ is a folder: list it with "gitmem ls notes /x/"`
+	asOf := []newcomerCase{
+		{args: []string{"cat", "notes", "/x", "--at", then}, code: exitNotFound, stdoutExact: "\x00", stderr: []string{"did you mean /x.md?\n"}},
+		{args: []string{"cat", "notes", "/x"}, code: exitNotFound, stderr: []string{"no memory at /x" + folder + "\n"}},
+		{args: []string{"cat", "notes", "/x.md"}, code: exitNotFound, stderr: []string{"gitmem: no memory at /x.md\n"}},
+	}
+	checkNewcomer(t, c, "data directory", asOf)
+	url, _ := serveForGit(t, c)
+	checkNewcomer(t, c, "through the server", asOf)
+
+	// The listings the server answered for one command: the command's own read of the
+	// path's folder, and the hint's.
+	listings := func(args ...string) (float64, string) {
+		t.Helper()
+		_, before := scrape(t, url+"/metrics", "")
+		_, errOut, _ := c.run("", args...)
+		_, after := scrape(t, url+"/metrics", "")
+		route := []string{"route", "/v1/memory_stores/:store/memories", "method", "GET"}
+		return value(after, "gitmem_http_requests_total", route...) - max(value(before, "gitmem_http_requests_total", route...), 0), errOut
+	}
+	for _, tc := range []struct {
+		args []string
+		hint string
+	}{
+		{[]string{"cat", "notes", "/a/b"}, "did you mean /a/b.md?"},
+		{[]string{"cat", "notes", "/x"}, folder},
+		{[]string{"cat", "notes", "/zz"}, "no memory at /zz\n"},
+		{[]string{"cat", "notes", "/x", "--at", then}, "did you mean /x.md?"},
+		{[]string{"rm", "notes", "/a/b"}, "did you mean /a/b.md?"},
+		{[]string{"rm", "notes", "/zz"}, "no memory at /zz\n"},
+		{[]string{"mv", "notes", "/x", "/y.md"}, folder},
+		{[]string{"mv", "notes", "/a/b", "/y.md"}, "did you mean /a/b.md?"},
+	} {
+		n, errOut := listings(tc.args...)
+		mustContain(t, strings.Join(tc.args, " "), errOut, tc.hint)
+		if n < 1 || n > 2 {
+			t.Errorf("gitmem %s: %v listings, want the read and at most one for the hint", strings.Join(tc.args, " "), n)
+		}
+	}
+	if got := c.ok("", "ls", "notes", "-R"); got != "/a/b.md\n/x/y.md\n" {
 		t.Errorf("the refused calls changed the store: %q", got)
 	}
 }

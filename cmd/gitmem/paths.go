@@ -59,20 +59,34 @@ func emptyListing(cmd *cobra.Command, rd gitstore.MemoryReader, args []string) s
 	return fmt.Sprintf("nothing below %s/ (\"gitmem ls %s\" lists the top of the store)", p, store)
 }
 
+// hintPage is how many entries of p's folder notFoundHint reads: one page, the most the API
+// gives in one answer.
+const hintPage = 100
+
 // notFoundHint adds to err, the not-found error of a memory at p in rd, what is there
-// instead: a folder (memories below p/), or a memory at p.md. Any other error, or a p with
-// nothing near it, is returned as it is.
+// instead: a folder (memories below p/), or a memory at p.md. It reads one page of p's folder
+// in rd, so through a server it costs one request (which counts against the key's rate
+// limit), and rd as of --at answers from the version that was read. Any other error, a p
+// with nothing near it, or one whose neighbours lie past that page, is returned as it is.
 func notFoundHint(ctx context.Context, rd gitstore.MemoryReader, store, p string, err error) error {
 	if !gitstore.IsKind(err, gitstore.KindNotFound) || !strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") {
 		return err
 	}
-	if page, lerr := rd.List(ctx, gitstore.ListOptions{PathPrefix: p + "/", Depth: 1, Limit: 1}); lerr == nil && len(page.Items) > 0 {
-		return fmt.Errorf("%w; %s/ is a folder: list it with \"gitmem ls %s %s\"", err, p, quoteArg(store), quoteArg(p+"/"))
+	page, lerr := rd.List(ctx, gitstore.ListOptions{PathPrefix: p[:strings.LastIndex(p, "/")+1], Depth: 1, Limit: hintPage})
+	if lerr != nil {
+		return err
 	}
-	if !strings.HasSuffix(p, ".md") {
-		if _, gerr := rd.GetByPath(ctx, p+".md", false); gerr == nil {
-			return fmt.Errorf("%w; did you mean %s.md?", err, p)
+	md := false
+	for _, it := range page.Items {
+		switch {
+		case it.Prefix == p+"/":
+			return fmt.Errorf("%w; %s/ is a folder: list it with \"gitmem ls %s %s\"", err, p, quoteArg(store), quoteArg(p+"/"))
+		case it.Memory != nil && it.Memory.Path == p+".md" && !strings.HasSuffix(p, ".md"):
+			md = true // a folder p/ comes after p.md in path order: keep looking for it
 		}
+	}
+	if md {
+		return fmt.Errorf("%w; did you mean %s.md?", err, p)
 	}
 	return err
 }

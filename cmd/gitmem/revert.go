@@ -40,11 +40,12 @@ TIME is 2026-01-02T15:04:05Z, a date (2026-01-02), today, yesterday, or a time a
 			for _, f := range []struct {
 				name, v string
 				t       *time.Time
-			}{{"--since", since, &in.Since}, {"--until", until, &in.Until}} {
+				parse   func(string, time.Time) (time.Time, error)
+			}{{"--since", since, &in.Since, gitstore.ParseTime}, {"--until", until, &in.Until, gitstore.ParseUntil}} {
 				if f.v == "" {
 					continue
 				}
-				t, err := gitstore.ParseTime(f.v, time.Now())
+				t, err := f.parse(f.v, time.Now())
 				if err != nil {
 					return usageError{fmt.Errorf("%s: %w", f.name, err)}
 				}
@@ -66,7 +67,7 @@ TIME is 2026-01-02T15:04:05Z, a date (2026-01-02), today, yesterday, or a time a
 	cmd.Flags().StringVar(&session, "session", "", "revert the changes of this session (sesn_…)")
 	cmd.Flags().StringVar(&key, "key", "", "revert the changes made with this API key (apikey_…), also through sessions")
 	cmd.Flags().StringVar(&since, "since", "", "only changes made at or after this time (2026-01-02, today, 1h, or RFC 3339)")
-	cmd.Flags().StringVar(&until, "until", "", "only changes made at or before this time (2026-01-02, today, 1h, or RFC 3339)")
+	cmd.Flags().StringVar(&until, "until", "", "only changes made at or before this time (2026-01-02, today, 1h, or RFC 3339); a day up to its end")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show what would be reverted, and write nothing")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON, as the HTTP API answers it")
 	return cmd

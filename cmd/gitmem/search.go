@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -41,14 +42,18 @@ and Korean text is found by any part of it.`,
   gitmem search prefs deplo* --path-prefix /projects/
   gitmem search prefs tea --json`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if err := rangeArgs([]string{"STORE", "QUERY..."})(cmd, args); err != nil {
-				return fmt.Errorf("%w: words, \"a phrase\", prefix*, -word, path:/dir/", err)
+			// One argument is the store or the query: RunE asks which, to say what is missing.
+			if err := rangeArgs([]string{"STORE"}, "QUERY...")(cmd, args); err != nil {
+				return fmt.Errorf("%w and QUERY: %s", err, queryForms)
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.Query = strings.Join(args[1:], " ")
 			return a.withTarget(cmd.Context(), func(t target) error {
+				if len(args) == 1 {
+					return missingQuery(cmd.Context(), t.lister(), args[0])
+				}
 				res, id, err := t.search(cmd.Context(), args[0], req, cmd.ErrOrStderr())
 				if err != nil {
 					return err
@@ -69,8 +74,42 @@ and Korean text is found by any part of it.`,
 	return cmd
 }
 
-// runSearch searches a store of the open data directory. An index being built is waited
-// for, with its progress on stderr.
+// queryForms is what a query of gitmem search may hold, for its usage errors.
+const queryForms = `words, "a phrase", prefix*, -word, path:/dir/`
+
+// maxStoresNamed is how many stores a usage error lists by name; more are left to
+// "gitmem stores list".
+const maxStoresNamed = 5
+
+// missingQuery is the usage error of gitmem search with one argument, arg: the store without
+// its query, or, if no store has that name, most likely the query without its store, in
+// which case it names the stores to search. A failed lookup (no server, a refused key)
+// leaves the store list out rather than hide the usage error.
+func missingQuery(ctx context.Context, l storeLister, arg string) error {
+	_, err := resolveStore(ctx, l, arg)
+	if err == nil {
+		return usageError{fmt.Errorf("missing QUERY, what to search %s for: %s", arg, queryForms)}
+	}
+	msg := fmt.Sprintf("%q names no store, so it is likely the QUERY: search takes STORE QUERY", arg)
+	if !errors.Is(err, gitstore.ErrNoStore) {
+		return usageError{fmt.Errorf(`%s ("gitmem stores list" lists the stores)`, msg)}
+	}
+	stores, err := allStores(ctx, l, false)
+	switch {
+	case err != nil || len(stores) > maxStoresNamed:
+		msg += fmt.Sprintf(`, as in "gitmem search STORE %s" ("gitmem stores list" lists the stores)`, quoteArg(arg))
+	case len(stores) == 0:
+		msg += "; there is no store yet: create one with \"gitmem stores create NAME\""
+	default:
+		names := make([]string, len(stores))
+		for i, s := range stores {
+			names[i] = quoteArg(cmp.Or(s.Name, s.ID))
+		}
+		msg += fmt.Sprintf(`, as in "gitmem search %s %s" (stores: %s)`, names[0], quoteArg(arg), strings.Join(names, ", "))
+	}
+	return usageError{errors.New(msg)}
+}
+
 // search searches the store named by ref on the target.
 func (t target) search(ctx context.Context, ref string, req search.Request, progress io.Writer) (*search.Result, string, error) {
 	id, err := resolveStore(ctx, t.lister(), ref)
@@ -86,6 +125,8 @@ func (t target) search(ctx context.Context, ref string, req search.Request, prog
 	return res, id, err
 }
 
+// runSearch searches a store of the open data directory. An index being built is waited
+// for, with its progress on stderr.
 func runSearch(ctx context.Context, d *gitstore.DataDir, storeID string, req search.Request, progress io.Writer) (*search.Result, error) {
 	// Only warnings: that an index is built on first use shows as progress, if it takes long.
 	log := slog.New(slog.NewTextHandler(progress, &slog.HandlerOptions{Level: slog.LevelWarn}))

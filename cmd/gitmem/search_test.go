@@ -28,7 +28,7 @@ func TestSearchCommand(t *testing.T) {
 		t.Errorf("search --path-prefix /projects/ shows /drinks.md:\n%s", out)
 	}
 	mustContain(t, "no match", c.ok("", "search", "prefs", "xylophone"), "no memory matches")
-	mustContain(t, "no query", c.fails("", "search", "prefs"), "search: missing QUERY: words", "usage: gitmem search STORE QUERY...")
+	mustContain(t, "no query", c.fails("", "search", "prefs"), "search: missing QUERY, what to search prefs for: words", "usage: gitmem search STORE QUERY...")
 
 	var res struct {
 		Commit string

@@ -173,7 +173,7 @@ id or name) as the memory at the same relative path, one version per file. It ch
 first (UTF-8, at most 102,400 bytes, a valid memory path, no symbolic links) and writes nothing
 if any fails. A memory that exists with the same content is left alone; one with different
 content is refused unless --overwrite is given, which makes a new version of it. DIR/.git is
-skipped.`,
+skipped. A refused folder exits 2 if any file breaks a rule, else 4 if a path is taken.`,
 		Example: `  gitmem import prefs.bundle
   gitmem import http://gitmem.example:7437/git/memstore_01M83BB1KXF10C9EEWAJM0FBRY.git
   gitmem import --dir ./notes prefs`,
