@@ -3,6 +3,7 @@ package search
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -99,6 +100,39 @@ func TestRanking(t *testing.T) {
 	}
 	if _, err := f.svc.Search(f.ctx, "memstore_01NOSUCHSTORE0000000000000", Request{Query: "x"}); !gitstore.IsKind(err, gitstore.KindNotFound) {
 		t.Errorf("unknown store: %v, want not_found", err)
+	}
+}
+
+// TestWrittenBeforeOtherForms: a memory with a word as written ranks above one with only
+// another of its forms, however much rarer that form is in the store (the stem field holds
+// only the stems that differ from their words, and weights.go weighs its matches as if it
+// held every form's); every form is found.
+func TestWrittenBeforeOtherForms(t *testing.T) {
+	f := newFixture(t, Options{})
+	for i := range 20 {
+		f.write("/filler/"+string(rune('a'+i))+".md", filler(i)+"\nThe user asked for this once.\n")
+		f.write("/deploys/"+string(rune('a'+i))+".md", filler(i+20)+"\nWe deploy on Fridays.\n")
+	}
+	f.write("/rare/users.md", filler(40)+"\nThe users asked for this once.\n")
+	f.write("/rare/deploying.md", filler(41)+"\nWe are deploying on Fridays.\n")
+	f.write("/rare/deployed.md", filler(42)+"\nWe deployed on Fridays.\n")
+	last := func(q string, total int, want ...string) {
+		t.Helper()
+		res := f.searchReq(Request{Query: q, Limit: 100})
+		got := paths(res)
+		tail := slices.Sorted(slices.Values(got[max(0, len(got)-len(want)):]))
+		if res.Total != uint64(total) || !slices.Equal(tail, want) {
+			t.Errorf("%s: %d hits ending %q, want %d ending %q (in any order)", q, res.Total, tail, total, want)
+		}
+	}
+	last("user", 21, "/rare/users.md")
+	last("deploy", 22, "/rare/deployed.md", "/rare/deploying.md")
+	// A form that is not its own stem: as written first, then every other form.
+	if got := paths(f.searchReq(Request{Query: "users", Limit: 100})); len(got) != 21 || got[0] != "/rare/users.md" {
+		t.Errorf("users: %d hits, first %q; want 21, /rare/users.md first", len(got), got[0])
+	}
+	if got := paths(f.searchReq(Request{Query: "deploying", Limit: 100})); len(got) != 22 || got[0] != "/rare/deploying.md" {
+		t.Errorf("deploying: %d hits, first %q; want 22, /rare/deploying.md first", len(got), got[0])
 	}
 }
 
