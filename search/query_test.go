@@ -322,3 +322,16 @@ func itoa(n int) string {
 	}
 	return itoa(n/10) + digits[n%10:n%10+1]
 }
+
+// TestStemOfFoldedWord: a query word finds its other forms when it is folded into a term
+// that the analyzer would split again ("ｃｏｎｆｉｇ．ｆｉｌｅｓ" folds to "config.files", whose
+// "." splits words in text): its stem is the term's stem, as the index computes it, not
+// that of the term analyzed again.
+func TestStemOfFoldedWord(t *testing.T) {
+	f := newFixture(t, Options{})
+	f.write("/notes/a.md", "Keep the ｃｏｎｆｉｇ．ｆｉｌｅ under version control.\n")
+	f.write("/notes/b.md", "Every ｃｏｎｆｉｇ．ｆｉｌｅｓ entry is reviewed.\n")
+	f.write("/notes/c.md", filler(1))
+	f.expectSet("ｃｏｎｆｉｇ．ｆｉｌｅｓ", "/notes/a.md", "/notes/b.md")
+	f.expectSet("ｃｏｎｆｉｇ．ｆｉｌｅ", "/notes/a.md", "/notes/b.md")
+}

@@ -6,6 +6,8 @@ import (
 	"math"
 
 	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/analysis"
+	"github.com/blevesearch/bleve/v2/analysis/token/porter"
 	"github.com/blevesearch/bleve/v2/search/query"
 	bindex "github.com/blevesearch/bleve_index_api"
 )
@@ -33,10 +35,7 @@ type termCounts interface {
 // parts (path, typo, id) are to be scaled. counts nil: weights as if every part held the
 // same memories.
 func stemClauses(term string, others int, counts termCounts) ([]query.Query, float64, error) {
-	stem := term
-	if st := analyze(analyzerStem, term); len(st) == 1 {
-		stem = string(st[0].Term)
-	}
+	stem := stemOf(term)
 	// weight returns boost scaled by (idf of every form / idf of part)², so that the part
 	// scores as the stem field's part did over every form of the word.
 	all, parts := uint64(0), map[string]uint64{}
@@ -86,6 +85,16 @@ func stemClauses(term string, others int, counts termCounts) ([]query.Query, flo
 		term1(fieldContent, stem, scale*weight(boostStem, "base")),
 	}, scale, nil
 }
+
+// stemOf returns the stem of a term of the content field, as stemsFilter finds it for the
+// stem field. The term is not analyzed again: folding can make a term that the analyzer
+// would split ("config.files" of full-width letters, whose "." joins them in the text).
+func stemOf(term string) string {
+	ts := analysis.TokenStream{{Term: []byte(term)}}
+	return string(stemmer.Filter(ts)[0].Term)
+}
+
+var stemmer = porter.NewPorterStemmer()
 
 func firstErr(errs ...error) error {
 	for _, err := range errs {
