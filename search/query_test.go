@@ -335,3 +335,22 @@ func TestStemOfFoldedWord(t *testing.T) {
 	f.expectSet("ｃｏｎｆｉｇ．ｆｉｌｅｓ", "/notes/a.md", "/notes/b.md")
 	f.expectSet("ｃｏｎｆｉｇ．ｆｉｌｅ", "/notes/a.md", "/notes/b.md")
 }
+
+// TestStemThatIsNotItsOwnStem: a word's stem written as a word is one of its forms only
+// where it is its own stem. "environmental" stems to "environment", which stems to
+// "environ": a memory with "environment" holds another word, which "environmental" did
+// not find before the stem field held only the stems that differ from their words.
+func TestStemThatIsNotItsOwnStem(t *testing.T) {
+	f := newFixture(t, Options{})
+	var want []string
+	for i := range typosBelow { // as many as keep typos out of the search
+		p := fmt.Sprintf("/adj/%c.md", 'a'+i)
+		f.write(p, filler(i)+"\nThe environmental rules apply.\n")
+		want = append(want, p)
+	}
+	f.write("/noun/x.md", filler(20)+"\nThe environment is shared.\n")
+	res := f.searchReq(Request{Query: "environmental", Limit: 100})
+	if got := paths(res); res.Total != uint64(len(want)) || !slices.Contains(got, want[0]) || slices.Contains(got, "/noun/x.md") {
+		t.Errorf("environmental: %d hits %q, want the %d of /adj/", res.Total, got, len(want))
+	}
+}

@@ -60,6 +60,16 @@ func stemClauses(term string, others int, counts termCounts) ([]query.Query, flo
 		q.SetBoost(boost)
 		return q
 	}
+	if stem != term && stemOf(stem) != stem {
+		// The stem is not its own stem ("environment", of "environmental", stems to
+		// "environ"): the stem field holds it wherever a form of the word is, as it did
+		// when it held every word's stem, and a memory with the stem written has another
+		// word. The parts are those of then, weighed as then.
+		return []query.Query{
+			term1(fieldContent, term, boostContent),
+			term1(fieldStem, stem, boostStem),
+		}, 1, nil
+	}
 	if stem == term {
 		// A memory with the word as written matches one part, the content's, where it
 		// matched the stem field's too: twice the weight.
