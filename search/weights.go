@@ -13,15 +13,18 @@ import (
 )
 
 // A word's matches in its other forms. The stem field holds a word's stem only where the
-// stem differs from the word ("deploy" for "deploying", nothing but sameStem for "deploy"),
-// so that a search of a word that is its own stem walks its memories once, not once in the
-// content and again in the stems: at 100,000 memories that was half the cost of a search of
-// one or two words. A word is then found in its other forms by up to three parts of a
-// query, weighed so that each kind of memory scores as it did when the stem field held
-// every word's stem: a memory with the word as written, or with another form only. bleve
-// weighs a part by its boost times its idf squared, and scales a disjunction's score by the
-// share of its parts that matched (coord); the weights below undo what the new parts change
-// in both.
+// stem differs from the word ("user" for "users", nothing but sameStem for "user"), so that
+// a search of a word that is its own stem walks its memories once, not once in the content
+// and again in the stems: at 100,000 memories that was half the cost of a search of one or
+// two words. A word is then found in its other forms by up to three parts of a query,
+// weighed so that two kinds of memory score as they did when the stem field held every
+// word's stem: a memory with the word as written, or with another form only (when nothing
+// else of the word, its path or a typo, matches too). bleve weighs a part by its boost times
+// its idf squared, and scales a disjunction's score by the share of its parts that matched
+// (coord); the weights below undo what the new parts change in both. A memory with the word
+// as written and another form too matches as many parts as before, one of them weighed more:
+// it scores up to twice as much as it did, which no weights of parts can undo (coord is the
+// memory's, not the part's).
 
 // termCounts tells how many memories an index holds, and how many of them hold a term in a
 // field.
@@ -76,13 +79,15 @@ func stemClauses(term string, others int, counts termCounts) ([]query.Query, flo
 		if err := firstErr(count("written", fieldContent, term), count("stem", fieldStem, stem)); err != nil {
 			return nil, 0, err
 		}
+		// The sum, not the union: a memory with both forms counts twice, which makes the
+		// stems' weights a little lower than they were.
 		all = parts["written"] + parts["stem"]
 		return []query.Query{
 			term1(fieldContent, term, 2*(boostContent+weight(boostStem, "written"))),
 			term1(fieldStem, stem, weight(boostStem, "stem")),
 		}, 1, nil
 	}
-	// Another part, the stem as written ("deploy" for "deploying"), whose memories the stem
+	// Another part, the stem as written ("user" for "users"), whose memories the stem
 	// field no longer holds: every part's share shrinks in proportion.
 	if err := firstErr(count("stem", fieldStem, stem), count("base", fieldContent, stem)); err != nil {
 		return nil, 0, err
