@@ -24,7 +24,7 @@ import (
 // The index's fields. A document is one memory, named by its path.
 const (
 	fieldContent = "content" // words as written, accents and case folded: phrases, prefixes, typos
-	fieldStem    = "stem"    // the same words stemmed, so that "deploying" finds "deploy"
+	fieldStem    = "stem"    // the words' stems where they differ from the words (weights.go), so that "deploying" finds "deploy"
 	fieldPath    = "path"    // the path's words
 	fieldPathKey = "path_kw" // the whole path, for a filter of one memory
 	fieldDirs    = "dirs"    // the folders that hold the memory ("/a/", "/a/b/"), for folder filters
@@ -37,19 +37,21 @@ const (
 // finds "Straße"), and Chinese, Japanese and Korean runs as overlapping bigrams, since those
 // scripts put no spaces between words.
 const (
-	analyzerText = "gitmem_text"
-	analyzerStem = "gitmem_stem"
-	analyzerPath = "gitmem_path"
+	analyzerText  = "gitmem_text"
+	analyzerStem  = "gitmem_stem"       // a query's words, stemmed
+	analyzerStems = "gitmem_stem_index" // a memory's words: stems that differ from the word
+	analyzerPath  = "gitmem_path"
 
 	charPunct   = "gitmem_punct"
 	filterFold  = "gitmem_fold"
+	filterStems = "gitmem_stems"
 	filterWidth = cjk.WidthName
 	filterBigrm = cjk.BigramName
 )
 
 // indexFormat changes whenever the mapping or the analyzers do: an index of another format
 // is rebuilt.
-const indexFormat = "2"
+const indexFormat = "3"
 
 // punctFilter blanks the characters that join words in UAX #29 but that people search
 // across: "." and "_" ("notes.md", "user_id") and apostrophes ("l'hôtel", "John's"). Each
@@ -98,6 +100,28 @@ func (f foldFilter) Filter(in analysis.TokenStream) analysis.TokenStream {
 	return in
 }
 
+// sameStem is the stem field's term where a word is its own stem. It keeps the field's
+// length equal to the content's, which BM25 normalises by; no query asks for it.
+const sameStem = "\x00"
+
+// stemsFilter stems each token, and keeps the stem only where it differs from the token:
+// elsewhere the content field has the same term at the same place.
+type stemsFilter struct{ porter *porter.PorterStemmer }
+
+func (f stemsFilter) Filter(in analysis.TokenStream) analysis.TokenStream {
+	terms := make([][]byte, len(in))
+	for i, t := range in {
+		terms[i] = t.Term
+	}
+	in = f.porter.Filter(in)
+	for i, t := range in {
+		if bytes.Equal(t.Term, terms[i]) {
+			t.Term = []byte(sameStem)
+		}
+	}
+	return in
+}
+
 func isHangul(b []byte) bool {
 	r, _ := utf8.DecodeRune(b)
 	return unicode.Is(unicode.Hangul, r)
@@ -125,6 +149,12 @@ func init() {
 	if err != nil {
 		panic(err)
 	}
+	err = registry.RegisterTokenFilter(filterStems, func(map[string]any, *registry.Cache) (analysis.TokenFilter, error) {
+		return stemsFilter{porter.NewPorterStemmer()}, nil
+	})
+	if err != nil {
+		panic(err)
+	}
 	if queryMapping, err = newMapping(); err != nil {
 		panic(err)
 	}
@@ -140,9 +170,10 @@ func newMapping() (*mapping.IndexMappingImpl, error) {
 	im.StoreDynamic, im.IndexDynamic, im.DocValuesDynamic = false, false, false
 	common := []string{lowercase.Name, filterFold, filterWidth, filterBigrm}
 	analyzers := map[string][]string{
-		analyzerText: common,
-		analyzerPath: common,
-		analyzerStem: append(common, porter.Name),
+		analyzerText:  common,
+		analyzerPath:  common,
+		analyzerStem:  append(common, porter.Name),
+		analyzerStems: append(common, filterStems),
 	}
 	for name, filters := range analyzers {
 		err := im.AddCustomAnalyzer(name, map[string]any{
@@ -166,7 +197,7 @@ func newMapping() (*mapping.IndexMappingImpl, error) {
 		return f
 	}
 	doc := mapping.NewDocumentStaticMapping()
-	doc.AddFieldMappingsAt(fieldContent, text(fieldContent, analyzerText), text(fieldStem, analyzerStem))
+	doc.AddFieldMappingsAt(fieldContent, text(fieldContent, analyzerText), text(fieldStem, analyzerStems))
 	doc.AddFieldMappingsAt(fieldPath, text(fieldPath, analyzerPath), kw(fieldPathKey, true, false))
 	doc.AddFieldMappingsAt(fieldDirs, kw(fieldDirs, true, false))
 	doc.AddFieldMappingsAt(fieldID, kw(fieldID, true, true))

@@ -141,28 +141,19 @@ func phrase(field, text string, boost float64) query.Query {
 
 // wordQuery matches one word anywhere it can: as written, stemmed, in the path, with a
 // typo, or as a memory id. A word that analyzes into several tokens ("user_id", "e-mail")
-// is matched as a phrase of them, except in scripts without spaces, where the query's
-// bigrams are matched each and rank by how many are found. typos is how many more words of
-// the query may be matched with typos; wordQuery takes one if it uses it.
-func wordQuery(w string, typos *int, sc scope) query.Query {
+// is matched as a phrase of them, as written, except in scripts without spaces, where the
+// query's bigrams are matched each and rank by how many are found. typos is how many more
+// words of the query may be matched with typos; wordQuery takes one if it uses it. counts
+// weigh its parts (stemClauses); nil leaves their weights as they are, for a search whose
+// scores are not read.
+func wordQuery(w string, typos *int, sc scope, counts termCounts) (query.Query, error) {
 	ts := analyze(analyzerText, w)
 	if len(ts) == 0 {
-		return nil
+		return nil, nil
 	}
-	fields := []struct {
-		name  string
-		boost float64
-	}{{fieldContent, boostContent}, {fieldStem, boostStem}, {fieldPath, boostPath}}
-	if sc == textFields {
-		fields = fields[:2]
-	}
-	var qs []query.Query
-	for _, f := range fields {
-		if len(ts) > 1 && !hasIdeographic(ts) {
-			qs = append(qs, phrase(f.name, w, f.boost))
-		} else {
-			qs = append(qs, match(f.name, w, f.boost))
-		}
+	var others []query.Query // the parts that match other than by the word's text
+	if sc == allFields {
+		others = append(others, match(fieldPath, w, boostPath))
 	}
 	if term, ok := typoTerm(ts); *typos > 0 && ok {
 		*typos--
@@ -174,15 +165,35 @@ func wordQuery(w string, typos *int, sc scope) query.Query {
 		}
 		f.SetPrefix(1) // typos in the first letter are rare, and the prefix makes it cheap
 		f.SetBoost(boostFuzzy)
-		qs = append(qs, f)
+		others = append(others, f)
 	}
 	if strings.HasPrefix(w, gitstore.MemoryPrefix) && sc == allFields {
 		t := query.NewTermQuery(w)
 		t.SetField(fieldID)
 		t.SetBoost(boostID)
-		qs = append(qs, t)
+		others = append(others, t)
 	}
-	return query.NewDisjunctionQuery(qs)
+	var qs []query.Query
+	scale := 1.0
+	if len(ts) == 1 && ts[0].Type != analysis.Ideographic {
+		var err error
+		if qs, scale, err = stemClauses(string(ts[0].Term), len(others), counts); err != nil {
+			return nil, err
+		}
+	} else {
+		// No stem part (the stem field holds single words): a memory that has the word as
+		// written matches one part fewer than with one, which weighs as stemClauses says.
+		scale = float64(len(others)+1) / float64(len(others)+2)
+		if hasIdeographic(ts) {
+			qs = append(qs, match(fieldContent, w, scale*2*(boostContent+boostStem)))
+		} else {
+			qs = append(qs, phrase(fieldContent, w, scale*2*(boostContent+boostStem)))
+		}
+	}
+	for _, q := range others {
+		q.(query.BoostableQuery).SetBoost(q.(query.BoostableQuery).Boost() * scale)
+	}
+	return query.NewDisjunctionQuery(append(qs, others...)), nil
 }
 
 // typoTerm returns the term to match with typos for a word that analyzed into ts: a word
@@ -232,10 +243,10 @@ func isWord(term string) bool {
 
 // prefixQuery matches the words of content and path (of content alone in textFields) that
 // start with p, folded as the index folds them.
-func prefixQuery(p string, typos *int, sc scope) query.Query {
+func prefixQuery(p string, typos *int, sc scope, counts termCounts) (query.Query, error) {
 	term, ok := prefixTerm(p)
 	if !ok {
-		return wordQuery(p, typos, sc)
+		return wordQuery(p, typos, sc, counts)
 	}
 	fields := []string{fieldContent, fieldPath}
 	if sc == textFields {
@@ -247,7 +258,7 @@ func prefixQuery(p string, typos *int, sc scope) query.Query {
 		q.SetField(field)
 		qs = append(qs, q)
 	}
-	return query.NewDisjunctionQuery(qs)
+	return query.NewDisjunctionQuery(qs), nil
 }
 
 // folderQuery matches the memories at or below a path: "/a/" is a directory; "/a" is the
@@ -278,24 +289,33 @@ const (
 
 // matching returns the parts of the bleve query of p that find and score its words,
 // prefixes and phrases, in the fields of sc: phrases must match, the others should. (build
-// adds what only selects: exclusions and filters.)
-func (p parsedQuery) matching(fuzzy bool, sc scope) (must, should []query.Query) {
+// adds what only selects: exclusions and filters.) counts weigh the words' parts
+// (stemClauses); nil where scores are not read.
+func (p parsedQuery) matching(fuzzy bool, sc scope, counts termCounts) (must, should []query.Query, err error) {
 	typos := 0
 	if fuzzy {
 		typos = maxFuzzyWords
 	}
 	for _, w := range p.words {
-		should = appendQuery(should, wordQuery(w, &typos, sc))
+		q, err := wordQuery(w, &typos, sc, counts)
+		if err != nil {
+			return nil, nil, err
+		}
+		should = appendQuery(should, q)
 	}
 	for _, w := range p.prefixes {
-		should = appendQuery(should, prefixQuery(w, &typos, sc))
+		q, err := prefixQuery(w, &typos, sc, counts)
+		if err != nil {
+			return nil, nil, err
+		}
+		should = appendQuery(should, q)
 	}
 	for _, ph := range p.phrases {
 		if len(analyze(analyzerText, ph)) > 0 {
 			must = append(must, phrase(fieldContent, ph, boostContent))
 		}
 	}
-	return must, should
+	return must, should, nil
 }
 
 // appendQuery appends q to qs unless it is nil (a word that analyzes into nothing).
@@ -307,9 +327,13 @@ func appendQuery(qs []query.Query, q query.Query) []query.Query {
 }
 
 // build turns a parsed query into a bleve query. listing is true when the query only
-// filters (no words), so that the caller orders by path instead of by score.
-func (p parsedQuery) build(pathPrefix string, fuzzy bool) (q query.Query, listing bool, err error) {
-	must, should := p.matching(fuzzy, allFields)
+// filters (no words), so that the caller orders by path instead of by score. counts weigh
+// the words' parts (stemClauses): nil to check a query before there is an index to read.
+func (p parsedQuery) build(pathPrefix string, fuzzy bool, counts termCounts) (q query.Query, listing bool, err error) {
+	must, should, err := p.matching(fuzzy, allFields, counts)
+	if err != nil {
+		return nil, false, err
+	}
 	var mustNot []query.Query
 	var filters []query.Query
 	for _, w := range p.pathWords {

@@ -3,6 +3,7 @@ package search
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -99,6 +100,39 @@ func TestRanking(t *testing.T) {
 	}
 	if _, err := f.svc.Search(f.ctx, "memstore_01NOSUCHSTORE0000000000000", Request{Query: "x"}); !gitstore.IsKind(err, gitstore.KindNotFound) {
 		t.Errorf("unknown store: %v, want not_found", err)
+	}
+}
+
+// TestWrittenBeforeOtherForms: a memory with a word as written ranks above one with only
+// another of its forms, however much rarer that form is in the store (the stem field holds
+// only the stems that differ from their words, and weights.go weighs its matches as if it
+// held every form's); every form is found.
+func TestWrittenBeforeOtherForms(t *testing.T) {
+	f := newFixture(t, Options{})
+	for i := range 20 {
+		f.write("/filler/"+string(rune('a'+i))+".md", filler(i)+"\nThe user asked for this once.\n")
+		f.write("/deploys/"+string(rune('a'+i))+".md", filler(i+20)+"\nWe deploy on Fridays.\n")
+	}
+	f.write("/rare/users.md", filler(40)+"\nThe users asked for this once.\n")
+	f.write("/rare/deploying.md", filler(41)+"\nWe are deploying on Fridays.\n")
+	f.write("/rare/deployed.md", filler(42)+"\nWe deployed on Fridays.\n")
+	last := func(q string, total int, want ...string) {
+		t.Helper()
+		res := f.searchReq(Request{Query: q, Limit: 100})
+		got := paths(res)
+		tail := slices.Sorted(slices.Values(got[max(0, len(got)-len(want)):]))
+		if res.Total != uint64(total) || !slices.Equal(tail, want) {
+			t.Errorf("%s: %d hits ending %q, want %d ending %q (in any order)", q, res.Total, tail, total, want)
+		}
+	}
+	last("user", 21, "/rare/users.md")
+	last("deploy", 22, "/rare/deployed.md", "/rare/deploying.md")
+	// A form that is not its own stem: as written first, then every other form.
+	if got := paths(f.searchReq(Request{Query: "users", Limit: 100})); len(got) != 21 || got[0] != "/rare/users.md" {
+		t.Errorf("users: %d hits, first %q; want 21, /rare/users.md first", len(got), got[0])
+	}
+	if got := paths(f.searchReq(Request{Query: "deploying", Limit: 100})); len(got) != 22 || got[0] != "/rare/deploying.md" {
+		t.Errorf("deploying: %d hits, first %q; want 22, /rare/deploying.md first", len(got), got[0])
 	}
 }
 
@@ -287,4 +321,36 @@ func itoa(n int) string {
 		return digits[n : n+1]
 	}
 	return itoa(n/10) + digits[n%10:n%10+1]
+}
+
+// TestStemOfFoldedWord: a query word finds its other forms when it is folded into a term
+// that the analyzer would split again ("ｃｏｎｆｉｇ．ｆｉｌｅｓ" folds to "config.files", whose
+// "." splits words in text): its stem is the term's stem, as the index computes it, not
+// that of the term analyzed again.
+func TestStemOfFoldedWord(t *testing.T) {
+	f := newFixture(t, Options{})
+	f.write("/notes/a.md", "Keep the ｃｏｎｆｉｇ．ｆｉｌｅ under version control.\n")
+	f.write("/notes/b.md", "Every ｃｏｎｆｉｇ．ｆｉｌｅｓ entry is reviewed.\n")
+	f.write("/notes/c.md", filler(1))
+	f.expectSet("ｃｏｎｆｉｇ．ｆｉｌｅｓ", "/notes/a.md", "/notes/b.md")
+	f.expectSet("ｃｏｎｆｉｇ．ｆｉｌｅ", "/notes/a.md", "/notes/b.md")
+}
+
+// TestStemThatIsNotItsOwnStem: a word's stem written as a word is one of its forms only
+// where it is its own stem. "environmental" stems to "environment", which stems to
+// "environ": a memory with "environment" holds another word, which "environmental" did
+// not find before the stem field held only the stems that differ from their words.
+func TestStemThatIsNotItsOwnStem(t *testing.T) {
+	f := newFixture(t, Options{})
+	var want []string
+	for i := range typosBelow { // as many as keep typos out of the search
+		p := fmt.Sprintf("/adj/%c.md", 'a'+i)
+		f.write(p, filler(i)+"\nThe environmental rules apply.\n")
+		want = append(want, p)
+	}
+	f.write("/noun/x.md", filler(20)+"\nThe environment is shared.\n")
+	res := f.searchReq(Request{Query: "environmental", Limit: 100})
+	if got := paths(res); res.Total != uint64(len(want)) || !slices.Contains(got, want[0]) || slices.Contains(got, "/noun/x.md") {
+		t.Errorf("environmental: %d hits %q, want the %d of /adj/", res.Total, got, len(want))
+	}
 }

@@ -18,7 +18,7 @@ const typosBelow = 10
 // search answers a request from an index that reflects at least the store's head as of the
 // call: it waits for the indexer only if main moved since the last catch-up.
 func (x *storeIndex) search(ctx context.Context, req Request, p parsedQuery) (*Result, error) {
-	q, listing, err := p.build(req.PathPrefix, false)
+	_, listing, err := p.build(req.PathPrefix, false, nil) // refuses a bad query before any wait
 	if err != nil {
 		return nil, err
 	}
@@ -31,7 +31,7 @@ func (x *storeIndex) search(ctx context.Context, req Request, p parsedQuery) (*R
 			return nil, err
 		}
 	}
-	sr := bleve.NewSearchRequestOptions(q, req.Limit, 0, false)
+	sr := bleve.NewSearchRequestOptions(nil, req.Limit, 0, false)
 	sr.Fields = []string{fieldID, fieldBlob}
 	// Where the hits matched, for their snippets: found for the page's hits alone, after
 	// the search (matchLocations), since a search asked for them decodes the positions of
@@ -52,6 +52,13 @@ func (x *storeIndex) search(ctx context.Context, req Request, p parsedQuery) (*R
 	defer cancel()
 	err = p.checkExpansion(idx)
 	var res *bleve.SearchResult
+	var counts *indexCounts
+	if err == nil {
+		counts, err = newIndexCounts(bctx, idx)
+	}
+	if err == nil {
+		sr.Query, _, err = p.build(req.PathPrefix, false, counts)
+	}
 	if err == nil {
 		res, err = idx.SearchInContext(bctx, sr)
 	}
@@ -63,7 +70,7 @@ func (x *storeIndex) search(ctx context.Context, req Request, p parsedQuery) (*R
 		// This search asks for the locations itself: a second search would expand the
 		// typos again, most of its cost.
 		var fq query.Query
-		if fq, _, err = p.build(req.PathPrefix, true); err == nil {
+		if fq, _, err = p.build(req.PathPrefix, true, counts); err == nil {
 			sr.Query, sr.IncludeLocations = fq, true
 			res, err = idx.SearchInContext(bctx, sr)
 		}
@@ -77,6 +84,9 @@ func (x *storeIndex) search(ctx context.Context, req Request, p parsedQuery) (*R
 		} else {
 			locs, err = matchLocations(bctx, idx, p, res.Hits)
 		}
+	}
+	if counts != nil {
+		counts.close() // before the index may close, once unlocked
 	}
 	x.view.RUnlock()
 	if err = overBudget(ctx, budget, err); err != nil {
@@ -121,7 +131,10 @@ func matchLocations(ctx context.Context, idx bleve.Index, p parsedQuery, hits bs
 	}
 	// A conjunction, not a filter: the few documents lead, and the words' searchers skip
 	// to them; a filter would walk every match of the words.
-	must, should := p.matching(false, textFields) // the fields that snippets show
+	must, should, err := p.matching(false, textFields, nil) // the fields that snippets show
+	if err != nil {
+		return nil, err
+	}
 	q := query.NewConjunctionQuery([]query.Query{query.NewDocIDQuery(ids), query.NewBooleanQuery(must, should, nil)})
 	sr := bleve.NewSearchRequestOptions(q, len(ids), 0, false)
 	sr.IncludeLocations = true
