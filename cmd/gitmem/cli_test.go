@@ -102,6 +102,16 @@ func (c *cli) none(stdin string, args ...string) string {
 	return errOut
 }
 
+// failsWith runs gitmem, expects it to exit with code, and returns stderr.
+func (c *cli) failsWith(code int, stdin string, args ...string) string {
+	c.t.Helper()
+	out, errOut, got := c.run(stdin, args...)
+	if got != code {
+		c.t.Fatalf("gitmem %v: exit %d, want %d\nstdout: %s\nstderr: %s", args, got, code, out, errOut)
+	}
+	return errOut
+}
+
 // fails runs gitmem, expects it to fail (TestExitCodes checks which code), and returns
 // stderr.
 func (c *cli) fails(stdin string, args ...string) string {
