@@ -12,9 +12,10 @@ import (
 	"os/user"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/gitmem/gitmem/gitstore"
 	"github.com/gitmem/gitmem/internal/gitexec"
-	"github.com/spf13/cobra"
 )
 
 // readers are the commands that only read: on a data directory that does not exist they
