@@ -8,8 +8,8 @@ import (
 // TimeFormHint names the forms of a time that ParseTime takes, for messages and help.
 const TimeFormHint = `an RFC 3339 time (2026-01-02T15:04:05Z), a date (2026-01-02), "now", "today", "yesterday", or a time ago (90m, 1h, 2d)`
 
-// ParseTime reads a time as people type it, for the CLI's --since, --until and --at and the
-// API's ?at= and revert bounds: an RFC 3339 time; a date, or "today" or "yesterday", meaning
+// ParseTime reads a time as people type it, for the CLI's --since and --at and the API's ?at=
+// and revert start: an RFC 3339 time; a date, or "today" or "yesterday", meaning
 // its start in now's time zone; or a duration before now (ParseDuration's forms: 90m, 1h,
 // 2d).
 func ParseTime(s string, now time.Time) (time.Time, error) {
@@ -17,7 +17,8 @@ func ParseTime(s string, now time.Time) (time.Time, error) {
 	return t, err
 }
 
-// ParseUntil reads the end of a span of time, inclusive (the CLI's --until), as ParseTime,
+// ParseUntil reads the end of a span of time, inclusive (the CLI's --until, the API's revert
+// created_at_lte), as ParseTime,
 // except that a day (a date, "today", "yesterday") means its last instant: what people mean
 // by "until today" includes today's versions, as git log --until=today does.
 func ParseUntil(s string, now time.Time) (time.Time, error) {

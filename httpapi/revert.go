@@ -40,10 +40,11 @@ func (s *Server) revertStore(c echo.Context) error {
 	if kid != nil {
 		in.APIKeyID = *kid
 	}
-	if in.Since, err = bodyTime(b, "created_at_gte"); err != nil {
+	if in.Since, err = bodyTime(b, "created_at_gte", gitstore.ParseTime); err != nil {
 		return err
 	}
-	if in.Until, err = bodyTime(b, "created_at_lte"); err != nil {
+	// The end is inclusive, so a day runs to its end, as the CLI's --until reads it.
+	if in.Until, err = bodyTime(b, "created_at_lte", gitstore.ParseUntil); err != nil {
 		return err
 	}
 	if b.has("dry_run") {
@@ -58,13 +59,14 @@ func (s *Server) revertStore(c echo.Context) error {
 	return c.JSON(http.StatusOK, toRevert(res))
 }
 
-// bodyTime reads an optional RFC 3339 time field; absent or null is the zero time.
-func bodyTime(b body, field string) (time.Time, error) {
+// bodyTime reads an optional time field with parse (gitstore.ParseTime or ParseUntil);
+// absent or null is the zero time.
+func bodyTime(b body, field string, parse func(string, time.Time) (time.Time, error)) (time.Time, error) {
 	v, err := b.str(field)
 	if err != nil || v == nil {
 		return time.Time{}, err
 	}
-	t, err := gitstore.ParseTime(*v, time.Now())
+	t, err := parse(*v, time.Now())
 	if err != nil {
 		return time.Time{}, badRequest("field %q: %s", field, err)
 	}

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gitmem/gitmem/apikeys"
 )
@@ -130,6 +131,69 @@ func TestRevertRoute(t *testing.T) {
 		if status != tc.status || e.Error.Type != tc.typ || !strings.Contains(e.Error.Message, tc.msg) {
 			t.Errorf("%s: %d %s", tc.name, status, body)
 		}
+	}
+}
+
+// TestRevertUntilADay: the revert's created_at_lte reads a day as its last instant, as the
+// CLI's --until does, so a version made now is within "today" and today's date; its
+// created_at_gte reads a day as its start. A bound that is no time is refused and reverts
+// nothing.
+func TestRevertUntilADay(t *testing.T) {
+	ts := startServer(t, Options{})
+	const session = "sesn_01HTTPREVERTDAY00000000000"
+	w := map[string]string{"content-type": "application/json"}
+	sess := map[string]string{"content-type": "application/json", SessionHeader: session}
+	_, body := rawRequest(t, "POST", ts.url+"/v1/memory_stores", `{"name":"days"}`, w)
+	base := ts.url + "/v1/memory_stores/" + decodeJSON[struct{ ID string }](t, body).ID
+	m := decodeJSON[struct{ ID string }](t, rawBody(t, "POST", base+"/memories", `{"path":"/today.md","content":"made now"}`, sess))
+
+	type revert struct {
+		Reverted []struct {
+			MemoryID string `json:"memory_id"`
+		}
+	}
+	now := time.Now()
+	for _, tc := range []struct {
+		bounds string
+		within bool
+	}{
+		{`"created_at_lte":"today"`, true},
+		{`"created_at_lte":"TODAY"`, true},
+		{`"created_at_lte":"` + now.Format(time.DateOnly) + `"`, true},
+		{`"created_at_gte":"today","created_at_lte":"today"`, true},
+		{`"created_at_lte":"yesterday"`, false},
+		{`"created_at_lte":"` + now.AddDate(0, 0, -1).Format(time.DateOnly) + `"`, false},
+		{`"created_at_gte":"` + now.AddDate(0, 0, 1).Format(time.DateOnly) + `"`, false},
+	} {
+		body := rawBody(t, "POST", base+"/revert", `{"session_id":"`+session+`","dry_run":true,`+tc.bounds+`}`, w)
+		res := decodeJSON[revert](t, body)
+		if got := len(res.Reverted) == 1 && res.Reverted[0].MemoryID == m.ID; got != tc.within {
+			t.Errorf("{%s}: the version made now is within: %v, want %v\n%s", tc.bounds, got, tc.within, body)
+		}
+	}
+
+	// Refusals change nothing.
+	for _, tc := range []struct{ name, bounds, msg string }{
+		{"no day", `"created_at_lte":"tomorrow"`, `field "created_at_lte": time "tomorrow" must be an RFC 3339 time`},
+		{"no date", `"created_at_lte":"2026-02-30"`, `field "created_at_lte": time "2026-02-30" must be`},
+		{"reversed", `"created_at_gte":"today","created_at_lte":"yesterday"`, "the end of the range"},
+	} {
+		status, body := rawRequest(t, "POST", base+"/revert", `{"session_id":"`+session+`",`+tc.bounds+`}`, w)
+		e := decodeJSON[struct {
+			Error struct{ Type, Message string }
+		}](t, body)
+		if status != 400 || e.Error.Type != "invalid_request_error" || !strings.Contains(e.Error.Message, tc.msg) {
+			t.Errorf("%s: %d %s", tc.name, status, body)
+		}
+	}
+	if got := rawBody(t, "GET", base+"/memories/"+m.ID, "", w); !strings.Contains(got, `"path":"/today.md"`) {
+		t.Fatalf("a refused revert changed the memory: %s", got)
+	}
+
+	// Not a dry run: today's revert deletes what the session made today.
+	rawBody(t, "POST", base+"/revert", `{"session_id":"`+session+`","created_at_lte":"today"}`, w)
+	if status, body := rawRequest(t, "GET", base+"/memories/"+m.ID, "", w); status != 404 {
+		t.Errorf("after reverting today: %d %s", status, body)
 	}
 }
 

@@ -255,7 +255,7 @@ func TestFieldsSayTheirSuspects(t *testing.T) {
 	e := start(t)
 	admin, _ := e.key("admin", apikeys.ReadWrite, "")
 	var s struct{ ID string }
-	if status := e.api("POST", "/v1/memory_stores", admin, map[string]any{"name": "team", "description": "what \u202ewe learned\u2066\r\nand\tmore"}, &s); status != 200 {
+	if status := e.api("POST", "/v1/memory_stores", admin, map[string]any{"name": "team \u202emaet\u200b", "description": "what \u202ewe learned\u2066\r\nand\tmore"}, &s); status != 200 {
 		t.Fatalf("create store: %d", status)
 	}
 	clean := e.store(admin, "clean")
@@ -276,6 +276,7 @@ func TestFieldsSayTheirSuspects(t *testing.T) {
 	}{
 		{base + "/memories/" + mem.ID + "/edit", notice("content", "content", 2), "Pay \u202emonthly\x1b[0m"},
 		{base, notice("sdesc", "description", 2), "what \u202ewe learned\u2066\r\nand\tmore"},
+		{base, notice("sname", "name", 2), `value="team ` + "\u202emaet\u200b" + `"`},
 		{base + "/search?q=" + url.QueryEscape("pay \u202emonthly"), notice("sq", "search", 1), `value="pay ` + "\u202e" + `monthly"`},
 	} {
 		p := b.get(tc.path)

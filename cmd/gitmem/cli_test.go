@@ -91,6 +91,27 @@ func (c *cli) ok(stdin string, args ...string) string {
 	return out
 }
 
+// none runs gitmem, expects it to succeed with nothing on stdout (a list with nothing in it),
+// and returns stderr, which says why.
+func (c *cli) none(stdin string, args ...string) string {
+	c.t.Helper()
+	out, errOut, code := c.run(stdin, args...)
+	if code != 0 || out != "" {
+		c.t.Fatalf("gitmem %v: exit %d, want 0 and nothing on stdout\nstdout: %s\nstderr: %s", args, code, out, errOut)
+	}
+	return errOut
+}
+
+// failsWith runs gitmem, expects it to exit with code, and returns stderr.
+func (c *cli) failsWith(code int, stdin string, args ...string) string {
+	c.t.Helper()
+	out, errOut, got := c.run(stdin, args...)
+	if got != code {
+		c.t.Fatalf("gitmem %v: exit %d, want %d\nstdout: %s\nstderr: %s", args, got, code, out, errOut)
+	}
+	return errOut
+}
+
 // fails runs gitmem, expects it to fail (TestExitCodes checks which code), and returns
 // stderr.
 func (c *cli) fails(stdin string, args ...string) string {
@@ -117,7 +138,7 @@ func TestMemoriesEndToEnd(t *testing.T) {
 	if err := os.MkdirAll(c.data, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	mustContain(t, "stores list", c.ok("", "stores", "list"), "no stores yet")
+	mustContain(t, "stores list", c.none("", "stores", "list"), "no stores yet")
 	mustContain(t, "create", c.ok("", "stores", "create", "prefs", "--description", "likes", "--metadata", "team=core"), "created store memstore_")
 
 	mustContain(t, "put", c.ok("Prefers tabs\n", "put", "prefs", "/style/code.md"), "created /style/code.md", "13 bytes")

@@ -12,6 +12,8 @@ import (
 	"os/user"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/gitmem/gitmem/gitstore"
 	"github.com/gitmem/gitmem/internal/gitexec"
 )
@@ -23,6 +25,14 @@ var readers = map[string]bool{
 	"gitmem log": true, "gitmem search": true, "gitmem diff": true, "gitmem blame": true,
 	"gitmem keys list": true, "gitmem remote list": true, "gitmem proposals list": true,
 	"gitmem proposals show": true,
+}
+
+// sayNone says on stderr, unless -q, why a listing shows nothing. Stdout stays empty, so that
+// a script reading it finds no line that is not an entry.
+func (a *app) sayNone(cmd *cobra.Command, why string) {
+	if !a.quiet {
+		fmt.Fprintln(cmd.ErrOrStderr(), why)
+	}
 }
 
 // openData opens the data directory, with a hint when another process holds it.

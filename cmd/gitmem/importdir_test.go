@@ -38,7 +38,7 @@ func TestImportDir(t *testing.T) {
 		"/bad.md: content is not valid UTF-8 (first bad byte at offset 3)",
 		"/big.md: content is 102401 bytes; the limit is 102400 bytes",
 		"/link.md: a symbolic link")
-	mustContain(t, "nothing created", c.ok("", "stores", "list"), "no stores yet")
+	mustContain(t, "nothing created", c.none("", "stores", "list"), "no stores yet")
 	c.ok("", "stores", "create", "prefs")
 	c.fails("", "import", "--dir", dir, "prefs")
 	if got := c.ok("", "ls", "prefs", "-R"); got != "" {

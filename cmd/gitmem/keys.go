@@ -136,7 +136,7 @@ func newKeysListCmd(a *app) *cobra.Command {
 				return printJSON(cmd.OutOrStdout(), map[string]any{"data": data})
 			}
 			if len(list) == 0 {
-				fmt.Fprintln(cmd.OutOrStdout(), "no API keys: gitmem serve runs without authentication, on loopback only")
+				a.sayNone(cmd, "no API keys: gitmem serve runs without authentication, on loopback only")
 				return nil
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)

@@ -104,10 +104,8 @@ was deleted or renamed away). --since and --until take 2026-01-02T15:04:05Z, a d
 				if limit > 0 && len(versions) > limit {
 					versions = versions[:limit]
 				}
-				if len(versions) == 0 && !asJSON { // not a table's header alone; stdout stays empty, for scripts, as ls's
-					if !a.quiet {
-						fmt.Fprintln(cmd.ErrOrStderr(), noVersions(cmd, args, len(ids) == 0))
-					}
+				if len(versions) == 0 && !asJSON { // not a table's header alone
+					a.sayNone(cmd, noVersions(cmd, args, len(ids) == 0))
 					return nil
 				}
 				return printVersions(cmd.OutOrStdout(), versions, asJSON, names, useColor(cmd.OutOrStdout()))

@@ -500,7 +500,7 @@ func TestMCPStdioPropose(t *testing.T) {
 			t.Errorf("view: %v %s", isErr, text)
 		}
 	})
-	mustContain(t, "proposals after a session that read", c.ok("", "proposals", "list", "team"), "no proposals")
+	mustContain(t, "proposals after a session that read", c.none("", "proposals", "list", "team"), "no proposals")
 	session("sesn_writer", func(ctx context.Context, cs *mcp.ClientSession) {
 		if text, isErr := mcpText(t, ctx, cs, "memory", map[string]any{"command": "create", "path": "/memories/idea.md", "file_text": "an idea\n"}); isErr {
 			t.Fatalf("create: %s", text)

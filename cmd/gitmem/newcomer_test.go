@@ -77,6 +77,46 @@ func TestLogWithNothingToShow(t *testing.T) {
 	}
 }
 
+// TestListsWithNothingToShow: every list command with nothing to list says so on stderr and
+// leaves stdout empty, as log and ls do, so that a script reading stdout finds no entry that
+// is not one; -q silences it; --json stays an empty list.
+func TestListsWithNothingToShow(t *testing.T) {
+	c := newCLI(t)
+	if err := os.MkdirAll(c.data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	quiet := func(where string, args ...string) {
+		t.Helper()
+		if out, errOut, code := c.run("", append(args, "-q")...); code != 0 || out != "" || errOut != "" {
+			t.Errorf("%s: gitmem %s -q with nothing to show: exit %d, stdout %q, stderr %q", where, strings.Join(args, " "), code, out, errOut)
+		}
+	}
+	checkNewcomer(t, c, "no stores", []newcomerCase{
+		{args: []string{"stores", "list"}, stdoutExact: "\x00", stderr: []string{"no stores yet; create one with: gitmem stores create NAME\n"}},
+		{args: []string{"stores", "list", "--json"}, stdoutExact: "[]\n"},
+		{args: []string{"keys", "list"}, stdoutExact: "\x00", stderr: []string{"no API keys: gitmem serve runs without authentication"}},
+		{args: []string{"keys", "list", "--json"}, stdoutExact: "{\n  \"data\": []\n}\n"},
+	})
+	quiet("no stores", "stores", "list")
+	quiet("no stores", "keys", "list")
+	c.ok("", "stores", "create", "team")
+	checkNewcomer(t, c, "data directory", []newcomerCase{
+		{args: []string{"remote", "list"}, stdoutExact: "\x00", stderr: []string{"no remotes (add one with"}},
+		{args: []string{"remote", "list", "team", "--json"}, stdoutExact: "[]\n"},
+		// A refusal is still an error, not an empty list.
+		{args: []string{"remote", "list", "nosuch"}, code: 3, stdoutExact: "\x00", stderr: []string{"nosuch"}},
+	})
+	quiet("data directory", "remote", "list")
+	serveForGit(t, c)
+	checkNewcomer(t, c, "through the server", []newcomerCase{
+		{args: []string{"proposals", "list", "team"}, stdoutExact: "\x00", stderr: []string{"no proposals\n"}},
+		{args: []string{"webhooks", "list"}, stdoutExact: "\x00", stderr: []string{"no webhooks (create one with: gitmem webhooks create URL)\n"}},
+		{args: []string{"proposals", "list", "nosuch"}, code: 3, stdoutExact: "\x00", stderr: []string{"nosuch"}},
+	})
+	quiet("through the server", "proposals", "list", "team")
+	quiet("through the server", "webhooks", "list")
+}
+
 // TestSearchWithoutStore: gitmem search with one argument that names no store takes it for
 // the query the user gave without the store, and says so with the stores to search; one
 // that names a store is missing its query. Both are usage errors that print nothing on stdout.
@@ -343,7 +383,7 @@ func TestKeyAccessMistyped(t *testing.T) {
 			stderr: []string{"did you mean --access read_write?"}},
 		{args: []string{"keys", "create", "--name", "dash", "--access", "admin"}, code: 2,
 			stderr: []string{`--access "admin" is not an access level: give read_write, read_only or propose`}},
-		{args: []string{"keys", "list"}, stdout: []string{"no API keys"}},
+		{args: []string{"keys", "list"}, stdoutExact: "\x00", stderr: []string{"no API keys"}},
 	})
 }
 

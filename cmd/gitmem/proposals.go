@@ -215,7 +215,7 @@ func newProposalsListCmd(a *app) *cobra.Command {
 				return err
 			}
 			if len(list.Data) == 0 {
-				fmt.Fprintln(cmd.OutOrStdout(), "no proposals")
+				a.sayNone(cmd, "no proposals")
 				return nil
 			}
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)

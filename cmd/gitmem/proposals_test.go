@@ -107,7 +107,7 @@ func servedTeam(t *testing.T) (c *cli, url, rw, pk string, as func(key string, w
 func TestProposalsCLILocal(t *testing.T) {
 	c := newCLI(t)
 	c.ok("", "stores", "create", "team")
-	if out := c.ok("", "proposals", "list", "team"); out != "no proposals\n" {
+	if out := c.none("", "proposals", "list", "team"); out != "no proposals\n" {
 		t.Errorf("list: %q", out)
 	}
 	if _, errOut, code := c.run("", "proposals", "show", "team", "prop_01M8A1ZCW3TN4QA7YRPCH6C3Y1"); code != exitNotFound || !strings.Contains(errOut, "has no proposal") {

@@ -142,7 +142,8 @@ runs; a store is then named by its id, or by the name it had when its remote was
 				return printJSON(cmd.OutOrStdout(), list)
 			}
 			if len(list) == 0 {
-				fmt.Fprintln(cmd.OutOrStdout(), "no remotes (add one with \"gitmem remote add STORE NAME URL\")")
+				a.sayNone(cmd, "no remotes (add one with \"gitmem remote add STORE NAME URL\")")
+				return nil
 			}
 			printRemotes(cmd.OutOrStdout(), list, time.Now())
 			return nil

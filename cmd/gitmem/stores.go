@@ -107,7 +107,7 @@ func newStoresListCmd(a *app) *cobra.Command {
 					return printJSON(cmd.OutOrStdout(), out)
 				}
 				if len(stores) == 0 {
-					fmt.Fprintln(cmd.OutOrStdout(), `no stores yet; create one with: gitmem stores create NAME`)
+					a.sayNone(cmd, "no stores yet; create one with: gitmem stores create NAME")
 					return nil
 				}
 				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)

@@ -31,7 +31,7 @@ func TestRemoteAndSync(t *testing.T) {
 	mustContain(t, "empty URL", a.fails("", "remote", "add", "team", "origin", ""), "remote URL is empty")
 	mustContain(t, "no remotes", a.fails("", "sync", "team"), "has no remotes: add one with \"gitmem remote add team NAME URL\"")
 	mustContain(t, "unknown store", a.fails("", "remote", "add", "nope", "origin", remote), "no store with id or name \"nope\"")
-	mustContain(t, "nothing yet", a.ok("", "remote", "list"), "no remotes")
+	mustContain(t, "nothing yet", a.none("", "remote", "list"), "no remotes")
 
 	out := a.ok("", "remote", "add", "team", "origin", remote)
 	mustContain(t, "remote add", out, "added remote origin ("+remote+") to store team", "gitmem sync team")

@@ -173,7 +173,10 @@ id or name) as the memory at the same relative path, one version per file. It ch
 first (UTF-8, at most 102,400 bytes, a valid memory path, no symbolic links) and writes nothing
 if any fails. A memory that exists with the same content is left alone; one with different
 content is refused unless --overwrite is given, which makes a new version of it. DIR/.git is
-skipped. A refused folder exits 2 if any file breaks a rule, else 4 if a path is taken.`,
+skipped. A refused folder exits 2 if any file breaks a rule, else 4 if a path is taken.
+
+A refused history (a file that breaks a rule, no .gitmem/store.json) exits 2, a store with
+its id already here 4, and a FILE or URL that git could not fetch 1.`,
 		Example: `  gitmem import prefs.bundle
   gitmem import http://gitmem.example:7437/git/memstore_01M83BB1KXF10C9EEWAJM0FBRY.git
   gitmem import --dir ./notes prefs`,
@@ -211,7 +214,7 @@ func (a *app) importHistory(cmd *cobra.Command, source, name string, asJSON bool
 	if name != "" {
 		// Checked before anything is fetched; UpdateInfo checks it again.
 		if strings.TrimSpace(name) == "" {
-			return fmt.Errorf("--name is empty")
+			return usageError{fmt.Errorf("--name is empty")}
 		}
 	}
 	ctx := cmd.Context()
@@ -229,8 +232,8 @@ func (a *app) importHistory(cmd *cobra.Command, source, name string, asJSON bool
 		if err != nil {
 			return fmt.Errorf("could not check the history from %s; nothing was imported (%w)", source, err)
 		}
-		if len(problems) > 0 {
-			return fmt.Errorf("refused to import %s; nothing was imported:\n  %s", source, strings.Join(problems, "\n  "))
+		if len(problems) > 0 { // bad input, as a push with them is refused: exit 2
+			return invalidf("refused to import %s; nothing was imported:\n  %s", source, strings.Join(problems, "\n  "))
 		}
 		progress, done := progressBar(cmd.ErrOrStderr(), "reading history", "commits")
 		s, err := d.ImportStore(ctx, tmp, progress)

@@ -95,7 +95,7 @@ func TestExportImport(t *testing.T) {
 	// --name renames the imported store (in a third data directory).
 	c3 := newCLI(t)
 	mustContain(t, "import --name", c3.ok("", "import", bundle, "--name", "copy"), "imported store "+store+" (copy)")
-	bad := c3.fails("", "import", filepath.Join(work, "nothing-here"))
+	bad := c3.failsWith(exitError, "", "import", filepath.Join(work, "nothing-here")) // as a network failure would
 	mustContain(t, "bad source", bad, "could not fetch main from", "nothing was imported", "git fetch failed")
 	if n := strings.Count(bad, "does not appear to be a git repository"); n != 1 {
 		t.Errorf("git's own message is shown %d times, want once:\n%s", n, bad)
@@ -123,11 +123,11 @@ func TestImportRefusesBadHistory(t *testing.T) {
 	gitIn(t, wt, "bundle", "create", "-q", bundle, "main")
 
 	c2 := newCLI(t)
-	out := c2.fails("", "import", bundle)
+	out := c2.failsWith(exitUsage, "", "import", bundle)
 	mustContain(t, "refused import", out, "refused to import "+bundle+"; nothing was imported:",
 		`/big.md: content is 204800 bytes; the limit is 102400 bytes (commit `+bad+` "big and linked")`,
 		`/link.md: a symbolic link: memories are plain files, mode 100644 only (commit `+bad+` "big and linked")`)
-	mustContain(t, "no store", c2.ok("", "stores", "list", "--all"), "no stores yet")
+	mustContain(t, "no store", c2.none("", "stores", "list", "--all"), "no stores yet")
 	if entries, _ := os.ReadDir(filepath.Join(c2.data, "stores")); len(entries) != 0 {
 		t.Errorf("the refused import left %v", entries)
 	}
@@ -137,7 +137,11 @@ func TestImportRefusesBadHistory(t *testing.T) {
 	os.WriteFile(filepath.Join(other, "x.md"), []byte("x"), 0o644)
 	gitIn(t, other, "add", "-A")
 	gitIn(t, other, "commit", "-qm", "x")
-	mustContain(t, "not a store", c2.fails("", "import", "file://"+other), "/.gitmem/store.json: missing on main")
+	mustContain(t, "not a store", c2.failsWith(exitUsage, "", "import", "file://"+other), "/.gitmem/store.json: missing on main")
+	mustContain(t, "an empty --name", c2.failsWith(exitUsage, "", "import", "file://"+other, "--name", " "), "--name is empty", "usage: ")
+	if entries, _ := os.ReadDir(filepath.Join(c2.data, "stores")); len(entries) != 0 {
+		t.Errorf("the refused imports left %v", entries)
+	}
 }
 
 // TestImportFromServer imports a store from a running gitmem's /git/{id}.git.

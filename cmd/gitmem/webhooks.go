@@ -217,7 +217,7 @@ func newWebhooksListCmd(a *app) *cobra.Command {
 				return err
 			}
 			if len(page.Data) == 0 {
-				fmt.Fprintln(cmd.OutOrStdout(), "no webhooks (create one with: gitmem webhooks create URL)")
+				a.sayNone(cmd, "no webhooks (create one with: gitmem webhooks create URL)")
 				return nil
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
