@@ -2,6 +2,7 @@ package search
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 
@@ -34,7 +35,7 @@ type termCounts interface {
 }
 
 // stemClauses returns the parts of a word's query that match its text: term, the word as
-// analyzed, as written and in its other forms, and the factor by which the word's others
+// analyzed, as written and in its other forms, and the factor by which the word's other
 // parts (path, typo, id) are to be scaled. counts nil: weights as if every part held the
 // same memories.
 func stemClauses(term string, others int, counts termCounts) ([]query.Query, float64, error) {
@@ -76,7 +77,7 @@ func stemClauses(term string, others int, counts termCounts) ([]query.Query, flo
 	if stem == term {
 		// A memory with the word as written matches one part, the content's, where it
 		// matched the stem field's too: twice the weight.
-		if err := firstErr(count("written", fieldContent, term), count("stem", fieldStem, stem)); err != nil {
+		if err := errors.Join(count("written", fieldContent, term), count("stem", fieldStem, stem)); err != nil {
 			return nil, 0, err
 		}
 		// The sum, not the union: a memory with both forms counts twice, which makes the
@@ -89,7 +90,7 @@ func stemClauses(term string, others int, counts termCounts) ([]query.Query, flo
 	}
 	// Another part, the stem as written ("user" for "users"), whose memories the stem
 	// field no longer holds: every part's share shrinks in proportion.
-	if err := firstErr(count("stem", fieldStem, stem), count("base", fieldContent, stem)); err != nil {
+	if err := errors.Join(count("stem", fieldStem, stem), count("base", fieldContent, stem)); err != nil {
 		return nil, 0, err
 	}
 	all = parts["stem"] + parts["base"]
@@ -110,15 +111,6 @@ func stemOf(term string) string {
 }
 
 var stemmer = porter.NewPorterStemmer()
-
-func firstErr(errs ...error) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
 
 // idf is bleve's inverse document frequency under BM25, of a term that n of docs hold.
 func idf(docs, n uint64) float64 {
