@@ -497,3 +497,18 @@ func checkBothWays(t *testing.T, c *cli, cases []newcomerCase) {
 	serveForGit(t, c)
 	checkNewcomer(t, c, "through the server", cases)
 }
+
+// TestStoreMistyped: a store's name mistyped by a letter or two, or in another case, is not
+// found (exit 3) with the names it likely meant; a name near none, or too short to be near
+// one, is not found without a guess.
+func TestStoreMistyped(t *testing.T) {
+	c := newCLIWithNote(t)
+	c.ok("", "stores", "create", "My prefs")
+	cases := []newcomerCase{
+		{args: []string{"ls", "note"}, code: exitNotFound, stdoutExact: "\x00", stderr: []string{`(see "gitmem stores list --all"); did you mean notes?` + "\n"}},
+		{args: []string{"cat", "Notes", "/a/b.md"}, code: exitNotFound, stderr: []string{"; did you mean notes?"}},
+		{args: []string{"search", "my prefz", "tabs"}, code: exitNotFound, stderr: []string{"; did you mean 'My prefs'?"}},
+		{args: []string{"ls", "zz"}, code: exitNotFound, stderr: []string{`no store with id or name "zz"`, `(see "gitmem stores list --all")` + "\n"}},
+	}
+	checkBothWays(t, c, cases)
+}
