@@ -44,7 +44,7 @@ func ValidatePath(p string) error {
 		return invalidf("path %q is not valid UTF-8", p)
 	}
 	if p[0] != '/' {
-		return invalidf("path %q must start with /", p)
+		return invalidf("path %q must start with /, as in %q", p, "/"+p)
 	}
 	if err := checkChars(p); err != nil {
 		return err

@@ -364,7 +364,11 @@ func (p parsedQuery) build(pathPrefix string, fuzzy bool, counts termCounts) (q 
 	}
 	if len(must) == 0 && len(should) == 0 {
 		if len(filters) == 0 && len(folders) == 0 && !everything {
-			return nil, false, &gitstore.Error{Kind: gitstore.KindInvalid, Message: "the search query has no words to search for"}
+			msg := "the search query has no words to search for"
+			if len(p.exclude) > 0 { // -word alone: what to leave out of nothing
+				msg += `, only ones to leave out (-word): add a word to find, or path:/dir/ to list a folder (path:/ every memory)`
+			}
+			return nil, false, &gitstore.Error{Kind: gitstore.KindInvalid, Message: msg}
 		}
 		// A listing, ordered by path by the caller: the folders' memories, or all.
 		must, listing = folders, true

@@ -22,6 +22,9 @@ type Request struct {
 // MaxLimit bounds Request.Limit.
 const MaxLimit = 100
 
+// MaxSnippets bounds Request.Snippets.
+const MaxSnippets = 20
+
 func (r *Request) check() error {
 	if err := checkQueryBytes(r.Query); err != nil {
 		return err
@@ -35,7 +38,7 @@ func (r *Request) check() error {
 	switch {
 	case r.Snippets == 0:
 		r.Snippets = 3
-	case r.Snippets < 0 || r.Snippets > 20:
+	case r.Snippets < 0 || r.Snippets > MaxSnippets:
 		return &gitstore.Error{Kind: gitstore.KindInvalid, Message: "snippets must be between 0 and 20"}
 	}
 	return nil

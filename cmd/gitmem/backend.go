@@ -255,10 +255,10 @@ func (t target) find(ctx context.Context, ref string) (storeAPI, error) {
 func resolveStore(ctx context.Context, l storeLister, ref string) (string, error) {
 	var id string
 	var err error
+	var stores []gitstore.StoreInfo
 	if strings.HasPrefix(ref, gitstore.StorePrefix) {
 		id, err = ref, storeExists(ctx, l, ref)
 	} else {
-		var stores []gitstore.StoreInfo
 		if stores, err = allStores(ctx, l, true); err != nil {
 			return "", err
 		}
@@ -272,9 +272,26 @@ func resolveStore(ctx context.Context, l storeLister, ref string) (string, error
 		case *client.Client:
 			where = " on " + l.URL()
 		}
-		return "", fmt.Errorf("%w%s (see \"gitmem stores list --all\")", err, where)
+		return "", fmt.Errorf("%w%s (see \"gitmem stores list --all\")%s", err, where, storeSuggestion(stores, ref))
 	}
 	return id, err
+}
+
+// storeSuggestion is, for a name that no store has, "; did you mean NAME?" with the names
+// of stores within two edits of it (one if it is of 2 or 3 bytes; a short name is near every
+// short name), case aside (notes for "note" or "Notes"), or "" if none is.
+func storeSuggestion(stores []gitstore.StoreInfo, ref string) string {
+	var near []string
+	for _, s := range stores {
+		d := editDistance(strings.ToLower(ref), strings.ToLower(s.Name))
+		if s.Name != "" && d <= 2 && 2*d <= len(ref) {
+			near = append(near, quoteArg(s.Name))
+		}
+	}
+	if len(near) == 0 {
+		return ""
+	}
+	return "; did you mean " + strings.Join(near, " or ") + "?"
 }
 
 // storeExists returns an error that is gitstore.ErrNoStore if no store of l has the id. In a

@@ -41,10 +41,13 @@ func (a *app) importDir(cmd *cobra.Command, dir, ref string, overwrite, create, 
 	if err != nil {
 		return err
 	}
-	if fi, err := os.Stat(root); err != nil {
+	// A --dir that is no folder is a wrong call, as put's FILE that does not exist.
+	if fi, err := os.Stat(root); errors.Is(err, fs.ErrNotExist) {
+		return usageError{fmt.Errorf("--dir %s: no such folder", quoteArg(dir))}
+	} else if err != nil {
 		return err
 	} else if !fi.IsDir() {
-		return fmt.Errorf("%s is not a folder", dir)
+		return usageError{fmt.Errorf("--dir %s is a file, not a folder (a bundle is imported without --dir: gitmem import FILE)", quoteArg(dir))}
 	}
 	return a.withTarget(ctx, func(t target) error {
 		s, err := t.find(ctx, ref)

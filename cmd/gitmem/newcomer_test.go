@@ -419,3 +419,96 @@ func TestWithin(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchMistyped: the mistakes of a search's command line are usage errors in the
+// CLI's terms, the same locally and through a server: a QUERY that starts with - (taken for
+// flags) says to put it after --, an empty QUERY and a --limit or --lines out of range name
+// what is wrong instead of the API's query parameters (or a default taken for 0), and a
+// query of exclusions alone says what to add.
+func TestSearchMistyped(t *testing.T) {
+	c := newCLIWithNote(t)
+	usage := ` (usage: gitmem search STORE QUERY... [flags]; see "gitmem search --help")`
+	cases := []newcomerCase{
+		{args: []string{"search", "notes", "-hello"}, code: exitUsage, stdoutExact: "\x00", stderr: []string{
+			`; a QUERY that starts with - goes after --, as in "gitmem search STORE -- -word"` + usage}},
+		{args: []string{"search", "notes", "--", "-zzz", "hello"}, stdout: []string{"/a/b.md"}},
+		{args: []string{"search", "notes", ""}, code: exitUsage, stdoutExact: "\x00", stderr: []string{
+			`gitmem: search: QUERY is empty; say what to search notes for: words, "a phrase", prefix*, -word, path:/dir/` + usage}},
+		{args: []string{"search", "notes", " "}, code: exitUsage, stderr: []string{"QUERY is empty"}},
+		{args: []string{"search", "notes", "hello", "--limit", "0"}, code: exitUsage, stdoutExact: "\x00", stderr: []string{
+			"gitmem: search: --limit takes 1 to 100, got 0" + usage}},
+		{args: []string{"search", "notes", "hello", "-n", "101"}, code: exitUsage, stderr: []string{"--limit takes 1 to 100, got 101"}},
+		{args: []string{"search", "notes", "hello", "--lines", "0"}, code: exitUsage, stderr: []string{"--lines takes 1 to 20, got 0"}},
+		{args: []string{"search", "notes", "hello", "--lines", "21"}, code: exitUsage, stderr: []string{"--lines takes 1 to 20, got 21"}},
+		{args: []string{"search", "notes", "--", "-hello"}, code: exitUsage, stderr: []string{
+			"gitmem: the search query has no words to search for, only ones to leave out (-word): add a word to find, or path:/dir/ to list a folder (path:/ every memory)"}},
+		{args: []string{"search", "notes", "path:/ -zzz"}, stdout: []string{"/a/b.md"}},
+	}
+	checkBothWays(t, c, cases)
+}
+
+// TestPathWithoutSlash: a memory path without its leading / says what it should have been,
+// in every command that takes one, locally and through a server (where the API says it).
+func TestPathWithoutSlash(t *testing.T) {
+	c := newCLIWithNote(t)
+	cases := []newcomerCase{
+		{args: []string{"cat", "notes", "a/b.md"}, code: exitUsage, stderr: []string{`gitmem: path "a/b.md" must start with /, as in "/a/b.md"`}},
+		{args: []string{"rm", "notes", "a/b.md"}, code: exitUsage, stderr: []string{`must start with /, as in "/a/b.md"`}},
+		{args: []string{"mv", "notes", "/a/b.md", "c.md"}, code: exitUsage, stderr: []string{`path "c.md" must start with /, as in "/c.md"`}},
+		{args: []string{"search", "notes", "hello", "--path-prefix", "a/"}, code: exitUsage, stderr: []string{`path "a" must start with /, as in "/a"`}},
+	}
+	checkBothWays(t, c, cases)
+}
+
+// TestImportDirNotAFolder: import --dir of a folder that does not exist, or of a file (a
+// bundle given with --dir), is a wrong call (exit 2) that says which, as put's FILE is,
+// not an I/O error (exit 1) in the terms of stat.
+func TestImportDirNotAFolder(t *testing.T) {
+	c := newCLI(t)
+	c.ok("", "stores", "create", "notes")
+	file := filepath.Join(t.TempDir(), "notes.bundle")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(t.TempDir(), "nope")
+	usage := ` (usage: gitmem import FILE|URL | import --dir DIR STORE [flags]; see "gitmem import --help")`
+	cases := []newcomerCase{
+		{args: []string{"import", "--dir", missing, "notes"}, code: exitUsage, stdoutExact: "\x00", stderr: []string{
+			"gitmem: import: --dir " + missing + ": no such folder" + usage}},
+		{args: []string{"import", "--dir", file, "notes"}, code: exitUsage, stderr: []string{
+			"gitmem: import: --dir " + file + " is a file, not a folder (a bundle is imported without --dir: gitmem import FILE)" + usage}},
+	}
+	checkBothWays(t, c, cases)
+}
+
+// newCLIWithNote is a data directory with a store notes that holds /a/b.md ("hello").
+func newCLIWithNote(t *testing.T) *cli {
+	c := newCLI(t)
+	c.ok("", "stores", "create", "notes")
+	c.ok("hello\n", "put", "notes", "/a/b.md")
+	return c
+}
+
+// checkBothWays checks the cases on c's data directory, and then through a server that
+// holds it.
+func checkBothWays(t *testing.T, c *cli, cases []newcomerCase) {
+	t.Helper()
+	checkNewcomer(t, c, "data directory", cases)
+	serveForGit(t, c)
+	checkNewcomer(t, c, "through the server", cases)
+}
+
+// TestStoreMistyped: a store's name mistyped by a letter or two, or in another case, is not
+// found (exit 3) with the names it likely meant; a name near none, or too short to be near
+// one, is not found without a guess.
+func TestStoreMistyped(t *testing.T) {
+	c := newCLIWithNote(t)
+	c.ok("", "stores", "create", "My prefs")
+	cases := []newcomerCase{
+		{args: []string{"ls", "note"}, code: exitNotFound, stdoutExact: "\x00", stderr: []string{`(see "gitmem stores list --all"); did you mean notes?` + "\n"}},
+		{args: []string{"cat", "Notes", "/a/b.md"}, code: exitNotFound, stderr: []string{"; did you mean notes?"}},
+		{args: []string{"search", "my prefz", "tabs"}, code: exitNotFound, stderr: []string{"; did you mean 'My prefs'?"}},
+		{args: []string{"ls", "zz"}, code: exitNotFound, stderr: []string{`no store with id or name "zz"`, `(see "gitmem stores list --all")` + "\n"}},
+	}
+	checkBothWays(t, c, cases)
+}

@@ -71,6 +71,8 @@ func markUsage(cmd *cobra.Command) {
 			}
 		} else if s := shorthandSuggestion(c, err.Error()); s != "" {
 			err = fmt.Errorf("%w; did you mean %s?", err, s)
+		} else if hint := c.Annotations[dashArgHint]; hint != "" && strings.HasPrefix(err.Error(), "unknown shorthand flag: ") {
+			err = fmt.Errorf("%w; %s", err, hint)
 		}
 		return usageError{err}
 	})
@@ -101,6 +103,10 @@ func helpArgs(c *cobra.Command, args []string) error {
 	}
 	return err
 }
+
+// dashArgHint is the annotation of a command whose arguments may start with "-" (a search's
+// -word): what its unknown one-letter flag, which such an argument is taken for, may have been.
+const dashArgHint = "gitmem:dash-arg-hint"
 
 // shorthandSuggestion is, for pflag's error about an unknown one-letter flag (-r), the flag
 // of c whose shorthand is the same letter in the other case (-R), if any.
