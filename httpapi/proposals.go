@@ -271,13 +271,16 @@ func (s *Server) listProposals(c echo.Context) error {
 	return c.JSON(http.StatusOK, ProposalPage(pg))
 }
 
-// proposal is the store and the proposal a request names.
+// proposal is the store and the proposal a request names, as the list holds it
+// (proposals.Manager.Listed): enough for the checks before a change, which reads the
+// proposal's record itself and answers it whole, so that its thread (up to 410 KB) is read
+// once a change. A read asks for the thread (Get) once its checks pass.
 func (s *Server) proposal(c echo.Context, write bool) (*gitstore.Store, caller, proposals.Proposal, error) {
 	st, cl, err := s.store(c, write)
 	if err != nil {
 		return nil, cl, proposals.Proposal{}, err
 	}
-	p, err := s.props.Get(st.ID(), c.Param("prop"))
+	p, err := s.props.Listed(st.ID(), c.Param("prop"))
 	return st, cl, p, err
 }
 
@@ -294,6 +297,9 @@ func (s *Server) getProposal(c echo.Context) error {
 	}
 	if !readable(cl, p) {
 		return forbidden("this API key (%s) may only read its own proposals", cl.key.ID)
+	}
+	if p, err = s.props.Get(st.ID(), p.ID); err != nil {
+		return err
 	}
 	out := toProposal(p)
 	if p.State != proposals.Approved && !p.Dropped {
@@ -383,11 +389,11 @@ func (s *Server) rejectProposal(c echo.Context) error {
 		return &apiError{status: http.StatusConflict, typ: "conflict_error", message: fmt.Sprintf("proposal %s is %s already", p.ID, p.State)}
 	}
 	if comment != nil {
-		if _, err := s.props.AddComment(st.ID(), p.ID, cl.actor, *comment); err != nil {
-			return err
-		}
+		p, err = s.props.RejectWithComment(c.Request().Context(), st, p.ID, cl.actor, *comment)
+	} else {
+		p, err = s.props.Reject(c.Request().Context(), st, p.ID, cl.actor)
 	}
-	if p, err = s.props.Reject(c.Request().Context(), st, p.ID, cl.actor); err != nil {
+	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, toProposal(p))

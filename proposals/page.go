@@ -59,7 +59,11 @@ func (m *Manager) Page(storeID string, opts PageOptions) (Page, error) {
 			return Page{}, err
 		}
 	}
-	defer m.lock(storeID)()
+	unlock, err := m.lock(storeID)
+	if err != nil {
+		return Page{}, err
+	}
+	defer unlock()
 	l, err := m.list(storeID)
 	if err != nil {
 		return Page{}, err

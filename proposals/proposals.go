@@ -215,11 +215,19 @@ func (m *Manager) of(storeID string) *storeProposals {
 	return sp
 }
 
-// lock takes the lock of store storeID's proposals, and returns what releases it.
-func (m *Manager) lock(storeID string) (unlock func()) {
+// lock takes the lock of store storeID's proposals, and returns what releases it. Once
+// Close has begun it takes nothing and fails with gitstore.ErrStoreClosed (retryable): an
+// operation that comes after Close, as a request that outlived the server's shutdown may,
+// would open forks that nothing closes, or change records behind the next manager. The check
+// is made under the store's lock, which Close holds while it closes the store's forks.
+func (m *Manager) lock(storeID string) (unlock func(), err error) {
 	sp := m.of(storeID)
 	sp.mu.Lock()
-	return sp.mu.Unlock
+	if m.closed.Load() {
+		sp.mu.Unlock()
+		return nil, gitstore.ErrStoreClosed
+	}
+	return sp.mu.Unlock, nil
 }
 
 // New returns the manager of data's proposals, with DefaultLimits. It wraps the redactions
@@ -237,7 +245,11 @@ func NewWithLimits(data *gitstore.DataDir, l Limits) *Manager {
 // Forget closes the open forks of a store that was deleted (DataDir.DeleteStore removes
 // its proposals) and forgets its list.
 func (m *Manager) Forget(storeID string) {
-	defer m.lock(storeID)()
+	unlock, err := m.lock(storeID)
+	if err != nil {
+		return // closed: Close closed its forks
+	}
+	defer unlock()
 	sp := m.of(storeID)
 	for id, f := range sp.forks {
 		f.CloseFork()
@@ -248,7 +260,8 @@ func (m *Manager) Forget(storeID string) {
 
 // Close closes the open forks, and saves in each open proposal's UpdatedAt its fork's last
 // write (Writing), so that the next manager need not open the fork to answer it. After it,
-// what would open a fork, or a proposal, fails with gitstore.ErrStoreClosed.
+// every operation on the proposals fails with gitstore.ErrStoreClosed (lock), and opens and
+// changes nothing; a redaction of a store goes on without its forks (redact).
 func (m *Manager) Close() error {
 	m.closed.Store(true)
 	m.mu.Lock()
@@ -475,9 +488,26 @@ func (f Filter) selects(p Proposal) bool {
 		(f.AuthorID == "" || p.Author.ID == f.AuthorID) && p.ReadableBy(f.ReaderKeyID, f.ReaderProposes)
 }
 
+// Listed returns proposal id of the store as the list holds it (its last comment only, and
+// CommentCount; UpdatedAt as the record has it), without reading its record: what a caller
+// checks before a change (who may make it, the state), since the change reads the record
+// itself, under the store's lock, and answers the proposal whole. Get reads the thread.
+func (m *Manager) Listed(storeID, id string) (Proposal, error) {
+	unlock, err := m.lock(storeID)
+	if err != nil {
+		return Proposal{}, err
+	}
+	defer unlock()
+	return m.get(storeID, id)
+}
+
 // Get returns proposal id of the store, whole: with its thread, read from its record.
 func (m *Manager) Get(storeID, id string) (Proposal, error) {
-	defer m.lock(storeID)()
+	unlock, err := m.lock(storeID)
+	if err != nil {
+		return Proposal{}, err
+	}
+	defer unlock()
 	p, err := m.whole(storeID, id)
 	return m.current(p), err
 }
@@ -629,7 +659,11 @@ func (m *Manager) markWriting(storeID, id string) error {
 // other keys' with git, as it may not read another key's proposal through the API. A decided
 // proposal's branch is main's history (approved) or gone (rejected).
 func (m *Manager) Branches(storeID, keyID string) (own, others []string, err error) {
-	defer m.lock(storeID)()
+	unlock, err := m.lock(storeID)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer unlock()
 	l, err := m.list(storeID)
 	if err != nil {
 		return nil, nil, err
@@ -654,7 +688,11 @@ func (m *Manager) Branches(storeID, keyID string) (own, others []string, err err
 // saw, and is not refused there, or left with nothing to change, by what came to main in
 // between (which would leave an open proposal of nothing).
 func (m *Manager) WritesTried(ctx context.Context, st *gitstore.Store, author gitstore.Actor, title, tried string) (*gitstore.Store, Proposal, error) {
-	defer m.lock(st.ID())()
+	unlock, err := m.lock(st.ID())
+	if err != nil {
+		return nil, Proposal{}, err
+	}
+	defer unlock()
 	if p, ok, err := m.openOf(st.ID(), author); err != nil || ok {
 		if err != nil {
 			return nil, Proposal{}, err
@@ -715,7 +753,11 @@ func (m *Manager) WritesTried(ctx context.Context, st *gitstore.Store, author gi
 // (gitstore.Trial), in the store's writer: checked before that, a key at its bound, which
 // may send new sessions' writes without end, costs the writer nothing. Writes checks again.
 func (m *Manager) Room(storeID string, author gitstore.Actor) error {
-	defer m.lock(storeID)()
+	unlock, err := m.lock(storeID)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if _, ok, err := m.openOf(storeID, author); err != nil || ok {
 		return err
 	}
@@ -739,7 +781,11 @@ func (m *Manager) Reads(st *gitstore.Store, author gitstore.Actor) (*gitstore.St
 // Opened returns author's open proposal of store st and its fork, opened; ok is false if
 // author has none open there.
 func (m *Manager) Opened(st *gitstore.Store, author gitstore.Actor) (f *gitstore.Store, p Proposal, ok bool, err error) {
-	defer m.lock(st.ID())()
+	unlock, err := m.lock(st.ID())
+	if err != nil {
+		return nil, Proposal{}, false, err
+	}
+	defer unlock()
 	if p, ok, err = m.openOf(st.ID(), author); err != nil || !ok {
 		return nil, Proposal{}, false, err
 	}
@@ -750,7 +796,11 @@ func (m *Manager) Opened(st *gitstore.Store, author gitstore.Actor) (f *gitstore
 // IsOpen tells whether proposal id of store storeID is open: a write to its fork that
 // failed may have met its closing (Opened).
 func (m *Manager) IsOpen(storeID, id string) bool {
-	defer m.lock(storeID)()
+	unlock, err := m.lock(storeID)
+	if err != nil {
+		return false
+	}
+	defer unlock()
 	p, err := m.get(storeID, id)
 	return err == nil && p.State == Open
 }
@@ -800,7 +850,11 @@ func (m *Manager) SetTitle(storeID, id, title string) (Proposal, error) {
 	if err := checkText("title", title, MaxTitle, suspect.LineError); err != nil {
 		return Proposal{}, err
 	}
-	defer m.lock(storeID)()
+	unlock, err := m.lock(storeID)
+	if err != nil {
+		return Proposal{}, err
+	}
+	defer unlock()
 	return m.update(storeID, id, func(p *Proposal) error {
 		if p.State != Open {
 			return &gitstore.Error{Kind: gitstore.KindConflict, Message: fmt.Sprintf("proposal %s is %s: its title stays", id, p.State)}
@@ -815,14 +869,27 @@ func (m *Manager) AddComment(storeID, id string, by gitstore.Actor, body string)
 	if err := checkText("comment", body, MaxComment, suspect.TextError); err != nil {
 		return Proposal{}, err
 	}
-	defer m.lock(storeID)()
+	unlock, err := m.lock(storeID)
+	if err != nil {
+		return Proposal{}, err
+	}
+	defer unlock()
 	return m.update(storeID, id, func(p *Proposal) error {
-		if len(p.Comments) >= MaxComments {
-			return &gitstore.Error{Kind: gitstore.KindInvalid, Message: fmt.Sprintf("proposal %s has %d comments, the most it may have", id, MaxComments)}
+		if err := roomForComment(*p); err != nil {
+			return err
 		}
 		p.Comments = append(p.Comments, Comment{Author: ActorOf(by), Body: body, CreatedAt: time.Now().UTC()})
 		return nil
 	})
+}
+
+// roomForComment refuses a comment on p, whose thread has MaxComments: p may be listed
+// (CommentCount counts the thread all the same).
+func roomForComment(p Proposal) error {
+	if p.CommentCount() >= MaxComments {
+		return &gitstore.Error{Kind: gitstore.KindInvalid, Message: fmt.Sprintf("proposal %s has %d comments, the most it may have", p.ID, MaxComments)}
+	}
+	return nil
 }
 
 // checkText checks a text that a client gives a proposal (the API, the UI and the CLI, through
@@ -851,7 +918,11 @@ func checkText(what, s string, max int, controls func(what, s string) string) er
 // branch opens a proposal of its own: a push never changes someone else's proposal. The
 // branch's commits are the proposal's changes.
 func (m *Manager) FromBranch(ctx context.Context, st *gitstore.Store, ref string, author gitstore.Actor, title string) (Proposal, error) {
-	defer m.lock(st.ID())()
+	unlock, err := m.lock(st.ID())
+	if err != nil {
+		return Proposal{}, err
+	}
+	defer unlock()
 	l, err := m.list(st.ID())
 	if err != nil {
 		return Proposal{}, err
@@ -914,7 +985,11 @@ const (
 // push past the bounds leaves none behind. Pushes at once may pass it together; the
 // proposals then open as far as there is room, and the push's answer does not say which.
 func (m *Manager) RoomForBranches(storeID string, author gitstore.Actor, refs []string) error {
-	defer m.lock(storeID)()
+	unlock, err := m.lock(storeID)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	l, err := m.list(storeID)
 	if err != nil {
 		return err

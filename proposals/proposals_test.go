@@ -677,13 +677,122 @@ func TestNoForkAfterClose(t *testing.T) {
 	if n := len(m.of(st.ID()).forks); n != 0 {
 		t.Errorf("%d forks open after Close", n)
 	}
-	l, err := listAll(m, st.ID(), Filter{})
+	next := New(m.data) // the closed manager lists nothing either (TestNothingAfterClose)
+	defer next.Close()
+	l, err := listAll(next, st.ID(), Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(l) != 1 || l[0].ID != p.ID {
 		t.Errorf("proposals after Close: %+v; want only %s", l, p.ID)
 	}
+}
+
+// TestNothingAfterClose: every operation that reaches a store's proposals after the
+// manager's Close, reads included, is refused with gitstore.ErrStoreClosed (retryable) and
+// opens nothing: no fork, no proposal, no change of a record or of main. A pushed branch's
+// proposal opened after Close (a fork made, which nothing would redact), and a rejected
+// proposal's diff opened its fork.
+func TestNothingAfterClose(t *testing.T) {
+	ctx := context.Background()
+	m, st := newManager(t)
+	f, open, err := m.WritesTried(ctx, st, proposer, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, f, "/a.md", "a", proposer)
+	other := gitstore.Actor{Type: gitstore.SessionActor, ID: "sesn_other", APIKeyID: "apikey_other"}
+	g, rejected, err := m.WritesTried(ctx, st, other, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, g, "/b.md", "b", other)
+	if _, err := m.Reject(ctx, st, rejected.ID, person); err != nil {
+		t.Fatal(err)
+	}
+	const ref = "refs/heads/proposals/vat"
+	if err := st.SetBranch(ctx, ref, st.Head()); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	head, files := st.Head(), tree(t, m.data.Layout().ProposalsDir())
+
+	closed := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, gitstore.ErrStoreClosed) || !gitstore.IsKind(err, gitstore.KindUnavailable) {
+			t.Errorf("%s after Close: %v; want %v", what, err, gitstore.ErrStoreClosed)
+		}
+	}
+	_, err = m.FromBranch(ctx, st, ref, proposer, "VAT")
+	closed("a pushed branch's proposal", err)
+	_, err = m.Diff(ctx, st, rejected.ID)
+	closed("a rejected proposal's diff", err)
+	_, err = m.Diff(ctx, st, open.ID)
+	closed("an open proposal's diff", err)
+	_, _, err = m.Approve(ctx, st, open.ID, person, ApproveOptions{})
+	closed("an approval", err)
+	_, _, err = m.Approve(ctx, st, open.ID, person, ApproveOptions{Paths: []string{"/a.md"}})
+	closed("an approval of some", err)
+	_, err = m.Reject(ctx, st, open.ID, person)
+	closed("a rejection", err)
+	_, err = m.RejectWithComment(ctx, st, open.ID, person, "No.")
+	closed("a rejection with a comment", err)
+	_, err = m.AddComment(st.ID(), open.ID, person, "Why?")
+	closed("a comment", err)
+	_, err = m.SetTitle(st.ID(), open.ID, "VAT")
+	closed("a title", err)
+	_, err = m.Get(st.ID(), open.ID)
+	closed("a proposal's read", err)
+	_, err = m.Listed(st.ID(), open.ID)
+	closed("a proposal's read as listed", err)
+	_, err = m.Page(st.ID(), PageOptions{})
+	closed("the list", err)
+	_, _, err = m.Branches(st.ID(), "")
+	closed("the branches", err)
+	closed("the room for a proposal", m.Room(st.ID(), other))
+	closed("the room for a push", m.RoomForBranches(st.ID(), proposer, []string{ref}))
+	_, _, err = m.WritesTried(ctx, st, other, "", "")
+	closed("a new proposal", err)
+	_, _, _, err = m.Opened(st, proposer)
+	closed("the open proposal's fork", err)
+	if m.IsOpen(st.ID(), open.ID) {
+		t.Error("a proposal is open after Close")
+	}
+	if n := len(m.of(st.ID()).forks); n != 0 {
+		t.Errorf("%d forks open after Close", n)
+	}
+	got := tree(t, m.data.Layout().ProposalsDir())
+	for path := range got {
+		if got[path] != files[path] {
+			t.Errorf("%s was made or changed after Close", path)
+		}
+	}
+	if st.Head() != head {
+		t.Error("main moved after Close")
+	}
+}
+
+// tree is each file under dir with its size and time of change.
+func tree(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	err := filepath.WalkDir(dir, func(path string, e os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := e.Info()
+		if err != nil {
+			return err
+		}
+		files[path] = fmt.Sprint(fi.Size(), fi.ModTime().UnixNano())
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
 }
 
 // twoStores is newManager with a second store, b.
@@ -712,7 +821,11 @@ func TestStoresApart(t *testing.T) {
 	}
 	// Released at the end, or by the cleanup (run before newManager's Close) if the test
 	// stops first: else Close would wait for it, and the test would hang instead of failing.
-	unlock := sync.OnceFunc(m.lock(a.ID()))
+	release, err := m.lock(a.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock := sync.OnceFunc(release)
 	t.Cleanup(unlock)
 	select {
 	case err := <-opens(b):

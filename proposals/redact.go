@@ -40,10 +40,11 @@ import (
 // forks'. The store's lock is held throughout, so that no fork is made from the old history
 // meanwhile.
 func (m *Manager) redact(ctx context.Context, st *gitstore.Store, in gitstore.RedactInput, next func(gitstore.RedactInput) (gitstore.RedactResult, error)) (gitstore.RedactResult, error) {
-	defer m.lock(st.ID())()
-	if m.closed.Load() {
+	unlock, err := m.lock(st.ID())
+	if err != nil { // closed
 		return next(in) // the version stays listed; the next manager finishes the forks
 	}
+	defer unlock()
 	if _, err := m.list(st.ID()); err != nil { // finishes an interrupted one first
 		return gitstore.RedactResult{}, err
 	}

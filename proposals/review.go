@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gitmem/gitmem/gitstore"
+	"github.com/gitmem/gitmem/internal/suspect"
 	"github.com/gitmem/gitmem/secrets"
 )
 
@@ -40,7 +41,10 @@ const MaxDiffTime = 2 * time.Second
 
 // Diff returns what proposal id changes, path by path, against main as it is now.
 func (m *Manager) Diff(ctx context.Context, st *gitstore.Store, id string) ([]Change, error) {
-	unlock := m.lock(st.ID())
+	unlock, err := m.lock(st.ID())
+	if err != nil {
+		return nil, err
+	}
 	p, err := m.get(st.ID(), id)
 	var f *gitstore.Store
 	switch {
@@ -184,7 +188,11 @@ func (e *ConflictError) Unwrap() error {
 // their authors, each with the approver (Version.ApprovedBy). A merge that would conflict is
 // refused (ConflictError) unless opts allow it, decided inside the store's writer.
 func (m *Manager) Approve(ctx context.Context, st *gitstore.Store, id string, by gitstore.Actor, opts ApproveOptions) (Proposal, gitstore.MergeResult, error) {
-	defer m.lock(st.ID())()
+	unlock, err := m.lock(st.ID())
+	if err != nil {
+		return Proposal{}, gitstore.MergeResult{}, err
+	}
+	defer unlock()
 	p, err := m.get(st.ID(), id)
 	if err != nil {
 		return Proposal{}, gitstore.MergeResult{}, err
@@ -304,13 +312,37 @@ func (m *Manager) supersede(ctx context.Context, st *gitstore.Store, approved st
 // Reject closes proposal id without merging it; its fork is kept, so that its changes can
 // still be read.
 func (m *Manager) Reject(ctx context.Context, st *gitstore.Store, id string, by gitstore.Actor) (Proposal, error) {
-	defer m.lock(st.ID())()
+	return m.reject(ctx, st, id, by, nil)
+}
+
+// RejectWithComment is Reject with a comment by by, the thread's last, checked as
+// AddComment checks one: the proposal's record is read and written once for both, and a
+// comment refused leaves the proposal open.
+func (m *Manager) RejectWithComment(ctx context.Context, st *gitstore.Store, id string, by gitstore.Actor, comment string) (Proposal, error) {
+	if err := checkText("comment", comment, MaxComment, suspect.TextError); err != nil {
+		return Proposal{}, err
+	}
+	return m.reject(ctx, st, id, by, &comment)
+}
+
+// reject is Reject, with comment if it is not nil.
+func (m *Manager) reject(ctx context.Context, st *gitstore.Store, id string, by gitstore.Actor, comment *string) (Proposal, error) {
+	unlock, err := m.lock(st.ID())
+	if err != nil {
+		return Proposal{}, err
+	}
+	defer unlock()
 	p, err := m.get(st.ID(), id)
 	if err != nil {
 		return Proposal{}, err
 	}
 	if p.State != Open {
 		return Proposal{}, &gitstore.Error{Kind: gitstore.KindConflict, Message: fmt.Sprintf("proposal %s is %s already", id, p.State)}
+	}
+	if comment != nil {
+		if err := roomForComment(p); err != nil { // before anything is rejected
+			return Proposal{}, err
+		}
 	}
 	if f := m.takeFork(st.ID(), id); f != nil {
 		if err := f.CloseFork(); err != nil {
@@ -324,6 +356,9 @@ func (m *Manager) Reject(ctx context.Context, st *gitstore.Store, id string, by 
 	now := time.Now().UTC()
 	by2 := ActorOf(by)
 	return m.update(st.ID(), id, func(p *Proposal) error {
+		if comment != nil {
+			p.Comments = append(p.Comments, Comment{Author: by2, Body: *comment, CreatedAt: now})
+		}
 		p.State, p.DecidedBy, p.DecidedAt = Rejected, &by2, &now
 		return nil
 	})

@@ -59,12 +59,15 @@ func (u *UI) proposalsQueue(w http.ResponseWriter, r *http.Request, q *request) 
 	return nil
 }
 
-// proposalOf is the proposal the request names.
+// proposalOf is the proposal the request names, as the list holds it
+// (proposals.Manager.Listed): enough for the checks before a change, which reads the
+// proposal's record itself, so that its thread is read once a change. A page that shows the
+// thread asks for it (Get).
 func (u *UI) proposalOf(r *http.Request, q *request) (proposals.Proposal, error) {
 	if u.opts.Proposals == nil {
 		return proposals.Proposal{}, notFound("this server keeps no proposals")
 	}
-	p, err := u.opts.Proposals.Get(q.storeID, r.PathValue("prop"))
+	p, err := u.opts.Proposals.Listed(q.storeID, r.PathValue("prop"))
 	if err == nil && !mayRead(q, p) {
 		return proposals.Proposal{}, forbidden("this API key (" + q.caller.Key.ID + ") may only read its own proposals")
 	}
@@ -96,6 +99,10 @@ func (u *UI) proposal(w http.ResponseWriter, r *http.Request, q *request) error 
 }
 
 func (u *UI) showProposal(w http.ResponseWriter, r *http.Request, q *request, p proposals.Proposal, status int, conflicts []string) error {
+	p, err := u.opts.Proposals.Get(q.storeID, p.ID) // with its thread
+	if err != nil {
+		return err
+	}
 	page := proposalPage{Proposal: p, Conflicts: conflicts, Gone: p.State == proposals.Approved || p.Dropped}
 	if !page.Gone {
 		changes, err := u.opts.Proposals.Diff(r.Context(), q.store, p.ID)
@@ -146,11 +153,11 @@ func (u *UI) rejectProposal(w http.ResponseWriter, r *http.Request, q *request) 
 		return err
 	}
 	if c := r.PostFormValue("comment"); c != "" {
-		if _, err := u.opts.Proposals.AddComment(q.storeID, p.ID, q.caller.Actor, c); err != nil {
-			return err
-		}
+		_, err = u.opts.Proposals.RejectWithComment(r.Context(), q.store, p.ID, q.caller.Actor, c)
+	} else {
+		_, err = u.opts.Proposals.Reject(r.Context(), q.store, p.ID, q.caller.Actor)
 	}
-	if _, err := u.opts.Proposals.Reject(r.Context(), q.store, p.ID, q.caller.Actor); err != nil {
+	if err != nil {
 		return err
 	}
 	http.Redirect(w, r, q.storeURL("/proposals/"+p.ID), http.StatusSeeOther)

@@ -152,12 +152,13 @@ func localProposals(ctx context.Context, m *proposals.Manager, st *gitstore.Stor
 		}
 		return httpapi.ProposalObject(p, nil, &res), nil
 	case action == "reject":
+		var p proposals.Proposal
+		var err error
 		if c, ok := body["comment"].(string); ok {
-			if _, err := m.AddComment(st.ID(), id, me, c); err != nil {
-				return nil, err
-			}
+			p, err = m.RejectWithComment(ctx, st, id, me, c)
+		} else {
+			p, err = m.Reject(ctx, st, id, me)
 		}
-		p, err := m.Reject(ctx, st, id, me)
 		if err != nil {
 			return nil, err
 		}
