@@ -74,6 +74,17 @@ func (s *Store) At(ctx context.Context, at string) (*Snapshot, error) {
 	return nil, invalidf("at %q must be %s", at, AtFormHint)
 }
 
+// IsAtForm reports whether at has a form that At accepts (a time, or a commit hash), whether
+// or not it names a point of a store's history: for a caller that names its own parameter in
+// the error (the CLI's --at), as At's names the API's.
+func IsAtForm(at string) bool {
+	if isHexPrefix(at) {
+		return true
+	}
+	_, err := ParseTime(at, time.Now())
+	return err == nil
+}
+
 func isHexPrefix(s string) bool {
 	if len(s) < 7 || len(s) > 40 {
 		return false

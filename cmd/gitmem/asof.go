@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/gitmem/gitmem/gitstore"
+	"github.com/spf13/pflag"
 )
 
 const atUsage = "read the store as of a time (2026-01-02T15:04:05Z, 2026-01-02, today, yesterday, 1h, 2d) or a commit hash (at least 7 hex digits)"
@@ -15,4 +17,30 @@ func getMemoryIn(ctx context.Context, rd gitstore.MemoryReader, ref string) (git
 		return rd.Get(ctx, ref, true)
 	}
 	return rd.GetByPath(ctx, ref, true)
+}
+
+// atVar defines the --at flag of a read, whose form is checked as the flag is parsed: a wrong
+// one is a usage error that names --at, where the store's own error names the API's ?at=.
+func atVar(fs *pflag.FlagSet, v *string, usage string) {
+	fs.Var(atValue{v}, "at", usage)
+}
+
+// atValue is the value of --at: a time or a commit hash, or "" for the store as it is.
+type atValue struct{ v *string }
+
+func (a atValue) String() string {
+	if a.v == nil {
+		return ""
+	}
+	return *a.v
+}
+
+func (a atValue) Type() string { return "string" } // as a StringVar, for help and GetString
+
+func (a atValue) Set(s string) error {
+	if s != "" && !gitstore.IsAtForm(s) {
+		return usageError{fmt.Errorf("--at %q must be %s", s, gitstore.AtFormHint)}
+	}
+	*a.v = s
+	return nil
 }

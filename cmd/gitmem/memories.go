@@ -191,7 +191,7 @@ func newCatCmd(a *app) *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&at, "at", "", atUsage)
+	atVar(cmd.Flags(), &at, atUsage)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the memory with its content as JSON, as the API answers a read")
 	return cmd
 }
@@ -334,7 +334,7 @@ func newLsCmd(a *app) *cobra.Command {
 	cmd.Flags().BoolVarP(&recursive, "recursive", "R", false, "list every memory below the prefix")
 	cmd.Flags().BoolVarP(&long, "long", "l", false, "show size, update time and id")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the listing as JSON")
-	cmd.Flags().StringVar(&at, "at", "", atUsage)
+	atVar(cmd.Flags(), &at, atUsage)
 	return cmd
 }
 

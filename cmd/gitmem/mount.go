@@ -62,7 +62,7 @@ writers' changes show within a second.`,
 		},
 	}
 	cmd.Flags().BoolVar(&readOnly, "read-only", false, "mount read-only: every change is refused with EROFS")
-	cmd.Flags().StringVar(&at, "at", "", "mount the store as it was at a time or commit, read-only ("+gitstore.AtFormHint+")")
+	atVar(cmd.Flags(), &at, "mount the store as it was at a time or commit, read-only ("+gitstore.AtFormHint+")")
 	cmd.Flags().StringVar(&sessionID, "session", "", "the session id (sesn_...) that writes are recorded as")
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error (the log goes to stderr)")
 	return cmd

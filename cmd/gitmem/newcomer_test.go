@@ -512,3 +512,42 @@ func TestStoreMistyped(t *testing.T) {
 	}
 	checkBothWays(t, c, cases)
 }
+
+// TestAtMistyped: an --at of no form that it takes is a usage error that names --at (not the
+// API's ?at=), with the command's usage line and exit 2, as --until's is, locally and through
+// a server, in every command that takes --at.
+func TestAtMistyped(t *testing.T) {
+	c := newCLIWithNote(t)
+	must := `--at "last monday" must be ` + gitstore.AtFormHint
+	cases := []newcomerCase{
+		{args: []string{"cat", "notes", "/a/b.md", "--at", "last monday"}, code: exitUsage, stdoutExact: "\x00", stderr: []string{
+			"gitmem: cat: " + must + ` (usage: gitmem cat STORE PATH [flags]; see "gitmem cat --help")` + "\n"}},
+		{args: []string{"ls", "notes", "--at", "last monday"}, code: exitUsage, stdoutExact: "\x00", stderr: []string{
+			"gitmem: ls: " + must + ` (usage: gitmem ls STORE [PREFIX] [flags]; see "gitmem ls --help")` + "\n"}},
+		{args: []string{"mount", "notes", t.TempDir(), "--at", "last monday"}, code: exitUsage, stderr: []string{
+			"gitmem: mount: " + must + ` (usage: gitmem mount STORE DIR [flags]; see "gitmem mount --help")`}},
+		{args: []string{"log", "notes", "--until", "last monday"}, code: exitUsage, stderr: []string{
+			`gitmem: log: --until: time "last monday" must be`, `(usage: gitmem log [STORE [PATH]] [flags]`}},
+		{args: []string{"cat", "notes", "/a/b.md", "--at", "now"}, stdout: []string{"hello"}},
+	}
+	checkBothWays(t, c, cases)
+}
+
+// TestIntFlagMistyped: a flag of a whole number given something else says that it takes a
+// number (from its range, where the command has one) and what it got, not strconv's words,
+// with the usage line and exit 2, for every such flag of the CLI.
+func TestIntFlagMistyped(t *testing.T) {
+	c := newCLIWithNote(t)
+	cases := []newcomerCase{
+		{args: []string{"log", "notes", "-n", "abc"}, code: exitUsage, stdoutExact: "\x00", stderr: []string{
+			`gitmem: log: --limit takes a whole number, got "abc" (usage: gitmem log [STORE [PATH]] [flags]; see "gitmem log --help")` + "\n"}},
+		{args: []string{"search", "notes", "hello", "--limit", "abc"}, code: exitUsage, stdoutExact: "\x00", stderr: []string{
+			`gitmem: search: --limit takes a number from 1 to 100, got "abc" (usage: gitmem search STORE QUERY... [flags]; see "gitmem search --help")` + "\n"}},
+		{args: []string{"search", "notes", "hello", "--lines", "x"}, code: exitUsage, stderr: []string{`gitmem: search: --lines takes a number from 1 to 20, got "x" (usage: `}},
+		{args: []string{"log", "-n", "99999999999999999999"}, code: exitUsage, stderr: []string{`--limit takes a whole number, got 99999999999999999999, which is too large (usage: `}},
+		{args: []string{"serve", "--max-conns", "many"}, code: exitUsage, stderr: []string{`gitmem: serve: --max-conns takes a whole number more than 0, got "many" (usage: `}},
+		{args: []string{"agent", "--store", "notes", "--max-turns", "x", "task"}, code: exitUsage, stderr: []string{`gitmem: agent: --max-turns takes a whole number, got "x" (usage: `}},
+		{args: []string{"serve", "--max-conns", "0"}, code: exitUsage, stderr: []string{`"--max-conns" flag: must be more than 0`}}, // a number: its own words
+	}
+	checkNewcomer(t, c, "data directory", cases)
+}

@@ -75,6 +75,8 @@ and Korean text is found by any part of it.`,
 	cmd.Flags().StringVar(&req.PathPrefix, "path-prefix", "", "only memories below this path (like /projects/)")
 	cmd.Flags().IntVarP(&req.Limit, "limit", "n", 10, fmt.Sprintf("how many memories to show (1 to %d)", search.MaxLimit))
 	cmd.Flags().IntVar(&req.Snippets, "lines", 3, fmt.Sprintf("how many matching lines to show per memory (1 to %d)", search.MaxSnippets))
+	numberRange(cmd.Flags(), "limit", 1, search.MaxLimit)
+	numberRange(cmd.Flags(), "lines", 1, search.MaxSnippets)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd
 }

@@ -65,6 +65,9 @@ func markUsage(cmd *cobra.Command) {
 		}
 	}
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		if bad := badFlagValue(err); bad != nil {
+			return bad
+		}
 		if name, ok := strings.CutPrefix(err.Error(), "unknown flag: --"); ok {
 			if s := flagSuggestions(c, name); len(s) > 0 {
 				err = fmt.Errorf("%w; did you mean --%s?", err, strings.Join(s, " or --"))
@@ -79,6 +82,58 @@ func markUsage(cmd *cobra.Command) {
 	for _, sub := range cmd.Commands() {
 		markUsage(sub)
 	}
+}
+
+// badFlagValue is the usage error, in the CLI's words, of a flag's value that pflag refused
+// (nil for any other error): the flag's own if its Set gives a usageError (--at); for a flag
+// of a whole number given something else, what it takes (pflag's would be strconv's).
+func badFlagValue(err error) error {
+	var bad *pflag.InvalidValueError
+	if !errors.As(err, &bad) {
+		return nil
+	}
+	var ue usageError
+	if errors.As(bad, &ue) {
+		return ue
+	}
+	f := bad.GetFlag()
+	if !intFlagTypes[f.Value.Type()] {
+		return nil
+	}
+	v := bad.GetValue()
+	if _, perr := strconv.ParseInt(strings.TrimSpace(v), 0, 64); perr == nil {
+		return nil // a number that the flag refused (a positive flag's 0): its Set says why
+	} else if errors.Is(perr, strconv.ErrRange) {
+		return usageError{fmt.Errorf("--%s takes %s, got %s, which is too large", f.Name, numberTaken(f), v)}
+	}
+	return usageError{fmt.Errorf("--%s takes %s, got %q", f.Name, numberTaken(f), v)}
+}
+
+// intFlagTypes are the types, as pflag names them, of flags that take a whole number.
+var intFlagTypes = map[string]bool{"int": true, "int8": true, "int16": true, "int32": true, "int64": true,
+	"uint": true, "uint8": true, "uint16": true, "uint32": true, "uint64": true, "count": true}
+
+// numberRangeAnnotation is the annotation of a flag of a whole number that the command takes
+// from a range alone: its least and its greatest, set by numberRange.
+const numberRangeAnnotation = "gitmem:number-range"
+
+// numberRange says that the flag name of fs takes a number from least to most, for the
+// message of a value that is not a number.
+func numberRange(fs *pflag.FlagSet, name string, least, most int) {
+	if err := fs.SetAnnotation(name, numberRangeAnnotation, []string{strconv.Itoa(least), strconv.Itoa(most)}); err != nil {
+		panic(err) // no such flag: a mistake of the command's definition
+	}
+}
+
+// numberTaken says what number the flag f takes: from its range, if known.
+func numberTaken(f *pflag.Flag) string {
+	if r := f.Annotations[numberRangeAnnotation]; len(r) == 2 {
+		return fmt.Sprintf("a number from %s to %s", r[0], r[1])
+	}
+	if _, ok := f.Value.(positive[int]); ok {
+		return "a whole number more than 0"
+	}
+	return "a whole number"
 }
 
 // unknownCommand is the usage error of a word after c (the root or a group) that names none

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // A wrong call of a command and what it must print: a usage error (what starts its message,
@@ -29,6 +30,11 @@ func usageCases(t *testing.T, cmd *cobra.Command) []usageCase {
 		{call("--help"), ""},
 		{call("-h"), ""},
 	}
+	cmd.Flags().VisitAll(func(f *pflag.Flag) { // every flag of a whole number, given none
+		if intFlagTypes[f.Value.Type()] {
+			cases = append(cases, usageCase{call("--" + f.Name + "=zz"), "--" + f.Name + " takes a "})
+		}
+	})
 	switch {
 	case cmd.Name() == "help":
 		cases = append(cases, usageCase{call("no-such-command"), `unknown command "no-such-command"`})
