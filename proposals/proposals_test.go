@@ -696,17 +696,9 @@ func TestNoForkAfterClose(t *testing.T) {
 func TestNothingAfterClose(t *testing.T) {
 	ctx := context.Background()
 	m, st := newManager(t)
-	f, open, err := m.WritesTried(ctx, st, proposer, "", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	write(t, f, "/a.md", "a", proposer)
+	open := propose(t, m, st, proposer, "/a.md", "a")
 	other := gitstore.Actor{Type: gitstore.SessionActor, ID: "sesn_other", APIKeyID: "apikey_other"}
-	g, rejected, err := m.WritesTried(ctx, st, other, "", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	write(t, g, "/b.md", "b", other)
+	rejected := propose(t, m, st, other, "/b.md", "b")
 	if _, err := m.Reject(ctx, st, rejected.ID, person); err != nil {
 		t.Fatal(err)
 	}
@@ -725,7 +717,7 @@ func TestNothingAfterClose(t *testing.T) {
 			t.Errorf("%s after Close: %v; want %v", what, err, gitstore.ErrStoreClosed)
 		}
 	}
-	_, err = m.FromBranch(ctx, st, ref, proposer, "VAT")
+	_, err := m.FromBranch(ctx, st, ref, proposer, "VAT")
 	closed("a pushed branch's proposal", err)
 	_, err = m.Diff(ctx, st, rejected.ID)
 	closed("a rejected proposal's diff", err)
