@@ -241,11 +241,7 @@ func TestReject(t *testing.T) {
 func TestRejectFullThread(t *testing.T) {
 	ctx := context.Background()
 	m, st := newManager(t)
-	f, p, err := m.WritesTried(ctx, st, proposer, "", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	write(t, f, "/x.md", "x\n", proposer)
+	p := propose(t, m, st, proposer, "/x.md", "x\n")
 	for i := range MaxComments {
 		if _, err := m.AddComment(st.ID(), p.ID, person, fmt.Sprintf("comment %d", i)); err != nil {
 			t.Fatal(err)
