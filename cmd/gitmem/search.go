@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -105,10 +106,17 @@ const maxStoresNamed = 5
 
 // missingQuery is the usage error of gitmem search with one argument, arg: the store without
 // its query, or, if no store has that name, most likely the query without its store, in
-// which case it names the stores to search. A failed lookup (no server, a refused key)
-// leaves the store list out rather than hide the usage error.
+// which case it names the stores to search. The stores are listed once, for both: through a
+// server, one request. A failed lookup (no server, a refused key) leaves the store list out
+// rather than hide the usage error.
 func missingQuery(ctx context.Context, l storeLister, arg string) error {
-	_, err := resolveStore(ctx, l, arg)
+	stores, err := allStores(ctx, l, true) // as resolveStore finds a store: archived ones too
+	if err == nil {
+		_, err = gitstore.ResolveStoreRef(stores, arg)
+		if err == nil && strings.HasPrefix(arg, gitstore.StorePrefix) {
+			err = storeExists(ctx, l, arg) // an id, which ResolveStoreRef takes as it is
+		}
+	}
 	if err == nil {
 		return usageError{fmt.Errorf("missing QUERY, what to search %s for: %s", arg, queryForms)}
 	}
@@ -116,9 +124,9 @@ func missingQuery(ctx context.Context, l storeLister, arg string) error {
 	if !errors.Is(err, gitstore.ErrNoStore) {
 		return usageError{fmt.Errorf(`%s ("gitmem stores list" lists the stores)`, msg)}
 	}
-	stores, err := allStores(ctx, l, false)
+	stores = slices.DeleteFunc(stores, func(s gitstore.StoreInfo) bool { return s.ArchivedAt != nil })
 	switch {
-	case err != nil || len(stores) > maxStoresNamed:
+	case len(stores) > maxStoresNamed:
 		msg += fmt.Sprintf(`, as in "gitmem search STORE %s" ("gitmem stores list" lists the stores)`, quoteArg(arg))
 	case len(stores) == 0:
 		msg += "; there is no store yet: create one with \"gitmem stores create NAME\""
