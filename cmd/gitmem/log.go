@@ -36,9 +36,7 @@ was deleted or renamed away). --since and --until take 2026-01-02T15:04:05Z, a d
   gitmem log prefs --session sesn_01M83PZ34EVJY3C18AZVHGZ9ME`,
 		Args: rangeArgs(nil, "STORE", "PATH"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			switch gitstore.Operation(op) {
-			case "", gitstore.OpCreated, gitstore.OpModified, gitstore.OpDeleted:
-			default: // the store's own message would not name the flag
+			if op != "" && !gitstore.Operation(op).Valid() { // the store's own message would not name the flag
 				return usageError{fmt.Errorf("--op must be created, modified or deleted, got %q", op)}
 			}
 			f := gitstore.VersionFilter{Operation: gitstore.Operation(op), SessionID: session, APIKeyID: key, Limit: 1000}
