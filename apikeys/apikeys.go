@@ -37,6 +37,15 @@ const (
 // Accesses are the kinds of access, in the order that messages name them.
 var Accesses = []Access{ReadWrite, ReadOnly, Propose}
 
+// AccessNames names Accesses for a message: "read_write, read_only or propose".
+func AccessNames() string {
+	names := make([]string, len(Accesses))
+	for i, a := range Accesses {
+		names[i] = string(a)
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
 // Valid tells whether a is one of Accesses.
 func (a Access) Valid() bool { return slices.Contains(Accesses, a) }
 
@@ -175,7 +184,7 @@ func (k *Keys) Create(name string, access Access, storeID string) (Key, string, 
 		return Key{}, "", &gitstore.Error{Kind: gitstore.KindInvalid, Message: "a key needs a name (--name), to tell it apart later"}
 	}
 	if !access.Valid() {
-		return Key{}, "", &gitstore.Error{Kind: gitstore.KindInvalid, Message: fmt.Sprintf("access must be read_write, read_only or propose, got %q", access)}
+		return Key{}, "", &gitstore.Error{Kind: gitstore.KindInvalid, Message: fmt.Sprintf("access must be %s, got %q", AccessNames(), access)}
 	}
 	raw := make([]byte, 32)
 	if _, err := rand.Read(raw); err != nil {

@@ -636,9 +636,7 @@ func (s *Store) Versions(ctx context.Context, f VersionFilter) (VersionPage, err
 	if err != nil {
 		return VersionPage{}, err
 	}
-	switch f.Operation {
-	case "", OpCreated, OpModified, OpDeleted:
-	default:
+	if f.Operation != "" && !f.Operation.Valid() {
 		return VersionPage{}, invalidf("operation must be created, modified or deleted, got %q", f.Operation)
 	}
 	var before []byte

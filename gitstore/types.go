@@ -60,6 +60,9 @@ const (
 	OpDeleted  Operation = "deleted"
 )
 
+// Valid tells whether o is one of the operations of a version.
+func (o Operation) Valid() bool { return o == OpCreated || o == OpModified || o == OpDeleted }
+
 // StoreInfo is a store's metadata, kept in .gitmem/store.json on main.
 type StoreInfo struct {
 	ID          string            `json:"id"`

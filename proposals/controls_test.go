@@ -1,7 +1,6 @@
 package proposals
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -13,13 +12,8 @@ import (
 // any control character and a comment with one other than a line break (\n, \r\n) or a tab,
 // and keeps bidirectional controls.
 func TestTextControls(t *testing.T) {
-	ctx := context.Background()
 	m, st := newManager(t)
-	f, p, err := m.WritesTried(ctx, st, proposer, "", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	write(t, f, "/x.md", "x\n", proposer)
+	p := propose(t, m, st, proposer, "/x.md", "x\n")
 	for _, title := range []string{"a\nb", "a\r\nb", "a\tb", "\x1b[2J", "a\x00", "a\u0085", "\u009b"} {
 		if _, err := m.SetTitle(st.ID(), p.ID, title); !gitstore.IsKind(err, gitstore.KindInvalid) || !strings.Contains(err.Error(), "title has a control character") {
 			t.Errorf("title %q: %v", title, err)

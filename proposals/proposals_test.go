@@ -235,6 +235,36 @@ func TestReject(t *testing.T) {
 	}
 }
 
+// TestRejectFullThread: a thread of MaxComments comments takes no more, on its own or with a
+// rejection: the rejection with a comment is refused before anything is rejected, and the
+// proposal stays open with its thread as it was; a rejection without a comment goes on.
+func TestRejectFullThread(t *testing.T) {
+	ctx := context.Background()
+	m, st := newManager(t)
+	p := propose(t, m, st, proposer, "/x.md", "x\n")
+	for i := range MaxComments {
+		if _, err := m.AddComment(st.ID(), p.ID, person, fmt.Sprintf("comment %d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	full := fmt.Sprintf("has %d comments, the most it may have", MaxComments)
+	if _, err := m.AddComment(st.ID(), p.ID, person, "one more"); !gitstore.IsKind(err, gitstore.KindInvalid) || !strings.Contains(err.Error(), full) {
+		t.Errorf("a comment past the bound: %v", err)
+	}
+	if _, err := m.RejectWithComment(ctx, st, p.ID, person, "No."); !gitstore.IsKind(err, gitstore.KindInvalid) || !strings.Contains(err.Error(), full) {
+		t.Errorf("a rejection with a comment past the bound: %v", err)
+	}
+	if got, err := m.Get(st.ID(), p.ID); err != nil || got.State != Open || len(got.Comments) != MaxComments {
+		t.Fatalf("after the refusals: %s with %d comments, %v; want open with %d", got.State, len(got.Comments), err, MaxComments)
+	}
+	if _, _, ok, err := m.Opened(st, proposer); !ok || err != nil {
+		t.Errorf("the proposal's fork after the refusals: %v %v", ok, err)
+	}
+	if got, err := m.Reject(ctx, st, p.ID, person); err != nil || got.State != Rejected || len(got.Comments) != MaxComments {
+		t.Errorf("a rejection without a comment: %s with %d comments, %v", got.State, len(got.Comments), err)
+	}
+}
+
 // TestApproveThousand: a proposal of 1,000 changed memories is approved in one step.
 func TestApproveThousand(t *testing.T) {
 	ctx := context.Background()
@@ -696,17 +726,9 @@ func TestNoForkAfterClose(t *testing.T) {
 func TestNothingAfterClose(t *testing.T) {
 	ctx := context.Background()
 	m, st := newManager(t)
-	f, open, err := m.WritesTried(ctx, st, proposer, "", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	write(t, f, "/a.md", "a", proposer)
+	open := propose(t, m, st, proposer, "/a.md", "a")
 	other := gitstore.Actor{Type: gitstore.SessionActor, ID: "sesn_other", APIKeyID: "apikey_other"}
-	g, rejected, err := m.WritesTried(ctx, st, other, "", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	write(t, g, "/b.md", "b", other)
+	rejected := propose(t, m, st, other, "/b.md", "b")
 	if _, err := m.Reject(ctx, st, rejected.ID, person); err != nil {
 		t.Fatal(err)
 	}
@@ -725,7 +747,7 @@ func TestNothingAfterClose(t *testing.T) {
 			t.Errorf("%s after Close: %v; want %v", what, err, gitstore.ErrStoreClosed)
 		}
 	}
-	_, err = m.FromBranch(ctx, st, ref, proposer, "VAT")
+	_, err := m.FromBranch(ctx, st, ref, proposer, "VAT")
 	closed("a pushed branch's proposal", err)
 	_, err = m.Diff(ctx, st, rejected.ID)
 	closed("a rejected proposal's diff", err)

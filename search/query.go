@@ -168,10 +168,7 @@ func wordQuery(w string, typos *int, sc scope, counts termCounts) (query.Query, 
 		others = append(others, f)
 	}
 	if strings.HasPrefix(w, gitstore.MemoryPrefix) && sc == allFields {
-		t := query.NewTermQuery(w)
-		t.SetField(fieldID)
-		t.SetBoost(boostID)
-		others = append(others, t)
+		others = append(others, termQuery(fieldID, w, boostID))
 	}
 	var qs []query.Query
 	scale := 1.0
@@ -267,15 +264,11 @@ func prefixQuery(p string, typos *int, sc scope, counts termCounts) (query.Query
 // searchers then skip to the few memories of a folder, rather than walk all their matches
 // through a filter.
 func folderQuery(p string) query.Query {
-	below := query.NewTermQuery(strings.TrimSuffix(p, "/") + "/")
-	below.SetField(fieldDirs)
-	below.SetBoost(0)
+	below := termQuery(fieldDirs, strings.TrimSuffix(p, "/")+"/", 0)
 	if strings.HasSuffix(p, "/") {
 		return below
 	}
-	at := query.NewTermQuery(p)
-	at.SetField(fieldPathKey)
-	at.SetBoost(0)
+	at := termQuery(fieldPathKey, p, 0)
 	return query.NewDisjunctionQuery([]query.Query{at, below})
 }
 

@@ -1,6 +1,7 @@
 package search
 
 import (
+	"fmt"
 	"github.com/gitmem/gitmem/gitstore"
 )
 
@@ -33,13 +34,13 @@ func (r *Request) check() error {
 	case r.Limit == 0:
 		r.Limit = 10
 	case r.Limit < 1 || r.Limit > MaxLimit:
-		return &gitstore.Error{Kind: gitstore.KindInvalid, Message: "limit must be between 1 and 100"}
+		return &gitstore.Error{Kind: gitstore.KindInvalid, Message: fmt.Sprintf("limit must be between 1 and %d", MaxLimit)}
 	}
 	switch {
 	case r.Snippets == 0:
 		r.Snippets = 3
 	case r.Snippets < 0 || r.Snippets > MaxSnippets:
-		return &gitstore.Error{Kind: gitstore.KindInvalid, Message: "snippets must be between 0 and 20"}
+		return &gitstore.Error{Kind: gitstore.KindInvalid, Message: fmt.Sprintf("snippets must be between 0 and %d", MaxSnippets)}
 	}
 	return nil
 }

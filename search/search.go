@@ -52,9 +52,12 @@ func (x *storeIndex) search(ctx context.Context, req Request, p parsedQuery) (*R
 	defer cancel()
 	err = p.checkExpansion(idx)
 	var res *bleve.SearchResult
-	var counts *indexCounts
-	if err == nil {
-		counts, err = newIndexCounts(bctx, idx)
+	var counts termCounts // a listing scores nothing: no counts to weigh by
+	var ic *indexCounts
+	if err == nil && !listing {
+		if ic, err = newIndexCounts(bctx, idx); err == nil {
+			counts = ic
+		}
 	}
 	if err == nil {
 		sr.Query, _, err = p.build(req.PathPrefix, false, counts)
@@ -85,8 +88,8 @@ func (x *storeIndex) search(ctx context.Context, req Request, p parsedQuery) (*R
 			locs, err = matchLocations(bctx, idx, p, res.Hits)
 		}
 	}
-	if counts != nil {
-		counts.close() // before the index may close, once unlocked
+	if ic != nil {
+		ic.close() // before the index may close, once unlocked
 	}
 	x.view.RUnlock()
 	if err = overBudget(ctx, budget, err); err != nil {

@@ -2,7 +2,6 @@ package search
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 
@@ -40,66 +39,63 @@ type termCounts interface {
 // same memories.
 func stemClauses(term string, others int, counts termCounts) ([]query.Query, float64, error) {
 	stem := stemOf(term)
-	// weight returns boost scaled by (idf of every form / idf of part)², so that the part
-	// scores as the stem field's part did over every form of the word.
-	all, parts := uint64(0), map[string]uint64{}
-	count := func(key, field, t string) error {
-		if counts == nil {
-			return nil
-		}
-		n, err := counts.holding(field, t)
-		parts[key] = n
-		return err
-	}
-	weight := func(boost float64, key string) float64 {
-		if counts == nil {
-			return boost
-		}
-		r := idf(counts.docs(), all) / idf(counts.docs(), parts[key])
-		return boost * r * r
-	}
-	term1 := func(field, t string, boost float64) query.Query {
-		q := query.NewTermQuery(t)
-		q.SetField(field)
-		q.SetBoost(boost)
-		return q
-	}
 	if stem != term && stemOf(stem) != stem {
 		// The stem is not its own stem ("environment", of "environmental", stems to
 		// "environ"): the stem field holds it wherever a form of the word is, as it did
 		// when it held every word's stem, and a memory with the stem written has another
 		// word. The parts are those of then, weighed as then.
 		return []query.Query{
-			term1(fieldContent, term, boostContent),
-			term1(fieldStem, stem, boostStem),
+			termQuery(fieldContent, term, boostContent),
+			termQuery(fieldStem, stem, boostStem),
 		}, 1, nil
+	}
+	// Every form of the word is in the stem field (the forms that are not the stem) or in
+	// the content as the stem written: the word itself, if it is its own stem.
+	var inStems, written uint64
+	if counts != nil {
+		var err error
+		if inStems, err = counts.holding(fieldStem, stem); err != nil {
+			return nil, 0, err
+		}
+		if written, err = counts.holding(fieldContent, stem); err != nil {
+			return nil, 0, err
+		}
+	}
+	// weight scales boost by (idf of every form / idf of a part that n memories hold)², so
+	// that the part scores as the stem field's part did over every form. The count of every
+	// form is the sum, not the union: a memory with two forms counts twice, which makes the
+	// stems' weights a little lower than they were.
+	weight := func(boost float64, n uint64) float64 {
+		if counts == nil {
+			return boost
+		}
+		r := idf(counts.docs(), inStems+written) / idf(counts.docs(), n)
+		return boost * r * r
 	}
 	if stem == term {
 		// A memory with the word as written matches one part, the content's, where it
 		// matched the stem field's too: twice the weight.
-		if err := errors.Join(count("written", fieldContent, term), count("stem", fieldStem, stem)); err != nil {
-			return nil, 0, err
-		}
-		// The sum, not the union: a memory with both forms counts twice, which makes the
-		// stems' weights a little lower than they were.
-		all = parts["written"] + parts["stem"]
 		return []query.Query{
-			term1(fieldContent, term, 2*(boostContent+weight(boostStem, "written"))),
-			term1(fieldStem, stem, weight(boostStem, "stem")),
+			termQuery(fieldContent, term, 2*(boostContent+weight(boostStem, written))),
+			termQuery(fieldStem, stem, weight(boostStem, inStems)),
 		}, 1, nil
 	}
 	// Another part, the stem as written ("user" for "users"), whose memories the stem
 	// field no longer holds: every part's share shrinks in proportion.
-	if err := errors.Join(count("stem", fieldStem, stem), count("base", fieldContent, stem)); err != nil {
-		return nil, 0, err
-	}
-	all = parts["stem"] + parts["base"]
 	scale := float64(others+3) / float64(others+2)
 	return []query.Query{
-		term1(fieldContent, term, scale*boostContent),
-		term1(fieldStem, stem, scale*weight(boostStem, "stem")),
-		term1(fieldContent, stem, scale*weight(boostStem, "base")),
+		termQuery(fieldContent, term, scale*boostContent),
+		termQuery(fieldStem, stem, scale*weight(boostStem, inStems)),
+		termQuery(fieldContent, stem, scale*weight(boostStem, written)),
 	}, scale, nil
+}
+
+// termQuery matches term, as the index holds it, in field.
+func termQuery(field, term string, boost float64) query.Query {
+	q := query.NewTermQuery(term)
+	q.SetField(field)
+	q.SetBoost(boost)
+	return q
 }
 
 // stemOf returns the stem of a term of the content field, as stemsFilter finds it for the

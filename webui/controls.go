@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"html/template"
 	"io"
 	"strings"
 	"unicode/utf8"
@@ -59,7 +60,7 @@ func showControls(page []byte) []byte {
 			case !holdsSuspect(text), plain == "textarea":
 				out.Write(raw)
 			case plain != "":
-				out.WriteString(escapeHTML(escapeSuspects(text)))
+				out.WriteString(template.HTMLEscapeString(escapeSuspects(text)))
 			default:
 				markSuspects(&out, text, &marks)
 			}
@@ -91,13 +92,6 @@ func showControls(page []byte) []byte {
 	}
 	return out.Bytes()
 }
-
-// escapeHTML escapes text for HTML as html/template does, leaving \r as it is (a \r\n stays
-// the line break it was; html.EscapeString would write &#13;, a character of its own).
-var (
-	htmlEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;")
-	escapeHTML  = htmlEscaper.Replace
-)
 
 // shownAsIs tells whether r, at byte i of s, shows as it is: not suspect, or the line break
 // or tab of a text of lines (suspect.Layout).
@@ -150,17 +144,18 @@ const maxMarks = 1000
 
 // markSuspects writes text as HTML, each rune that a page shows escaped as its escape in a
 // marked span that says what it is, while marks (the page's) lasts; then as its escape
-// alone.
+// alone. The rest is escaped as html/template escapes it, which leaves a \r as it is, so
+// that a \r\n stays the line break it was (x/net/html's EscapeString writes &#13;).
 func markSuspects(out *bytes.Buffer, text string, marks *int) {
 	from := 0
 	for i, r := range text {
 		if shownAsIs(text, i, r) {
 			continue
 		}
-		htmlEscaper.WriteString(out, text[from:i])
+		out.WriteString(template.HTMLEscapeString(text[from:i]))
 		from = i + utf8.RuneLen(r)
 		if *marks <= 0 {
-			htmlEscaper.WriteString(out, suspect.Escape(r))
+			out.WriteString(template.HTMLEscapeString(suspect.Escape(r)))
 			continue
 		}
 		*marks--
@@ -171,9 +166,9 @@ func markSuspects(out *bytes.Buffer, text string, marks *int) {
 		case suspect.Invisible(r):
 			what = "an invisible character, which can carry text that no reader sees"
 		}
-		fmt.Fprintf(out, `<span class="ctl" title="U+%04X: %s">%s</span>`, r, what, escapeHTML(suspect.Escape(r)))
+		fmt.Fprintf(out, `<span class="ctl" title="U+%04X: %s">%s</span>`, r, what, template.HTMLEscapeString(suspect.Escape(r)))
 	}
-	htmlEscaper.WriteString(out, text[from:])
+	out.WriteString(template.HTMLEscapeString(text[from:]))
 }
 
 // mayHoldSuspect tells, in one pass over page's bytes, whether its text may hold a rune that

@@ -213,19 +213,15 @@ type importProblem struct {
 // --overwrite or another store would; else none (exit 1), a file that could not be read.
 func (sc *dirScan) refusal() error {
 	var lines []string
-	var kinds []gitstore.Kind
-	for i, p := range sc.problems {
-		if i < maxProblems {
-			lines = append(lines, p.text)
-		}
-		kinds = append(kinds, p.kind)
+	for _, p := range sc.problems[:min(len(sc.problems), maxProblems)] {
+		lines = append(lines, p.text)
 	}
 	if len(sc.problems) > maxProblems {
 		lines = append(lines, fmt.Sprintf("... and %d more", len(sc.problems)-maxProblems))
 	}
 	msg := fmt.Sprintf("refused to import %s; nothing was written:\n  %s", sc.dir, strings.Join(lines, "\n  "))
 	for _, k := range []gitstore.Kind{gitstore.KindInvalid, gitstore.KindPathConflict} {
-		if slices.Contains(kinds, k) {
+		if slices.ContainsFunc(sc.problems, func(p importProblem) bool { return p.kind == k }) {
 			return &gitstore.Error{Kind: k, Message: msg}
 		}
 	}

@@ -207,5 +207,5 @@ func checkAccess(access string) error {
 			return usageError{fmt.Errorf("--access %q is not an access level: did you mean --access %s?", access, l)}
 		}
 	}
-	return usageError{fmt.Errorf("--access %q is not an access level: give read_write, read_only or propose", access)}
+	return usageError{fmt.Errorf("--access %q is not an access level: give %s", access, apikeys.AccessNames())}
 }

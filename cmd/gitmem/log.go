@@ -36,25 +36,13 @@ was deleted or renamed away). --since and --until take 2026-01-02T15:04:05Z, a d
   gitmem log prefs --session sesn_01M83PZ34EVJY3C18AZVHGZ9ME`,
 		Args: rangeArgs(nil, "STORE", "PATH"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			switch gitstore.Operation(op) {
-			case "", gitstore.OpCreated, gitstore.OpModified, gitstore.OpDeleted:
-			default: // the store's own message would not name the flag
+			if op != "" && !gitstore.Operation(op).Valid() { // the store's own message would not name the flag
 				return usageError{fmt.Errorf("--op must be created, modified or deleted, got %q", op)}
 			}
 			f := gitstore.VersionFilter{Operation: gitstore.Operation(op), SessionID: session, APIKeyID: key, Limit: 1000}
-			for _, b := range []struct {
-				flag, v string
-				t       *time.Time
-				parse   func(string, time.Time) (time.Time, error)
-			}{{"--since", since, &f.CreatedAtGTE, gitstore.ParseTime}, {"--until", until, &f.CreatedAtLTE, gitstore.ParseUntil}} {
-				if b.v == "" {
-					continue
-				}
-				t, err := b.parse(b.v, time.Now())
-				if err != nil {
-					return usageError{fmt.Errorf("%s: %w", b.flag, err)}
-				}
-				*b.t = t
+			var err error
+			if f.CreatedAtGTE, f.CreatedAtLTE, err = timeSpan(since, until); err != nil {
+				return err
 			}
 			if len(args) == 2 {
 				if err := folderArg("log", args[0], "PATH", args[1]); err != nil {
@@ -120,6 +108,24 @@ was deleted or renamed away). --since and --until take 2026-01-02T15:04:05Z, a d
 	cmd.Flags().StringVar(&until, "until", "", "only versions made at or before this time; a day (today, 2026-01-02) up to its end")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the versions as JSON")
 	return cmd
+}
+
+// timeSpan reads --since and --until, each "" for no bound: --until's day (today, a date)
+// up to its end, as git log --until=today takes it. A wrong one is a usage error.
+func timeSpan(since, until string) (from, to time.Time, err error) {
+	for _, b := range []struct {
+		flag, v string
+		t       *time.Time
+		parse   func(string, time.Time) (time.Time, error)
+	}{{"--since", since, &from, gitstore.ParseTime}, {"--until", until, &to, gitstore.ParseUntil}} {
+		if b.v == "" {
+			continue
+		}
+		if *b.t, err = b.parse(b.v, time.Now()); err != nil {
+			return time.Time{}, time.Time{}, usageError{fmt.Errorf("%s: %w", b.flag, err)}
+		}
+	}
+	return from, to, nil
 }
 
 // noVersions is what gitmem log says on stderr when it has no version to show: why, and

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -62,6 +63,42 @@ func positiveDurationVar(fs *pflag.FlagSet, v *time.Duration, name string, def t
 		}
 		return d, nil
 	}}, name, usage)
+}
+
+// inRange is a flag of a whole number from least to most (search's --limit): a value out of
+// the range, or not a number, is a usage error, in the flag's name, as it is parsed; what the
+// command is given is in range.
+type inRange struct {
+	v           *int
+	name        string // the flag's long name, which its errors give for -n too
+	least, most int
+}
+
+func (r inRange) String() string {
+	if r.v == nil {
+		return "0"
+	}
+	return strconv.Itoa(*r.v)
+}
+
+func (r inRange) Type() string { return "int" }
+
+func (r inRange) Set(s string) error {
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 0, strconv.IntSize)
+	switch {
+	case err != nil && !errors.Is(err, strconv.ErrRange):
+		return usageError{fmt.Errorf("--%s takes a number from %d to %d, got %q", r.name, r.least, r.most, s)}
+	case err != nil || n < int64(r.least) || n > int64(r.most):
+		return usageError{fmt.Errorf("--%s takes %d to %d, got %s", r.name, r.least, r.most, strings.TrimSpace(s))}
+	}
+	*r.v = int(n)
+	return nil
+}
+
+// inRangeVarP defines such a flag, with its default.
+func inRangeVarP(fs *pflag.FlagSet, v *int, name, shorthand string, def, least, most int, usage string) {
+	*v = def
+	fs.VarP(inRange{v, name, least, most}, name, shorthand, usage)
 }
 
 // rateFlag is the flag of a rate that may be 0 (off) or more, a float: a negative number, or

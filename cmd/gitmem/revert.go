@@ -37,19 +37,9 @@ TIME is 2026-01-02T15:04:05Z, a date (2026-01-02), today, yesterday, or a time a
 				return usageError{fmt.Errorf("give exactly one of --session and --key")}
 			}
 			in := gitstore.RevertInput{SessionID: session, APIKeyID: key, DryRun: dryRun, Actor: cliActor()}
-			for _, f := range []struct {
-				name, v string
-				t       *time.Time
-				parse   func(string, time.Time) (time.Time, error)
-			}{{"--since", since, &in.Since, gitstore.ParseTime}, {"--until", until, &in.Until, gitstore.ParseUntil}} {
-				if f.v == "" {
-					continue
-				}
-				t, err := f.parse(f.v, time.Now())
-				if err != nil {
-					return usageError{fmt.Errorf("%s: %w", f.name, err)}
-				}
-				*f.t = t
+			var err error
+			if in.Since, in.Until, err = timeSpan(since, until); err != nil {
+				return err
 			}
 			return a.withStoreAPI(cmd.Context(), args[0], func(s storeAPI) error {
 				res, err := s.Revert(cmd.Context(), in)

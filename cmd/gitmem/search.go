@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -73,25 +74,19 @@ and Korean text is found by any part of it.`,
 	// pflag takes a QUERY of "-word" for flags, and refuses the first letter it has no flag of.
 	cmd.Annotations = map[string]string{dashArgHint: `a QUERY that starts with - goes after --, as in "gitmem search STORE -- -word"`}
 	cmd.Flags().StringVar(&req.PathPrefix, "path-prefix", "", "only memories below this path (like /projects/)")
-	cmd.Flags().IntVarP(&req.Limit, "limit", "n", 10, fmt.Sprintf("how many memories to show (1 to %d)", search.MaxLimit))
-	cmd.Flags().IntVar(&req.Snippets, "lines", 3, fmt.Sprintf("how many matching lines to show per memory (1 to %d)", search.MaxSnippets))
-	numberRange(cmd.Flags(), "limit", 1, search.MaxLimit)
-	numberRange(cmd.Flags(), "lines", 1, search.MaxSnippets)
+	// Out of its range, a --limit or --lines is refused in its own name, where the search would
+	// name the API's limit or snippets, or take 0 for its default.
+	inRangeVarP(cmd.Flags(), &req.Limit, "limit", "n", 10, 1, search.MaxLimit, fmt.Sprintf("how many memories to show (1 to %d)", search.MaxLimit))
+	inRangeVarP(cmd.Flags(), &req.Snippets, "lines", "", 3, 1, search.MaxSnippets, fmt.Sprintf("how many matching lines to show per memory (1 to %d)", search.MaxSnippets))
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd
 }
 
-// checkSearchArgs refuses, as usage errors, what the search itself would refuse in the terms
-// of its API (a query parameter q, limit or snippets), or take for its default (0): a QUERY
-// of spaces alone, and a --limit or --lines out of its range.
+// checkSearchArgs refuses, as a usage error, a QUERY of spaces alone, which the search would
+// refuse in the terms of its API (a query parameter q).
 func checkSearchArgs(args []string, req search.Request) error {
-	switch {
-	case len(args) > 1 && strings.TrimSpace(req.Query) == "":
+	if len(args) > 1 && strings.TrimSpace(req.Query) == "" {
 		return usageError{fmt.Errorf("QUERY is empty; say what to search %s for: %s", quoteArg(args[0]), queryForms)}
-	case req.Limit < 1 || req.Limit > search.MaxLimit:
-		return usageError{fmt.Errorf("--limit takes 1 to %d, got %d", search.MaxLimit, req.Limit)}
-	case req.Snippets < 1 || req.Snippets > search.MaxSnippets:
-		return usageError{fmt.Errorf("--lines takes 1 to %d, got %d", search.MaxSnippets, req.Snippets)}
 	}
 	return nil
 }
@@ -105,10 +100,17 @@ const maxStoresNamed = 5
 
 // missingQuery is the usage error of gitmem search with one argument, arg: the store without
 // its query, or, if no store has that name, most likely the query without its store, in
-// which case it names the stores to search. A failed lookup (no server, a refused key)
-// leaves the store list out rather than hide the usage error.
+// which case it names the stores to search. The stores are listed once, for both: through a
+// server, one request. A failed lookup (no server, a refused key) leaves the store list out
+// rather than hide the usage error.
 func missingQuery(ctx context.Context, l storeLister, arg string) error {
-	_, err := resolveStore(ctx, l, arg)
+	stores, err := allStores(ctx, l, true) // as resolveStore finds a store: archived ones too
+	if err == nil {
+		_, err = gitstore.ResolveStoreRef(stores, arg)
+		if err == nil && strings.HasPrefix(arg, gitstore.StorePrefix) {
+			err = storeExists(ctx, l, arg) // an id, which ResolveStoreRef takes as it is
+		}
+	}
 	if err == nil {
 		return usageError{fmt.Errorf("missing QUERY, what to search %s for: %s", arg, queryForms)}
 	}
@@ -116,9 +118,9 @@ func missingQuery(ctx context.Context, l storeLister, arg string) error {
 	if !errors.Is(err, gitstore.ErrNoStore) {
 		return usageError{fmt.Errorf(`%s ("gitmem stores list" lists the stores)`, msg)}
 	}
-	stores, err := allStores(ctx, l, false)
+	stores = slices.DeleteFunc(stores, func(s gitstore.StoreInfo) bool { return s.ArchivedAt != nil })
 	switch {
-	case err != nil || len(stores) > maxStoresNamed:
+	case len(stores) > maxStoresNamed:
 		msg += fmt.Sprintf(`, as in "gitmem search STORE %s" ("gitmem stores list" lists the stores)`, quoteArg(arg))
 	case len(stores) == 0:
 		msg += "; there is no store yet: create one with \"gitmem stores create NAME\""

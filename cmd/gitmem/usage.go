@@ -113,23 +113,8 @@ func badFlagValue(err error) error {
 var intFlagTypes = map[string]bool{"int": true, "int8": true, "int16": true, "int32": true, "int64": true,
 	"uint": true, "uint8": true, "uint16": true, "uint32": true, "uint64": true, "count": true}
 
-// numberRangeAnnotation is the annotation of a flag of a whole number that the command takes
-// from a range alone: its least and its greatest, set by numberRange.
-const numberRangeAnnotation = "gitmem:number-range"
-
-// numberRange says that the flag name of fs takes a number from least to most, for the
-// message of a value that is not a number.
-func numberRange(fs *pflag.FlagSet, name string, least, most int) {
-	if err := fs.SetAnnotation(name, numberRangeAnnotation, []string{strconv.Itoa(least), strconv.Itoa(most)}); err != nil {
-		panic(err) // no such flag: a mistake of the command's definition
-	}
-}
-
-// numberTaken says what number the flag f takes: from its range, if known.
+// numberTaken says what number the flag f takes.
 func numberTaken(f *pflag.Flag) string {
-	if r := f.Annotations[numberRangeAnnotation]; len(r) == 2 {
-		return fmt.Sprintf("a number from %s to %s", r[0], r[1])
-	}
 	if _, ok := f.Value.(positive[int]); ok {
 		return "a whole number more than 0"
 	}
