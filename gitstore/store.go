@@ -51,7 +51,9 @@ type Store struct {
 	trees     map[plumbing.Hash][]object.TreeEntry // writer goroutine only: decoded trees
 	// treeEntries is how many entries trees holds, all told (writer goroutine only).
 	treeEntries int
-	adlers      map[plumbing.Hash]uint32 // writer goroutine only: of wide trees (adlerCache)
+	// sums are the wide trees' (wideCache), sumsBytes their contents' bytes (writer only).
+	sums      map[plumbing.Hash]*treeSums
+	sumsBytes int
 
 	// publishing is the head of the group the writer is publishing (a plumbing.Hash): main
 	// may be there before the catalog is.

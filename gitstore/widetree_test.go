@@ -1,13 +1,19 @@
 package gitstore
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"hash/adler32"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
 // TestAdlerReplaced: the Adler-32 updated for bytes replaced in place is the one computed
@@ -47,6 +53,86 @@ func TestAdlerReplaced(t *testing.T) {
 			sum = got
 		}
 	}
+}
+
+// TestWideTreeBuiltFromBefore: a wide tree built from its version before (buildWide), one
+// entry's hash replaced, holds the bytes, hash and Adler-32 of the tree encoded whole, for
+// entries anywhere (the first, the last, across the SHA-1 states kept) and sizes whose
+// header's length differs; sums of a tree of another size are not resumed from.
+func TestWideTreeBuiltFromBefore(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	hash := func() (h plumbing.Hash) {
+		for i := range h {
+			h[i] = byte(r.Uint32())
+		}
+		return h
+	}
+	for _, n := range []int{wideTree, 999, 1000, 3001} {
+		entries := make([]object.TreeEntry, n)
+		for i := range entries {
+			entries[i] = object.TreeEntry{Name: fmt.Sprintf("p%05d", i), Mode: filemode.Dir, Hash: hash()}
+			if i%7 == 0 {
+				entries[i].Name += ".md"
+				entries[i].Mode = filemode.Regular
+			}
+		}
+		slices.SortFunc(entries, func(a, b object.TreeEntry) int {
+			if gitLess(a, b) {
+				return -1
+			}
+			return 1
+		})
+		o, sums, err := buildWide(entries, nil, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for try := 0; try < 300; try++ {
+			changed := r.IntN(n)
+			switch try {
+			case 0:
+				changed = 0
+			case 1:
+				changed = n - 1
+			}
+			entries = slices.Clone(entries)
+			entries[changed].Hash = hash()
+			prev := sums
+			if o, sums, err = buildWide(entries, prev, changed); err != nil {
+				t.Fatal(err)
+			}
+			whole, err := encodeTree(entries)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(o.content, whole.content) || o.h != whole.h {
+				t.Fatalf("%d entries, #%d changed: built %s from before, %s whole", n, changed, o.h, whole.h)
+			}
+			if o.adler != adler32.Checksum(whole.content) || !o.adlerKnown {
+				t.Fatalf("%d entries, #%d changed: Adler-32 %08x, want %08x", n, changed, o.adler, adler32.Checksum(whole.content))
+			}
+			if !bytes.Equal(sums.states, mustSums(t, entries).states) {
+				t.Fatalf("%d entries, #%d changed: the states kept differ from those of the whole", n, changed)
+			}
+			if bytes.Equal(prev.content, o.content) {
+				t.Fatalf("the version before changed with the new one")
+			}
+		}
+		// A tree of another size: its header differs, and nothing is resumed.
+		other := &treeSums{content: append(bytes.Clone(sums.content), 0), states: sums.states}
+		if h, _ := sumTree(sums.content, other, len(sums.content)-1); h != o.h {
+			t.Fatalf("%d entries: resumed from the sums of a tree of another size", n)
+		}
+	}
+}
+
+// mustSums returns the sums of the tree of entries, built whole.
+func mustSums(t *testing.T, entries []object.TreeEntry) *treeSums {
+	t.Helper()
+	_, sums, err := buildWide(entries, nil, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sums
 }
 
 // TestWideFolderRebuilt: writes to wide folders, whose new versions' Adler-32 the writer

@@ -366,13 +366,16 @@ func (b *batch) forgetReplaced() {
 	}
 }
 
-// forgetTree drops tree h from the writer's caches: its entries and its Adler-32.
+// forgetTree drops tree h from the writer's caches: its entries and its sums.
 func (s *Store) forgetTree(h plumbing.Hash) {
 	if e, ok := s.trees[h]; ok {
 		s.treeEntries -= len(e)
 		delete(s.trees, h)
 	}
-	delete(s.adlers, h)
+	if ts, ok := s.sums[h]; ok {
+		s.sumsBytes -= len(ts.content)
+		delete(s.sums, h)
+	}
 }
 
 func (b *batch) keepEdit(h plumbing.Hash, e treeEdit) {
@@ -400,20 +403,21 @@ func (b *batch) keepTree(h plumbing.Hash, entries []object.TreeEntry) {
 	b.s.treeEntries += len(entries)
 }
 
-func (b *batch) adlerOf(h plumbing.Hash) (uint32, bool) {
-	sum, ok := b.s.adlers[h]
-	return sum, ok
-}
+func (b *batch) sumsOf(h plumbing.Hash) *treeSums { return b.s.sums[h] }
 
-// maxAdlers bounds the Adler-32 sums that the writer keeps, which are emptied past it as
-// the tree cache is: a sum is 24 bytes with its key.
-const maxAdlers = 4096
+// maxSumsBytes bounds the bytes of wide trees whose sums the writer keeps, which are
+// emptied past it as the tree cache is: the head's wide trees are a few, but a store may
+// have many wide folders.
+const maxSumsBytes = 16 << 20
 
-func (b *batch) keepAdler(h plumbing.Hash, sum uint32) {
-	if b.s.adlers == nil || len(b.s.adlers) >= maxAdlers {
-		b.s.adlers = map[plumbing.Hash]uint32{}
+func (b *batch) keepSums(h plumbing.Hash, ts *treeSums) {
+	if b.s.sums == nil || b.s.sumsBytes+len(ts.content) > maxSumsBytes {
+		b.s.sums, b.s.sumsBytes = map[plumbing.Hash]*treeSums{}, 0
 	}
-	b.s.adlers[h] = sum
+	if _, ok := b.s.sums[h]; !ok {
+		b.s.sumsBytes += len(ts.content)
+	}
+	b.s.sums[h] = ts
 }
 
 // object implements objectReader: pending objects first, then the repository.
