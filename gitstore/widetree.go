@@ -2,13 +2,13 @@ package gitstore
 
 import (
 	"bytes"
-	"crypto/sha1"
-	"encoding"
 	"hash/adler32"
 	"strconv"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/gitmem/gitmem/internal/sha1resume"
 )
 
 // A write rebuilds every folder on its path, and at 100,000 memories in folders of 100 the
@@ -19,37 +19,22 @@ import (
 //
 //   - its bytes are copied and the 20 bytes replaced, rather than every entry encoded again
 //     (7 µs against 14 µs for 1,000 entries, a micro-benchmark);
-//   - its SHA-1 resumes from the state the hash had reached before the replaced bytes, kept
-//     every sumStride bytes, since SHA-1 reads its input in order: half of the tree is
-//     hashed on average, where the whole took 27 µs;
+//   - its SHA-1 resumes from the state the hash had reached before the replaced bytes
+//     (sha1resume): half of the tree is hashed on average, where the whole took 27 µs;
 //   - its Adler-32, which a pack's entry of it ends with (odb.Summed), is the one before
 //     updated for the 20 bytes (adlerReplaced): computing it over the whole took 17 µs.
 //
 // wideTree is the number of entries from which the writer keeps them.
 const wideTree = 256
 
-// sumStride is how many bytes of a wide tree's hashed form (its header, "tree <size>\0",
-// and its content) lie between two of the SHA-1 states kept: a multiple of SHA-1's 64-byte
-// block. A state is 96 bytes, so those of a 33 KB tree take 1.5 KB.
-const sumStride = 2048
-
 // treeSums is what the writer keeps of a wide tree that it built.
 type treeSums struct {
 	content []byte // the tree's encoding, shared with its object: never changed
 	adler   uint32 // Adler-32 of content
-	// states holds the SHA-1 states after each sumStride bytes of the hashed form, in order,
-	// each as the hash's MarshalBinary gives it (stateSize bytes).
+	// states are the SHA-1 states of its hashed form (sha1resume.Sum): the header "tree
+	// <size>\0", then content.
 	states []byte
 }
-
-// stateSize is the length of a SHA-1 state in treeSums.states.
-var stateSize = func() int {
-	s, err := sha1.New().(encoding.BinaryMarshaler).MarshalBinary()
-	if err != nil {
-		panic(err)
-	}
-	return len(s)
-}()
 
 // wideCache keeps the treeSums of the wide trees that the writer built, by hash.
 type wideCache interface {
@@ -92,42 +77,16 @@ func buildWide(entries []object.TreeEntry, prev *treeSums, changed int) (*builtT
 }
 
 // sumTree hashes the tree whose content is content, as git names objects, and returns the
-// hash with its states every sumStride bytes (treeSums.states). With prev, the sums of a
-// tree of the same size whose content is the same before byte changed, it resumes from the
-// last of prev's states before that byte.
+// hash with its SHA-1 states. With prev, the sums of a tree of the same size whose content is
+// the same before byte changed, it resumes from prev's states.
 func sumTree(content []byte, prev *treeSums, changed int) (plumbing.Hash, []byte) {
 	hdr := strconv.AppendInt(append(plumbing.TreeObject.Bytes(), ' '), int64(len(content)), 10)
 	hdr = append(hdr, 0)
-	total := len(hdr) + len(content)
-	states := make([]byte, 0, total/sumStride*stateSize)
-	d := sha1.New()
-	at := 0 // bytes of the hashed form written to d
+	var before []byte
+	same := 0
 	if prev != nil && len(prev.content) == len(content) {
-		if k := min((len(hdr)+changed)/sumStride, len(prev.states)/stateSize); k > 0 {
-			if d.(encoding.BinaryUnmarshaler).UnmarshalBinary(prev.states[(k-1)*stateSize:k*stateSize]) == nil {
-				states = append(states, prev.states[:k*stateSize]...)
-				at = k * sumStride
-			} else {
-				d.Reset()
-			}
-		}
+		before, same = prev.states, len(hdr)+changed
 	}
-	write := func(to int) { // the hashed form's bytes from at to to
-		if at < len(hdr) {
-			d.Write(hdr[at:min(to, len(hdr))])
-			at = min(to, len(hdr))
-		}
-		if at < to {
-			d.Write(content[at-len(hdr) : to-len(hdr)])
-			at = to
-		}
-	}
-	for next := at + sumStride; next <= total; next += sumStride {
-		write(next)
-		states, _ = d.(encoding.BinaryAppender).AppendBinary(states)
-	}
-	write(total)
-	var h plumbing.Hash
-	d.Sum(h[:0])
-	return h, states
+	sum, states := sha1resume.Sum(nil, hdr, content, before, same)
+	return plumbing.Hash(sum), states
 }

@@ -20,8 +20,8 @@ import (
 	"github.com/gitmem/gitmem/internal/durable"
 )
 
-// countingWriter hashes and counts what passes through it, as a pack's trailer and
-// offsets need.
+// countingWriter hashes (if h is set) and counts what passes through it, as a pack's
+// trailer and offsets need.
 type countingWriter struct {
 	w   io.Writer
 	h   hash.Hash
@@ -30,7 +30,9 @@ type countingWriter struct {
 
 func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
-	c.h.Write(p[:n])
+	if c.h != nil {
+		c.h.Write(p[:n])
+	}
 	c.off += uint64(n)
 	return n, err
 }
@@ -252,6 +254,17 @@ var idxMagic = []byte{0xff, 't', 'O', 'c'}
 // encodePack writes objects into a pack in memory and builds its index: whole, but for the
 // trees of a group of several commits, which may be deltas of each other (groupdelta.go).
 func encodePack(objs []plumbing.EncodedObject) (*encodedPack, error) {
+	return encodeAfter(objs, nil)
+}
+
+// encodeAfter is encodePack for a group of the writer's: with sums, the writer's last pack's
+// (packsums.go), a pack of one commit begins with its widest tree, and its checksum resumes
+// from the pack before's.
+func encodeAfter(objs []plumbing.EncodedObject, sums *packSums) (*encodedPack, error) {
+	wideFirst := false
+	if sums != nil && !worthDeltas(objs) {
+		objs, wideFirst = widestFirst(objs)
+	}
 	// Room for the objects uncompressed, as trees are stored, so that the buffer does not
 	// double past it: with 64 writers, a group's pack is megabytes.
 	room := 12 + 20
@@ -259,8 +272,12 @@ func encodePack(objs []plumbing.EncodedObject) (*encodedPack, error) {
 		room += int(o.Size()) + 32
 	}
 	buf := bytes.NewBuffer(packBuffer(room))
-	cw := &countingWriter{w: buf, h: sha1.New()}
+	cw := &countingWriter{w: buf}
+	if sums == nil {
+		cw.h = sha1.New()
+	}
 	cw.Write(packHeader(len(objs)))
+	first := 0 // where the first object ends, if a wide tree
 	p := &encodedPack{idx: &packIndex{entries: make([]indexEntry, 0, len(objs))}}
 	ww := wholeWriters.Get().(*wholeWriter)
 	defer wholeWriters.Put(ww)
@@ -284,8 +301,15 @@ func encodePack(objs []plumbing.EncodedObject) (*encodedPack, error) {
 			return nil, fmt.Errorf("write object %s: %w", o.Hash(), err)
 		}
 		p.idx.add(o.Hash(), off, crc)
+		if wideFirst && first == 0 {
+			first = int(cw.off)
+		}
 	}
-	copy(p.idx.packSum[:], cw.h.Sum(nil))
+	if sums != nil {
+		p.idx.packSum = sums.sum(buf.Bytes(), first)
+	} else {
+		copy(p.idx.packSum[:], cw.h.Sum(nil))
+	}
 	buf.Write(p.idx.packSum[:])
 	p.data = buf.Bytes()
 	return p, nil

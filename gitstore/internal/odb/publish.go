@@ -43,7 +43,7 @@ func (r *Repo) Publish(objs []plumbing.EncodedObject, old, new plumbing.Hash) (P
 	p := &encodedPack{}
 	if len(objs) > 0 {
 		var err error
-		if p, err = encodePack(objs); err != nil {
+		if p, err = encodeAfter(objs, &r.packSums); err != nil {
 			return t, err
 		}
 		defer p.release() // written into the pack's file and the journal by then

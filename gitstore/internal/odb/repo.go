@@ -74,6 +74,7 @@ type Repo struct {
 	syncer       *syncer
 	checkpointAt int64
 	broken       error
+	packSums     packSums // the writer's last pack, for the next one's checksum
 	// foreign is set when the packs were listed again for objects that a git process wrote:
 	// the next group makes them durable before its record (Publish).
 	foreign atomic.Bool

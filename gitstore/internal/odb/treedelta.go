@@ -256,6 +256,19 @@ func writeEntry(w io.Writer, hdr, z []byte) (uint32, error) {
 // they end with alike; 64 at a time first, which bytes.Equal compares with vector
 // instructions.
 func commonEnds(a, b []byte) (prefix, suffix int) {
+	p := commonPrefix(a, b)
+	s, n := 0, min(len(a), len(b))-p
+	for s+64 <= n && bytes.Equal(a[len(a)-s-64:len(a)-s], b[len(b)-s-64:len(b)-s]) {
+		s += 64
+	}
+	for s < n && a[len(a)-1-s] == b[len(b)-1-s] {
+		s++
+	}
+	return p, s
+}
+
+// commonPrefix returns how many bytes a and b begin with alike.
+func commonPrefix(a, b []byte) int {
 	n := min(len(a), len(b))
 	p := 0
 	for p+64 <= n && bytes.Equal(a[p:p+64], b[p:p+64]) {
@@ -264,14 +277,7 @@ func commonEnds(a, b []byte) (prefix, suffix int) {
 	for p < n && a[p] == b[p] {
 		p++
 	}
-	s, n := 0, n-p
-	for s+64 <= n && bytes.Equal(a[len(a)-s-64:len(a)-s], b[len(b)-s-64:len(b)-s]) {
-		s += 64
-	}
-	for s < n && a[len(a)-1-s] == b[len(b)-1-s] {
-		s++
-	}
-	return p, s
+	return p
 }
 
 func appendDeltaSize(d []byte, n int) []byte {
