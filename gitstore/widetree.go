@@ -87,6 +87,6 @@ func sumTree(content []byte, prev *treeSums, changed int) (plumbing.Hash, []byte
 	if prev != nil && len(prev.content) == len(content) {
 		before, same = prev.states, len(hdr)+changed
 	}
-	sum, states := sha1resume.Sum(nil, hdr, content, before, same)
+	sum, states := sha1resume.Sum(nil, hdr, content, before, same, len(hdr)+len(content))
 	return plumbing.Hash(sum), states
 }
