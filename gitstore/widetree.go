@@ -47,32 +47,31 @@ type wideCache interface {
 // the hash of the entry at changed alone (-1 if not so), it builds from prev; else from the
 // entries. It returns the object and its sums.
 func buildWide(entries []object.TreeEntry, prev *treeSums, changed int) (*builtTree, *treeSums, error) {
+	sums := &treeSums{}
+	var from *treeSums // prev, if built from it
+	off := 0           // where the replaced bytes begin
 	if prev != nil && changed >= 0 {
 		end := 0
 		for i := range entries[:changed+1] {
 			end += entrySize(&entries[i])
 		}
 		is := entries[changed].Hash[:]
-		off := end - len(is)
-		if end <= len(prev.content) {
-			content := bytes.Clone(prev.content)
-			copy(content[off:], is)
-			sums := &treeSums{
-				content: content,
-				adler:   adlerReplaced(prev.adler, len(content), off, prev.content[off:end], is),
-			}
-			o := &builtTree{content: content, adler: sums.adler, adlerKnown: true}
-			o.h, sums.states = sumTree(content, prev, off)
-			return o, sums, nil
+		if off = end - len(is); end <= len(prev.content) {
+			sums.content = bytes.Clone(prev.content)
+			copy(sums.content[off:], is)
+			sums.adler = adlerReplaced(prev.adler, len(sums.content), off, prev.content[off:end], is)
+			from = prev
 		}
 	}
-	content, err := encodeEntries(entries)
-	if err != nil {
-		return nil, nil, err
+	if from == nil {
+		content, err := encodeEntries(entries)
+		if err != nil {
+			return nil, nil, err
+		}
+		sums.content, sums.adler = content, adler32.Checksum(content)
 	}
-	sums := &treeSums{content: content, adler: adler32.Checksum(content)}
-	o := &builtTree{content: content, adler: sums.adler, adlerKnown: true}
-	o.h, sums.states = sumTree(content, nil, 0)
+	o := &builtTree{content: sums.content, adler: sums.adler, adlerKnown: true}
+	o.h, sums.states = sumTree(sums.content, from, off)
 	return o, sums, nil
 }
 
@@ -87,6 +86,6 @@ func sumTree(content []byte, prev *treeSums, changed int) (plumbing.Hash, []byte
 	if prev != nil && len(prev.content) == len(content) {
 		before, same = prev.states, len(hdr)+changed
 	}
-	sum, states := sha1resume.Sum(nil, hdr, content, before, same)
+	sum, states := sha1resume.Sum(nil, hdr, content, before, same, len(hdr)+len(content))
 	return plumbing.Hash(sum), states
 }

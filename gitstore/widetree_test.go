@@ -135,10 +135,11 @@ func mustSums(t *testing.T, entries []object.TreeEntry) *treeSums {
 	return sums
 }
 
-// TestWideFolderRebuilt: writes to wide folders, whose new versions' Adler-32 the writer
-// updates from their versions before (adlerReplaced), leave on main exactly the files
-// written, as git reads them, and packs that git fsck finds whole (the Adler-32 of each
-// tree's entry is checked as git inflates it, and by the merges). Folders of memories and of folders, written one at a time and
+// TestWideFolderRebuilt: writes to wide folders, whose new versions the writer builds from
+// their versions before (buildWide: the bytes, the SHA-1 resumed, the Adler-32 updated), leave
+// on main exactly the files written, as git reads them, and packs that git fsck finds whole
+// (each tree's name and the Adler-32 of its entry are checked as git inflates it, and by the
+// merges). Folders of memories and of folders, written one at a time and
 // by concurrent writers, so that groups hold several versions of a folder.
 func TestWideFolderRebuilt(t *testing.T) {
 	s := newTestStore(t)

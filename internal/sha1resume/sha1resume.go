@@ -28,17 +28,18 @@ var StateSize = func() int {
 }()
 
 // Sum returns the SHA-1 of head followed by data, and the hash's states after each Stride
-// bytes of it, appended to dst[:0]. If before holds the states of a string whose first same
-// bytes were these, it resumes from the last of them within those bytes. dst may be before:
-// its states up to that point stay, and later ones are written over.
-func Sum(dst, head, data, before []byte, same int) (sum [sha1.Size]byte, states []byte) {
+// bytes of its first keep bytes, appended to dst[:0]. If before holds the states of a string
+// whose first same bytes were these, it resumes from the last of them within those bytes.
+// dst may be before: its states up to that point stay, and later ones are written over.
+func Sum(dst, head, data, before []byte, same, keep int) (sum [sha1.Size]byte, states []byte) {
 	total := len(head) + len(data)
+	kept := min(keep, total) / Stride // states returned
 	d := sha1.New()
 	at := 0 // bytes of head and data written to d
 	states = dst[:0]
-	if k := min(same, total) / Stride; k > 0 && k*StateSize <= len(before) {
+	if k := min(min(same, total)/Stride, len(before)/StateSize); k > 0 {
 		if d.(encoding.BinaryUnmarshaler).UnmarshalBinary(before[(k-1)*StateSize:k*StateSize]) == nil {
-			states = append(states, before[:k*StateSize]...)
+			states = append(states, before[:min(k, kept)*StateSize]...)
 			at = k * Stride
 		} else {
 			d.Reset()
@@ -54,7 +55,7 @@ func Sum(dst, head, data, before []byte, same int) (sum [sha1.Size]byte, states 
 			at = to
 		}
 	}
-	for next := at + Stride; next <= total; next += Stride {
+	for next := at + Stride; next <= kept*Stride; next += Stride {
 		write(next)
 		states, _ = d.(encoding.BinaryAppender).AppendBinary(states)
 	}

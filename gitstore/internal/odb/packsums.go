@@ -11,18 +11,22 @@ import (
 // the one in the pack before by an entry's hash. So a pack of one commit's objects begins
 // with its widest tree, and two such packs in a row are the same bytes up to the entry that
 // changed: the pack's header, the tree's, and the entries before. The writer keeps the bytes
-// of the pack before up to the end of that tree, with the SHA-1 states there (sha1resume),
-// and resumes the checksum from the last state before the first byte that differs.
+// of the pack before up to the end of that tree, with the SHA-1 states within them
+// (sha1resume), and resumes the checksum from the last state before the first byte that
+// differs. States past that tree could never serve, since no pack is compared beyond it:
+// they are not kept, so that what is kept follows the widest tree, not the largest pack (a
+// group of many writers' commits, megabytes).
 
 // packSums is what the writer keeps of its last pack for the next one's checksum. The
 // writer's goroutine alone uses it.
 type packSums struct {
 	prefix []byte // the pack's bytes up to the end of its first object, if a wide tree
-	states []byte // the SHA-1 states of prefix
+	states []byte // the SHA-1 states within prefix
 }
 
 // widestFirst returns objs with the widest tree first, if one is at least sha1resume.Stride
-// bytes and objs hold no deltas to make (a group of one commit), else objs as they are.
+// bytes, else objs as they are. encodeAfter asks it only for a group whose pack makes no
+// deltas (one commit), whose objects may come in any order.
 func widestFirst(objs []plumbing.EncodedObject) ([]plumbing.EncodedObject, bool) {
 	widest := -1
 	for i, o := range objs {
@@ -42,7 +46,7 @@ func widestFirst(objs []plumbing.EncodedObject) ([]plumbing.EncodedObject, bool)
 // sum returns the checksum of pack (its bytes before the checksum), whose first object ends
 // at first if widestFirst put a tree there (else 0), and keeps what the next pack's needs.
 func (s *packSums) sum(pack []byte, first int) plumbing.Hash {
-	sum, states := sha1resume.Sum(s.states, nil, pack, s.states, commonPrefix(pack, s.prefix))
+	sum, states := sha1resume.Sum(s.states, nil, pack, s.states, commonPrefix(pack, s.prefix), first)
 	s.prefix, s.states = append(s.prefix[:0], pack[:first]...), states
 	return plumbing.Hash(sum)
 }

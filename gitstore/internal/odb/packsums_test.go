@@ -11,13 +11,16 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/gitmem/gitmem/internal/sha1resume"
 )
 
 // TestPackSumsResumed: the writer's packs, whose checksums resume from the pack before's,
 // end with the SHA-1 of their bytes and begin with their widest tree, whatever came before
 // them: a pack whose wide tree differs in one entry anywhere (the first, the last), one of
-// another size, packs without a wide tree and of several commits between; git verifies
-// them.
+// another size, packs without a wide tree, of several commits and of a megabyte between; git
+// verifies them. What is kept for the next pack is the bytes of its first tree and the
+// states within them alone, however large the pack.
 func TestPackSumsResumed(t *testing.T) {
 	r := openTestRepo(t)
 	rng := rand.New(rand.NewPCG(5, 6))
@@ -64,6 +67,12 @@ func TestPackSumsResumed(t *testing.T) {
 		switch i % 10 {
 		case 4: // no wide tree
 			objs = objs[:2]
+		case 5: // a large pack: a megabyte that does not compress
+			big := make([]byte, 1<<20)
+			for j := range big {
+				big[j] = byte(rng.Uint32())
+			}
+			objs = append(objs, obj(plumbing.BlobObject, big))
 		case 7: // two commits: deltas, no resuming
 			objs = append(objs, obj(plumbing.CommitObject, []byte("tree "+small.Hash().String()+"\n\none\n")),
 				obj(plumbing.CommitObject, []byte("tree "+wide.Hash().String()+"\n\ntwo\n")))
@@ -75,6 +84,14 @@ func TestPackSumsResumed(t *testing.T) {
 		body := p.data[:len(p.data)-20]
 		if want := plumbing.Hash(sha1.Sum(body)); p.idx.packSum != want || plumbing.Hash(p.data[len(body):]) != want {
 			t.Fatalf("pack %d: its checksum is %s, its trailer %x; its bytes' SHA-1 %s", i, p.idx.packSum, p.data[len(body):], want)
+		}
+		// What is kept for the next pack is its first tree and the states within it, however
+		// large the pack.
+		if want := len(sums.prefix) / sha1resume.Stride * sha1resume.StateSize; len(sums.states) != want {
+			t.Fatalf("pack %d of %d bytes: %d bytes of states kept for a prefix of %d, want %d", i, len(p.data), len(sums.states), len(sums.prefix), want)
+		}
+		if most := 4 * int(wide.Size()) / sha1resume.Stride * sha1resume.StateSize; cap(sums.states) > most {
+			t.Fatalf("pack %d of %d bytes: room for %d bytes of states kept, more than %d", i, len(p.data), cap(sums.states), most)
 		}
 		decoded, err := packObjects(p.data)
 		if err != nil {
