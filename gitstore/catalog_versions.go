@@ -455,7 +455,8 @@ func (c catTx) runBelow(bucket, prefix, below []byte) iter.Seq2[[]byte, []byte] 
 			below = []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff} // after every number
 		}
 		cur := c.tx.Bucket(bucket).Cursor()
-		k, raw := cur.Seek(append(append([]byte{}, prefix...), below...))
+		var raw []byte
+		k, _ := cur.Seek(append(append([]byte{}, prefix...), below...))
 		if k == nil {
 			k, raw = cur.Last()
 		} else {
