@@ -160,7 +160,8 @@ func (s *Store) AtCommit(ctx context.Context, hash string) (*Snapshot, error) {
 			}
 		}
 		if found.IsZero() {
-			return invalidf("at %q names no commit of main's (first-parent) history", hash)
+			return &Error{Kind: KindInvalid, Rule: RuleAtCommit,
+				Message: fmt.Sprintf("at %q names no commit of main's (first-parent) history", hash)}
 		}
 		for _, h := range seen {
 			newer[h] = true

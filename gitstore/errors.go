@@ -176,7 +176,7 @@ func failedPath(err error) string {
 // IsKind reports whether err is an *Error of kind k.
 func IsKind(err error, k Kind) bool { return ErrorKind(err) == k }
 
-// Rule names a rule of the store that a write broke.
+// Rule names a rule of the store that a write (or an as-of read's at) broke.
 type Rule string
 
 // The rules that errors name.
@@ -185,6 +185,9 @@ const (
 	RuleSecret   Rule = "secret"    // content holds a secret under the reject policy
 	RuleQuota    Rule = "quota"     // the write would pass the store's quota
 	RuleReview   Rule = "review"    // the path changes only through review (Policy.ReviewPaths)
+	// RuleAtCommit: an at of a commit hash's form names no commit of main's first-parent
+	// history, for a caller that names its own parameter in the error (the CLI's --at).
+	RuleAtCommit Rule = "at_commit"
 )
 
 // ErrorRule returns the Rule of the first *Error in err's chain ("" for none).

@@ -120,14 +120,15 @@ func TestAsOfRoutes(t *testing.T) {
 	// Bad at: 400 naming the accepted forms.
 	for _, bad := range []string{"last monday", "2025-13-01", "xyz1234", "12345"} {
 		status, body = get("/memories/"+a1.ID, bad)
-		if status != 400 || !strings.Contains(body, "invalid_request_error") || !strings.Contains(body, "RFC 3339") || !strings.Contains(body, "commit hash") {
+		if status != 400 || !strings.Contains(body, "invalid_request_error") || !strings.Contains(body, "RFC 3339") || !strings.Contains(body, "commit hash") || strings.Contains(body, "at_commit") {
 			t.Errorf("at %q: %d %s", bad, status, body)
 		}
 		if status, body = get("/memories", bad); status != 400 {
 			t.Errorf("list at %q: %d %s", bad, status, body)
 		}
 	}
-	if status, body = get("/memories", "0000000000"); status != 400 || !strings.Contains(body, "history") {
+	// One of a hash's form that names no commit says so by its rule too, for a client's words.
+	if status, body = get("/memories", "0000000000"); status != 400 || !strings.Contains(body, "history") || !strings.Contains(body, `"rule":"at_commit"`) {
 		t.Errorf("at an unknown commit: %d %s", status, body)
 	}
 }

@@ -25,7 +25,6 @@ func TestProposalDiffCost(t *testing.T) {
 	_, body := rawRequest(t, "POST", ts.url+"/v1/memory_stores", `{"name":"costly"}`, w)
 	base := ts.url + "/v1/memory_stores/" + decodeJSON[struct{ ID string }](t, body).ID
 	long, short := strings.Repeat("a\n", 50000), strings.Repeat("b\n", 670)
-	prop := ""
 	for i := range 60 {
 		path := fmt.Sprintf("/m/%02d.md", i)
 		for _, c := range []struct {
@@ -38,14 +37,7 @@ func TestProposalDiffCost(t *testing.T) {
 			}
 		}
 	}
-	var list struct{ Data []struct{ ID string } }
-	_, body = rawRequest(t, "GET", base+"/proposals", "", p)
-	list = decodeJSON[struct{ Data []struct{ ID string } }](t, body)
-	if len(list.Data) != 1 {
-		t.Fatalf("proposals: %s", body)
-	}
-	prop = list.Data[0].ID
-	status, body := getWithin(t, base+"/proposals/"+prop, pk, 10*time.Second)
+	status, body := getWithin(t, base+"/proposals/"+onlyOpenProposal(t, base, pk).ID, pk, 10*time.Second)
 	if status != 200 {
 		t.Fatalf("the proposal: %d %.300s", status, body)
 	}

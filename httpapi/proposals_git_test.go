@@ -278,13 +278,9 @@ func proposerClone(t *testing.T, g *gitSrv) (rw string, ka apikeys.Key, a, store
 // rw, which makes its branch proposals/<prop_id>.
 func onlyProposal(t *testing.T, g *gitSrv, rw, store string) string {
 	t.Helper()
-	var list struct{ Data []struct{ ID string } }
-	g.api(t, "GET", "/v1/memory_stores/"+store+"/proposals?state=open", rw, "", &list)
-	if len(list.Data) != 1 {
-		t.Fatalf("open proposals: %+v", list.Data)
-	}
-	g.api(t, "GET", "/v1/memory_stores/"+store+"/proposals/"+list.Data[0].ID, rw, "", &struct{}{})
-	return list.Data[0].ID
+	id := onlyOpenProposal(t, g.url+"/v1/memory_stores/"+store, rw).ID
+	g.api(t, "GET", "/v1/memory_stores/"+store+"/proposals/"+id, rw, "", &struct{}{})
+	return id
 }
 
 // TestGitProposalBranchQuota: a pushed proposal branch is held to the store's quotas as it

@@ -390,14 +390,7 @@ func TestProposalsCursorsRevealNothing(t *testing.T) {
 		seeded = proposalstest.Decided(storeID, 2, agent, nil)
 		return seeded
 	})
-	open := func(key, session string) {
-		t.Helper()
-		status, body := rawRequest(t, "POST", base+"/memories", fmt.Sprintf(`{"path":"/%s.md","content":"x"}`, session),
-			map[string]string{"x-api-key": key, "content-type": "application/json", "x-gitmem-session-id": session})
-		if status != 200 {
-			t.Fatalf("a write of %s: %d %s", session, status, body)
-		}
-	}
+	open := func(key, session string) { propose(t, base, key, session, "/"+session+".md") }
 	// firstPage is the agent's first page of one proposal: its id and cursor.
 	firstPage := func() (string, string) {
 		t.Helper()

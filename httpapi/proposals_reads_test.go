@@ -55,13 +55,7 @@ func TestProposalChangeReadsRecordOnce(t *testing.T) {
 	// Two proposals of the agent's (two sessions), each with a long thread.
 	var ids []string
 	for i, session := range []string{"sesn_one", "sesn_two", "sesn_three"} {
-		hp := h(pk)
-		hp["x-gitmem-session-id"] = session
-		if status, body := rawRequest(t, "POST", base+"/memories", `{"path":"/`+session+`.md","content":"x"}`, hp); status != 200 {
-			t.Fatalf("the agent's write: %d %s", status, body)
-		}
-		_, body := rawRequest(t, "GET", base+"/proposals?state=open&limit=1", "", h(rw))
-		id := decodeJSON[struct{ Data []struct{ ID string } }](t, body).Data[0].ID
+		id := propose(t, base, pk, session, "/"+session+".md")
 		for range comments * min(1, 2-i) { // the third without
 			if status, body := rawRequest(t, "POST", base+"/proposals/"+id+"/comments", comment, h(rw)); status != 201 {
 				t.Fatalf("comment: %d %.300s", status, body)

@@ -67,15 +67,12 @@ func TestProposals(t *testing.T) {
 
 	// A person reviews.
 	hdr := map[string]string{"x-api-key": rw, "content-type": "application/json"}
-	status, body := rawRequest(t, "GET", ts.url+"/v1/memory_stores/"+store.ID+"/proposals?state=open", "", hdr)
-	var list struct {
-		Data []proposalJSON `json:"data"`
+	p := onlyOpenProposal(t, ts.url+"/v1/memory_stores/"+store.ID, rw)
+	if p.Author["api_key_id"] != agentKey.ID {
+		t.Fatalf("the open proposal's author: %v, want the agent's key %s", p.Author, agentKey.ID)
 	}
-	if err := json.Unmarshal([]byte(body), &list); status != 200 || err != nil || len(list.Data) != 1 || list.Data[0].Author["api_key_id"] != agentKey.ID {
-		t.Fatalf("list: %d %s", status, body)
-	}
-	id := list.Data[0].ID
-	status, body = rawRequest(t, "GET", ts.url+"/v1/memory_stores/"+store.ID+"/proposals/"+id, "", hdr)
+	id := p.ID
+	status, body := rawRequest(t, "GET", ts.url+"/v1/memory_stores/"+store.ID+"/proposals/"+id, "", hdr)
 	if status != 200 || !strings.Contains(body, `"operation":"created"`) || !strings.Contains(body, `"operation":"modified"`) || !strings.Contains(body, `+Review each change.`) {
 		t.Errorf("get with its changes: %d %s", status, body)
 	}
@@ -189,35 +186,24 @@ func TestProposalsOfOthers(t *testing.T) {
 	if json.Unmarshal([]byte(body), &store); status != 200 {
 		t.Fatalf("store: %d %s", status, body)
 	}
-	mems := ts.url + "/v1/memory_stores/" + store.ID + "/memories"
-	if status, body := rawRequest(t, "POST", mems, `{"path":"/draft-a.md","content":"A only"}`, hdr(a)); status != 200 {
-		t.Fatalf("a's write: %d %s", status, body)
-	}
-	if _, body := rawRequest(t, "GET", mems+"?view=full", "", hdr(b)); strings.Contains(body, "draft-a") {
+	base := ts.url + "/v1/memory_stores/" + store.ID
+	theirs := propose(t, base, a, "sesn_shared", "/draft-a.md")
+	if _, body := rawRequest(t, "GET", base+"/memories?view=full", "", hdr(b)); strings.Contains(body, "draft-a") {
 		t.Errorf("b reads a's proposal with a's session id: %s", body)
 	}
-	if status, body := rawRequest(t, "POST", mems, `{"path":"/b.md","content":"B"}`, hdr(b)); status != 200 {
-		t.Fatalf("b's write: %d %s", status, body)
-	}
-	props := ts.url + "/v1/memory_stores/" + store.ID + "/proposals"
-	var list struct {
-		Data []proposalJSON `json:"data"`
-	}
-	_, body = rawRequest(t, "GET", props, "", map[string]string{"x-api-key": rw})
-	if json.Unmarshal([]byte(body), &list); len(list.Data) != 2 {
-		t.Fatalf("two keys with one session id made %d proposals: %s", len(list.Data), body)
-	}
-	_, body = rawRequest(t, "GET", props, "", hdr(b))
-	if json.Unmarshal([]byte(body), &list); len(list.Data) != 1 || list.Data[0].Author["api_key_id"] == "" {
-		t.Fatalf("b lists: %s", body)
-	}
-	mine := list.Data[0].ID
-	_, body = rawRequest(t, "GET", props, "", hdr(a))
-	json.Unmarshal([]byte(body), &list)
-	theirs := list.Data[0].ID
+	mine := propose(t, base, b, "sesn_shared", "/b.md")
 	if theirs == mine {
 		t.Fatal("a and b share a proposal")
 	}
+	if open := openProposals(t, base, rw); len(open) != 2 {
+		t.Fatalf("two keys with one session id made %d proposals: %+v", len(open), open)
+	}
+	for key, id := range map[string]string{a: theirs, b: mine} {
+		if p := onlyOpenProposal(t, base, key); p.ID != id || p.Author["api_key_id"] == "" {
+			t.Fatalf("a propose key lists %+v; want its own only, %s", p, id)
+		}
+	}
+	props := base + "/proposals"
 	if status, _ := rawRequest(t, "GET", props+"/"+theirs, "", hdr(b)); status != 403 {
 		t.Errorf("b reads a's proposal: %d", status)
 	}
@@ -316,20 +302,11 @@ func TestProposalRouteRefusals(t *testing.T) {
 	_, body = rawRequest(t, "POST", ts.url+"/v1/memory_stores", `{"name":"other"}`, h(rw))
 	json.Unmarshal([]byte(body), &other)
 	_, limited, _ := ts.keys.Create("other only", apikeys.ReadWrite, other.ID)
-	if status, body := rawRequest(t, "POST", ts.url+"/v1/memory_stores/"+store.ID+"/memories", `{"path":"/a.md","content":"a"}`, h(pk)); status != 200 {
-		t.Fatalf("the agent's write: %d %s", status, body)
-	}
-	props := ts.url + "/v1/memory_stores/" + store.ID + "/proposals"
-	var list struct {
-		Data []proposalJSON `json:"data"`
-	}
-	_, body = rawRequest(t, "GET", props, "", h(rw))
-	json.Unmarshal([]byte(body), &list)
-	if len(list.Data) != 1 {
-		t.Fatalf("proposals: %s", body)
-	}
-	one := props + "/" + list.Data[0].ID
-	before := body
+	base := ts.url + "/v1/memory_stores/" + store.ID
+	propose(t, base, pk, "", "/a.md")
+	props := base + "/proposals"
+	one := props + "/" + onlyOpenProposal(t, base, rw).ID
+	_, before := rawRequest(t, "GET", props, "", h(rw))
 	for _, tc := range []struct {
 		name, method, url, body string
 		header                  map[string]string
@@ -387,15 +364,9 @@ func TestApproveThousandOverHTTP(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	h := map[string]string{"x-api-key": rw, "content-type": "application/json"}
-	_, body := rawRequest(t, "GET", ts.url+"/v1/memory_stores/"+store.ID+"/proposals", "", h)
-	var list struct {
-		Data []proposalJSON `json:"data"`
-	}
-	if json.Unmarshal([]byte(body), &list); len(list.Data) != 1 {
-		t.Fatalf("proposals: %s", body)
-	}
-	if status, body := rawRequest(t, "POST", ts.url+"/v1/memory_stores/"+store.ID+"/proposals/"+list.Data[0].ID+"/approve", `{}`, h); status != 200 {
+	base := ts.url + "/v1/memory_stores/" + store.ID
+	id := onlyOpenProposal(t, base, rw).ID
+	if status, body := rawRequest(t, "POST", base+"/proposals/"+id+"/approve", `{}`, map[string]string{"x-api-key": rw, "content-type": "application/json"}); status != 200 {
 		t.Fatalf("approve: %d %.500s", status, body)
 	}
 	st, err := ts.data.Store(ctx, store.ID)
@@ -428,6 +399,45 @@ func proposerAndStore(t *testing.T, ts *testServer) (rw, agent string, store str
 	return rw, agent, store
 }
 
+// propose writes path with the propose key key, in session unless "", to the store at base
+// (its URL): the write opens the session's proposal or adds to it. It returns the
+// proposal's id, which the answer names.
+func propose(t *testing.T, base, key, session, path string) string {
+	t.Helper()
+	h := map[string]string{"x-api-key": key, "content-type": "application/json"}
+	if session != "" {
+		h[SessionHeader] = session
+	}
+	status, body, header := rawExchange(t, "POST", base+"/memories", `{"path":"`+path+`","content":"x"}`, h)
+	prop := header.Get(ProposalHeader)
+	if status != 200 || prop == "" {
+		t.Fatalf("the write of %s with a propose key: %d, %s %q\n%s", path, status, ProposalHeader, prop, body)
+	}
+	return prop
+}
+
+// openProposals lists the open proposals of the store at base as key reads them, newest
+// first.
+func openProposals(t *testing.T, base, key string) []proposalJSON {
+	t.Helper()
+	status, body := rawRequest(t, "GET", base+"/proposals?state=open", "", map[string]string{"x-api-key": key})
+	var list struct{ Data []proposalJSON }
+	if err := json.Unmarshal([]byte(body), &list); status != 200 || err != nil {
+		t.Fatalf("the open proposals: %d %v %.500s", status, err, body)
+	}
+	return list.Data
+}
+
+// onlyOpenProposal is the one open proposal of the store at base that key reads.
+func onlyOpenProposal(t *testing.T, base, key string) proposalJSON {
+	t.Helper()
+	open := openProposals(t, base, key)
+	if len(open) != 1 {
+		t.Fatalf("%d open proposals, want 1: %+v", len(open), open)
+	}
+	return open[0]
+}
+
 // TestReadingSessionOpensNoProposal: a propose key's session over MCP and the HTTP tool
 // routes that only reads opens no proposal (nothing in main, nothing to review); its first
 // change opens one, and the session then reads its own change, in later requests too.
@@ -440,15 +450,7 @@ func TestReadingSessionOpensNoProposal(t *testing.T) {
 		_, body := rawRequest(t, "GET", ts.url+"/v1/memory_stores/"+store.ID, "", h)
 		return body
 	}
-	proposalsNow := func() int {
-		t.Helper()
-		_, body := rawRequest(t, "GET", ts.url+"/v1/memory_stores/"+store.ID+"/proposals", "", h)
-		var list struct{ Data []struct{ ID string } }
-		if err := json.Unmarshal([]byte(body), &list); err != nil {
-			t.Fatalf("proposals: %v %s", err, body)
-		}
-		return len(list.Data)
-	}
+	proposalsNow := func() int { return len(openProposals(t, ts.url+"/v1/memory_stores/"+store.ID, rw)) }
 	before := head()
 	ah := map[string]string{"x-api-key": agent, SessionHeader: "sesn_reader", "content-type": "application/json"}
 	cs, err := mcpConnect(t, ctx, ts.url+MCPPath+"?store=team", ah)
@@ -810,15 +812,9 @@ func TestProposalClosedBeforeWrite(t *testing.T) {
 		}
 	}
 	defer func() { beforeProposalWrite = nil }()
-	openNow := func() []string {
+	openNow := func() (ids []string) {
 		t.Helper()
-		_, body := rawRequest(t, "GET", props+"?state=open", "", rh)
-		var list struct{ Data []struct{ ID string } }
-		if err := json.Unmarshal([]byte(body), &list); err != nil {
-			t.Fatalf("list: %s", body)
-		}
-		var ids []string
-		for _, p := range list.Data {
+		for _, p := range openProposals(t, ts.url+"/v1/memory_stores/"+store.ID, rw) {
 			ids = append(ids, p.ID)
 		}
 		return ids

@@ -44,3 +44,15 @@ func (a atValue) Set(s string) error {
 	*a.v = s
 	return nil
 }
+
+// atError is err in the CLI's words where it is the store's refusal of an --at of a commit
+// hash's form that names no commit of the store's history (said by the rule, alike locally
+// and through a server, whose message names the API's ?at=): a usage error that names --at,
+// as one of no form is, with what to pass instead. Any other error is returned as it is.
+func atError(store, at string, err error) error {
+	if at == "" || gitstore.ErrorRule(err) != gitstore.RuleAtCommit {
+		return err
+	}
+	return usageError{fmt.Errorf(`--at %q names no commit of the history of %s: pass one that "git log --first-parent main" shows in the store's repository, or a time (such as a version's in "gitmem log %s")`,
+		at, store, quoteArg(store))}
+}

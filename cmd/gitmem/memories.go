@@ -172,7 +172,7 @@ func newCatCmd(a *app) *cobra.Command {
 			if err := folderArg("cat", args[0], "PATH", args[1]); err != nil {
 				return err
 			}
-			return a.withStoreAPI(cmd.Context(), args[0], func(s storeAPI) error {
+			return atError(args[0], at, a.withStoreAPI(cmd.Context(), args[0], func(s storeAPI) error {
 				rd, err := s.ReaderAt(cmd.Context(), at)
 				if err != nil {
 					return err
@@ -188,7 +188,7 @@ func newCatCmd(a *app) *cobra.Command {
 				}
 				_, err = io.WriteString(cmd.OutOrStdout(), *m.Content)
 				return err
-			})
+			}))
 		},
 	}
 	atVar(cmd.Flags(), &at, atUsage)
@@ -290,7 +290,7 @@ func newLsCmd(a *app) *cobra.Command {
 					opts.PathPrefix += "/"
 				}
 			}
-			return a.withStoreAPI(cmd.Context(), args[0], func(s storeAPI) error {
+			return atError(args[0], at, a.withStoreAPI(cmd.Context(), args[0], func(s storeAPI) error {
 				rd, err := s.ReaderAt(cmd.Context(), at)
 				if err != nil {
 					return err
@@ -328,7 +328,7 @@ func newLsCmd(a *app) *cobra.Command {
 					}
 				}
 				return tw.Flush()
-			})
+			}))
 		},
 	}
 	cmd.Flags().BoolVarP(&recursive, "recursive", "R", false, "list every memory below the prefix")

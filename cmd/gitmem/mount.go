@@ -57,7 +57,7 @@ writers' changes show within a second.`,
 				if err != nil {
 					return err
 				}
-				return mountStore(cmd, t, s, args[1], fsmount.Options{ReadOnly: readOnly, Log: log, Actor: mountActor(sessionID)}, at)
+				return atError(args[0], at, mountStore(cmd, t, s, args[1], fsmount.Options{ReadOnly: readOnly, Log: log, Actor: mountActor(sessionID)}, at))
 			})
 		},
 	}
@@ -87,6 +87,11 @@ func mountStore(cmd *cobra.Command, t target, s storeAPI, dir string, opts fsmou
 	if at != "" {
 		r, err := s.ReaderAt(ctx, at)
 		if err != nil {
+			return err
+		}
+		// Through a server the reader asks nothing until it reads: one read here refuses an
+		// --at that names no commit before the mount, as the data directory's does.
+		if _, err := r.List(ctx, gitstore.ListOptions{Depth: 1, Limit: 1}); err != nil {
 			return err
 		}
 		opts.Reader = r

@@ -533,6 +533,30 @@ func TestAtMistyped(t *testing.T) {
 	checkBothWays(t, c, cases)
 }
 
+// TestAtNamesNoCommit: an --at of a commit hash's form that names no commit of the store (7
+// digits, or all 40) is a usage error in the CLI's words, as one of no form is: it names --at
+// (not the API's ?at=), says what to pass instead, with the usage line and exit 2, locally and
+// through a server, in every command that takes --at. A time before the store's first
+// commit is no such error: it reads the store when it was empty.
+func TestAtNamesNoCommit(t *testing.T) {
+	c := newCLIWithNote(t)
+	names := func(at string) string {
+		return `--at "` + at + `" names no commit of the history of notes: pass one that "git log --first-parent main" shows in the store's repository, or a time (such as a version's in "gitmem log notes")`
+	}
+	full := strings.Repeat("ab", 20)
+	cases := []newcomerCase{
+		{args: []string{"cat", "notes", "/a/b.md", "--at", "deadbee"}, code: exitUsage, stdoutExact: "\x00", stderr: []string{
+			"gitmem: cat: " + names("deadbee") + ` (usage: gitmem cat STORE PATH [flags]; see "gitmem cat --help")` + "\n"}},
+		{args: []string{"ls", "notes", "--at", full}, code: exitUsage, stdoutExact: "\x00", stderr: []string{
+			"gitmem: ls: " + names(full) + ` (usage: gitmem ls STORE [PREFIX] [flags]; see "gitmem ls --help")` + "\n"}},
+		{args: []string{"mount", "notes", t.TempDir(), "--at", "deadbee"}, code: exitUsage, stderr: []string{
+			"gitmem: mount: " + names("deadbee") + ` (usage: gitmem mount STORE DIR [flags]; see "gitmem mount --help")`}},
+		{args: []string{"ls", "notes", "--at", "2000-01-01"}, stdoutExact: "\x00", stderr: []string{"no memories below / as of 2000-01-01"}},
+		{args: []string{"cat", "notes", "/a/b.md", "--at", "2000-01-01"}, code: exitNotFound, stderr: []string{"no memory at /a/b.md"}},
+	}
+	checkBothWays(t, c, cases)
+}
+
 // TestIntFlagMistyped: a flag of a whole number given something else says that it takes a
 // number (from its range, where the command has one) and what it got, not strconv's words,
 // with the usage line and exit 2, for every such flag of the CLI.
