@@ -38,7 +38,6 @@ const (
 // scripts put no spaces between words.
 const (
 	analyzerText  = "gitmem_text"
-	analyzerStem  = "gitmem_stem"       // a query's words, stemmed
 	analyzerStems = "gitmem_stem_index" // a memory's words: stems that differ from the word
 	analyzerPath  = "gitmem_path"
 
@@ -172,7 +171,6 @@ func newMapping() (*mapping.IndexMappingImpl, error) {
 	analyzers := map[string][]string{
 		analyzerText:  common,
 		analyzerPath:  common,
-		analyzerStem:  append(common, porter.Name),
 		analyzerStems: append(common, filterStems),
 	}
 	for name, filters := range analyzers {

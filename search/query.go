@@ -118,10 +118,11 @@ func hasIdeographic(ts analysis.TokenStream) bool {
 	return false
 }
 
-// fieldAnalyzer names each text field's analyzer: bleve finds the analyzer of a field
-// mapped under another property's name ("stem" under "content") only in type mappings, and
-// would fall back to the default analyzer.
-var fieldAnalyzer = map[string]string{fieldContent: analyzerText, fieldStem: analyzerStem, fieldPath: analyzerPath}
+// fieldAnalyzer names the analyzer of each text field that match and phrase ask: bleve finds
+// the analyzer of a field mapped under another property's name only in type mappings, and
+// would fall back to the default analyzer. The stem field is asked for by terms alone,
+// stemmed as the index stems them (stemClauses, stemOf).
+var fieldAnalyzer = map[string]string{fieldContent: analyzerText, fieldPath: analyzerPath}
 
 func match(field, text string, boost float64) query.Query {
 	q := query.NewMatchQuery(text)

@@ -95,11 +95,12 @@ func (u *UI) proposal(w http.ResponseWriter, r *http.Request, q *request) error 
 	if err != nil {
 		return err
 	}
-	return u.showProposal(w, r, q, p, http.StatusOK, nil)
+	return u.showProposal(w, r, q, p.ID, http.StatusOK, nil)
 }
 
-func (u *UI) showProposal(w http.ResponseWriter, r *http.Request, q *request, p proposals.Proposal, status int, conflicts []string) error {
-	p, err := u.opts.Proposals.Get(q.storeID, p.ID) // with its thread
+// showProposal shows proposal id, whose checks passed (proposalOf), with its thread.
+func (u *UI) showProposal(w http.ResponseWriter, r *http.Request, q *request, id string, status int, conflicts []string) error {
+	p, err := u.opts.Proposals.Get(q.storeID, id)
 	if err != nil {
 		return err
 	}
@@ -138,7 +139,7 @@ func (u *UI) approveProposal(w http.ResponseWriter, r *http.Request, q *request)
 		for i, c := range ce.Conflicts {
 			paths[i] = c.Path
 		}
-		return u.showProposal(w, r, q, p, http.StatusConflict, paths)
+		return u.showProposal(w, r, q, p.ID, http.StatusConflict, paths)
 	}
 	if err != nil {
 		return err
