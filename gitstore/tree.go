@@ -246,14 +246,16 @@ func (o *builtTree) Reader() (io.ReadCloser, error) {
 // newBuiltTree returns the tree object holding content, which it keeps, hashed as git does.
 func newBuiltTree(content []byte) *builtTree {
 	h := sha1.New()
-	h.Write(plumbing.TreeObject.Bytes())
-	h.Write([]byte{' '})
-	h.Write(strconv.AppendInt(nil, int64(len(content)), 10))
-	h.Write([]byte{0})
+	h.Write(treeHeader(len(content)))
 	h.Write(content)
 	o := &builtTree{content: content}
 	h.Sum(o.h[:0])
 	return o
+}
+
+// treeHeader is what git hashes before a tree's content of n bytes: "tree <n>\x00".
+func treeHeader(n int) []byte {
+	return append(strconv.AppendInt([]byte("tree "), int64(n), 10), 0)
 }
 
 // gitLess orders tree entries as git does: by name, with a directory compared as if its

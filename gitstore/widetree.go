@@ -3,7 +3,6 @@ package gitstore
 import (
 	"bytes"
 	"hash/adler32"
-	"strconv"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -79,8 +78,7 @@ func buildWide(entries []object.TreeEntry, prev *treeSums, changed int) (*builtT
 // hash with its SHA-1 states. With prev, the sums of a tree of the same size whose content is
 // the same before byte changed, it resumes from prev's states.
 func sumTree(content []byte, prev *treeSums, changed int) (plumbing.Hash, []byte) {
-	hdr := strconv.AppendInt(append(plumbing.TreeObject.Bytes(), ' '), int64(len(content)), 10)
-	hdr = append(hdr, 0)
+	hdr := treeHeader(len(content))
 	var before []byte
 	same := 0
 	if prev != nil && len(prev.content) == len(content) {

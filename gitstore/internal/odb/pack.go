@@ -261,8 +261,9 @@ func encodePack(objs []plumbing.EncodedObject) (*encodedPack, error) {
 // (packsums.go), a pack of one commit begins with its widest tree, and its checksum resumes
 // from the pack before's.
 func encodeAfter(objs []plumbing.EncodedObject, sums *packSums) (*encodedPack, error) {
+	several := worthDeltas(objs)
 	wideFirst := false
-	if sums != nil && !worthDeltas(objs) {
+	if sums != nil && !several {
 		objs, wideFirst = widestFirst(objs)
 	}
 	// Room for the objects uncompressed, as trees are stored, so that the buffer does not
@@ -272,17 +273,14 @@ func encodeAfter(objs []plumbing.EncodedObject, sums *packSums) (*encodedPack, e
 		room += int(o.Size()) + 32
 	}
 	buf := bytes.NewBuffer(packBuffer(room))
-	cw := &countingWriter{w: buf}
-	if sums == nil {
-		cw.h = sha1.New()
-	}
+	cw := &countingWriter{w: buf} // the checksum is taken at the end, over buf
 	cw.Write(packHeader(len(objs)))
 	first := 0 // where the first object ends, if a wide tree
 	p := &encodedPack{idx: &packIndex{entries: make([]indexEntry, 0, len(objs))}}
 	ww := wholeWriters.Get().(*wholeWriter)
 	defer wholeWriters.Put(ww)
 	var deltas *groupDeltas // trees as deltas of their versions before (groupdelta.go)
-	if worthDeltas(objs) {
+	if several {
 		deltas = &groupDeltas{last: map[endNames][]groupTree{}, delta: deltaEntry{zw: ww.zw}}
 	}
 	for _, o := range objs {
@@ -308,7 +306,7 @@ func encodeAfter(objs []plumbing.EncodedObject, sums *packSums) (*encodedPack, e
 	if sums != nil {
 		p.idx.packSum = sums.sum(buf.Bytes(), first)
 	} else {
-		copy(p.idx.packSum[:], cw.h.Sum(nil))
+		p.idx.packSum = sha1.Sum(buf.Bytes())
 	}
 	buf.Write(p.idx.packSum[:])
 	p.data = buf.Bytes()
