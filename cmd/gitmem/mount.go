@@ -57,12 +57,12 @@ writers' changes show within a second.`,
 				if err != nil {
 					return err
 				}
-				return atError(args[0], at, mountStore(cmd, t, s, args[1], fsmount.Options{ReadOnly: readOnly, Log: log, Actor: mountActor(sessionID)}, at))
+				return mountStore(cmd, t, s, args[1], fsmount.Options{ReadOnly: readOnly, Log: log, Actor: mountActor(sessionID)}, at)
 			})
 		},
 	}
 	cmd.Flags().BoolVar(&readOnly, "read-only", false, "mount read-only: every change is refused with EROFS")
-	atVar(cmd.Flags(), &at, "mount the store as it was at a time or commit, read-only ("+gitstore.AtFormHint+")")
+	atVar(cmd, &at, "mount the store as it was at a time or commit, read-only ("+gitstore.AtFormHint+")")
 	cmd.Flags().StringVar(&sessionID, "session", "", "the session id (sesn_...) that writes are recorded as")
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error (the log goes to stderr)")
 	return cmd
