@@ -90,9 +90,11 @@ func mountStore(cmd *cobra.Command, t target, s storeAPI, dir string, opts fsmou
 			return err
 		}
 		// Through a server the reader asks nothing until it reads: one read here refuses an
-		// --at that names no commit before the mount, as the data directory's does.
-		if _, err := r.List(ctx, gitstore.ListOptions{Depth: 1, Limit: 1}); err != nil {
-			return err
+		// --at that names no commit before the mount, as the data directory's ReaderAt has.
+		if t.srv != nil {
+			if _, err := r.List(ctx, gitstore.ListOptions{Depth: 1, Limit: 1}); err != nil {
+				return err
+			}
 		}
 		opts.Reader = r
 	}
