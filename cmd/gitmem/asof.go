@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/gitmem/gitmem/gitstore"
-	"github.com/spf13/pflag"
+	"github.com/spf13/cobra"
 )
 
 const atUsage = "read the store as of a time (2026-01-02T15:04:05Z, 2026-01-02, today, yesterday, 1h, 2d) or a commit hash (at least 7 hex digits)"
@@ -19,10 +19,16 @@ func getMemoryIn(ctx context.Context, rd gitstore.MemoryReader, ref string) (git
 	return rd.GetByPath(ctx, ref, true)
 }
 
-// atVar defines the --at flag of a read, whose form is checked as the flag is parsed: a wrong
-// one is a usage error that names --at, where the store's own error names the API's ?at=.
-func atVar(fs *pflag.FlagSet, v *string, usage string) {
-	fs.Var(atValue{v}, "at", usage)
+// atVar defines the --at flag of cmd, a read of the store that is its first argument. Its
+// form is checked as the flag is parsed: a wrong one is a usage error that names --at, where
+// the store's own error names the API's ?at=. A hash that names no commit, which only the
+// read can tell, is put in the CLI's words (atError) for every such command here, once.
+func atVar(cmd *cobra.Command, v *string, usage string) {
+	cmd.Flags().Var(atValue{v}, "at", usage)
+	run := cmd.RunE
+	cmd.RunE = func(c *cobra.Command, args []string) error {
+		return atError(args[0], *v, run(c, args))
+	}
 }
 
 // atValue is the value of --at: a time or a commit hash, or "" for the store as it is.

@@ -172,7 +172,7 @@ func newCatCmd(a *app) *cobra.Command {
 			if err := folderArg("cat", args[0], "PATH", args[1]); err != nil {
 				return err
 			}
-			return atError(args[0], at, a.withStoreAPI(cmd.Context(), args[0], func(s storeAPI) error {
+			return a.withStoreAPI(cmd.Context(), args[0], func(s storeAPI) error {
 				rd, err := s.ReaderAt(cmd.Context(), at)
 				if err != nil {
 					return err
@@ -188,10 +188,10 @@ func newCatCmd(a *app) *cobra.Command {
 				}
 				_, err = io.WriteString(cmd.OutOrStdout(), *m.Content)
 				return err
-			}))
+			})
 		},
 	}
-	atVar(cmd.Flags(), &at, atUsage)
+	atVar(cmd, &at, atUsage)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the memory with its content as JSON, as the API answers a read")
 	return cmd
 }
@@ -290,7 +290,7 @@ func newLsCmd(a *app) *cobra.Command {
 					opts.PathPrefix += "/"
 				}
 			}
-			return atError(args[0], at, a.withStoreAPI(cmd.Context(), args[0], func(s storeAPI) error {
+			return a.withStoreAPI(cmd.Context(), args[0], func(s storeAPI) error {
 				rd, err := s.ReaderAt(cmd.Context(), at)
 				if err != nil {
 					return err
@@ -328,13 +328,13 @@ func newLsCmd(a *app) *cobra.Command {
 					}
 				}
 				return tw.Flush()
-			}))
+			})
 		},
 	}
 	cmd.Flags().BoolVarP(&recursive, "recursive", "R", false, "list every memory below the prefix")
 	cmd.Flags().BoolVarP(&long, "long", "l", false, "show size, update time and id")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the listing as JSON")
-	atVar(cmd.Flags(), &at, atUsage)
+	atVar(cmd, &at, atUsage)
 	return cmd
 }
 

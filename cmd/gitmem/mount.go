@@ -57,12 +57,12 @@ writers' changes show within a second.`,
 				if err != nil {
 					return err
 				}
-				return atError(args[0], at, mountStore(cmd, t, s, args[1], fsmount.Options{ReadOnly: readOnly, Log: log, Actor: mountActor(sessionID)}, at))
+				return mountStore(cmd, t, s, args[1], fsmount.Options{ReadOnly: readOnly, Log: log, Actor: mountActor(sessionID)}, at)
 			})
 		},
 	}
 	cmd.Flags().BoolVar(&readOnly, "read-only", false, "mount read-only: every change is refused with EROFS")
-	atVar(cmd.Flags(), &at, "mount the store as it was at a time or commit, read-only ("+gitstore.AtFormHint+")")
+	atVar(cmd, &at, "mount the store as it was at a time or commit, read-only ("+gitstore.AtFormHint+")")
 	cmd.Flags().StringVar(&sessionID, "session", "", "the session id (sesn_...) that writes are recorded as")
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error (the log goes to stderr)")
 	return cmd
@@ -90,9 +90,11 @@ func mountStore(cmd *cobra.Command, t target, s storeAPI, dir string, opts fsmou
 			return err
 		}
 		// Through a server the reader asks nothing until it reads: one read here refuses an
-		// --at that names no commit before the mount, as the data directory's does.
-		if _, err := r.List(ctx, gitstore.ListOptions{Depth: 1, Limit: 1}); err != nil {
-			return err
+		// --at that names no commit before the mount, as the data directory's ReaderAt has.
+		if t.srv != nil {
+			if _, err := r.List(ctx, gitstore.ListOptions{Depth: 1, Limit: 1}); err != nil {
+				return err
+			}
 		}
 		opts.Reader = r
 	}

@@ -72,8 +72,15 @@ func TestLogWithNothingToShow(t *testing.T) {
 		{args: []string{"log", "My notes"}, stdoutExact: "\x00", stderr: []string{"no versions yet in My notes; write a memory with: gitmem put 'My notes' PATH\n"}},
 		{args: []string{"log", "My notes", "--json"}, stdoutExact: "[]\n"},
 	}, filtered...))
-	if out, errOut, code := c.run("", "log", "My notes", "-q"); code != 0 || out != "" || errOut != "" {
-		t.Errorf("log -q with nothing to show: exit %d, stdout %q, stderr %q", code, out, errOut)
+	quietNone(t, c, "through the server", "log", "My notes")
+}
+
+// quietNone checks that gitmem ARGS -q, with nothing to show, succeeds and prints nothing at
+// all, where says how c reaches the data.
+func quietNone(t *testing.T, c *cli, where string, args ...string) {
+	t.Helper()
+	if out, errOut, code := c.run("", append(args, "-q")...); code != 0 || out != "" || errOut != "" {
+		t.Errorf("%s: gitmem %s -q with nothing to show: exit %d, stdout %q, stderr %q", where, strings.Join(args, " "), code, out, errOut)
 	}
 }
 
@@ -85,20 +92,14 @@ func TestListsWithNothingToShow(t *testing.T) {
 	if err := os.MkdirAll(c.data, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	quiet := func(where string, args ...string) {
-		t.Helper()
-		if out, errOut, code := c.run("", append(args, "-q")...); code != 0 || out != "" || errOut != "" {
-			t.Errorf("%s: gitmem %s -q with nothing to show: exit %d, stdout %q, stderr %q", where, strings.Join(args, " "), code, out, errOut)
-		}
-	}
 	checkNewcomer(t, c, "no stores", []newcomerCase{
 		{args: []string{"stores", "list"}, stdoutExact: "\x00", stderr: []string{"no stores yet; create one with: gitmem stores create NAME\n"}},
 		{args: []string{"stores", "list", "--json"}, stdoutExact: "[]\n"},
 		{args: []string{"keys", "list"}, stdoutExact: "\x00", stderr: []string{"no API keys: gitmem serve runs without authentication"}},
 		{args: []string{"keys", "list", "--json"}, stdoutExact: "{\n  \"data\": []\n}\n"},
 	})
-	quiet("no stores", "stores", "list")
-	quiet("no stores", "keys", "list")
+	quietNone(t, c, "no stores", "stores", "list")
+	quietNone(t, c, "no stores", "keys", "list")
 	c.ok("", "stores", "create", "team")
 	checkNewcomer(t, c, "data directory", []newcomerCase{
 		{args: []string{"remote", "list"}, stdoutExact: "\x00", stderr: []string{"no remotes (add one with"}},
@@ -106,15 +107,15 @@ func TestListsWithNothingToShow(t *testing.T) {
 		// A refusal is still an error, not an empty list.
 		{args: []string{"remote", "list", "nosuch"}, code: 3, stdoutExact: "\x00", stderr: []string{"nosuch"}},
 	})
-	quiet("data directory", "remote", "list")
+	quietNone(t, c, "data directory", "remote", "list")
 	serveForGit(t, c)
 	checkNewcomer(t, c, "through the server", []newcomerCase{
 		{args: []string{"proposals", "list", "team"}, stdoutExact: "\x00", stderr: []string{"no proposals\n"}},
 		{args: []string{"webhooks", "list"}, stdoutExact: "\x00", stderr: []string{"no webhooks (create one with: gitmem webhooks create URL)\n"}},
 		{args: []string{"proposals", "list", "nosuch"}, code: 3, stdoutExact: "\x00", stderr: []string{"nosuch"}},
 	})
-	quiet("through the server", "proposals", "list", "team")
-	quiet("through the server", "webhooks", "list")
+	quietNone(t, c, "through the server", "proposals", "list", "team")
+	quietNone(t, c, "through the server", "webhooks", "list")
 }
 
 // TestSearchWithoutStore: gitmem search with one argument that names no store takes it for
